@@ -1,0 +1,169 @@
+// Chains: typed multi-step plans over tools, validated statically and compiled once into a run plan.
+import type { z } from 'zod';
+import type { RetryRule } from '../errors/categories.js';
+import { IssueList } from '../errors/definition-error.js';
+import type { Ref, Scope } from './ref.js';
+import type { Tool } from './tool.js';
+import { compilePlan, type PlannedStep } from './validate.js';
+
+/** A tool-input mapping: literals, `ref(...)`s and nested objects/arrays of them. */
+export type InputMapping = { [key: string]: unknown };
+
+/** Shown to the user before a gated step runs. */
+export interface ConfirmSpec<S = Scope> {
+  prompt: string | ((scope: S) => string);
+  /** Extra data for the app's confirmation UI (e.g. the item about to be deleted). */
+  details?: (scope: S) => unknown;
+}
+
+/** Matches one field of an item in a select step. Values may be `ref(...)`s. */
+export interface FieldMatcher {
+  equals?: unknown;
+  /** Case-insensitive substring match on strings. */
+  contains?: unknown;
+  in?: unknown;
+}
+
+/** Options shared by every kind of step. */
+export interface StepCommon<S = Scope> {
+  /** Matches `/^[A-Za-z_][\w-]{0,63}$/`; not `input` or `context`. */
+  id: string;
+  /** Skip the step when this returns false. */
+  when?: (scope: S) => boolean;
+  /** Stop before this step and ask the user; `false` to waive it on a destructive tool. */
+  confirm?: ConfirmSpec<S> | false;
+  /** Idempotency key for write/destructive tools (default `${runId}:${stepId}`). */
+  idempotencyKey?: (scope: S) => string;
+  /** Undo this step if a later step fails. */
+  compensate?: { tool: Tool; input: InputMapping | ((scope: S) => unknown) };
+  timeoutMs?: number;
+  retry?: Partial<RetryRule> | false;
+}
+
+/** Calls a tool. */
+export interface ToolStep<S = Scope> extends StepCommon<S> {
+  tool: Tool;
+  input: InputMapping | ((scope: S) => unknown);
+}
+
+/** Picks items out of an earlier output. */
+export interface SelectStep<S = Scope> extends StepCommon<S> {
+  select: {
+    from: Ref;
+    where?: Record<string, FieldMatcher> | ((item: any, scope: S) => boolean);
+    /** `'one'` fails with `ambiguous` when several match; `'first'` takes the first; `'all'` keeps every match. */
+    expect: 'one' | 'first' | 'all';
+  };
+}
+
+/** A pure local computation. */
+export interface ComputeStep<S = Scope> extends StepCommon<S> {
+  compute: (scope: S) => unknown;
+  output?: z.ZodType;
+}
+
+/** One step of a chain. */
+export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S>;
+
+/** A check run before any tool call; `message` asks the user for what is missing. */
+export interface Precondition<S = Scope> {
+  check: (scope: S) => boolean;
+  message: string;
+}
+
+/** What `defineChain` takes. */
+export interface ChainSpec<IS extends z.ZodType, CS extends z.ZodType, O> {
+  name: string;
+  version?: string;
+  description?: string;
+  keywords?: string[];
+  useCases?: string[];
+  input: IS;
+  /** The trusted context (authenticated user, tenant): never from the model. */
+  context?: CS;
+  steps: Step<Scope<z.infer<IS>, z.infer<CS>>>[];
+  /** The chain's output; default: the last step's result. */
+  output?: (scope: Scope<z.infer<IS>, z.infer<CS>>) => O;
+  /** Whole-chain deadline in ms (default 60 000). */
+  timeoutMs?: number;
+  preconditions?: Precondition<Scope<z.infer<IS>, z.infer<CS>>>[];
+}
+
+/** A validated, compiled chain. `I`, `C`, `O` are its input, context and output types. */
+export interface Chain<I = any, C = any, O = any> {
+  readonly kind: 'chain';
+  readonly name: string;
+  readonly version: string;
+  readonly description: string;
+  readonly keywords: readonly string[];
+  readonly useCases: readonly string[];
+  readonly input: z.ZodType<I>;
+  readonly context?: z.ZodType<C>;
+  readonly steps: readonly Step<Scope<I, C>>[];
+  readonly output?: (scope: Scope<I, C>) => O;
+  readonly timeoutMs: number;
+  readonly preconditions: readonly Precondition<Scope<I, C>>[];
+  /** Hash of the definition; a resume token only resumes the definition it was issued for. */
+  readonly fingerprint: string;
+  /** @internal The compiled run plan. */
+  readonly plan: readonly PlannedStep[];
+}
+
+/** The input type of a chain. */
+export type ChainInput<T> = T extends Chain<infer I, any, any> ? I : never;
+/** The context type of a chain. */
+export type ChainContext<T> = T extends Chain<any, infer C, any> ? C : never;
+/** The output type of a chain. */
+export type ChainOutput<T> = T extends Chain<any, any, infer O> ? O : never;
+
+export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
+
+/**
+ * Defines a chain. Validates it statically and throws one {@link DefinitionError} listing every
+ * problem: bad or duplicate step ids, refs to unknown or later steps, ref paths missing from the
+ * source schema, incompatible types, unmapped required fields, destructive steps without `confirm`.
+ *
+ * @example
+ * ```ts
+ * const rename = defineChain({
+ *   name: 'rename_task',
+ *   input: z.object({ match: z.string(), title: z.string() }),
+ *   context: z.object({ userId: z.string().uuid() }),
+ *   steps: [
+ *     { id: 'find', tool: listTasks, input: { user_id: ref('context', 'userId'), status: 'all' } },
+ *     { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
+ *     { id: 'update', tool: updateTask, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
+ *   ],
+ *   output: (s) => s.results.update,
+ * });
+ * ```
+ */
+export function defineChain<IS extends z.ZodType, CS extends z.ZodType = z.ZodType<Record<string, unknown>>, O = unknown>(
+  spec: ChainSpec<IS, CS, O>,
+): Chain<z.infer<IS>, z.infer<CS>, O> {
+  if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
+  const issues = new IssueList();
+  const { plan, fingerprint } = compilePlan(spec as unknown as ChainSpec<z.ZodType, z.ZodType, unknown>, issues);
+  issues.throwIfAny(`chain '${String(spec.name)}'`);
+  return Object.freeze({
+    kind: 'chain' as const,
+    name: spec.name,
+    version: spec.version ?? '1',
+    description: spec.description ?? '',
+    keywords: Object.freeze([...(spec.keywords ?? [])]),
+    useCases: Object.freeze([...(spec.useCases ?? [])]),
+    input: spec.input,
+    ...(spec.context !== undefined && { context: spec.context }),
+    steps: Object.freeze([...spec.steps]),
+    ...(spec.output !== undefined && { output: spec.output }),
+    timeoutMs: spec.timeoutMs ?? DEFAULT_CHAIN_TIMEOUT_MS,
+    preconditions: Object.freeze([...(spec.preconditions ?? [])]),
+    fingerprint,
+    plan,
+  }) as unknown as Chain<z.infer<IS>, z.infer<CS>, O>;
+}
+
+/** Type guard for chains made by {@link defineChain}. */
+export function isChain(value: unknown): value is Chain {
+  return typeof value === 'object' && value !== null && (value as Chain).kind === 'chain' && Array.isArray((value as Chain).plan);
+}

@@ -1,0 +1,128 @@
+// Dot paths with numeric indices (`tasks.0.id`, `tasks[0].id`): parsing, reading values, and zod introspection.
+import type { z } from 'zod';
+
+export type PathSegment = string | number;
+
+/** Parses `a.b[0].c` / `a.b.0.c` into segments; throws a plain Error with a reason on bad syntax. */
+export function parsePath(path: string): PathSegment[] {
+  if (path === '') return [];
+  const segments: PathSegment[] = [];
+  for (const part of path.replace(/\[(\d+)\]/g, '.$1').split('.')) {
+    if (part === '') throw new Error(`invalid path '${path}': empty segment`);
+    segments.push(/^\d+$/.test(part) ? Number(part) : part);
+  }
+  return segments;
+}
+
+/** Reads a value at a path; `undefined` when any segment is missing. */
+export function getAtPath(value: unknown, path: readonly PathSegment[]): unknown {
+  let v = value;
+  for (let i = 0; i < path.length; i++) {
+    if (v === null || v === undefined) return undefined;
+    v = (v as Record<PathSegment, unknown>)[path[i]!];
+  }
+  return v;
+}
+
+/** Formats segments back into a display path (`tasks[0].id`). */
+export function formatPath(path: readonly PathSegment[]): string {
+  let out = '';
+  for (const s of path) out += typeof s === 'number' ? `[${s}]` : out === '' ? s : `.${s}`;
+  return out;
+}
+
+/** The base kind of a schema, for static compatibility checks; `unknown` when it cannot tell. */
+export type SchemaKind = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'null' | 'unknown';
+
+type Def = { type: string; [k: string]: unknown };
+const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+
+/** Strips wrappers that do not change the shape: optional, nullable, default, readonly, catch, prefault. */
+export function unwrap(schema: z.ZodType, side: 'in' | 'out' = 'out'): z.ZodType {
+  let s = schema;
+  for (let i = 0; i < 20; i++) {
+    const def = defOf(s);
+    if (['optional', 'nullable', 'default', 'readonly', 'catch', 'prefault', 'nonoptional'].includes(def.type)) {
+      s = def.innerType as z.ZodType;
+    } else if (def.type === 'pipe') {
+      s = (side === 'in' ? def.in : def.out) as z.ZodType;
+    } else if (def.type === 'lazy') {
+      s = (def.getter as () => z.ZodType)();
+    } else {
+      return s;
+    }
+  }
+  return s;
+}
+
+/** The object shape of a schema, if it is (a wrapped) object. */
+export function objectShape(schema: z.ZodType, side: 'in' | 'out' = 'out'): Record<string, z.ZodType> | undefined {
+  const def = defOf(unwrap(schema, side));
+  return def.type === 'object' ? (def.shape as Record<string, z.ZodType>) : undefined;
+}
+
+/** The element schema of a schema, if it is (a wrapped) array. */
+export function arrayElement(schema: z.ZodType): z.ZodType | undefined {
+  const def = defOf(unwrap(schema));
+  return def.type === 'array' ? (def.element as z.ZodType) : undefined;
+}
+
+/** Base kind of a schema (after unwrapping). */
+export function schemaKind(schema: z.ZodType, side: 'in' | 'out' = 'out'): SchemaKind {
+  const def = defOf(unwrap(schema, side));
+  switch (def.type) {
+    case 'string': case 'number': case 'boolean': case 'object': case 'array': case 'null':
+      return def.type;
+    case 'int': case 'bigint': return 'number';
+    case 'enum': return kindOfValues(Object.values(def.entries as object));
+    case 'literal': return kindOfValues(def.values as unknown[]);
+    case 'record': return 'object';
+    case 'tuple': return 'array';
+    default: return 'unknown';
+  }
+}
+
+function kindOfValues(values: unknown[]): SchemaKind {
+  const kinds = new Set(values.map((v) => (v === null ? 'null' : typeof v)));
+  if (kinds.size !== 1) return 'unknown';
+  const [k] = kinds;
+  return k === 'string' || k === 'number' || k === 'boolean' || k === 'null' ? k : 'unknown';
+}
+
+/**
+ * The schema found at `path` inside `schema`, walking objects and arrays through wrappers.
+ * Returns `undefined` when the path does not exist, and `null` when it cannot be known
+ * (e.g. a union or `z.any()` on the way), so callers only report paths that surely do not exist.
+ */
+export function schemaAtPath(schema: z.ZodType, path: readonly PathSegment[]): z.ZodType | undefined | null {
+  let s = schema;
+  for (const segment of path) {
+    const inner = unwrap(s);
+    const def = defOf(inner);
+    if (def.type === 'object') {
+      const shape = def.shape as Record<string, z.ZodType>;
+      const next = typeof segment === 'string' ? shape[segment] : undefined;
+      if (next) { s = next; continue; }
+      const catchall = def.catchall as z.ZodType | undefined;
+      if (catchall && defOf(catchall).type !== 'never') { s = catchall; continue; }
+      return undefined;
+    }
+    if (def.type === 'array') {
+      if (typeof segment !== 'number' && segment !== 'length') return undefined;
+      s = segment === 'length' ? (null as never) : (def.element as z.ZodType);
+      if (s === null) return null;
+      continue;
+    }
+    if (def.type === 'record') { s = def.valueType as z.ZodType; continue; }
+    if (def.type === 'tuple') {
+      const items = def.items as z.ZodType[];
+      const next = typeof segment === 'number' ? items[segment] : undefined;
+      if (!next) return undefined;
+      s = next;
+      continue;
+    }
+    if (['string', 'number', 'boolean', 'null', 'int', 'enum', 'literal', 'date', 'bigint'].includes(def.type)) return undefined;
+    return null;
+  }
+  return s;
+}

@@ -1,0 +1,383 @@
+// Static validation of a chain (API.md §2) and its compilation into a plan: deps, resolvers, fingerprint.
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { IssueList } from '../errors/definition-error.js';
+import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './chain.js';
+import { arrayElement, objectShape, schemaAtPath, schemaKind } from './path.js';
+import { isRef, type Ref, type Scope } from './ref.js';
+import { checkRetry, isSchema, isTool, type Tool } from './tool.js';
+
+const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
+const RESERVED = new Set(['input', 'context']);
+
+/** Produces a step's tool input from the scope. */
+export type Resolver = (scope: Scope) => unknown;
+
+/** One step of a compiled chain, with everything the executor needs precomputed. */
+export interface PlannedStep {
+  readonly index: number;
+  readonly id: string;
+  readonly kind: 'tool' | 'select' | 'compute';
+  readonly step: Step;
+  readonly tool?: Tool;
+  /** Indices of the steps that must finish first. */
+  readonly deps: readonly number[];
+  /** Tool steps: builds the tool input. */
+  readonly resolveInput?: Resolver;
+  /** Select steps: builds the item predicate for this run. */
+  readonly matcher?: (scope: Scope) => (item: unknown) => boolean;
+}
+
+type AnySpec = ChainSpec<z.ZodType, z.ZodType, unknown>;
+type Schema = z.ZodType | null | undefined;
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
+
+/** Compiles a mapping into a resolver; literal subtrees are built once and shared. */
+export function compileMapping(value: unknown, refs: Ref[]): { constant: true; value: unknown } | { constant: false; fn: Resolver } {
+  if (isRef(value)) {
+    refs.push(value);
+    return { constant: false, fn: (s) => value.resolve(s) };
+  }
+  if (Array.isArray(value)) {
+    const parts = value.map((v) => compileMapping(v, refs));
+    if (parts.every((p) => p.constant)) return { constant: true, value };
+    return { constant: false, fn: (s) => parts.map((p) => (p.constant ? p.value : p.fn(s))) };
+  }
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value);
+    const parts = keys.map((k) => compileMapping(value[k], refs));
+    if (parts.every((p) => p.constant)) return { constant: true, value };
+    return {
+      constant: false,
+      fn: (s) => {
+        const out: Record<string, unknown> = {};
+        for (let i = 0; i < keys.length; i++) {
+          const p = parts[i]!;
+          out[keys[i]!] = p.constant ? p.value : p.fn(s);
+        }
+        return out;
+      },
+    };
+  }
+  return { constant: true, value };
+}
+
+function hasFunctionValue(value: unknown): boolean {
+  if (typeof value === 'function') return true;
+  if (Array.isArray(value)) return value.some(hasFunctionValue);
+  if (isPlainObject(value)) return Object.values(value).some(hasFunctionValue);
+  return false;
+}
+
+/** Validates a chain spec, adding every problem to `issues`, and compiles its plan. */
+export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedStep[]; fingerprint: string } {
+  if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
+    issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
+  }
+  if (spec.version !== undefined && typeof spec.version !== 'string') issues.add('version', 'Expected `version` to be a string.');
+  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema (use z.object({}) for no input).');
+  if (spec.context !== undefined && !isSchema(spec.context)) issues.add('context', 'Expected `context` to be a zod schema.');
+  if (spec.output !== undefined && typeof spec.output !== 'function') issues.add('output', 'Expected `output` to be a function of the scope.');
+  if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && spec.timeoutMs > 0)) issues.add('timeoutMs', 'Expected `timeoutMs` to be a positive number.');
+  for (const [field, v] of [['keywords', spec.keywords], ['useCases', spec.useCases]] as const) {
+    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) issues.add(field, `Expected \`${field}\` to be an array of strings.`);
+  }
+  (spec.preconditions ?? []).forEach((p, i) => {
+    if (typeof p?.check !== 'function') issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
+    if (typeof p?.message !== 'string' || p.message === '') issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
+  });
+  if (!Array.isArray(spec.steps) || spec.steps.length === 0) {
+    issues.add('steps', 'Expected a non-empty array of steps.');
+    return { plan: [], fingerprint: '' };
+  }
+
+  const inputSchema = isSchema(spec.input) ? spec.input : null;
+  const contextSchema = isSchema(spec.context) ? spec.context : undefined;
+  const indexById = new Map<string, number>();
+  spec.steps.forEach((step, i) => {
+    const id = (step as Step | undefined)?.id;
+    const at = `steps[${i}].id`;
+    if (typeof id !== 'string' || !STEP_ID.test(id)) issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
+    else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
+    else if (indexById.has(id)) issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
+    else indexById.set(id, i);
+  });
+
+  const outputs: Schema[] = [];
+  const plan: PlannedStep[] = [];
+
+  const checkRef = (r: Ref, at: string, stepIndex: number, allowSelf = false): Schema => {
+    let root: Schema;
+    let what: string;
+    if (r.source === 'input') {
+      root = inputSchema;
+      what = 'the chain input';
+    } else if (r.source === 'context') {
+      if (!contextSchema) {
+        issues.add(at, "ref('context', …) used but the chain declares no `context` schema.");
+        return null;
+      }
+      root = contextSchema;
+      what = 'the chain context';
+    } else {
+      const idx = indexById.get(r.source);
+      if (idx === undefined) {
+        issues.add(at, `ref to unknown step '${r.source}'.`);
+        return null;
+      }
+      if (idx > stepIndex || (idx === stepIndex && !allowSelf)) {
+        issues.add(at, `ref to step '${r.source}', which does not come before this step.`);
+        return null;
+      }
+      root = outputs[idx];
+      const tool = plan[idx]?.tool;
+      what = `the output of step '${r.source}'${tool ? ` (tool ${tool.name})` : ''}`;
+    }
+    if (!root || r.segments.length === 0) return root;
+    const found = schemaAtPath(root, r.segments);
+    if (found === undefined) issues.add(at, `path '${r.path}' does not exist in ${what}.`);
+    return found;
+  };
+
+  const checkMapping = (mapping: Record<string, unknown>, target: z.ZodType, at: string, stepIndex: number, allowSelf: boolean, toolName: string): void => {
+    const shape = objectShape(target, 'in');
+    if (!shape) return;
+    for (const key of Object.keys(mapping)) {
+      const value = mapping[key];
+      const field = shape[key];
+      const fieldAt = `${at}.${key}`;
+      if (!field) {
+        issues.add(fieldAt, `'${key}' is not a field of ${toolName}'s input (fields: ${Object.keys(shape).join(', ') || 'none'}).`);
+        continue;
+      }
+      if (isRef(value)) {
+        const source = checkRef(value, fieldAt, stepIndex, allowSelf);
+        if (source && !value.transformFn) {
+          const from = schemaKind(source);
+          const to = schemaKind(field, 'in');
+          if (from !== 'unknown' && to !== 'unknown' && from !== 'null' && from !== to) {
+            issues.add(fieldAt, `ref ${value} is a ${from} but '${key}' expects a ${to}; add .transform(...) to convert it.`);
+          }
+        }
+      } else if (typeof value === 'function') {
+        issues.add(fieldAt, 'field values are literals or refs; to compute values, make the whole `input` a function of the scope.');
+      } else if (isPlainObject(value) && objectShape(field, 'in')) {
+        checkMapping(value, field, fieldAt, stepIndex, allowSelf, toolName);
+      } else if (!containsRef(value, (r) => checkRef(r, fieldAt, stepIndex, allowSelf))) {
+        const parsed = field.safeParse(value);
+        if (!parsed.success) issues.add(fieldAt, `literal ${JSON.stringify(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
+      }
+    }
+    for (const key of Object.keys(shape)) {
+      if (!(key in mapping) && !shape[key]!.safeParse(undefined).success) {
+        issues.add(`${at}.${key}`, `required field '${key}' of ${toolName}'s input is not mapped.`);
+      }
+    }
+  };
+
+  spec.steps.forEach((raw, i) => {
+    const at = `steps[${i}]`;
+    const step = (raw ?? {}) as Step & Partial<ToolStep & SelectStep & ComputeStep>;
+    const kinds = (['tool', 'select', 'compute'] as const).filter((k) => step[k] !== undefined);
+    const id = typeof step.id === 'string' ? step.id : `#${i}`;
+    const refs: Ref[] = [];
+    let usesScope = false;
+    let planned: Partial<PlannedStep> = {};
+
+    if (kinds.length !== 1) {
+      issues.add(at, `A step needs exactly one of \`tool\`, \`select\` or \`compute\`; got ${kinds.length ? kinds.join(' and ') : 'none'}.`);
+      outputs.push(null);
+    } else if (kinds[0] === 'tool') {
+      const tool = step.tool;
+      if (!isTool(tool)) {
+        issues.add(`${at}.tool`, 'Expected a tool made by defineTool().');
+        outputs.push(null);
+      } else {
+        outputs.push(tool.output);
+        let resolveInput: Resolver;
+        if (typeof step.input === 'function') {
+          usesScope = true;
+          resolveInput = step.input as Resolver;
+        } else if (isPlainObject(step.input)) {
+          checkMapping(step.input, tool.input, `${at}.input`, i, false, tool.name);
+          const compiled = compileMapping(step.input, refs);
+          resolveInput = compiled.constant ? () => compiled.value : compiled.fn;
+        } else {
+          issues.add(`${at}.input`, 'Expected `input` to be an object of literals and refs, or a function of the scope.');
+          resolveInput = () => undefined;
+        }
+        if (tool.effect === 'destructive' && step.confirm === undefined) {
+          issues.add(`${at}.confirm`, `tool ${tool.name} is destructive: add \`confirm: { prompt }\`, or \`confirm: false\` to waive it explicitly.`);
+        }
+        planned = { tool, resolveInput };
+      }
+    } else if (kinds[0] === 'select') {
+      const sel = step.select!;
+      let element: Schema = null;
+      if (!isRef(sel.from)) {
+        issues.add(`${at}.select.from`, "Expected `from` to be a ref(...) to an array, e.g. ref('find', 'tasks').");
+      } else {
+        refs.push(sel.from);
+        const src = checkRef(sel.from, `${at}.select.from`, i);
+        if (src) {
+          element = arrayElement(src);
+          if (!element && schemaKind(src) !== 'unknown') issues.add(`${at}.select.from`, `ref ${sel.from} is a ${schemaKind(src)}, not an array.`);
+        }
+      }
+      if (!['one', 'first', 'all'].includes(sel.expect)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
+      let matcher: PlannedStep['matcher'];
+      if (typeof sel.where === 'function') {
+        usesScope = true;
+        const where = sel.where;
+        matcher = (s) => (item) => where(item, s);
+      } else if (sel.where === undefined) {
+        matcher = () => () => true;
+      } else if (isPlainObject(sel.where)) {
+        matcher = compileWhere(sel.where as Record<string, FieldMatcher>, `${at}.select.where`, element, issues, refs, (r, p) => checkRef(r, p, i));
+      } else {
+        issues.add(`${at}.select.where`, 'Expected `where` to be a field matcher object or a function (item, scope) => boolean.');
+      }
+      outputs.push(element && sel.expect === 'all' ? z.array(element) : element);
+      planned = { matcher: matcher ?? (() => () => false) };
+    } else {
+      if (typeof step.compute !== 'function') issues.add(`${at}.compute`, 'Expected `compute` to be a function of the scope.');
+      if (step.output !== undefined && !isSchema(step.output)) issues.add(`${at}.output`, 'Expected `output` to be a zod schema.');
+      usesScope = true;
+      outputs.push(isSchema(step.output) ? step.output : null);
+    }
+
+    if (step.when !== undefined && typeof step.when !== 'function') issues.add(`${at}.when`, 'Expected `when` to be a function of the scope returning a boolean.');
+    if (step.idempotencyKey !== undefined && typeof step.idempotencyKey !== 'function') issues.add(`${at}.idempotencyKey`, 'Expected `idempotencyKey` to be a function of the scope returning a string.');
+    if (step.timeoutMs !== undefined && !(typeof step.timeoutMs === 'number' && step.timeoutMs > 0)) issues.add(`${at}.timeoutMs`, 'Expected `timeoutMs` to be a positive number.');
+    checkRetry(step.retry, `${at}.retry`, issues);
+    if (step.confirm !== undefined && step.confirm !== false) {
+      const c = step.confirm as { prompt?: unknown; details?: unknown };
+      if (typeof c !== 'object' || c === null || (typeof c.prompt !== 'string' && typeof c.prompt !== 'function')) {
+        issues.add(`${at}.confirm`, 'Expected `confirm` to be { prompt: string | (scope) => string } or false.');
+      } else if (c.details !== undefined && typeof c.details !== 'function') {
+        issues.add(`${at}.confirm.details`, 'Expected `details` to be a function of the scope.');
+      }
+    }
+    if (step.compensate !== undefined) {
+      const comp = step.compensate;
+      if (!isTool(comp?.tool)) issues.add(`${at}.compensate.tool`, 'Expected a tool made by defineTool().');
+      else if (isPlainObject(comp.input)) checkMapping(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name);
+      else if (typeof comp.input !== 'function') issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
+    }
+    if (typeof step.when === 'function' || typeof step.idempotencyKey === 'function' || hasFunctionValue(step.confirm)) usesScope = true;
+
+    // Functions may read any earlier result, so they wait for every earlier step; refs name their own deps.
+    const deps = new Set<number>();
+    if (usesScope) for (let d = 0; d < i; d++) deps.add(d);
+    for (const r of refs) {
+      const d = indexById.get(r.source);
+      if (d !== undefined && d < i) deps.add(d);
+    }
+    plan.push(Object.freeze({
+      index: i,
+      id,
+      kind: kinds[0] ?? 'compute',
+      step: raw as Step,
+      deps: Object.freeze([...deps].sort((a, b) => a - b)),
+      ...planned,
+    }) as PlannedStep);
+  });
+
+  return { plan, fingerprint: fingerprintOf(spec) };
+}
+
+function containsRef(value: unknown, visit: (r: Ref) => void): boolean {
+  if (isRef(value)) {
+    visit(value);
+    return true;
+  }
+  if (Array.isArray(value)) return value.map((v) => containsRef(v, visit)).some(Boolean);
+  if (isPlainObject(value)) return Object.values(value).map((v) => containsRef(v, visit)).some(Boolean);
+  return false;
+}
+
+const lower = (v: unknown): string => String(v).toLowerCase();
+
+function compileWhere(
+  where: Record<string, FieldMatcher>,
+  at: string,
+  element: Schema,
+  issues: IssueList,
+  refs: Ref[],
+  checkRef: (r: Ref, at: string) => Schema,
+): (scope: Scope) => (item: unknown) => boolean {
+  const fields = Object.keys(where);
+  const shape = element ? objectShape(element) : undefined;
+  const tests: { field: string; op: 'equals' | 'contains' | 'in'; value: Resolver }[] = [];
+  for (const field of fields) {
+    const m = where[field];
+    if (shape && !shape[field]) issues.add(`${at}.${field}`, `'${field}' is not a field of the selected items (fields: ${Object.keys(shape).join(', ')}).`);
+    if (!isPlainObject(m)) {
+      issues.add(`${at}.${field}`, 'Expected a matcher { equals } | { contains } | { in }.');
+      continue;
+    }
+    const ops = Object.keys(m).filter((k) => k === 'equals' || k === 'contains' || k === 'in') as ('equals' | 'contains' | 'in')[];
+    const unknownOps = Object.keys(m).filter((k) => !ops.includes(k as 'in'));
+    if (ops.length === 0 || unknownOps.length > 0) issues.add(`${at}.${field}`, `Expected one of equals, contains, in; got ${Object.keys(m).join(', ') || 'nothing'}.`);
+    for (const op of ops) {
+      const v = m[op];
+      if (isRef(v)) {
+        refs.push(v);
+        checkRef(v, `${at}.${field}.${op}`);
+      }
+      tests.push({ field, op, value: isRef(v) ? (s) => v.resolve(s) : () => v });
+    }
+  }
+  return (scope) => {
+    const resolved = tests.map((t) => {
+      const v = t.value(scope);
+      if (t.op === 'contains') {
+        const needle = lower(v);
+        return (x: unknown) => typeof x === 'string' && x.toLowerCase().includes(needle);
+      }
+      if (t.op === 'in') {
+        const set = new Set(Array.isArray(v) ? v : [v]);
+        return (x: unknown) => set.has(x);
+      }
+      return (x: unknown) => x === v;
+    });
+    return (item) => {
+      if (typeof item !== 'object' || item === null) return false;
+      for (let i = 0; i < tests.length; i++) {
+        if (!resolved[i]!((item as Record<string, unknown>)[tests[i]!.field])) return false;
+      }
+      return true;
+    };
+  };
+}
+
+/** A stable hash of what the chain does: steps, tools, mappings and function sources. */
+function fingerprintOf(spec: AnySpec): string {
+  const seen = new WeakSet<object>();
+  const text = JSON.stringify(
+    { name: spec.name, version: spec.version ?? '1', input: schemaText(spec.input), context: schemaText(spec.context), steps: spec.steps, output: spec.output, pre: spec.preconditions },
+    (_key, value: unknown) => {
+      if (typeof value === 'function') return `fn:${String(value)}`;
+      if (isRef(value)) return `ref:${value}${value.transformFn ? `|${String(value.transformFn)}` : ''}`;
+      if (isTool(value)) return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
+      if (isSchema(value)) return schemaText(value);
+      if (typeof value === 'object' && value !== null) {
+        if (seen.has(value)) return '[cycle]';
+        seen.add(value);
+      }
+      return value;
+    },
+  );
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+function schemaText(schema: unknown): string {
+  if (!isSchema(schema)) return '';
+  try {
+    return JSON.stringify(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }));
+  } catch {
+    return 'schema';
+  }
+}

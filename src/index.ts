@@ -1,0 +1,42 @@
+// chainkit: run multi-step AI-agent tool chains reliably. This file is the table of contents.
+
+// Definitions
+export { defineTool, isTool, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type ToolSuggestion } from './define/tool.js';
+export {
+  defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type Step, type ToolStep,
+  type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
+} from './define/chain.js';
+export { ref, isRef, Ref, type Scope } from './define/ref.js';
+
+// Running
+export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';
+export type { RunResult, InvokeResult, RunResultBase, RunOptions, ResumeOptions, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
+export type { ToolCall, ToolInvoker } from './run/pipeline.js';
+
+// Errors
+export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
+export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
+export { classifyError, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
+
+// Events, traces, rendering
+export type {
+  RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent,
+  StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent,
+} from './observe/events.js';
+export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
+export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
+export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
+
+// Guidance
+export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './guidance/metadata.js';
+
+// Stores
+export { memoryCheckpointStore, type MemoryStoreOptions } from './stores/memory.js';
+export type { Checkpoint, CheckpointStore, TakeResult } from './stores/types.js';
+
+// Invokers
+export { functionInvoker, type ToolFunction } from './invokers/function.js';
+
+// The task domain
+export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools } from './tasks/tools.js';
+export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type TaskSummary } from './tasks/chains.js';

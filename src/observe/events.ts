@@ -1,0 +1,90 @@
+// Typed run events on an eventemitter3 emitter, and hooks that can never change a run's outcome.
+import { EventEmitter } from 'eventemitter3';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { Trace, TraceStepStatus, ToolTransition } from './trace.js';
+
+/** Emitted when a run or resume starts. */
+export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
+/** Emitted when a run or resume ends, whatever the outcome. */
+export interface ChainEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; durationMs: number; error?: ChainErrorInfo; trace: Trace }
+/** Emitted before a step (or an `invoke` call) starts. */
+export interface StepStartEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; stepNumber: number }
+/** Emitted when a step ends. */
+export interface StepEndEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo }
+/** Emitted before a retry's wait starts. */
+export interface StepRetryEvent { runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }
+/** Emitted when a run stops at a confirmation gate. */
+export interface ConfirmationRequestedEvent { runId: string; traceId: string; chain: string; step: string; tool: string; prompt: string; expiresAt: string }
+/** Emitted when a hook threw or rejected; the run went on unaffected. */
+export interface HookErrorEvent { event: string; error: unknown }
+
+/** Every event the runner emits, with its payload. */
+export interface RunnerEvents {
+  'chain:start': (e: ChainStartEvent) => void;
+  'chain:end': (e: ChainEndEvent) => void;
+  'step:start': (e: StepStartEvent) => void;
+  'step:end': (e: StepEndEvent) => void;
+  'step:retry': (e: StepRetryEvent) => void;
+  'tool:transition': (e: ToolTransition) => void;
+  'confirmation:requested': (e: ConfirmationRequestedEvent) => void;
+  'hook:error': (e: HookErrorEvent) => void;
+}
+
+export type RunnerEventName = keyof RunnerEvents;
+
+/** The runner's typed emitter (`runner.events`). */
+export type RunnerEmitter = EventEmitter<RunnerEvents>;
+
+/** Callbacks for the runner's events; each may be async. A failing hook is reported as `hook:error`. */
+export interface Hooks {
+  onChainStart?: (e: ChainStartEvent) => void | Promise<void>;
+  onChainEnd?: (e: ChainEndEvent) => void | Promise<void>;
+  onStepStart?: (e: StepStartEvent) => void | Promise<void>;
+  onStepEnd?: (e: StepEndEvent) => void | Promise<void>;
+  onStepRetry?: (e: StepRetryEvent) => void | Promise<void>;
+  onToolTransition?: (e: ToolTransition) => void | Promise<void>;
+  onConfirmationRequested?: (e: ConfirmationRequestedEvent) => void | Promise<void>;
+  onHookError?: (e: HookErrorEvent) => void | Promise<void>;
+}
+
+const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
+  ['onChainStart', 'chain:start'], ['onChainEnd', 'chain:end'], ['onStepStart', 'step:start'],
+  ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
+  ['onConfirmationRequested', 'confirmation:requested'], ['onHookError', 'hook:error'],
+];
+
+/** Creates the emitter and subscribes `hooks`, each isolated so it cannot affect a run. */
+export function createEmitter(hooks: Hooks | undefined): RunnerEmitter {
+  const events = new EventEmitter<RunnerEvents>();
+  if (!hooks) return events;
+  for (const [key, name] of HOOK_EVENTS) {
+    const fn = hooks[key] as ((e: unknown) => unknown) | undefined;
+    if (typeof fn !== 'function') continue;
+    const report = (error: unknown): void => {
+      if (name !== 'hook:error') safeEmit(events, 'hook:error', { event: name, error });
+    };
+    events.on(name, ((payload: unknown) => {
+      try {
+        const r = fn(payload);
+        if (r && typeof (r as Promise<unknown>).then === 'function') (r as Promise<unknown>).then(undefined, report);
+      } catch (error) {
+        report(error);
+      }
+    }) as never);
+  }
+  return events;
+}
+
+/** True when someone listens; payloads are only built then. */
+export function listening(events: RunnerEmitter, name: RunnerEventName): boolean {
+  return events.listenerCount(name) > 0;
+}
+
+/** Emits without letting a throwing listener escape into the run. */
+export function safeEmit<K extends RunnerEventName>(events: RunnerEmitter, name: K, payload: Parameters<RunnerEvents[K]>[0]): void {
+  try {
+    (events.emit as (n: string, p: unknown) => boolean)(name, payload);
+  } catch (error) {
+    if (name !== 'hook:error') safeEmit(events, 'hook:error', { event: name, error });
+  }
+}

@@ -1,0 +1,67 @@
+// Human views of runs and chains: a terminal waterfall of a trace, a Mermaid flowchart of a chain.
+import type { Chain } from '../define/chain.js';
+import type { Trace, TraceStep } from './trace.js';
+
+const MARK: Record<TraceStep['status'], string> = {
+  success: '✓', error: '✗', skipped: '-', cached: '↺', awaiting_confirmation: '?', declined: '⊘', compensated: '↶',
+};
+
+/** Options of {@link formatTrace}. */
+export interface FormatTraceOptions {
+  /** Width of the bar area in characters. Default 40. */
+  width?: number;
+}
+
+/**
+ * Renders a trace as a terminal waterfall: one line per step with its offset, duration and status.
+ *
+ * @example
+ * ```ts
+ * console.log(formatTrace(result.trace));
+ * // find_and_delete  completed  412 ms  run V1StGXR8
+ * //  1 find    list_tasks   ██████               ✓ 150 ms
+ * //  …
+ * ```
+ */
+export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): string {
+  const width = Math.max(10, options.width ?? 40);
+  const t0 = Date.parse(trace.startedAt);
+  const total = Math.max(1, trace.totalLatencyMs);
+  const idW = Math.max(4, ...trace.steps.map((s) => s.id.length));
+  const toolW = Math.max(4, ...trace.steps.map((s) => (s.tool ?? '').length));
+  const lines = [`${trace.chain || '(invoke)'}  ${trace.status}  ${trace.totalLatencyMs} ms  run ${trace.runId}`];
+  for (const s of trace.steps) {
+    const offset = Math.max(0, Date.parse(s.startedAt) - t0);
+    const from = Math.min(width - 1, Math.floor((offset / total) * width));
+    const len = Math.max(1, Math.min(width - from, Math.round((s.latencyMs / total) * width)));
+    const bar = `${' '.repeat(from)}${'█'.repeat(len)}`.padEnd(width);
+    const attempts = s.attempts > 1 ? ` ×${s.attempts}` : '';
+    const err = s.error ? `  ${s.error.category}/${s.error.code}` : '';
+    lines.push(`${String(s.stepNumber).padStart(2)} ${s.id.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Renders a chain as a Mermaid flowchart: one node per step, edges from dependencies, gated
+ * steps marked.
+ *
+ * @example
+ * ```ts
+ * console.log(toMermaid(findAndDelete)); // paste into any Mermaid renderer
+ * ```
+ */
+export function toMermaid(chain: Chain): string {
+  const safe = (s: string): string => s.replace(/"/g, "'");
+  const lines = ['flowchart TD', `  start(["${safe(chain.name)}"])`];
+  for (const p of chain.plan) {
+    const label = p.tool ? `${p.id}<br/>${p.tool.name}` : `${p.id}<br/>${p.kind}`;
+    const gated = p.step.confirm ? ' ⚠ confirm' : '';
+    lines.push(p.kind === 'tool' ? `  ${p.id}["${safe(label)}${gated}"]` : `  ${p.id}{{"${safe(label)}"}}`);
+    if (p.deps.length === 0) lines.push(`  start --> ${p.id}`);
+    // Only direct edges: a dependency already implied through another dependency is left out.
+    const implied = new Set(p.deps.flatMap((d) => chain.plan[d]!.deps));
+    for (const d of p.deps) if (!implied.has(d)) lines.push(`  ${chain.plan[d]!.id} --> ${p.id}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,22 @@
+// Remembers each session's last tool so `tool:transition` can say which tool followed which.
+import type { ToolTransition } from './trace.js';
+
+/** Tracks the last tool call per session; bounded (least recently used sessions are forgotten). */
+export class TransitionTracker {
+  private readonly last = new Map<string, { tool: string; endedAt: number }>();
+  constructor(private readonly maxSessions = 10_000) {}
+
+  /** Records a finished call; returns the transition from the session's previous call, if any. */
+  record(sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition | undefined {
+    const prev = this.last.get(sessionId);
+    if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
+    else if (this.last.size >= this.maxSessions) this.last.delete(this.last.keys().next().value as string);
+    this.last.set(sessionId, { tool, endedAt });
+    if (!prev) return undefined;
+    return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+  }
+
+  clear(): void {
+    this.last.clear();
+  }
+}

@@ -1,0 +1,107 @@
+// Retries by category (p-retry drives the attempts; the table of API.md §4 decides if and how long to wait).
+import pRetry from 'p-retry';
+import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
+import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
+import type { CallContext, Policy } from '../run/pipeline.js';
+
+/** The longest a timed-out attempt's timeout grows to on retry. */
+export const MAX_RETRY_TIMEOUT_MS = 10_000;
+/** Jitter added to a Retry-After wait. */
+export const RATE_LIMIT_JITTER_MS = 1000;
+/** Backoff delays grow by up to this fraction of themselves, from the runner's `random`. */
+export const BACKOFF_JITTER = 0.25;
+const TRANSIENT: readonly ErrorCategory[] = ['internal', 'unavailable', 'network'];
+
+/** Options of the retry policy. */
+export interface RetryPolicyOptions {
+  random: () => number;
+  now: () => number;
+  classifiers?: readonly Classifier[];
+  /** Called before each wait (for `step:retry` events and logs). */
+  onRetry?: (ctx: CallContext, failure: Classified, delayMs: number) => void;
+}
+
+/**
+ * The retry table for a call: the runner's table, with a tool's or step's override applied to
+ * the transient categories, or no retries at all for `false`.
+ */
+export function resolveRetryTable(base: Readonly<RetryTable>, ...overrides: (Partial<RetryRule> | false | undefined)[]): Readonly<RetryTable> {
+  let table = base;
+  for (const o of overrides) {
+    if (o === undefined) continue;
+    if (o === false) return {};
+    const next: RetryTable = { ...table };
+    for (const c of TRANSIENT) next[c] = { ...(DEFAULT_RETRY_TABLE[c] as RetryRule), ...table[c], ...o };
+    table = next;
+  }
+  return table;
+}
+
+/** The wait before retry number `n` (0-based) of a failure; Retry-After wins for rate limits. */
+export function retryDelay(rule: RetryRule, n: number, failure: Classified, random: () => number): number {
+  if (failure.category === 'rate_limited') {
+    return (failure.retryAfterMs ?? rule.minDelayMs) + Math.round(random() * RATE_LIMIT_JITTER_MS);
+  }
+  const base = Math.min(rule.maxDelayMs, rule.minDelayMs * rule.factor ** n);
+  return Math.round(base * (1 + BACKOFF_JITTER * random()));
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts; leaves no timer behind. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Retries failed attempts per the call's retry table. A wait that would end after the deadline is
+ * not taken: the call fails at once with the last error (and `retryAfterMs` for rate limits).
+ */
+export function retryPolicy(options: RetryPolicyOptions): Policy {
+  const { random, now, classifiers, onRetry } = options;
+  return (next) => (ctx) => {
+    let used: Partial<Record<ErrorCategory, number>> | undefined;
+    return pRetry(
+      async (attemptNumber) => {
+        ctx.attempt = attemptNumber;
+        try {
+          return await next(ctx);
+        } catch (error) {
+          // p-retry only retries Error instances; every failure becomes a classified ToolFailure here.
+          throw error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers));
+        }
+      },
+      {
+        retries: Number.POSITIVE_INFINITY, // the table decides; onFailedAttempt throws to stop
+        minTimeout: 0, // waits happen in onFailedAttempt so they can be per category and deadline-aware
+        onFailedAttempt: async ({ error }) => {
+          if (ctx.signal.aborted) throw new ToolFailure(classifyError(ctx.signal.reason));
+          const failure = (error as ToolFailure).info;
+          const rule = ctx.retry[failure.category];
+          const n = used?.[failure.category] ?? 0;
+          if (!rule || n >= rule.retries) throw error;
+          const delay = retryDelay(rule, n, failure, random);
+          if (now() + delay >= ctx.deadlineAt) {
+            if (failure.category === 'rate_limited' && failure.retryAfterMs === undefined) {
+              throw new ToolFailure({ ...failure, retryAfterMs: delay });
+            }
+            throw error;
+          }
+          (used ??= {})[failure.category] = n + 1;
+          if (failure.category === 'timeout') ctx.timeoutMs = Math.min(ctx.timeoutMs * 2, Math.max(MAX_RETRY_TIMEOUT_MS, ctx.timeoutMs));
+          onRetry?.(ctx, failure, delay);
+          if (delay > 0) await sleep(delay, ctx.signal);
+        },
+      },
+    );
+  };
+}

@@ -1,0 +1,99 @@
+// One tool call through the policies of API.md §6: each policy wraps the next, the invoker is innermost.
+import type { RetryTable } from '../errors/categories.js';
+import { classifyError, inBandFailure, isInBandError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
+import type { Tool } from '../define/tool.js';
+import { formatPath } from '../define/path.js';
+
+/** One tool call as the invoker sees it. */
+export interface ToolCall {
+  tool: string;
+  /** Already validated against the tool's input schema. */
+  input: unknown;
+  /** 1-based. */
+  attempt: number;
+  /** Aborted on timeout, deadline or caller cancel. */
+  signal: AbortSignal;
+  /** Set for write/destructive tools. */
+  idempotencyKey?: string;
+  runId: string;
+  traceId: string;
+  sessionId?: string;
+  /** The trusted context. */
+  context: Readonly<Record<string, unknown>>;
+}
+
+/** How tools are really called: any transport. */
+export type ToolInvoker = (call: ToolCall) => Promise<unknown>;
+
+/** The state of one logical call (all its attempts), threaded through the policies. */
+export interface CallContext {
+  readonly tool: Tool;
+  readonly input: unknown;
+  readonly runId: string;
+  readonly traceId: string;
+  readonly sessionId?: string;
+  readonly chain?: string;
+  readonly step?: string;
+  readonly context: Readonly<Record<string, unknown>>;
+  readonly idempotencyKey?: string;
+  /** The run's signal: aborted at the deadline, on caller cancel, or when the runner closes. */
+  readonly signal: AbortSignal;
+  /** Epoch ms after which nothing may be waited for. */
+  readonly deadlineAt: number;
+  /** Retry rules for this call. */
+  readonly retry: Readonly<RetryTable>;
+  /** Current attempt number (1-based); set by the retry policy. */
+  attempt: number;
+  /** Current per-attempt timeout; the retry policy doubles it after a timeout. */
+  timeoutMs: number;
+  /** The current attempt's signal; set by the timeout policy. */
+  attemptSignal?: AbortSignal;
+}
+
+/** One call, or one attempt of it. */
+export type Call = (ctx: CallContext) => Promise<unknown>;
+
+/** A policy wraps the rest of the pipeline. */
+export type Policy = (next: Call) => Call;
+
+/** Composes policies outside-in: `compose([a, b], end)` is `a(b(end))`. */
+export function compose(policies: readonly Policy[], end: Call): Call {
+  return policies.reduceRight<Call>((next, policy) => policy(next), end);
+}
+
+/**
+ * The innermost step: calls the invoker, turns in-band error results into failures and checks the
+ * output against the tool's schema (a mismatch is a `validation` failure naming the path).
+ */
+export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifier[]): Call {
+  return async (ctx) => {
+    const call: ToolCall = {
+      tool: ctx.tool.name,
+      input: ctx.input,
+      attempt: ctx.attempt,
+      signal: ctx.attemptSignal ?? ctx.signal,
+      runId: ctx.runId,
+      traceId: ctx.traceId,
+      context: ctx.context,
+    };
+    if (ctx.idempotencyKey !== undefined) call.idempotencyKey = ctx.idempotencyKey;
+    if (ctx.sessionId !== undefined) call.sessionId = ctx.sessionId;
+    let output: unknown;
+    try {
+      output = await invoker(call);
+    } catch (error) {
+      throw new ToolFailure(classifyError(error, classifiers));
+    }
+    if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
+    const parsed = ctx.tool.output.safeParse(output);
+    if (parsed.success) return parsed.data;
+    throw new ToolFailure(schemaFailure('invalid_output', `Tool ${ctx.tool.name} returned output that does not match its schema`, parsed.error.issues));
+  };
+}
+
+/** A `validation`-style failure from zod issues, naming the first offending path. */
+export function schemaFailure(code: string, what: string, issues: readonly { path: readonly PropertyKey[]; message: string }[], category: Classified['category'] = 'validation'): Classified {
+  const first = issues[0];
+  const where = first && first.path.length ? ` at '${formatPath(first.path.map((p) => (typeof p === 'number' ? p : String(p))))}'` : '';
+  return { category, code, message: `${what}${where}: ${first?.message ?? 'invalid'}${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.` };
+}

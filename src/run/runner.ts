@@ -1,0 +1,360 @@
+// The runner: holds the invoker, policies and stores, and runs, resumes and invokes.
+import { randomBytes } from 'node:crypto';
+import { nanoid } from 'nanoid';
+import type { Chain } from '../define/chain.js';
+import { isChain } from '../define/chain.js';
+import { isTool, type Tool } from '../define/tool.js';
+import { DEFAULT_RETRY_TABLE, type ChainErrorInfo, type RetryRule, type RetryTable } from '../errors/categories.js';
+import { classifyError, DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
+import { IssueList } from '../errors/definition-error.js';
+import { toErrorInfo } from '../errors/messages.js';
+import { buildMetadata } from '../guidance/metadata.js';
+import { createEmitter, listening, safeEmit, type Hooks, type RunnerEmitter } from '../observe/events.js';
+import { redact, type RedactRule } from '../observe/redact.js';
+import type { Trace, TraceStep } from '../observe/trace.js';
+import { TransitionTracker } from '../observe/transitions.js';
+import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
+import { timeoutPolicy } from '../policies/timeout.js';
+import { memoryCheckpointStore } from '../stores/memory.js';
+import type { CheckpointStore } from '../stores/types.js';
+import { hashContext, verifyToken } from './checkpoint.js';
+import { execute, type Execution } from './executor.js';
+import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
+import type { Core, InvokeOptions, InvokeResult, Logger, ResumeOptions, RunOptions, RunResult } from './types.js';
+
+/** Options of {@link createRunner}. */
+export interface RunnerOptions {
+  /** How tools are really called. Required. */
+  invoker: ToolInvoker;
+  /** Known tools: for `invoke` by name, timing priors and suggestions. */
+  tools?: Tool[];
+  /** Known chains: for resume by name. */
+  chains?: Chain[];
+  stores?: { checkpoints?: CheckpointStore };
+  hooks?: Hooks;
+  /** Extra redaction rule: return true to hide a key's value in traces, events and logs. */
+  redact?: RedactRule;
+  logger?: Logger;
+  /** `'full'` keeps (redacted) inputs and outputs in traces. Default `'summary'`. */
+  traceDetail?: 'summary' | 'full';
+  /** How long a resume token is valid. Default 15 minutes. */
+  confirmationTtlMs?: number;
+  /** Signs resume tokens. Share it between instances that resume each other's tokens. Default: random per runner. */
+  secret?: string;
+  /** Retry rules per category, merged over the default table. */
+  retry?: RetryTable;
+  /** Classifiers tried before the built-in ones. */
+  classifiers?: Classifier[];
+  /** Randomness for jitter (tests pass `() => 0`). Default `Math.random`. */
+  random?: () => number;
+  /** Clock. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Runs chains and single tool calls with the same policies. */
+export interface Runner {
+  /** Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`, `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`. */
+  readonly events: RunnerEmitter;
+  /** Runs a chain. Never throws for run-time failures: the result says what happened. */
+  run<I, C, O>(chain: Chain<I, C, O>, input: I, options?: RunOptions<C>): Promise<RunResult<O>>;
+  /** Resumes a run stopped at a confirmation gate; a token resumes at most once. */
+  resume<O = unknown>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
+  /** Calls one tool by name through the same pipeline as a chain step. */
+  invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
+  /** Aborts runs in flight and releases timers, listeners and stores. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
+const MIN_INVOKE_DEADLINE_MS = 30_000;
+
+/**
+ * Creates a runner.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker: functionInvoker({ get_weather: async ({ city }) => ({ celsius: 21 }) }), tools: [getWeather] });
+ * const result = await runner.run(chain, { city: 'Oslo' }, { context: { userId } });
+ * if (result.status === 'completed') console.log(result.output);
+ * await runner.close();
+ * ```
+ */
+export function createRunner(options: RunnerOptions): Runner {
+  const issues = new IssueList();
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
+  if (typeof options.invoker !== 'function') issues.add('invoker', 'Expected `invoker` to be a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...}).');
+  const ttl = options.confirmationTtlMs ?? DEFAULT_CONFIRMATION_TTL_MS;
+  if (!(typeof ttl === 'number' && ttl > 0 && Number.isFinite(ttl))) issues.add('confirmationTtlMs', 'Expected `confirmationTtlMs` to be a positive number.');
+  if (options.traceDetail !== undefined && options.traceDetail !== 'summary' && options.traceDetail !== 'full') issues.add('traceDetail', "Expected `traceDetail` to be 'summary' or 'full'.");
+  for (const k of ['random', 'now', 'redact'] as const) {
+    if (options[k] !== undefined && typeof options[k] !== 'function') issues.add(k, `Expected \`${k}\` to be a function.`);
+  }
+  if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
+  const tools = new Map<string, Tool>();
+  (options.tools ?? []).forEach((t, i) => {
+    if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
+    else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
+    else tools.set(t.name, t);
+  });
+  const chains = new Map<string, Chain>();
+  (options.chains ?? []).forEach((c, i) => {
+    if (!isChain(c)) issues.add(`chains[${i}]`, 'Expected a chain made by defineChain().');
+    else chains.set(c.name, c);
+  });
+  issues.throwIfAny('runner options');
+
+  const now = options.now ?? Date.now;
+  const random = options.random ?? Math.random;
+  const classifiers: readonly Classifier[] = options.classifiers ? [...options.classifiers, ...DEFAULT_CLASSIFIERS] : DEFAULT_CLASSIFIERS;
+  const retryTable: Readonly<RetryTable> = options.retry ? { ...DEFAULT_RETRY_TABLE, ...options.retry } : DEFAULT_RETRY_TABLE;
+  const events = createEmitter(options.hooks);
+  const logger = options.logger;
+  const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
+
+  const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
+    if (listening(events, 'step:retry')) {
+      safeEmit(events, 'step:retry', {
+        runId: ctx.runId, traceId: ctx.traceId, ...(ctx.chain && { chain: ctx.chain }), ...(ctx.step && { step: ctx.step }),
+        tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code, message: failure.message,
+      });
+    }
+    logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code }, `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`);
+  };
+
+  // The call pipeline of API.md §6. Idempotency, circuit breaker and rate limit slot in around these.
+  const call = compose([retryPolicy({ random, now, classifiers, onRetry }), timeoutPolicy], invokeTool(options.invoker, classifiers));
+
+  const core: Core = {
+    call,
+    events,
+    now,
+    retryTable,
+    retryFor(tool: Tool, stepRetry?: Partial<RetryRule> | false) {
+      let perTool = retryCache.get(tool);
+      if (!perTool) retryCache.set(tool, (perTool = new Map()));
+      let table = perTool.get(stepRetry);
+      if (!table) perTool.set(stepRetry, (table = resolveRetryTable(retryTable, tool.retry, stepRetry)));
+      return table;
+    },
+    traceDetail: options.traceDetail ?? 'summary',
+    ...(options.redact && { redact: options.redact }),
+    ...(logger && { logger }),
+    checkpoints: options.stores?.checkpoints ?? memoryCheckpointStore({ now }),
+    secret: options.secret ?? randomBytes(32).toString('hex'),
+    confirmationTtlMs: ttl,
+    transitions: new TransitionTracker(),
+    classifiers,
+    tools,
+    active: new Set(),
+  };
+  let closed = false;
+
+  const assertOpen = (): void => {
+    if (closed) throw new Error('This runner is closed; create a new one with createRunner().');
+  };
+
+  /** A result decided before any step ran (bad input, bad token, declined). */
+  const settled = <O>(chain: string, runId: string, traceId: string, body: Record<string, unknown>, priorTrace: readonly TraceStep[] = [], startedAt = now(), sessionId?: string, chainDef?: Chain): RunResult<O> => {
+    const ended = now();
+    const trace: Trace = {
+      traceId, runId, chain, ...(sessionId !== undefined && { sessionId }),
+      startedAt: new Date(startedAt).toISOString(), endedAt: new Date(ended).toISOString(),
+      totalLatencyMs: ended - startedAt, status: body.status as Trace['status'], steps: [...priorTrace],
+    };
+    const result = { ...body, runId, chain, trace, metadata: buildMetadata({ ...(chainDef && { chain: chainDef }), actualDurationMs: 0, tools }) } as RunResult<O>;
+    if (listening(events, 'chain:end')) {
+      safeEmit(events, 'chain:end', {
+        runId, traceId, chain, ...(sessionId !== undefined && { sessionId }), status: trace.status, durationMs: trace.totalLatencyMs,
+        ...(result.status === 'failed' && { error: result.error }), trace,
+      });
+    }
+    return result;
+  };
+  const failure = (category: ChainErrorInfo['category'], code: string, message: string, userMessage?: string): { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] } => ({
+    status: 'failed',
+    error: toErrorInfo({ category, code, message }, userMessage ? { userMessage } : {}, retryTable),
+    completed: {},
+    compensated: [],
+  });
+
+  const validateContext = (chain: Chain, context: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } => {
+    if (!chain.context) return { ok: true, value: (context ?? {}) as Record<string, unknown> };
+    const parsed = chain.context.safeParse(context ?? {});
+    if (parsed.success) return { ok: true, value: parsed.data as Record<string, unknown> };
+    return { ok: false, message: schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema`, parsed.error.issues).message };
+  };
+
+  const runner: Runner = {
+    events,
+
+    async run<I, C, O>(chain: Chain<I, C, O>, input: I, opts: RunOptions<C> = {}): Promise<RunResult<O>> {
+      assertOpen();
+      if (!isChain(chain)) throw new TypeError('Expected a chain made by defineChain().');
+      chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
+      const runId = opts.runId ?? nanoid();
+      const traceId = nanoid();
+      const parsed = chain.input.safeParse(input);
+      if (!parsed.success) {
+        const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
+        const body = failure('invalid_input', 'invalid_input', f.message);
+        (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+        return settled<O>(chain.name, runId, traceId, body, [], now(), opts.sessionId, chain);
+      }
+      const context = validateContext(chain, opts.context);
+      if (!context.ok) {
+        return settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain);
+      }
+      const x: Execution = {
+        chain, runId, traceId, input: parsed.data, context: context.value, results: {}, done: [], priorTrace: [],
+        startedAt: now(), resumed: false,
+        ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
+        ...(opts.confirm && { confirm: opts.confirm }),
+        ...(opts.signal && { signal: opts.signal }),
+      };
+      return execute<O>(core, x);
+    },
+
+    async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
+      assertOpen();
+      if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
+      const traceId = nanoid();
+      const refuse = (code: string, message: string, cp?: { chain: string; runId: string; sessionId?: string }): RunResult<O> =>
+        settled<O>(cp?.chain ?? '', cp?.runId ?? '', traceId, failure('confirmation', code, message), [], now(), cp?.sessionId);
+
+      const verified = verifyToken(token, core.secret, now());
+      if ('problem' in verified) {
+        return refuse(verified.problem, verified.problem === 'expired' ? 'The resume token has expired.' : 'The resume token is not valid (tampered, truncated or from another deployment).');
+      }
+      let taken;
+      try {
+        taken = await core.checkpoints.take(verified.id);
+      } catch (error) {
+        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', `Could not read the checkpoint: ${error instanceof Error ? error.message : String(error)}`));
+      }
+      if (taken.status === 'used') return refuse('already_used', 'This resume token has already been used.');
+      if (taken.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
+      const cp = taken.checkpoint;
+      const chain = opts.chain ?? chains.get(cp.chain);
+      // A refusal that the rightful caller could still overcome puts the checkpoint back.
+      const putBack = async (code: string, message: string): Promise<RunResult<O>> => {
+        await core.checkpoints.save(cp).catch(() => undefined);
+        return refuse(code, message, cp);
+      };
+      if (!chain || chain.name !== cp.chain) return putBack('unknown_chain', `This runner has no chain named '${cp.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`);
+      if (chain.fingerprint !== cp.fingerprint) return putBack('chain_changed', `Chain ${cp.chain} changed since the token was issued; start the action again.`);
+      const context = validateContext(chain, opts.context);
+      if (!context.ok || hashContext(context.value) !== cp.contextHash) return putBack('context_mismatch', 'The resume was attempted with a different trusted context than the original run.');
+      if (!decision.approved) {
+        const declinedStep: TraceStep = { stepNumber: chain.plan.findIndex((p) => p.id === cp.gate) + 1, id: cp.gate, status: 'declined', attempts: 0, latencyMs: 0, startedAt: new Date(now()).toISOString() };
+        const tool = chain.plan.find((p) => p.id === cp.gate)?.tool;
+        if (tool) declinedStep.tool = tool.name;
+        return settled<O>(chain.name, cp.runId, cp.traceId, { status: 'declined', step: cp.gate }, [...cp.trace, declinedStep], cp.startedAt, cp.sessionId, chain);
+      }
+      return execute<O>(core, {
+        chain, runId: cp.runId, traceId: cp.traceId, input: cp.input, context: context.value, results: cp.results,
+        done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true,
+        ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
+        ...(opts.signal && { signal: opts.signal }),
+      });
+    },
+
+    async invoke<O = unknown>(name: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult<O>> {
+      assertOpen();
+      const started = now();
+      const runId = nanoid();
+      const traceId = nanoid();
+      const tool = tools.get(name);
+      const entry: TraceStep = { stepNumber: 1, id: name, status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(started).toISOString() };
+      const finish = (body: { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }): InvokeResult<O> => {
+        const ended = now();
+        entry.latencyMs = ended - started;
+        entry.status = body.status === 'completed' ? 'success' : 'error';
+        if (body.status === 'failed') entry.error = body.error;
+        else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
+        const trace: Trace = {
+          traceId, runId, chain: '', ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
+          startedAt: entry.startedAt, endedAt: new Date(ended).toISOString(), totalLatencyMs: ended - started,
+          status: body.status, steps: [entry],
+        };
+        return { ...body, tool: name, trace, metadata: buildMetadata({ ...(tool && { tool }), actualDurationMs: ended - started, tools }) };
+      };
+      if (!tool) return finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code: 'unknown_tool', message: `No tool named '${name}' is known to this runner (known: ${[...tools.keys()].join(', ') || 'none'}).` }, { tool: name }, retryTable) });
+      entry.tool = tool.name;
+      const parsed = tool.input.safeParse(input);
+      if (!parsed.success) {
+        return finish({ status: 'failed', error: toErrorInfo(schemaFailure('invalid_input', `Input for tool ${name} does not match its schema`, parsed.error.issues, 'invalid_input'), { tool: name }, retryTable) });
+      }
+      if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
+      const deadlineMs = opts.timeoutMs ?? Math.max(MIN_INVOKE_DEADLINE_MS, tool.timeoutMs * 3);
+      const controller = new AbortController();
+      core.active.add(controller);
+      const timer = setTimeout(() => controller.abort(new RunAbortReason('deadline', `The call to ${name} passed its ${deadlineMs} ms deadline.`)), deadlineMs);
+      const onCallerAbort = (): void => controller.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
+      if (opts.signal?.aborted) onCallerAbort();
+      else opts.signal?.addEventListener('abort', onCallerAbort);
+      const ctx: CallContext = {
+        tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, signal: controller.signal,
+        deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
+        ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
+        ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? `${runId}:${name}` }),
+      };
+      if (listening(events, 'step:start')) safeEmit(events, 'step:start', { runId, traceId, step: name, tool: name, stepNumber: 1 });
+      let result: InvokeResult<O>;
+      try {
+        result = finish({ status: 'completed', output: (await call(ctx)) as O });
+      } catch (error) {
+        result = finish({ status: 'failed', error: toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry) });
+      } finally {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onCallerAbort);
+        core.active.delete(controller);
+      }
+      entry.attempts = ctx.attempt;
+      const transition = core.transitions.record(opts.sessionId ?? runId, name, started, now(), result.status === 'completed');
+      if (transition && listening(events, 'tool:transition')) safeEmit(events, 'tool:transition', transition);
+      if (listening(events, 'step:end')) {
+        safeEmit(events, 'step:end', { runId, traceId, step: name, tool: name, status: entry.status, attempts: entry.attempts, latencyMs: entry.latencyMs, ...(entry.error && { error: entry.error }) });
+      }
+      return result;
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      const reason = new RunAbortReason('closed', 'The runner was closed.');
+      for (const c of core.active) c.abort(reason);
+      core.active.clear();
+      core.transitions.clear();
+      await core.checkpoints.close?.();
+      events.removeAllListeners();
+    },
+  };
+  return runner;
+}
+
+/** Options of {@link runChain}: an `invoker` (a runner is made and closed for you) or a `runner`. */
+export type RunChainOptions<C> = RunOptions<C> & ({ invoker: ToolInvoker; runner?: never } & Omit<RunnerOptions, 'invoker'> | { runner: Runner; invoker?: never });
+
+/**
+ * Runs a chain once. With `invoker`, a runner is created and closed around the run (so a
+ * confirmation gate needs the `confirm` callback); with `runner`, that runner is used.
+ *
+ * @example
+ * ```ts
+ * const r = await runChain(findAndComplete, { match: 'milk' }, { invoker, context: { userId } });
+ * ```
+ */
+export async function runChain<I, C, O>(chain: Chain<I, C, O>, input: I, options: RunChainOptions<C>): Promise<RunResult<O>> {
+  const { context, sessionId, runId, signal, confirm, runner: given, ...rest } = options as RunOptions<C> & { runner?: Runner } & Partial<RunnerOptions>;
+  const runOptions: RunOptions<C> = {
+    ...(context !== undefined && { context }), ...(sessionId !== undefined && { sessionId }), ...(runId !== undefined && { runId }),
+    ...(signal && { signal }), ...(confirm && { confirm }),
+  };
+  if (given) return given.run(chain, input, runOptions);
+  const runner = createRunner(rest as RunnerOptions);
+  try {
+    return await runner.run(chain, input, runOptions);
+  } finally {
+    await runner.close();
+  }
+}

@@ -1,0 +1,104 @@
+// Result and option types of runs, resumes and invokes.
+import type { ChainErrorInfo, RetryRule, RetryTable } from '../errors/categories.js';
+import type { Classifier } from '../errors/classify.js';
+import type { ResponseMetadata } from '../guidance/metadata.js';
+import type { RunnerEmitter } from '../observe/events.js';
+import type { RedactRule } from '../observe/redact.js';
+import type { Trace } from '../observe/trace.js';
+import type { TransitionTracker } from '../observe/transitions.js';
+import type { CheckpointStore } from '../stores/types.js';
+import type { Tool } from '../define/tool.js';
+import type { Call } from './pipeline.js';
+
+/** What a confirmation gate asks. */
+export interface ConfirmationRequest {
+  step: string;
+  tool: string;
+  prompt: string;
+  details?: unknown;
+  expiresAt: string;
+}
+
+/** Fields every run result has. */
+export interface RunResultBase {
+  runId: string;
+  chain: string;
+  trace: Trace;
+  metadata: ResponseMetadata;
+}
+
+/** The outcome of `run` and `resume`: a discriminated union on `status`. */
+export type RunResult<O = unknown> = (
+  | { status: 'completed'; output: O }
+  | { status: 'awaiting_confirmation'; resumeToken: string; confirmation: ConfirmationRequest }
+  | { status: 'declined'; step: string }
+  | { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] }
+) & RunResultBase;
+
+/** The outcome of `invoke`. */
+export type InvokeResult<O = unknown> = (
+  | { status: 'completed'; output: O }
+  | { status: 'failed'; error: ChainErrorInfo }
+) & { tool: string; trace: Trace; metadata: ResponseMetadata };
+
+/** Any pino-style logger: `logger.info(obj, msg)`. */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Options of `runner.run`. */
+export interface RunOptions<C = Record<string, unknown>> {
+  /** The trusted context (validated against the chain's context schema). */
+  context?: C;
+  sessionId?: string;
+  /** Reuse a run id to make a retried request idempotent. */
+  runId?: string;
+  /** Cancels the run: in-flight calls are aborted, nothing more is scheduled. */
+  signal?: AbortSignal;
+  /** Answers confirmation gates in-process instead of returning a resume token. */
+  confirm?: (request: ConfirmationRequest) => boolean | Promise<boolean>;
+}
+
+/** Options of `runner.resume`. */
+export interface ResumeOptions<C = Record<string, unknown>> {
+  /** Must be the same trusted context as the original run. */
+  context?: C;
+  /** The chain to resume; default: the runner's chain of the checkpoint's name. */
+  chain?: import('../define/chain.js').Chain;
+  signal?: AbortSignal;
+}
+
+/** Options of `runner.invoke`. */
+export interface InvokeOptions {
+  context?: Record<string, unknown>;
+  sessionId?: string;
+  signal?: AbortSignal;
+  /** Deadline for the call including retries (default: the tool's timeout × 3, at least 30 s). */
+  timeoutMs?: number;
+  /** Make the call idempotent under this key (write/destructive tools). */
+  idempotencyKey?: string;
+}
+
+/** @internal What the executor needs from the runner. */
+export interface Core {
+  readonly call: Call;
+  readonly events: RunnerEmitter;
+  readonly now: () => number;
+  readonly retryTable: Readonly<RetryTable>;
+  /** The retry table of a call to `tool` (with a step's override); cached. */
+  retryFor(tool: Tool, stepRetry?: Partial<RetryRule> | false): Readonly<RetryTable>;
+  readonly traceDetail: 'summary' | 'full';
+  readonly redact?: RedactRule;
+  readonly logger?: Logger;
+  readonly checkpoints: CheckpointStore;
+  readonly secret: string;
+  readonly confirmationTtlMs: number;
+  readonly transitions: TransitionTracker;
+  readonly classifiers?: readonly Classifier[];
+  readonly tools: ReadonlyMap<string, Tool>;
+  /** Controllers of the runs in flight, aborted by `close()`. */
+  readonly active: Set<AbortController>;
+}

@@ -1,0 +1,86 @@
+// A scripted invoker for tests: answers, failures, delays and hangs per tool, with a call log.
+import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
+
+/** One scripted answer. */
+export type MockAnswer =
+  | { ok: unknown; delayMs?: number }
+  | { error: unknown; delayMs?: number }
+  | { hang: true };
+
+/** What a tool answers: one answer, answers in order (the last repeats), or a function (throw to fail). */
+export type MockScript = Record<string, MockAnswer | MockAnswer[] | ((input: any, call: ToolCall) => unknown)>;
+
+/** A call the mock received. */
+export interface MockCall {
+  tool: string;
+  input: unknown;
+  attempt: number;
+  /** `Date.now()` when the call arrived (fake timers move it). */
+  at: number;
+  idempotencyKey?: string;
+}
+
+/** A mock invoker with its call log. */
+export interface MockInvoker extends ToolInvoker {
+  readonly calls: readonly MockCall[];
+  callsTo(tool: string): MockCall[];
+  /** Clears the log and restarts every answer sequence. */
+  reset(): void;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Creates a scripted invoker. Delays use `setTimeout`, so fake timers drive them; `{ hang: true }`
+ * settles only when the call's signal aborts (with the abort reason).
+ *
+ * @example
+ * ```ts
+ * const invoker = createMockInvoker({
+ *   list_tasks: { ok: { tasks: [] } },
+ *   delete_task: [{ error: Object.assign(new Error('busy'), { status: 503 }) }, { ok: { deleted: true } }],
+ * });
+ * ```
+ */
+export function createMockInvoker(script: MockScript): MockInvoker {
+  if (typeof script !== 'object' || script === null) throw new TypeError('Expected a script object { [tool]: answer }.');
+  const calls: MockCall[] = [];
+  const position = new Map<string, number>();
+
+  const invoker = (async (call: ToolCall) => {
+    const entry: MockCall = { tool: call.tool, input: call.input, attempt: call.attempt, at: Date.now() };
+    if (call.idempotencyKey !== undefined) entry.idempotencyKey = call.idempotencyKey;
+    calls.push(entry);
+    const spec = script[call.tool];
+    if (spec === undefined) throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
+    if (typeof spec === 'function') return spec(call.input, call);
+    let answer: MockAnswer;
+    if (Array.isArray(spec)) {
+      if (spec.length === 0) throw new Error(`The mock script for '${call.tool}' is an empty array.`);
+      const i = position.get(call.tool) ?? 0;
+      position.set(call.tool, i + 1);
+      answer = spec[Math.min(i, spec.length - 1)]!;
+    } else {
+      answer = spec;
+    }
+    if ('hang' in answer) {
+      return new Promise((_, reject) => {
+        if (call.signal.aborted) reject(call.signal.reason);
+        else call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
+      });
+    }
+    if (answer.delayMs) await delay(answer.delayMs);
+    if ('error' in answer) throw answer.error;
+    return answer.ok;
+  }) as MockInvoker;
+
+  Object.defineProperty(invoker, 'calls', { get: () => calls });
+  invoker.callsTo = (tool) => calls.filter((c) => c.tool === tool);
+  invoker.reset = () => {
+    calls.length = 0;
+    position.clear();
+  };
+  return invoker;
+}

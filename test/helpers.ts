@@ -1,0 +1,35 @@
+// Shared test fixtures: small tools and ids.
+import { z } from 'zod';
+import { defineTool } from 'chainkit';
+
+export const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
+export const OTHER_USER = '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d';
+export const TASK_ID = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
+
+export const echo = defineTool({
+  name: 'echo',
+  description: 'Echo a value',
+  input: z.object({ value: z.string() }),
+  output: z.object({ value: z.string() }),
+  effect: 'read',
+  timeoutMs: 1000,
+});
+
+export const count = defineTool({
+  name: 'count',
+  description: 'Count things',
+  input: z.object({}),
+  output: z.object({ n: z.number(), items: z.array(z.object({ id: z.string(), label: z.string() })) }),
+  effect: 'read',
+});
+
+export const remove = defineTool({
+  name: 'remove',
+  description: 'Remove a thing',
+  input: z.object({ id: z.string().uuid() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'destructive',
+});
+
+export const http = (status: number, message = `HTTP ${status}`, extra: Record<string, unknown> = {}): Error =>
+  Object.assign(new Error(message), { status, ...extra });
