@@ -11,7 +11,7 @@ describe('events and hooks', () => {
     const runner = createRunner({ invoker: store.invoker });
     const seen: string[] = [];
     for (const name of ['chain:start', 'chain:end', 'step:start', 'step:end'] as const) {
-      runner.events.on(name, (e: { step?: string }) => seen.push(`${name}${e.step ? `:${e.step}` : ''}`));
+      runner.events.on(name, ((e: { step?: string }) => seen.push(`${name}${e.step ? `:${e.step}` : ''}`)) as never);
     }
     await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, alice);
     expect(seen).toEqual([

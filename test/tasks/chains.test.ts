@@ -31,7 +31,7 @@ describe('built-in task chains on the in-memory store', () => {
   it('findAndDelete needs confirmation and deletes once', async () => {
     const r = await runner.run(findAndDelete, { match: 'read' }, alice);
     if (r.status !== 'awaiting_confirmation') throw new Error(r.status);
-    const done = await runner.resume(r.resumeToken, { approved: true }, alice);
+    const done = await runner.resume<{ title: string }>(r.resumeToken, { approved: true }, alice);
     expect(done.status === 'completed' && done.output.title).toBe('Read a book');
     expect(store.tasks(fixtures.alice)).toHaveLength(4);
   });
