@@ -1,0 +1,57 @@
+// `npm run demo`: the built-in task chains on the in-memory backend, with a few transient failures.
+import {
+  createRunner, findAndComplete, findAndDelete, findAndUpdate, formatTrace, taskChains, taskSummary, taskTools,
+  type RunResult,
+} from '../src/index.js';
+import { createTaskStore, fixtures } from '../src/testing/index.js';
+
+const store = createTaskStore({ users: fixtures.users });
+const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [...taskChains] });
+const alice = { context: { userId: fixtures.alice }, sessionId: 'demo-session' };
+
+const bold = (text: string): string => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[0m` : text);
+const title = (text: string): void => console.log(`\n${bold(`── ${text} ${'─'.repeat(Math.max(0, 70 - text.length))}`)}`);
+const show = (r: RunResult): void => {
+  if (r.status === 'completed') console.log('  completed →', JSON.stringify(r.output));
+  if (r.status === 'failed') console.log(`  failed: ${r.error.category}/${r.error.code} — "${r.error.userMessage}"`);
+  if (r.status === 'declined') console.log(`  declined at step ${r.step}`);
+  console.log(formatTrace(r.trace).replace(/^/gm, '  '));
+};
+
+runner.events.on('step:retry', (e) => console.log(`  ↻ ${e.tool} failed (${e.category}/${e.code}), retry ${e.attempt} in ${e.delayMs} ms`));
+
+title('1. "How am I doing?" — taskSummary runs two list_tasks calls concurrently');
+show(await runner.run(taskSummary, {}, alice));
+
+title('2. "Rename the dentist task" — the update hits a transient database error first');
+store.failNext('update_task', { status: 'error', error: 'database_error', message: 'deadlock detected' });
+show(await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm' }, alice));
+
+title('3. "Mark buy as done" — two tasks match, so the agent must ask which');
+const amb = await runner.run(findAndComplete, { match: 'buy' }, alice);
+show(amb);
+if (amb.status === 'failed') for (const c of (amb.error.candidates ?? []) as { title: string }[]) console.log(`    • ${c.title}`);
+
+title('4. "Mark buy milk as done" — the list call is unavailable once (HTTP 503), then succeeds');
+store.failNext('list_tasks', { throw: Object.assign(new Error('Service Unavailable'), { status: 503 }) });
+show(await runner.run(findAndComplete, { match: 'buy milk' }, alice));
+
+title('5. "Delete my grocery task" — stops for confirmation before the destructive step');
+const gate = await runner.run(findAndDelete, { match: 'groceries' }, alice);
+if (gate.status !== 'awaiting_confirmation') throw new Error(`expected a confirmation, got ${gate.status}`);
+console.log(`  awaiting confirmation: "${gate.confirmation.prompt}"`);
+console.log(`  resume token: ${gate.resumeToken.slice(0, 24)}… (expires ${gate.confirmation.expiresAt})`);
+console.log('  the user clicks "yes" (twice, on a flaky connection):');
+const [first, second] = await Promise.all([
+  runner.resume(gate.resumeToken, { approved: true }, alice),
+  runner.resume(gate.resumeToken, { approved: true }, alice),
+]);
+show(first);
+console.log(`  second click: ${second.status === 'failed' ? `${second.error.category}/${second.error.code}` : second.status} — deleted once, not twice`);
+
+title("6. Alice's tasks now");
+for (const t of store.tasks(fixtures.alice)) console.log(`  ${t.completed ? '☑' : '☐'} ${t.title} (${t.priority})`);
+const after = await runner.run(taskSummary, {}, alice);
+if (after.status === 'completed') console.log(`  completion rate: ${Math.round(after.output.completion_rate * 100)} %`);
+
+await runner.close();
