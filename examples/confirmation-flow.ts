@@ -34,7 +34,7 @@ await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const { port } = server.address() as { port: number };
 const post = async (path: string, payload: unknown) => {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'x-user-id': fixtures.alice }, body: JSON.stringify(payload) });
-  return { http: res.status, ...((await res.json()) as Record<string, unknown>) };
+  return { http: res.status, ...((await res.json()) as { status: string; resumeToken?: string }) };
 };
 
 const asked = await post('/delete', { match: 'groceries' });
