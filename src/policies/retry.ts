@@ -2,6 +2,7 @@
 import pRetry from 'p-retry';
 import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
+import { sleep } from '../run/abort.js';
 import type { CallContext, Policy } from '../run/pipeline.js';
 
 /** The longest a timed-out attempt's timeout grows to on retry. */
@@ -46,61 +47,54 @@ export function retryDelay(rule: RetryRule, n: number, failure: Classified, rand
   return Math.round(base * (1 + BACKOFF_JITTER * random()));
 }
 
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts; leaves no timer behind. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /**
  * Retries failed attempts per the call's retry table. A wait that would end after the deadline is
  * not taken: the call fails at once with the last error (and `retryAfterMs` for rate limits).
  */
 export function retryPolicy(options: RetryPolicyOptions): Policy {
   const { random, now, classifiers, onRetry } = options;
-  return (next) => (ctx) => {
-    let used: Partial<Record<ErrorCategory, number>> | undefined;
+  const asFailure = (error: unknown): ToolFailure => (error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers)));
+  return (next) => async (ctx) => {
+    // The first attempt runs directly: retry bookkeeping is only paid once something failed.
+    ctx.attempt = 1;
+    let first: ToolFailure;
+    try {
+      return await next(ctx);
+    } catch (error) {
+      first = asFailure(error);
+    }
+    const used: Partial<Record<ErrorCategory, number>> = {};
+    // Decides whether to retry a failure, and waits before the retry; throws to stop.
+    const waitOrStop = async (failure: ToolFailure): Promise<void> => {
+      if (ctx.run.aborted) throw new ToolFailure(classifyError(ctx.run.reason));
+      const info = failure.info;
+      const rule = ctx.retry[info.category];
+      const n = used[info.category] ?? 0;
+      if (!rule || n >= rule.retries) throw failure;
+      const delay = retryDelay(rule, n, info, random);
+      if (now() + delay >= ctx.deadlineAt) {
+        if (info.category === 'rate_limited' && info.retryAfterMs === undefined) throw new ToolFailure({ ...info, retryAfterMs: delay });
+        throw failure;
+      }
+      used[info.category] = n + 1;
+      if (info.category === 'timeout') ctx.timeoutMs = Math.min(ctx.timeoutMs * 2, Math.max(MAX_RETRY_TIMEOUT_MS, ctx.timeoutMs));
+      onRetry?.(ctx, info, delay);
+      if (delay > 0) await sleep(delay, ctx.run);
+    };
+    await waitOrStop(first);
     return pRetry(
       async (attemptNumber) => {
-        ctx.attempt = attemptNumber;
+        ctx.attempt = attemptNumber + 1;
         try {
           return await next(ctx);
         } catch (error) {
-          // p-retry only retries Error instances; every failure becomes a classified ToolFailure here.
-          throw error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers));
+          throw asFailure(error); // p-retry only retries Error instances
         }
       },
       {
-        retries: Number.POSITIVE_INFINITY, // the table decides; onFailedAttempt throws to stop
-        minTimeout: 0, // waits happen in onFailedAttempt so they can be per category and deadline-aware
-        onFailedAttempt: async ({ error }) => {
-          if (ctx.signal.aborted) throw new ToolFailure(classifyError(ctx.signal.reason));
-          const failure = (error as ToolFailure).info;
-          const rule = ctx.retry[failure.category];
-          const n = used?.[failure.category] ?? 0;
-          if (!rule || n >= rule.retries) throw error;
-          const delay = retryDelay(rule, n, failure, random);
-          if (now() + delay >= ctx.deadlineAt) {
-            if (failure.category === 'rate_limited' && failure.retryAfterMs === undefined) {
-              throw new ToolFailure({ ...failure, retryAfterMs: delay });
-            }
-            throw error;
-          }
-          (used ??= {})[failure.category] = n + 1;
-          if (failure.category === 'timeout') ctx.timeoutMs = Math.min(ctx.timeoutMs * 2, Math.max(MAX_RETRY_TIMEOUT_MS, ctx.timeoutMs));
-          onRetry?.(ctx, failure, delay);
-          if (delay > 0) await sleep(delay, ctx.signal);
-        },
+        retries: Number.POSITIVE_INFINITY, // the table decides; waitOrStop throws to stop
+        minTimeout: 0, // waits happen in waitOrStop so they can be per category and deadline-aware
+        onFailedAttempt: ({ error }) => waitOrStop(error as ToolFailure),
       },
     );
   };

@@ -1,17 +1,17 @@
 // Runs a compiled chain: schedules ready steps (a DAG from refs), stops at confirmation gates,
 // enforces the deadline and cancellation, and turns everything into a result with its trace.
 import { nanoid } from 'nanoid';
-import type { Chain } from '../define/chain.js';
-import type { PlannedStep } from '../define/validate.js';
-import type { ComputeStep, SelectStep, ToolStep } from '../define/chain.js';
+import type { Chain, ComputeStep, SelectStep, ToolStep } from '../define/chain.js';
 import type { Scope } from '../define/ref.js';
+import type { PlannedStep } from '../define/validate.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
 import { classifyError, RunAbortReason, type Classified } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
-import type { ChainErrorInfo } from '../errors/categories.js';
 import { buildMetadata } from '../guidance/metadata.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
+import { AbortScope, untilAborted } from './abort.js';
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { ConfirmationRequest, Core, RunOptions, RunResult } from './types.js';
@@ -38,104 +38,187 @@ export interface Execution {
   resumed: boolean;
 }
 
+type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
 type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }
   | { kind: 'failed'; error: ChainErrorInfo }
   | { kind: 'gate'; prompt: string; details: unknown }
   | { kind: 'declined' };
 
-type Stop = { index: number; outcome: Exclude<StepOutcome, { kind: 'ok' }> };
-
 const PENDING = 0;
 const RUNNING = 1;
 const DONE = 2;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** A failure raised inside a step, already classified. */
 class StepError extends Error {
   constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
     super(failure.message);
   }
 }
 
-function describeThrown(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** Runs one execution segment to its end and returns the result; never throws for run-time failures. */
+export function execute<O>(core: Core, x: Execution): Promise<RunResult<O>> {
+  return new Run(core, x).execute() as Promise<RunResult<O>>;
 }
 
-/** Runs one execution segment to its end and returns the result; never throws for run-time failures. */
-export async function execute<O>(core: Core, x: Execution): Promise<RunResult<O>> {
-  const { chain, runId, traceId } = x;
-  const { now, events } = core;
-  const plan = chain.plan;
-  const n = plan.length;
-  const segmentStart = now();
-  const deadlineAt = segmentStart + chain.timeoutMs;
-  const controller = new AbortController();
-  const signal = controller.signal;
-  core.active.add(controller);
-  const timer = setTimeout(() => controller.abort(new RunAbortReason('deadline', `Chain ${chain.name} passed its ${chain.timeoutMs} ms deadline.`)), chain.timeoutMs);
-  const onCallerAbort = (): void => controller.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.'));
-  if (x.signal?.aborted) onCallerAbort();
-  else x.signal?.addEventListener('abort', onCallerAbort);
+/** The state of one execution segment. */
+class Run {
+  private readonly chain: Chain;
+  private readonly plan: readonly PlannedStep[];
+  private readonly scope: Scope;
+  private readonly abort = new AbortScope();
+  private readonly state: number[];
+  private readonly traceSteps: (TraceStep | undefined)[];
+  private readonly segmentStart: number;
+  private readonly deadlineAt: number;
+  private readonly sessionKey: string;
+  private stop: { index: number; outcome: Stopped } | undefined;
+  private running = 0;
+  private lastToolIndex = -1;
+  private finish: () => void = () => {};
 
-  const results = x.results;
-  const scope: Scope = { input: x.input, context: x.context, results };
-  const state = new Uint8Array(n);
-  const traceSteps: (TraceStep | undefined)[] = new Array(n);
-  const indexOf = new Map(plan.map((p) => [p.id, p.index]));
-  for (const id of x.done) state[indexOf.get(id)!] = DONE;
-  for (const t of x.priorTrace) traceSteps[t.stepNumber - 1] = t;
-  const sessionKey = x.sessionId ?? runId;
-  const log = core.logger;
-  const logBase = log ? { runId, traceId, chain: chain.name } : undefined;
-
-  if (listening(events, 'chain:start')) {
-    safeEmit(events, 'chain:start', { runId, traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), resumed: x.resumed });
+  constructor(private readonly core: Core, private readonly x: Execution) {
+    this.chain = x.chain;
+    this.plan = x.chain.plan;
+    this.scope = { input: x.input, context: x.context, results: x.results };
+    this.state = new Array<number>(this.plan.length).fill(PENDING);
+    this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
+    this.segmentStart = core.now();
+    this.deadlineAt = this.segmentStart + x.chain.timeoutMs;
+    this.sessionKey = x.sessionId ?? x.runId;
+    if (x.resumed) {
+      for (const id of x.done) this.state[this.plan.findIndex((p) => p.id === id)] = DONE;
+      for (const t of x.priorTrace) this.traceSteps[t.stepNumber - 1] = t;
+    }
   }
-  log?.info({ ...logBase, resumed: x.resumed }, `chain ${chain.name} ${x.resumed ? 'resumed' : 'started'}`);
 
-  let stop: Stop | undefined;
-  let lastToolIndex = -1;
+  async execute(): Promise<RunResult> {
+    const { core, x, chain } = this;
+    const { events, logger } = core;
+    core.active.add(this.abort);
+    const onCallerAbort = (): void => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.'));
+    if (x.signal?.aborted) onCallerAbort();
+    else x.signal?.addEventListener('abort', onCallerAbort);
 
-  if (!x.resumed) {
-    for (const pre of chain.preconditions) {
-      let ok: boolean;
+    if (listening(events, 'chain:start')) {
+      safeEmit(events, 'chain:start', { runId: x.runId, traceId: x.traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), resumed: x.resumed });
+    }
+    logger?.info(this.logFields({ resumed: x.resumed }), `chain ${chain.name} ${x.resumed ? 'resumed' : 'started'}`);
+
+    if (!x.resumed) this.checkPreconditions();
+    if (!this.stop) {
+      await new Promise<void>((resolve) => {
+        this.finish = resolve;
+        this.pump();
+      });
+    }
+
+    x.signal?.removeEventListener('abort', onCallerAbort);
+    core.active.delete(this.abort);
+    const result = await this.result();
+
+    if (listening(events, 'chain:end')) {
+      safeEmit(events, 'chain:end', {
+        runId: x.runId, traceId: x.traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
+        status: result.status, durationMs: result.trace.totalLatencyMs, ...(result.status === 'failed' && { error: result.error }), trace: result.trace,
+      });
+    }
+    if (logger) {
+      if (result.status === 'failed') logger.error(this.logFields({ step: result.error.step, category: result.error.category, code: result.error.code }), `chain ${chain.name} failed: ${result.error.message}`);
+      else logger.info(this.logFields({ status: result.status, durationMs: result.trace.totalLatencyMs }), `chain ${chain.name} ${result.status}`);
+    }
+    return result;
+  }
+
+  private logFields(extra: Record<string, unknown>): Record<string, unknown> {
+    return { runId: this.x.runId, traceId: this.x.traceId, chain: this.chain.name, ...extra };
+  }
+
+  private checkPreconditions(): void {
+    for (const pre of this.chain.preconditions) {
+      let failure: Classified | undefined;
       try {
-        ok = pre.check(scope) === true;
+        if (pre.check(this.scope) !== true) failure = { category: 'invalid_input', code: 'precondition_failed', message: `Precondition failed: ${pre.message}` };
       } catch (error) {
-        stop = { index: -1, outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'precondition_error', message: `A precondition threw: ${describeThrown(error)}` }, {}, core.retryTable) } };
-        break;
+        failure = { category: 'internal', code: 'precondition_error', message: `A precondition threw: ${describeThrown(error)}` };
       }
-      if (!ok) {
-        stop = { index: -1, outcome: { kind: 'failed', error: toErrorInfo({ category: 'invalid_input', code: 'precondition_failed', message: `Precondition failed: ${pre.message}` }, { userMessage: pre.message }, core.retryTable) } };
-        break;
+      if (failure) {
+        const details = failure.code === 'precondition_failed' ? { userMessage: pre.message } : {};
+        this.stop = { index: -1, outcome: { kind: 'failed', error: toErrorInfo(failure, details, this.core.retryTable) } };
+        return;
       }
     }
   }
 
-  const runStep = async (p: PlannedStep): Promise<StepOutcome> => {
-    const started = now();
+  /** Starts every step whose dependencies are done, in declaration order; resolves when nothing runs. */
+  private pump(): void {
+    const { plan, state } = this;
+    if (!this.stop) {
+      for (let i = 0; i < plan.length; i++) {
+        if (state[i] !== PENDING) continue;
+        const deps = plan[i]!.deps;
+        let ready = true;
+        for (let d = 0; d < deps.length; d++) {
+          if (state[deps[d]!] !== DONE) {
+            ready = false;
+            break;
+          }
+        }
+        if (!ready) continue;
+        state[i] = RUNNING;
+        this.running++;
+        void this.runStep(plan[i]!);
+      }
+    }
+    if (this.running === 0) this.finish();
+  }
+
+  private settle(p: PlannedStep, outcome: StepOutcome): void {
+    this.running--;
+    if (outcome.kind === 'ok') {
+      this.state[p.index] = DONE;
+      if (!outcome.skipped) this.x.results[p.id] = outcome.value;
+    } else if (!this.stop || (outcome.kind === 'failed' && this.stop.outcome.kind === 'gate')) {
+      // A failure outranks a pending gate: a run that failed is not checkpointed.
+      this.stop = { index: p.index, outcome };
+      if (outcome.kind !== 'gate' && this.running > 0) {
+        this.abort.abort(new RunAbortReason('cancelled', `Stopped because step ${p.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`));
+      }
+    }
+    this.pump();
+  }
+
+  private async runStep(p: PlannedStep): Promise<void> {
+    const { core, x } = this;
+    const started = core.now();
     const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: 'success', attempts: 0, latencyMs: 0, startedAt: iso(started) };
     if (p.tool) entry.tool = p.tool.name;
-    traceSteps[p.index] = entry;
-    if (listening(events, 'step:start')) {
-      safeEmit(events, 'step:start', { runId, traceId, chain: chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
+    this.traceSteps[p.index] = entry;
+    if (listening(core.events, 'step:start')) {
+      safeEmit(core.events, 'step:start', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
     }
+    const holder: { ctx?: CallContext } = {};
     let outcome: StepOutcome;
-    let ctx: CallContext | undefined;
     try {
-      outcome = await stepBody(p, entry, (c) => (ctx = c));
+      outcome = await this.stepBody(p, entry, holder);
     } catch (error) {
       const failure = error instanceof StepError ? error.failure : classifyError(error, core.classifiers);
-      const extra = error instanceof StepError ? error.extra : {};
-      outcome = {
-        kind: 'failed',
-        error: toErrorInfo(failure, { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? entry.attempts, ...extra }, ctx?.retry ?? core.retryTable),
-      };
+      const attempts = holder.ctx?.attempt ?? 0;
+      outcome = { kind: 'failed', error: toErrorInfo(failure, { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts, ...(error instanceof StepError && error.extra) }, holder.ctx?.retry ?? core.retryTable) };
     }
-    const ended = now();
+    const ended = core.now();
     entry.latencyMs = ended - started;
-    if (ctx) entry.attempts = ctx.attempt;
+    if (holder.ctx) entry.attempts = holder.ctx.attempt;
+    this.record(p, entry, outcome, started, ended, holder.ctx !== undefined);
+    this.settle(p, outcome);
+  }
+
+  /** Trace entry, transition, events and logs of a finished step. */
+  private record(p: PlannedStep, entry: TraceStep, outcome: StepOutcome, started: number, ended: number, called: boolean): void {
+    const { core, x } = this;
     switch (outcome.kind) {
       case 'ok': entry.status = outcome.skipped ? 'skipped' : 'success'; break;
       case 'failed': entry.status = 'error'; entry.error = outcome.error; break;
@@ -143,25 +226,26 @@ export async function execute<O>(core: Core, x: Execution): Promise<RunResult<O>
       case 'declined': entry.status = 'declined'; break;
     }
     if (core.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped) entry.output = redact(outcome.value, core.redact);
-    if (p.tool && ctx) {
-      lastToolIndex = Math.max(lastToolIndex, p.index);
-      const transition = core.transitions.record(sessionKey, p.tool.name, started, ended, outcome.kind === 'ok');
-      if (transition && listening(events, 'tool:transition')) safeEmit(events, 'tool:transition', transition);
+    if (p.tool && called) {
+      if (p.index > this.lastToolIndex) this.lastToolIndex = p.index;
+      const transition = core.transitions.record(this.sessionKey, p.tool.name, started, ended, outcome.kind === 'ok');
+      if (transition && listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
     }
-    if (listening(events, 'step:end')) {
-      safeEmit(events, 'step:end', {
-        runId, traceId, chain: chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }),
+    if (listening(core.events, 'step:end')) {
+      safeEmit(core.events, 'step:end', {
+        runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }),
         status: entry.status, attempts: entry.attempts, latencyMs: entry.latencyMs, ...(entry.error && { error: entry.error }),
       });
     }
+    const log = core.logger;
     if (log) {
-      if (outcome.kind === 'ok') log.debug({ ...logBase, step: p.id, input: entry.input ?? undefined, output: redact(outcome.value, core.redact) }, `step ${p.id} ${entry.status}`);
-      else if (outcome.kind === 'failed' && outcome.error.category === 'timeout') log.warn({ ...logBase, step: p.id, code: outcome.error.code }, `step ${p.id} timed out`);
+      if (outcome.kind === 'ok') log.debug(this.logFields({ step: p.id, input: entry.input, output: redact(outcome.value, core.redact) }), `step ${p.id} ${entry.status}`);
+      else if (outcome.kind === 'failed' && outcome.error.category === 'timeout') log.warn(this.logFields({ step: p.id, code: outcome.error.code }), `step ${p.id} timed out`);
     }
-    return outcome;
-  };
+  }
 
-  const stepBody = async (p: PlannedStep, entry: TraceStep, exposeCtx: (c: CallContext) => void): Promise<StepOutcome> => {
+  private async stepBody(p: PlannedStep, entry: TraceStep, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+    const { scope } = this;
     const step = p.step;
     if (step.when) {
       let go: boolean;
@@ -172,78 +256,32 @@ export async function execute<O>(core: Core, x: Execution): Promise<RunResult<O>
       }
       if (!go) return { kind: 'ok', value: undefined, skipped: true };
     }
-    if (p.kind === 'compute') {
-      const s = step as ComputeStep;
-      let value: unknown;
-      try {
-        value = s.compute(scope);
-        if (value instanceof Promise) value = await value;
-      } catch (error) {
-        throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${p.id}: compute threw: ${describeThrown(error)}` });
-      }
-      if (s.output) {
-        const parsed = s.output.safeParse(value);
-        if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${p.id} computed a value that does not match its output schema`, parsed.error.issues));
-        value = parsed.data;
-      }
-      return { kind: 'ok', value, skipped: false };
-    }
-    if (p.kind === 'select') return select(p, step as SelectStep);
+    if (p.kind === 'compute') return this.compute(p, step as ComputeStep);
+    if (p.kind === 'select') return this.select(p, step as SelectStep);
+    return this.callTool(p, step as ToolStep, entry, holder);
+  }
 
-    const tool = p.tool!;
-    const s = step as ToolStep;
-    let raw: unknown;
+  private async compute(p: PlannedStep, step: ComputeStep): Promise<StepOutcome> {
+    let value: unknown;
     try {
-      raw = p.resolveInput!(scope);
+      value = step.compute(this.scope);
+      if (value instanceof Promise) value = await value;
     } catch (error) {
-      throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${p.id}: building the input threw: ${describeThrown(error)}` });
+      throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${p.id}: compute threw: ${describeThrown(error)}` });
     }
-    const parsed = tool.input.safeParse(raw);
-    if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
-    if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
-
-    if (s.confirm && x.approvedGate !== p.id) {
-      let prompt: string;
-      let details: unknown;
-      try {
-        prompt = typeof s.confirm.prompt === 'function' ? s.confirm.prompt(scope) : s.confirm.prompt;
-        details = s.confirm.details?.(scope);
-      } catch (error) {
-        throw new StepError({ category: 'internal', code: 'confirm_failed', message: `Step ${p.id}: building the confirmation threw: ${describeThrown(error)}` });
-      }
-      if (!x.confirm) return { kind: 'gate', prompt, details };
-      const request: ConfirmationRequest = { step: p.id, tool: tool.name, prompt, expiresAt: iso(deadlineAt) };
-      if (details !== undefined) request.details = details;
-      if (!(await untilAborted(Promise.resolve(x.confirm(request)), signal))) return { kind: 'declined' };
+    if (step.output) {
+      const parsed = step.output.safeParse(value);
+      if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${p.id} computed a value that does not match its output schema`, parsed.error.issues));
+      value = parsed.data;
     }
+    return { kind: 'ok', value, skipped: false };
+  }
 
-    const ctx: CallContext = {
-      tool,
-      input: parsed.data,
-      runId,
-      traceId,
-      chain: chain.name,
-      step: p.id,
-      context: x.context,
-      signal,
-      deadlineAt,
-      retry: core.retryFor(tool, s.retry),
-      attempt: 0,
-      timeoutMs: s.timeoutMs ?? tool.timeoutMs,
-      ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-      ...(tool.effect !== 'read' && { idempotencyKey: s.idempotencyKey ? s.idempotencyKey(scope) : `${runId}:${p.id}` }),
-    };
-    exposeCtx(ctx);
-    return { kind: 'ok', value: await core.call(ctx), skipped: false };
-  };
-
-  const select = (p: PlannedStep, step: SelectStep): StepOutcome => {
+  private select(p: PlannedStep, step: SelectStep): StepOutcome {
     const { from, expect } = step.select;
-    const items = from.resolve(scope);
-    if (!Array.isArray(items)) {
-      throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${p.id}: ${from} is not an array.` });
-    }
-    const matches = items.filter(p.matcher!(scope));
+    const items = from.resolve(this.scope);
+    if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${p.id}: ${from} is not an array.` });
+    const matches = items.filter(p.matcher!(this.scope));
     if (matches.length === 0) {
       throw new StepError({ category: 'not_found', code: 'no_match', message: `Step ${p.id}: none of the ${items.length} item(s) in ${from} matched.` });
     }
@@ -254,163 +292,150 @@ export async function execute<O>(core: Core, x: Execution): Promise<RunResult<O>
       );
     }
     return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
-  };
+  }
 
-  await new Promise<void>((resolve) => {
-    let running = 0;
-    const pump = (): void => {
-      if (!stop) {
-        for (let i = 0; i < n; i++) {
-          if (state[i] !== PENDING) continue;
-          const deps = plan[i]!.deps;
-          let ready = true;
-          for (let d = 0; d < deps.length; d++) if (state[deps[d]!] !== DONE) { ready = false; break; }
-          if (!ready) continue;
-          state[i] = RUNNING;
-          running++;
-          const p = plan[i]!;
-          runStep(p).then((outcome) => settle(p, outcome));
-        }
-      }
-      if (running === 0) resolve();
-    };
-    const settle = (p: PlannedStep, outcome: StepOutcome): void => {
-      running--;
-      if (outcome.kind === 'ok') {
-        state[p.index] = DONE;
-        if (!outcome.skipped) results[p.id] = outcome.value;
-      } else if (!stop || (outcome.kind === 'failed' && stop.outcome.kind === 'gate')) {
-        // A failure outranks a pending gate: a run that failed is not checkpointed.
-        stop = { index: p.index, outcome };
-        if (outcome.kind !== 'gate' && running > 0 && !signal.aborted) {
-          controller.abort(new RunAbortReason('cancelled', `Stopped because step ${p.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`));
-        }
-      }
-      pump();
-    };
-    if (stop) resolve();
-    else pump();
-  });
-
-  clearTimeout(timer);
-  x.signal?.removeEventListener('abort', onCallerAbort);
-  core.active.delete(controller);
-
-  const ended = now();
-  const trace: Trace = {
-    traceId,
-    runId,
-    chain: chain.name,
-    ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-    startedAt: iso(x.startedAt),
-    endedAt: iso(ended),
-    totalLatencyMs: ended - x.startedAt,
-    status: 'completed',
-    steps: traceSteps.filter((t): t is TraceStep => t !== undefined),
-  };
-  const lastTool = lastToolIndex >= 0 ? plan[lastToolIndex]!.tool : undefined;
-  const base = {
-    runId,
-    chain: chain.name,
-    trace,
-    metadata: buildMetadata({ chain, ...(lastTool && { lastTool }), actualDurationMs: ended - segmentStart, tools: core.tools }),
-  };
-
-  let result: RunResult<O>;
-  const outcome = stop?.outcome;
-  if (!outcome) {
-    let output: unknown;
+  private async callTool(p: PlannedStep, step: ToolStep, entry: TraceStep, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+    const { core, x, scope } = this;
+    const tool = p.tool!;
+    let raw: unknown;
     try {
-      output = chain.output ? chain.output(scope) : lastResult(plan, state, results);
-      result = { status: 'completed', output: output as O, ...base };
+      raw = p.resolveInput!(scope);
     } catch (error) {
-      const info = toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, core.retryTable);
-      result = { status: 'failed', error: info, completed: { ...results }, compensated: [], ...base };
+      throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${p.id}: building the input threw: ${describeThrown(error)}` });
     }
-  } else if (outcome.kind === 'failed') {
-    result = { status: 'failed', error: outcome.error, completed: { ...results }, compensated: [], ...base };
-  } else if (outcome.kind === 'declined') {
-    result = { status: 'declined', step: plan[stop!.index]!.id, ...base };
-  } else {
-    result = await checkpoint(core, x, plan[stop!.index]!, outcome, trace, state, base);
-  }
-  trace.status = result.status;
+    const parsed = tool.input.safeParse(raw);
+    if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
+    if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
 
-  if (listening(events, 'chain:end')) {
-    safeEmit(events, 'chain:end', {
-      runId, traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-      status: result.status, durationMs: trace.totalLatencyMs, ...(result.status === 'failed' && { error: result.error }), trace,
-    });
-  }
-  if (log) {
-    if (result.status === 'failed') log.error({ ...logBase, step: result.error.step, category: result.error.category, code: result.error.code }, `chain ${chain.name} failed: ${result.error.message}`);
-    else log.info({ ...logBase, status: result.status, durationMs: trace.totalLatencyMs }, `chain ${chain.name} ${result.status}`);
-  }
-  return result;
-}
+    if (step.confirm && x.approvedGate !== p.id) {
+      let prompt: string;
+      let details: unknown;
+      try {
+        prompt = typeof step.confirm.prompt === 'function' ? step.confirm.prompt(scope) : step.confirm.prompt;
+        details = step.confirm.details?.(scope);
+      } catch (error) {
+        throw new StepError({ category: 'internal', code: 'confirm_failed', message: `Step ${p.id}: building the confirmation threw: ${describeThrown(error)}` });
+      }
+      if (!x.confirm) return { kind: 'gate', prompt, details };
+      if (!(await this.askInProcess(x.confirm, { step: p.id, tool: tool.name, prompt, expiresAt: iso(this.deadlineAt), ...(details !== undefined && { details }) }))) {
+        return { kind: 'declined' };
+      }
+    }
 
-function lastResult(plan: readonly PlannedStep[], state: Uint8Array, results: Record<string, unknown>): unknown {
-  for (let i = plan.length - 1; i >= 0; i--) {
-    const id = plan[i]!.id;
-    if (state[i] === DONE && id in results) return results[id];
-  }
-  return undefined;
-}
-
-/** Stores the checkpoint of a run stopped at a gate and returns `awaiting_confirmation`. */
-async function checkpoint<O>(
-  core: Core,
-  x: Execution,
-  p: PlannedStep,
-  gate: { prompt: string; details: unknown },
-  trace: Trace,
-  state: Uint8Array,
-  base: Omit<RunResult, 'status'> & Record<string, unknown>,
-): Promise<RunResult<O>> {
-  const createdAt = core.now();
-  const expiresAt = createdAt + core.confirmationTtlMs;
-  const id = nanoid();
-  const done = x.chain.plan.filter((s) => state[s.index] === DONE).map((s) => s.id);
-  try {
-    await core.checkpoints.save({
-      v: 1,
-      id,
+    const ctx: CallContext = {
+      tool,
+      input: parsed.data,
       runId: x.runId,
       traceId: x.traceId,
-      chain: x.chain.name,
-      fingerprint: x.chain.fingerprint,
-      ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-      input: x.input,
-      contextHash: hashContext(x.context),
-      results: x.results,
-      done,
-      gate: p.id,
-      startedAt: x.startedAt,
-      createdAt,
-      expiresAt,
-      trace: trace.steps.filter((t) => t.id !== p.id),
-    });
-  } catch (error) {
-    const info = toErrorInfo({ category: 'unavailable', code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` }, { step: p.id, tool: p.tool!.name }, core.retryTable);
-    return { status: 'failed', error: info, completed: { ...x.results }, compensated: [], ...base } as RunResult<O>;
+      chain: this.chain.name,
+      step: p.id,
+      context: x.context,
+      run: this.abort,
+      deadlineAt: this.deadlineAt,
+      retry: core.retryFor(tool, step.retry),
+      attempt: 0,
+      timeoutMs: step.timeoutMs ?? tool.timeoutMs,
+    };
+    if (x.sessionId !== undefined) (ctx as { sessionId?: string }).sessionId = x.sessionId;
+    if (tool.effect !== 'read') (ctx as { idempotencyKey?: string }).idempotencyKey = step.idempotencyKey ? step.idempotencyKey(scope) : `${x.runId}:${p.id}`;
+    holder.ctx = ctx;
+    return { kind: 'ok', value: await core.call(ctx), skipped: false };
   }
-  const confirmation: ConfirmationRequest = { step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: iso(expiresAt) };
-  if (gate.details !== undefined) confirmation.details = gate.details;
-  if (listening(core.events, 'confirmation:requested')) {
-    safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: x.chain.name, step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: confirmation.expiresAt });
-  }
-  return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, core.secret), confirmation, ...base } as RunResult<O>;
-}
 
-/** Resolves with the promise, or rejects with the signal's reason if it aborts first. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => { signal.removeEventListener('abort', onAbort); resolve(v); },
-      (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
-    );
-  });
+  /** Asks the in-process `confirm` callback, within the deadline. */
+  private async askInProcess(confirm: NonNullable<RunOptions['confirm']>, request: ConfirmationRequest): Promise<boolean> {
+    const left = this.deadlineAt - this.core.now();
+    const timer = setTimeout(() => this.abort.abort(new RunAbortReason('deadline', `Chain ${this.chain.name} passed its deadline while waiting for confirmation.`)), Math.max(0, left));
+    try {
+      return (await untilAborted(Promise.resolve(confirm(request)), this.abort)) === true;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async result(): Promise<RunResult> {
+    const { core, x, chain, plan } = this;
+    const ended = core.now();
+    const trace: Trace = {
+      traceId: x.traceId,
+      runId: x.runId,
+      chain: chain.name,
+      startedAt: iso(x.startedAt),
+      endedAt: iso(ended),
+      totalLatencyMs: ended - x.startedAt,
+      status: 'completed',
+      steps: this.traceSteps.filter((t): t is TraceStep => t !== undefined),
+    };
+    if (x.sessionId !== undefined) trace.sessionId = x.sessionId;
+    const lastTool = this.lastToolIndex >= 0 ? plan[this.lastToolIndex]!.tool : undefined;
+    const base = {
+      runId: x.runId,
+      chain: chain.name,
+      trace,
+      metadata: buildMetadata({ chain, ...(lastTool && { lastTool }), actualDurationMs: ended - this.segmentStart, tools: core.tools }),
+    };
+    const failed = (error: ChainErrorInfo): RunResult => ({ status: 'failed', error, completed: { ...x.results }, compensated: [], ...base });
+
+    let result: RunResult;
+    const outcome = this.stop?.outcome;
+    if (!outcome) {
+      try {
+        result = { status: 'completed', output: chain.output ? chain.output(this.scope) : this.lastResult(), ...base };
+      } catch (error) {
+        result = failed(toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, core.retryTable));
+      }
+    } else if (outcome.kind === 'failed') {
+      result = failed(outcome.error);
+    } else if (outcome.kind === 'declined') {
+      result = { status: 'declined', step: plan[this.stop!.index]!.id, ...base };
+    } else {
+      result = await this.checkpoint(plan[this.stop!.index]!, outcome, base, failed);
+    }
+    trace.status = result.status;
+    return result;
+  }
+
+  private lastResult(): unknown {
+    for (let i = this.plan.length - 1; i >= 0; i--) {
+      const id = this.plan[i]!.id;
+      if (this.state[i] === DONE && id in this.x.results) return this.x.results[id];
+    }
+    return undefined;
+  }
+
+  /** Stores the checkpoint of a run stopped at a gate and returns `awaiting_confirmation`. */
+  private async checkpoint(p: PlannedStep, gate: { prompt: string; details: unknown }, base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>, failed: (e: ChainErrorInfo) => RunResult): Promise<RunResult> {
+    const { core, x } = this;
+    const createdAt = core.now();
+    const expiresAt = createdAt + core.confirmationTtlMs;
+    const id = nanoid();
+    try {
+      await core.checkpoints.save({
+        v: 1,
+        id,
+        runId: x.runId,
+        traceId: x.traceId,
+        chain: this.chain.name,
+        fingerprint: this.chain.fingerprint,
+        ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
+        input: x.input,
+        contextHash: hashContext(x.context),
+        results: x.results,
+        done: this.plan.filter((s) => this.state[s.index] === DONE).map((s) => s.id),
+        gate: p.id,
+        startedAt: x.startedAt,
+        createdAt,
+        expiresAt,
+        trace: base.trace.steps.filter((t) => t.id !== p.id),
+      });
+    } catch (error) {
+      return failed(toErrorInfo({ category: 'unavailable', code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` }, { step: p.id, tool: p.tool!.name }, core.retryTable));
+    }
+    const confirmation: ConfirmationRequest = { step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: iso(expiresAt) };
+    if (gate.details !== undefined) confirmation.details = gate.details;
+    if (listening(core.events, 'confirmation:requested')) {
+      safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: confirmation.expiresAt });
+    }
+    return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, core.secret), confirmation, ...base };
+  }
 }

@@ -3,6 +3,7 @@ import type { RetryTable } from '../errors/categories.js';
 import { classifyError, inBandFailure, isInBandError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
 import type { Tool } from '../define/tool.js';
 import { formatPath } from '../define/path.js';
+import type { AbortScope } from './abort.js';
 
 /** One tool call as the invoker sees it. */
 export interface ToolCall {
@@ -36,8 +37,8 @@ export interface CallContext {
   readonly step?: string;
   readonly context: Readonly<Record<string, unknown>>;
   readonly idempotencyKey?: string;
-  /** The run's signal: aborted at the deadline, on caller cancel, or when the runner closes. */
-  readonly signal: AbortSignal;
+  /** The run's abort scope: aborted at the deadline, on caller cancel, or when the runner closes. */
+  readonly run: AbortScope;
   /** Epoch ms after which nothing may be waited for. */
   readonly deadlineAt: number;
   /** Retry rules for this call. */
@@ -46,8 +47,8 @@ export interface CallContext {
   attempt: number;
   /** Current per-attempt timeout; the retry policy doubles it after a timeout. */
   timeoutMs: number;
-  /** The current attempt's signal; set by the timeout policy. */
-  attemptSignal?: AbortSignal;
+  /** The current attempt's abort scope; set by the timeout policy. */
+  attemptScope?: AbortScope;
 }
 
 /** One call, or one attempt of it. */
@@ -67,20 +68,9 @@ export function compose(policies: readonly Policy[], end: Call): Call {
  */
 export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifier[]): Call {
   return async (ctx) => {
-    const call: ToolCall = {
-      tool: ctx.tool.name,
-      input: ctx.input,
-      attempt: ctx.attempt,
-      signal: ctx.attemptSignal ?? ctx.signal,
-      runId: ctx.runId,
-      traceId: ctx.traceId,
-      context: ctx.context,
-    };
-    if (ctx.idempotencyKey !== undefined) call.idempotencyKey = ctx.idempotencyKey;
-    if (ctx.sessionId !== undefined) call.sessionId = ctx.sessionId;
     let output: unknown;
     try {
-      output = await invoker(call);
+      output = await invoker(toolCall(ctx, ctx.attemptScope ?? ctx.run));
     } catch (error) {
       throw new ToolFailure(classifyError(error, classifiers));
     }
@@ -89,6 +79,27 @@ export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifi
     if (parsed.success) return parsed.data;
     throw new ToolFailure(schemaFailure('invalid_output', `Tool ${ctx.tool.name} returned output that does not match its schema`, parsed.error.issues));
   };
+}
+
+/**
+ * The {@link ToolCall} handed to invokers. `signal` is an own getter, so the AbortController behind
+ * it is only made if the tool reads it, and spreading the call (`{ ...call }`) still carries it.
+ */
+function toolCall(ctx: CallContext, scope: AbortScope): ToolCall {
+  const call: ToolCall = {
+    tool: ctx.tool.name,
+    input: ctx.input,
+    attempt: ctx.attempt,
+    get signal() {
+      return scope.signal;
+    },
+    runId: ctx.runId,
+    traceId: ctx.traceId,
+    context: ctx.context,
+  };
+  if (ctx.idempotencyKey !== undefined) call.idempotencyKey = ctx.idempotencyKey;
+  if (ctx.sessionId !== undefined) call.sessionId = ctx.sessionId;
+  return call;
 }
 
 /** A `validation`-style failure from zod issues, naming the first offending path. */

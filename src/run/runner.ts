@@ -17,6 +17,7 @@ import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
 import { memoryCheckpointStore } from '../stores/memory.js';
 import type { CheckpointStore } from '../stores/types.js';
+import { AbortScope } from './abort.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
@@ -122,7 +123,7 @@ export function createRunner(options: RunnerOptions): Runner {
   };
 
   // The call pipeline of API.md §6. Idempotency, circuit breaker and rate limit slot in around these.
-  const call = compose([retryPolicy({ random, now, classifiers, onRetry }), timeoutPolicy], invokeTool(options.invoker, classifiers));
+  const call = compose([retryPolicy({ random, now, classifiers, onRetry }), timeoutPolicy(now)], invokeTool(options.invoker, classifiers));
 
   const core: Core = {
     call,
@@ -286,14 +287,13 @@ export function createRunner(options: RunnerOptions): Runner {
       }
       if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
       const deadlineMs = opts.timeoutMs ?? Math.max(MIN_INVOKE_DEADLINE_MS, tool.timeoutMs * 3);
-      const controller = new AbortController();
-      core.active.add(controller);
-      const timer = setTimeout(() => controller.abort(new RunAbortReason('deadline', `The call to ${name} passed its ${deadlineMs} ms deadline.`)), deadlineMs);
-      const onCallerAbort = (): void => controller.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
+      const scope = new AbortScope();
+      core.active.add(scope);
+      const onCallerAbort = (): void => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
       if (opts.signal?.aborted) onCallerAbort();
       else opts.signal?.addEventListener('abort', onCallerAbort);
       const ctx: CallContext = {
-        tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, signal: controller.signal,
+        tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, run: scope,
         deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
         ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
         ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? `${runId}:${name}` }),
@@ -305,9 +305,8 @@ export function createRunner(options: RunnerOptions): Runner {
       } catch (error) {
         result = finish({ status: 'failed', error: toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry) });
       } finally {
-        clearTimeout(timer);
         opts.signal?.removeEventListener('abort', onCallerAbort);
-        core.active.delete(controller);
+        core.active.delete(scope);
       }
       entry.attempts = ctx.attempt;
       const transition = core.transitions.record(opts.sessionId ?? runId, name, started, now(), result.status === 'completed');

@@ -8,6 +8,7 @@ import type { Trace } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CheckpointStore } from '../stores/types.js';
 import type { Tool } from '../define/tool.js';
+import type { AbortScope } from './abort.js';
 import type { Call } from './pipeline.js';
 
 /** What a confirmation gate asks. */
@@ -99,6 +100,6 @@ export interface Core {
   readonly transitions: TransitionTracker;
   readonly classifiers?: readonly Classifier[];
   readonly tools: ReadonlyMap<string, Tool>;
-  /** Controllers of the runs in flight, aborted by `close()`. */
-  readonly active: Set<AbortController>;
+  /** Abort scopes of the runs and calls in flight, aborted by `close()`. */
+  readonly active: Set<AbortScope>;
 }

@@ -1,0 +1,107 @@
+// `npm run bench`: chainkit's overhead as ratios against a hand-written baseline measured in the same run.
+// Baseline = what a careful developer writes by hand: zod parse of input and output, p-timeout and
+// p-retry around direct function calls, the select step as a filter. chainkit runs the same
+// find-and-update with tracing and events on (listeners attached).
+import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry from 'p-retry';
+import pTimeout from 'p-timeout';
+import { createRunner, findAndUpdate, functionInvoker, listTasks, updateTask, type Runner } from '../src/index.js';
+
+const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
+const TASKS = ['Buy groceries', 'Buy milk', 'Call mom', 'Dentist appointment', 'Read a book'].map((title, i) => ({
+  task_id: `0000000${i}-1b2d-4c6e-9f7a-8b9c0d1e2f3a`, user_id: USER, title, completed: i === 2, priority: 'medium' as const, created_at: '2026-01-01T00:00:00Z',
+}));
+
+type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
+const instant: Impl = {
+  list_tasks: () => ({ tasks: TASKS }),
+  update_task: (i) => ({ task: { ...TASKS[3]!, title: i.title ?? '' } }),
+};
+const slow: Impl = {
+  list_tasks: async () => { await sleep(5); return { tasks: TASKS }; },
+  update_task: async (i) => { await sleep(5); return { task: { ...TASKS[3]!, title: i.title ?? '' } }; },
+};
+
+/** The hand-written baseline: one find-and-update. */
+async function baseline(impl: Impl, match: string, title: string): Promise<unknown> {
+  const call = <T>(fn: () => T, ms: number) => pRetry(() => pTimeout(Promise.resolve(fn()), { milliseconds: ms }), { retries: 3, minTimeout: 100 });
+  const listIn = listTasks.input.parse({ user_id: USER, status: 'all' });
+  const list = listTasks.output.parse(await call(() => impl.list_tasks(listIn), 3000));
+  const needle = match.toLowerCase();
+  const found = list.tasks.filter((t) => t.title.toLowerCase().includes(needle));
+  if (found.length !== 1) throw new Error('expected one match');
+  const updIn = updateTask.input.parse({ user_id: USER, task_id: found[0]!.task_id, title });
+  return updateTask.output.parse(await call(() => impl.update_task(updIn), 3000));
+}
+
+function chainkit(impl: Impl): Runner {
+  const runner = createRunner({ invoker: functionInvoker(impl), tools: [listTasks, updateTask] });
+  let steps = 0;
+  runner.events.on('step:end', () => { steps++; }); // events on: listeners attached, payloads built
+  runner.events.on('chain:end', () => { steps++; });
+  return runner;
+}
+
+const context = { context: { userId: USER } };
+
+async function sequential(n: number, fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await fn();
+  return Number(process.hrtime.bigint() - t0) / 1000 / n; // µs per chain
+}
+
+async function concurrent(n: number, fn: () => Promise<unknown>): Promise<{ wallMs: number; heapMb: number; results: unknown[] }> {
+  globalThis.gc?.();
+  const heap0 = process.memoryUsage().heapUsed;
+  const t0 = performance.now();
+  const all = Array.from({ length: n }, fn);
+  await sleep(1); // every chain is now in flight, waiting on its first tool
+  const heapMb = (process.memoryUsage().heapUsed - heap0) / 1024 / 1024;
+  const results = await Promise.all(all);
+  return { wallMs: performance.now() - t0, heapMb, results };
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const fmt = (x: number, d = 1): string => x.toFixed(d);
+const rows: string[][] = [];
+const row = (workload: string, metric: string, base: number, ours: number, d = 1): void => {
+  rows.push([workload, metric, fmt(base, d), fmt(ours, d), `${fmt(ours / base, 2)}×`]);
+};
+
+const fast = chainkit(instant);
+const SEQ = Number(process.env.BENCH_SEQ ?? 20_000);
+const CONC = Number(process.env.BENCH_CONC ?? 10_000);
+
+// Warm up both paths so the JIT has seen them.
+await sequential(3000, () => baseline(instant, 'dentist', 'Dentist 3pm'));
+await sequential(3000, () => fast.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, context));
+
+const seqBase: number[] = [];
+const seqOurs: number[] = [];
+for (let round = 0; round < 3; round++) { // interleaved rounds: machine noise hits both alike
+  seqBase.push(await sequential(SEQ, () => baseline(instant, 'dentist', 'Dentist 3pm')));
+  seqOurs.push(await sequential(SEQ, () => fast.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, context)));
+}
+row(`${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools`, 'µs / chain', median(seqBase), median(seqOurs));
+
+const slowRunner = chainkit(slow);
+await concurrent(1000, () => baseline(slow, 'dentist', 'x'));
+await concurrent(1000, () => slowRunner.run(findAndUpdate, { match: 'dentist', title: 'x' }, context));
+const base = await concurrent(CONC, () => baseline(slow, 'dentist', 'x'));
+const ours = await concurrent(CONC, () => slowRunner.run(findAndUpdate, { match: 'dentist', title: 'x' }, context));
+const failures = (ours.results as { status: string; error?: { code: string } }[]).filter((r) => r.status !== 'completed');
+row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'wall ms', base.wallMs, ours.wallMs, 0);
+row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'heap MB in flight', base.heapMb, ours.heapMb);
+
+const header = ['workload', 'metric', 'baseline', 'chainkit', 'ratio'];
+const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+console.log(line(header));
+console.log(`|${widths.map((w, i) => (i < 2 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
+for (const r of rows) console.log(line(r));
+console.log(`\nchainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
+console.log(`node ${process.version}, ${process.env.CI ? 'CI' : 'local'}; tracing: summary traces always built, events: listeners on step:end and chain:end`);
+
+await fast.close();
+await slowRunner.close();
+if (failures.length) process.exitCode = 1;

@@ -1,0 +1,69 @@
+// A light abort scope for runs and attempts. AbortController/EventTarget cost more than the rest of
+// a step put together, so the real AbortSignal is only made when a tool actually reads it.
+
+/** Aborts once, calling its listeners; hands out a real `AbortSignal` on first use. */
+export class AbortScope {
+  aborted = false;
+  reason: unknown = undefined;
+  private listeners: Set<(reason: unknown) => void> | undefined;
+  private controller: AbortController | undefined;
+
+  /** Aborts with `reason` (first call wins) and notifies every listener. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const fn of listeners) fn(reason);
+  }
+
+  /** Calls `fn` on abort (at once if already aborted); returns the function that unsubscribes. */
+  onAbort(fn: (reason: unknown) => void): () => void {
+    if (this.aborted) {
+      fn(this.reason);
+      return noop;
+    }
+    (this.listeners ??= new Set()).add(fn);
+    return () => this.listeners?.delete(fn);
+  }
+
+  /** A standard `AbortSignal` that follows this scope. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+}
+
+function noop(): void {}
+
+/** Resolves with the promise, or rejects with the scope's reason if it aborts first. */
+export function untilAborted<T>(promise: Promise<T>, scope: AbortScope): Promise<T> {
+  if (scope.aborted) return Promise.reject(scope.reason);
+  return new Promise<T>((resolve, reject) => {
+    const off = scope.onAbort(reject);
+    promise.then(
+      (v) => { off(); resolve(v); },
+      (e) => { off(); reject(e); },
+    );
+  });
+}
+
+/** Waits `ms`, or rejects as soon as the scope aborts; leaves no timer behind. */
+export function sleep(ms: number, scope: AbortScope): Promise<void> {
+  if (scope.aborted) return Promise.reject(scope.reason);
+  return new Promise((resolve, reject) => {
+    const off = scope.onAbort((reason) => {
+      clearTimeout(timer);
+      reject(reason);
+    });
+    const timer = setTimeout(() => {
+      off();
+      resolve();
+    }, ms);
+  });
+}
