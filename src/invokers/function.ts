@@ -20,9 +20,13 @@ export function functionInvoker(functions: Record<string, ToolFunction>): ToolIn
     if (typeof fn !== 'function') throw new TypeError(`Expected \`${name}\` to be a function.`);
   }
   const table = new Map(Object.entries(functions));
-  return async (call) => {
+  return (call) => {
     const fn = table.get(call.tool);
-    if (!fn) throw Object.assign(new Error(`No function for tool '${call.tool}'.`), { status: 404 });
-    return fn(call.input, call);
+    if (!fn) return Promise.reject(Object.assign(new Error(`No function for tool '${call.tool}'.`), { status: 404 }));
+    try {
+      return Promise.resolve(fn(call.input, call));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 }

@@ -3,7 +3,7 @@ import pRetry from 'p-retry';
 import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
 import { sleep } from '../run/abort.js';
-import type { CallContext, Policy } from '../run/pipeline.js';
+import type { Call, CallContext, Policy } from '../run/pipeline.js';
 
 /** The longest a timed-out attempt's timeout grows to on retry. */
 export const MAX_RETRY_TIMEOUT_MS = 10_000;
@@ -54,15 +54,13 @@ export function retryDelay(rule: RetryRule, n: number, failure: Classified, rand
 export function retryPolicy(options: RetryPolicyOptions): Policy {
   const { random, now, classifiers, onRetry } = options;
   const asFailure = (error: unknown): ToolFailure => (error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers)));
-  return (next) => async (ctx) => {
+  return (next) => (ctx) => {
     // The first attempt runs directly: retry bookkeeping is only paid once something failed.
     ctx.attempt = 1;
-    let first: ToolFailure;
-    try {
-      return await next(ctx);
-    } catch (error) {
-      first = asFailure(error);
-    }
+    return next(ctx).then(undefined, (error: unknown) => retryAfterFirst(next, ctx, asFailure(error)));
+  };
+
+  async function retryAfterFirst(next: Call, ctx: CallContext, first: ToolFailure): Promise<unknown> {
     const used: Partial<Record<ErrorCategory, number>> = {};
     // Decides whether to retry a failure, and waits before the retry; throws to stop.
     const waitOrStop = async (failure: ToolFailure): Promise<void> => {
@@ -97,5 +95,5 @@ export function retryPolicy(options: RetryPolicyOptions): Policy {
         onFailedAttempt: ({ error }) => waitOrStop(error as ToolFailure),
       },
     );
-  };
+  }
 }

@@ -1,6 +1,6 @@
 // Per-attempt timeout (p-timeout): measures the tool call only, aborts the attempt's signal, and
 // enforces the chain deadline by never letting an attempt run past it.
-import pTimeout from 'p-timeout';
+import pTimeout, { type ClearablePromise } from 'p-timeout';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { AbortScope } from '../run/abort.js';
 import type { Policy } from '../run/pipeline.js';
@@ -11,7 +11,7 @@ const TIMED_OUT = new Error('attempt timed out');
 /**
  * Bounds each attempt by `ctx.timeoutMs`, clamped to the time left before the deadline, so the
  * deadline needs no timer of its own. When the clamp was what fired, the whole run is aborted with
- * `deadline_exceeded`; the run's scope (deadline, cancel, close) also ends the attempt at once.
+ * `deadline_exceeded`.
  */
 export function timeoutPolicy(now: () => number): Policy {
   return (next) => (ctx) => {
@@ -31,41 +31,41 @@ export function timeoutPolicy(now: () => number): Policy {
     // capturing it dominated the per-call cost, so it is built without one.
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
-    let guarded: Promise<unknown>;
+    let guarded: ClearablePromise<unknown>;
     try {
       guarded = pTimeout(pending, { milliseconds: ms, message: TIMED_OUT });
     } finally {
       Error.stackTraceLimit = limit;
     }
-    return new Promise((resolve, reject) => {
-      const off = run.onAbort((reason) => {
-        attempt.abort(reason);
-        reject(reason);
-      });
-      guarded.then(
-        (value) => {
-          off();
-          resolve(value);
-        },
-        (error: unknown) => {
-          off();
-          if (error !== TIMED_OUT) return reject(error);
-          if (ms < ctx.timeoutMs) {
-            const reason = deadline(ctx.chain);
-            attempt.abort(reason);
-            run.abort(reason); // ends concurrent steps too
-            return reject(reason);
-          }
-          const failure = new ToolFailure({
-            category: 'timeout',
-            code: 'attempt_timeout',
-            message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
-          });
-          attempt.abort(failure);
-          reject(failure);
-        },
-      );
+    // On a run abort (deadline, cancel, close) the attempt's signal aborts and p-timeout's timer is
+    // cleared; whoever waits on the run (executor, invoke) stops waiting at once.
+    const off = run.onAbort((reason) => {
+      attempt.abort(reason);
+      guarded.clear();
     });
+    return guarded.then(
+      (value) => {
+        off();
+        return value;
+      },
+      (error: unknown) => {
+        off();
+        if (error !== TIMED_OUT) throw error;
+        if (ms < ctx.timeoutMs) {
+          const reason = deadline(ctx.chain);
+          attempt.abort(reason);
+          run.abort(reason); // ends concurrent steps too
+          throw reason;
+        }
+        const failure = new ToolFailure({
+          category: 'timeout',
+          code: 'attempt_timeout',
+          message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
+        });
+        attempt.abort(failure);
+        throw failure;
+      },
+    );
   };
 }
 

@@ -1,6 +1,6 @@
 // Runs a compiled chain: schedules ready steps (a DAG from refs), stops at confirmation gates,
 // enforces the deadline and cancellation, and turns everything into a result with its trace.
-import { nanoid } from 'nanoid';
+import { newId } from './ids.js';
 import type { Chain, ComputeStep, SelectStep, ToolStep } from '../define/chain.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/validate.js';
@@ -50,6 +50,7 @@ const RUNNING = 1;
 const DONE = 2;
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** A failure raised inside a step, already classified. */
@@ -72,11 +73,15 @@ class Run {
   private readonly abort = new AbortScope();
   private readonly state: number[];
   private readonly traceSteps: (TraceStep | undefined)[];
+  /** Per running step: fails it (used when the run aborts). */
+  private readonly failInFlight: (((reason: unknown) => void) | undefined)[];
   private readonly segmentStart: number;
   private readonly deadlineAt: number;
   private readonly sessionKey: string;
   private stop: { index: number; outcome: Stopped } | undefined;
   private running = 0;
+  private pumping = false;
+  private rescan = false;
   private lastToolIndex = -1;
   private finish: () => void = () => {};
 
@@ -86,6 +91,7 @@ class Run {
     this.scope = { input: x.input, context: x.context, results: x.results };
     this.state = new Array<number>(this.plan.length).fill(PENDING);
     this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
+    this.failInFlight = new Array<((reason: unknown) => void) | undefined>(this.plan.length);
     this.segmentStart = core.now();
     this.deadlineAt = this.segmentStart + x.chain.timeoutMs;
     this.sessionKey = x.sessionId ?? x.runId;
@@ -110,10 +116,15 @@ class Run {
 
     if (!x.resumed) this.checkPreconditions();
     if (!this.stop) {
+      // A run abort (deadline, cancel, sibling failure, close) fails the steps in flight at once.
+      const offAbort = this.abort.onAbort((reason) => {
+        for (const fail of this.failInFlight) fail?.(reason);
+      });
       await new Promise<void>((resolve) => {
         this.finish = resolve;
         this.pump();
       });
+      offAbort();
     }
 
     x.signal?.removeEventListener('abort', onCallerAbort);
@@ -153,8 +164,25 @@ class Run {
     }
   }
 
-  /** Starts every step whose dependencies are done, in declaration order; resolves when nothing runs. */
+  /**
+   * Starts every step whose dependencies are done, in declaration order; finishes when nothing runs.
+   * A step that ends synchronously calls back in here; that call only asks the running loop to rescan.
+   */
   private pump(): void {
+    if (this.pumping) {
+      this.rescan = true;
+      return;
+    }
+    this.pumping = true;
+    do {
+      this.rescan = false;
+      this.launchReady();
+    } while (this.rescan);
+    this.pumping = false;
+    if (this.running === 0) this.finish();
+  }
+
+  private launchReady(): void {
     const { plan, state } = this;
     if (!this.stop) {
       for (let i = 0; i < plan.length; i++) {
@@ -170,10 +198,9 @@ class Run {
         if (!ready) continue;
         state[i] = RUNNING;
         this.running++;
-        void this.runStep(plan[i]!);
+        this.runStep(plan[i]!);
       }
     }
-    if (this.running === 0) this.finish();
   }
 
   private settle(p: PlannedStep, outcome: StepOutcome): void {
@@ -191,7 +218,7 @@ class Run {
     this.pump();
   }
 
-  private async runStep(p: PlannedStep): Promise<void> {
+  private runStep(p: PlannedStep): void {
     const { core, x } = this;
     const started = core.now();
     const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: 'success', attempts: 0, latencyMs: 0, startedAt: iso(started) };
@@ -201,19 +228,31 @@ class Run {
       safeEmit(core.events, 'step:start', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
     }
     const holder: { ctx?: CallContext } = {};
-    let outcome: StepOutcome;
+    const end = (outcome: StepOutcome): void => {
+      if (this.failInFlight[p.index] === undefined) return; // already ended by a run abort
+      this.failInFlight[p.index] = undefined;
+      const ended = core.now();
+      entry.latencyMs = ended - started;
+      if (holder.ctx) entry.attempts = holder.ctx.attempt;
+      this.record(p, entry, outcome, started, ended, holder.ctx !== undefined);
+      this.settle(p, outcome);
+    };
+    const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx));
+    this.failInFlight[p.index] = fail;
+    let body: StepOutcome | Promise<StepOutcome>;
     try {
-      outcome = await this.stepBody(p, entry, holder);
+      body = this.stepBody(p, entry, holder);
     } catch (error) {
-      const failure = error instanceof StepError ? error.failure : classifyError(error, core.classifiers);
-      const attempts = holder.ctx?.attempt ?? 0;
-      outcome = { kind: 'failed', error: toErrorInfo(failure, { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts, ...(error instanceof StepError && error.extra) }, holder.ctx?.retry ?? core.retryTable) };
+      return fail(error);
     }
-    const ended = core.now();
-    entry.latencyMs = ended - started;
-    if (holder.ctx) entry.attempts = holder.ctx.attempt;
-    this.record(p, entry, outcome, started, ended, holder.ctx !== undefined);
-    this.settle(p, outcome);
+    if (body instanceof Promise) body.then(end, fail);
+    else end(body);
+  }
+
+  private failed(p: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
+    const failure = error instanceof StepError ? error.failure : classifyError(error, this.core.classifiers);
+    const details = { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? 0, ...(error instanceof StepError && error.extra) };
+    return { kind: 'failed', error: toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable) };
   }
 
   /** Trace entry, transition, events and logs of a finished step. */
@@ -244,7 +283,7 @@ class Run {
     }
   }
 
-  private async stepBody(p: PlannedStep, entry: TraceStep, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+  private stepBody(p: PlannedStep, entry: TraceStep, holder: { ctx?: CallContext }): StepOutcome | Promise<StepOutcome> {
     const { scope } = this;
     const step = p.step;
     if (step.when) {
@@ -261,14 +300,21 @@ class Run {
     return this.callTool(p, step as ToolStep, entry, holder);
   }
 
-  private async compute(p: PlannedStep, step: ComputeStep): Promise<StepOutcome> {
+  private compute(p: PlannedStep, step: ComputeStep): StepOutcome | Promise<StepOutcome> {
+    const threw = (error: unknown): never => {
+      throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${p.id}: compute threw: ${describeThrown(error)}` });
+    };
     let value: unknown;
     try {
       value = step.compute(this.scope);
-      if (value instanceof Promise) value = await value;
     } catch (error) {
-      throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${p.id}: compute threw: ${describeThrown(error)}` });
+      threw(error);
     }
+    if (value instanceof Promise) return value.then((v) => this.computed(p, step, v), threw);
+    return this.computed(p, step, value);
+  }
+
+  private computed(p: PlannedStep, step: ComputeStep, value: unknown): StepOutcome {
     if (step.output) {
       const parsed = step.output.safeParse(value);
       if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${p.id} computed a value that does not match its output schema`, parsed.error.issues));
@@ -294,7 +340,7 @@ class Run {
     return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
   }
 
-  private async callTool(p: PlannedStep, step: ToolStep, entry: TraceStep, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+  private callTool(p: PlannedStep, step: ToolStep, entry: TraceStep, holder: { ctx?: CallContext }): StepOutcome | Promise<StepOutcome> {
     const { core, x, scope } = this;
     const tool = p.tool!;
     let raw: unknown;
@@ -317,14 +363,19 @@ class Run {
         throw new StepError({ category: 'internal', code: 'confirm_failed', message: `Step ${p.id}: building the confirmation threw: ${describeThrown(error)}` });
       }
       if (!x.confirm) return { kind: 'gate', prompt, details };
-      if (!(await this.askInProcess(x.confirm, { step: p.id, tool: tool.name, prompt, expiresAt: iso(this.deadlineAt), ...(details !== undefined && { details }) }))) {
-        return { kind: 'declined' };
-      }
+      const request = { step: p.id, tool: tool.name, prompt, expiresAt: iso(this.deadlineAt), ...(details !== undefined && { details }) };
+      return this.askInProcess(x.confirm, request).then((yes) => (yes ? this.invoke(p, step, parsed.data, holder) : { kind: 'declined' as const }));
     }
+    return this.invoke(p, step, parsed.data, holder);
+  }
+
+  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+    const { core, x, scope } = this;
+    const tool = p.tool!;
 
     const ctx: CallContext = {
       tool,
-      input: parsed.data,
+      input,
       runId: x.runId,
       traceId: x.traceId,
       chain: this.chain.name,
@@ -339,7 +390,7 @@ class Run {
     if (x.sessionId !== undefined) (ctx as { sessionId?: string }).sessionId = x.sessionId;
     if (tool.effect !== 'read') (ctx as { idempotencyKey?: string }).idempotencyKey = step.idempotencyKey ? step.idempotencyKey(scope) : `${x.runId}:${p.id}`;
     holder.ctx = ctx;
-    return { kind: 'ok', value: await core.call(ctx), skipped: false };
+    return core.call(ctx).then(ok);
   }
 
   /** Asks the in-process `confirm` callback, within the deadline. */
@@ -408,7 +459,7 @@ class Run {
     const { core, x } = this;
     const createdAt = core.now();
     const expiresAt = createdAt + core.confirmationTtlMs;
-    const id = nanoid();
+    const id = newId();
     try {
       await core.checkpoints.save({
         v: 1,

@@ -67,17 +67,22 @@ export function compose(policies: readonly Policy[], end: Call): Call {
  * output against the tool's schema (a mismatch is a `validation` failure naming the path).
  */
 export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifier[]): Call {
-  return async (ctx) => {
-    let output: unknown;
+  const fail = (error: unknown): never => {
+    throw new ToolFailure(classifyError(error, classifiers));
+  };
+  return (ctx) => {
+    let pending: Promise<unknown>;
     try {
-      output = await invoker(toolCall(ctx, ctx.attemptScope ?? ctx.run));
+      pending = Promise.resolve(invoker(toolCall(ctx, ctx.attemptScope ?? ctx.run)));
     } catch (error) {
-      throw new ToolFailure(classifyError(error, classifiers));
+      pending = Promise.reject(error); // an invoker that throws synchronously
     }
-    if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
-    const parsed = ctx.tool.output.safeParse(output);
-    if (parsed.success) return parsed.data;
-    throw new ToolFailure(schemaFailure('invalid_output', `Tool ${ctx.tool.name} returned output that does not match its schema`, parsed.error.issues));
+    return pending.then((output) => {
+      if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
+      const parsed = ctx.tool.output.safeParse(output);
+      if (parsed.success) return parsed.data;
+      throw new ToolFailure(schemaFailure('invalid_output', `Tool ${ctx.tool.name} returned output that does not match its schema`, parsed.error.issues));
+    }, fail);
   };
 }
 

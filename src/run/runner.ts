@@ -1,6 +1,6 @@
 // The runner: holds the invoker, policies and stores, and runs, resumes and invokes.
 import { randomBytes } from 'node:crypto';
-import { nanoid } from 'nanoid';
+import { newId } from './ids.js';
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
 import { isTool, type Tool } from '../define/tool.js';
@@ -17,7 +17,7 @@ import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
 import { memoryCheckpointStore } from '../stores/memory.js';
 import type { CheckpointStore } from '../stores/types.js';
-import { AbortScope } from './abort.js';
+import { AbortScope, untilAborted } from './abort.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
@@ -192,8 +192,8 @@ export function createRunner(options: RunnerOptions): Runner {
       assertOpen();
       if (!isChain(chain)) throw new TypeError('Expected a chain made by defineChain().');
       chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
-      const runId = opts.runId ?? nanoid();
-      const traceId = nanoid();
+      const runId = opts.runId ?? newId();
+      const traceId = newId();
       const parsed = chain.input.safeParse(input);
       if (!parsed.success) {
         const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
@@ -218,7 +218,7 @@ export function createRunner(options: RunnerOptions): Runner {
     async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
-      const traceId = nanoid();
+      const traceId = newId();
       const refuse = (code: string, message: string, cp?: { chain: string; runId: string; sessionId?: string }): RunResult<O> =>
         settled<O>(cp?.chain ?? '', cp?.runId ?? '', traceId, failure('confirmation', code, message), [], now(), cp?.sessionId);
 
@@ -262,8 +262,8 @@ export function createRunner(options: RunnerOptions): Runner {
     async invoke<O = unknown>(name: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult<O>> {
       assertOpen();
       const started = now();
-      const runId = nanoid();
-      const traceId = nanoid();
+      const runId = newId();
+      const traceId = newId();
       const tool = tools.get(name);
       const entry: TraceStep = { stepNumber: 1, id: name, status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(started).toISOString() };
       const finish = (body: { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }): InvokeResult<O> => {
@@ -301,7 +301,7 @@ export function createRunner(options: RunnerOptions): Runner {
       if (listening(events, 'step:start')) safeEmit(events, 'step:start', { runId, traceId, step: name, tool: name, stepNumber: 1 });
       let result: InvokeResult<O>;
       try {
-        result = finish({ status: 'completed', output: (await call(ctx)) as O });
+        result = finish({ status: 'completed', output: (await untilAborted(call(ctx), scope)) as O });
       } catch (error) {
         result = finish({ status: 'failed', error: toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry) });
       } finally {
