@@ -84,6 +84,8 @@ class Run {
   private rescan = false;
   private lastToolIndex = -1;
   private finish: () => void = () => {};
+  private offAbort: (() => void) | undefined;
+  private onCallerAbort: (() => void) | undefined;
 
   constructor(private readonly core: Core, private readonly x: Execution) {
     this.chain = x.chain;
@@ -101,33 +103,37 @@ class Run {
     }
   }
 
-  async execute(): Promise<RunResult> {
+  /** Runs the segment; nothing stays suspended while steps are in flight but the steps themselves. */
+  execute(): Promise<RunResult> {
     const { core, x, chain } = this;
-    const { events, logger } = core;
     core.active.add(this.abort);
-    const onCallerAbort = (): void => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.'));
-    if (x.signal?.aborted) onCallerAbort();
-    else x.signal?.addEventListener('abort', onCallerAbort);
-
-    if (listening(events, 'chain:start')) {
-      safeEmit(events, 'chain:start', { runId: x.runId, traceId: x.traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), resumed: x.resumed });
+    if (x.signal) {
+      this.onCallerAbort = () => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.'));
+      if (x.signal.aborted) this.onCallerAbort();
+      else x.signal.addEventListener('abort', this.onCallerAbort);
     }
-    logger?.info(this.logFields({ resumed: x.resumed }), `chain ${chain.name} ${x.resumed ? 'resumed' : 'started'}`);
+    if (listening(core.events, 'chain:start')) {
+      safeEmit(core.events, 'chain:start', { runId: x.runId, traceId: x.traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), resumed: x.resumed });
+    }
+    core.logger?.info(this.logFields({ resumed: x.resumed }), `chain ${chain.name} ${x.resumed ? 'resumed' : 'started'}`);
 
     if (!x.resumed) this.checkPreconditions();
-    if (!this.stop) {
+    if (this.stop) return this.conclude();
+    return new Promise<void>((resolve) => {
+      this.finish = resolve;
       // A run abort (deadline, cancel, sibling failure, close) fails the steps in flight at once.
-      const offAbort = this.abort.onAbort((reason) => {
+      this.offAbort = this.abort.onAbort((reason) => {
         for (const fail of this.failInFlight) fail?.(reason);
       });
-      await new Promise<void>((resolve) => {
-        this.finish = resolve;
-        this.pump();
-      });
-      offAbort();
-    }
+      this.pump();
+    }).then(() => this.conclude());
+  }
 
-    x.signal?.removeEventListener('abort', onCallerAbort);
+  private async conclude(): Promise<RunResult> {
+    const { core, x, chain } = this;
+    const { events, logger } = core;
+    this.offAbort?.();
+    if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
     core.active.delete(this.abort);
     const result = await this.result();
 

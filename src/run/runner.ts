@@ -150,8 +150,9 @@ export function createRunner(options: RunnerOptions): Runner {
   };
   let closed = false;
 
+  const closedError = (): Error => new Error('This runner is closed; create a new one with createRunner().');
   const assertOpen = (): void => {
-    if (closed) throw new Error('This runner is closed; create a new one with createRunner().');
+    if (closed) throw closedError();
   };
 
   /** A result decided before any step ran (bad input, bad token, declined). */
@@ -188,9 +189,10 @@ export function createRunner(options: RunnerOptions): Runner {
   const runner: Runner = {
     events,
 
-    async run<I, C, O>(chain: Chain<I, C, O>, input: I, opts: RunOptions<C> = {}): Promise<RunResult<O>> {
-      assertOpen();
-      if (!isChain(chain)) throw new TypeError('Expected a chain made by defineChain().');
+    // Not async: an async wrapper would stay suspended for the whole run, for every run in flight.
+    run<I, C, O>(chain: Chain<I, C, O>, input: I, opts: RunOptions<C> = {}): Promise<RunResult<O>> {
+      if (closed) return Promise.reject(closedError());
+      if (!isChain(chain)) return Promise.reject(new TypeError('Expected a chain made by defineChain().'));
       chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
       const runId = opts.runId ?? newId();
       const traceId = newId();
@@ -199,11 +201,11 @@ export function createRunner(options: RunnerOptions): Runner {
         const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
         const body = failure('invalid_input', 'invalid_input', f.message);
         (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
-        return settled<O>(chain.name, runId, traceId, body, [], now(), opts.sessionId, chain);
+        return Promise.resolve(settled<O>(chain.name, runId, traceId, body, [], now(), opts.sessionId, chain));
       }
       const context = validateContext(chain, opts.context);
       if (!context.ok) {
-        return settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain);
+        return Promise.resolve(settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain));
       }
       const x: Execution = {
         chain, runId, traceId, input: parsed.data, context: context.value, results: {}, done: [], priorTrace: [],
