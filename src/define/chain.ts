@@ -11,6 +11,7 @@ export type InputMapping = { [key: string]: unknown };
 
 /** Shown to the user before a gated step runs. */
 export interface ConfirmSpec<S = Scope> {
+  /** The question for the user, or a function of the scope building it. */
   prompt: string | ((scope: S) => string);
   /** Extra data for the app's confirmation UI (e.g. the item about to be deleted). */
   details?: (scope: S) => unknown;
@@ -35,7 +36,11 @@ export interface StepCommon<S = Scope> {
   /** Idempotency key for write/destructive tools (default `${runId}:${stepId}`). */
   idempotencyKey?: (scope: S) => string;
   /** Undo this step if a later step fails. */
-  compensate?: { tool: Tool; input: InputMapping | ((scope: S) => unknown) };
+  compensate?: {
+    tool: Tool;
+    /** Literals and refs, or a function of the scope. */
+    input: InputMapping | ((scope: S) => unknown);
+  };
   timeoutMs?: number;
   retry?: Partial<RetryRule> | false;
 }
@@ -43,6 +48,7 @@ export interface StepCommon<S = Scope> {
 /** Calls a tool. */
 export interface ToolStep<S = Scope> extends StepCommon<S> {
   tool: Tool;
+  /** Literals and refs, or a function of the scope returning the whole input. */
   input: InputMapping | ((scope: S) => unknown);
 }
 
@@ -50,6 +56,7 @@ export interface ToolStep<S = Scope> extends StepCommon<S> {
 export interface SelectStep<S = Scope> extends StepCommon<S> {
   select: {
     from: Ref;
+    /** Field matchers, or a predicate over each item. */
     where?: Record<string, FieldMatcher> | ((item: any, scope: S) => boolean);
     /** `'one'` fails with `ambiguous` when several match; `'first'` takes the first; `'all'` keeps every match. */
     expect: 'one' | 'first' | 'all';
@@ -58,6 +65,7 @@ export interface SelectStep<S = Scope> extends StepCommon<S> {
 
 /** A pure local computation. */
 export interface ComputeStep<S = Scope> extends StepCommon<S> {
+  /** Computes the step's value from the scope (pure, local). */
   compute: (scope: S) => unknown;
   output?: z.ZodType;
 }
@@ -67,6 +75,7 @@ export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S>;
 
 /** A check run before any tool call; `message` asks the user for what is missing. */
 export interface Precondition<S = Scope> {
+  /** True when the run may start. */
   check: (scope: S) => boolean;
   message: string;
 }
@@ -100,6 +109,7 @@ export interface Chain<I = any, C = any, O = any> {
   readonly input: z.ZodType<I>;
   readonly context?: z.ZodType<C>;
   readonly steps: readonly Step<Scope<I, C>>[];
+  /** Builds the chain's output from the scope. */
   readonly output?: (scope: Scope<I, C>) => O;
   readonly timeoutMs: number;
   readonly preconditions: readonly Precondition<Scope<I, C>>[];
@@ -163,7 +173,14 @@ export function defineChain<IS extends z.ZodType, CS extends z.ZodType = z.ZodTy
   }) as unknown as Chain<z.infer<IS>, z.infer<CS>, O>;
 }
 
-/** Type guard for chains made by {@link defineChain}. */
+/**
+ * Type guard for chains made by {@link defineChain}.
+ *
+ * @example
+ * ```ts
+ * isChain(findAndDelete); // true
+ * ```
+ */
 export function isChain(value: unknown): value is Chain {
   return typeof value === 'object' && value !== null && (value as Chain).kind === 'chain' && Array.isArray((value as Chain).plan);
 }

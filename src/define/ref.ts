@@ -21,6 +21,7 @@ export class Ref<T = any> {
   constructor(
     readonly source: string,
     readonly path: string,
+    /** Converts the value read; set through {@link Ref.transform}. */
     readonly transformFn?: (value: any) => T,
     segments?: readonly PathSegment[],
   ) {
@@ -69,7 +70,14 @@ export function ref<T = any>(source: string, path = ''): Ref<T> {
   return new Ref<T>(source, path);
 }
 
-/** Type guard for {@link Ref}. */
+/**
+ * Type guard for {@link Ref}.
+ *
+ * @example
+ * ```ts
+ * isRef(ref('input', 'match')); // true
+ * ```
+ */
 export function isRef(value: unknown): value is Ref {
   return value instanceof Ref;
 }

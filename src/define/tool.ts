@@ -149,7 +149,14 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolS
   }) as unknown as Tool<z.infer<I>, z.infer<O>>;
 }
 
-/** Type guard for tools made by {@link defineTool}. */
+/**
+ * Type guard for tools made by {@link defineTool}.
+ *
+ * @example
+ * ```ts
+ * if (!isTool(candidate)) throw new TypeError('not a tool');
+ * ```
+ */
 export function isTool(value: unknown): value is Tool {
   return typeof value === 'object' && value !== null && (value as Tool).kind === 'tool' && isSchema((value as Tool).input);
 }

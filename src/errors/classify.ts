@@ -68,7 +68,15 @@ function messageOf(error: unknown): string {
   return '';
 }
 
-/** Retry-After as milliseconds from seconds, an HTTP date, or a `retryAfterMs` field. */
+/**
+ * Retry-After as milliseconds, from seconds (number or string) or an HTTP date.
+ *
+ * @example
+ * ```ts
+ * parseRetryAfter('7'); // 7000
+ * parseRetryAfter('Wed, 21 Oct 2026 07:28:00 GMT'); // ms until then
+ * ```
+ */
 export function parseRetryAfter(value: unknown, now: number = Date.now()): number | undefined {
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return Math.round(value * 1000);
   if (typeof value !== 'string' || value.trim() === '') return undefined;

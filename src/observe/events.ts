@@ -20,16 +20,25 @@ export interface HookErrorEvent { event: string; error: unknown }
 
 /** Every event the runner emits, with its payload. */
 export interface RunnerEvents {
+  /** A run or resume started. */
   'chain:start': (e: ChainStartEvent) => void;
+  /** A run or resume ended, whatever the outcome. */
   'chain:end': (e: ChainEndEvent) => void;
+  /** A step (or an `invoke` call) started. */
   'step:start': (e: StepStartEvent) => void;
+  /** A step ended. */
   'step:end': (e: StepEndEvent) => void;
+  /** A failed attempt will be retried after `delayMs`. */
   'step:retry': (e: StepRetryEvent) => void;
+  /** One tool followed another in a session. */
   'tool:transition': (e: ToolTransition) => void;
+  /** A run stopped at a confirmation gate. */
   'confirmation:requested': (e: ConfirmationRequestedEvent) => void;
+  /** A hook or listener threw; the run went on. */
   'hook:error': (e: HookErrorEvent) => void;
 }
 
+/** The name of a runner event. */
 export type RunnerEventName = keyof RunnerEvents;
 
 /** The runner's typed emitter (`runner.events`). */
@@ -37,13 +46,21 @@ export type RunnerEmitter = EventEmitter<RunnerEvents>;
 
 /** Callbacks for the runner's events; each may be async. A failing hook is reported as `hook:error`. */
 export interface Hooks {
+  /** On `chain:start`. */
   onChainStart?: (e: ChainStartEvent) => void | Promise<void>;
+  /** On `chain:end`. */
   onChainEnd?: (e: ChainEndEvent) => void | Promise<void>;
+  /** On `step:start`. */
   onStepStart?: (e: StepStartEvent) => void | Promise<void>;
+  /** On `step:end`. */
   onStepEnd?: (e: StepEndEvent) => void | Promise<void>;
+  /** On `step:retry`. */
   onStepRetry?: (e: StepRetryEvent) => void | Promise<void>;
+  /** On `tool:transition`. */
   onToolTransition?: (e: ToolTransition) => void | Promise<void>;
+  /** On `confirmation:requested`. */
   onConfirmationRequested?: (e: ConfirmationRequestedEvent) => void | Promise<void>;
+  /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
 }
 

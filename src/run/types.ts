@@ -44,9 +44,13 @@ export type InvokeResult<O = unknown> = (
 
 /** Any pino-style logger: `logger.info(obj, msg)`. */
 export interface Logger {
+  /** Step inputs and outputs (redacted). */
   debug(obj: object, msg?: string): void;
+  /** Chain start and end. */
   info(obj: object, msg?: string): void;
+  /** Retries and timeouts. */
   warn(obj: object, msg?: string): void;
+  /** Failed runs. */
   error(obj: object, msg?: string): void;
 }
 

@@ -23,6 +23,7 @@ export interface MockCall {
 /** A mock invoker with its call log. */
 export interface MockInvoker extends ToolInvoker {
   readonly calls: readonly MockCall[];
+  /** The calls made to one tool, in order. */
   callsTo(tool: string): MockCall[];
   /** Clears the log and restarts every answer sequence. */
   reset(): void;
