@@ -53,6 +53,12 @@ const iso = (ms: number): string => new Date(ms).toISOString();
 const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
+/** What a running step learns on the way: its call context and (with full traces) its input. */
+interface StepHolder {
+  ctx?: CallContext;
+  input?: unknown;
+}
+
 /** A failure raised inside a step, already classified. */
 class StepError extends Error {
   constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
@@ -119,14 +125,17 @@ class Run {
 
     if (!x.resumed) this.checkPreconditions();
     if (this.stop) return this.conclude();
-    return new Promise<void>((resolve) => {
-      this.finish = resolve;
+    return new Promise<RunResult>((resolve) => {
+      this.finish = () => {
+        this.finish = () => {}; // concludes once, whatever calls back later
+        resolve(this.conclude());
+      };
       // A run abort (deadline, cancel, sibling failure, close) fails the steps in flight at once.
       this.offAbort = this.abort.onAbort((reason) => {
         for (const fail of this.failInFlight) fail?.(reason);
       });
       this.pump();
-    }).then(() => this.conclude());
+    });
   }
 
   private async conclude(): Promise<RunResult> {
@@ -227,19 +236,19 @@ class Run {
   private runStep(p: PlannedStep): void {
     const { core, x } = this;
     const started = core.now();
-    const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: 'success', attempts: 0, latencyMs: 0, startedAt: iso(started) };
-    if (p.tool) entry.tool = p.tool.name;
-    this.traceSteps[p.index] = entry;
     if (listening(core.events, 'step:start')) {
       safeEmit(core.events, 'step:start', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
     }
-    const holder: { ctx?: CallContext } = {};
+    const holder: StepHolder = {};
     const end = (outcome: StepOutcome): void => {
       if (this.failInFlight[p.index] === undefined) return; // already ended by a run abort
       this.failInFlight[p.index] = undefined;
       const ended = core.now();
-      entry.latencyMs = ended - started;
-      if (holder.ctx) entry.attempts = holder.ctx.attempt;
+      // The trace entry is made when the step ends: a step in flight holds no trace state.
+      const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: 'success', attempts: holder.ctx?.attempt ?? 0, latencyMs: ended - started, startedAt: iso(started) };
+      if (p.tool) entry.tool = p.tool.name;
+      if (holder.input !== undefined) entry.input = holder.input;
+      this.traceSteps[p.index] = entry;
       this.record(p, entry, outcome, started, ended, holder.ctx !== undefined);
       this.settle(p, outcome);
     };
@@ -247,7 +256,7 @@ class Run {
     this.failInFlight[p.index] = fail;
     let body: StepOutcome | Promise<StepOutcome>;
     try {
-      body = this.stepBody(p, entry, holder);
+      body = this.stepBody(p, holder);
     } catch (error) {
       return fail(error);
     }
@@ -289,7 +298,7 @@ class Run {
     }
   }
 
-  private stepBody(p: PlannedStep, entry: TraceStep, holder: { ctx?: CallContext }): StepOutcome | Promise<StepOutcome> {
+  private stepBody(p: PlannedStep, holder: StepHolder): StepOutcome | Promise<StepOutcome> {
     const { scope } = this;
     const step = p.step;
     if (step.when) {
@@ -303,7 +312,7 @@ class Run {
     }
     if (p.kind === 'compute') return this.compute(p, step as ComputeStep);
     if (p.kind === 'select') return this.select(p, step as SelectStep);
-    return this.callTool(p, step as ToolStep, entry, holder);
+    return this.callTool(p, step as ToolStep, holder);
   }
 
   private compute(p: PlannedStep, step: ComputeStep): StepOutcome | Promise<StepOutcome> {
@@ -346,7 +355,7 @@ class Run {
     return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
   }
 
-  private callTool(p: PlannedStep, step: ToolStep, entry: TraceStep, holder: { ctx?: CallContext }): StepOutcome | Promise<StepOutcome> {
+  private callTool(p: PlannedStep, step: ToolStep, holder: StepHolder): StepOutcome | Promise<StepOutcome> {
     const { core, x, scope } = this;
     const tool = p.tool!;
     let raw: unknown;
@@ -357,7 +366,7 @@ class Run {
     }
     const parsed = tool.input.safeParse(raw);
     if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
-    if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
+    if (core.traceDetail === 'full') holder.input = redact(parsed.data, core.redact);
 
     if (step.confirm && x.approvedGate !== p.id) {
       let prompt: string;
@@ -375,7 +384,7 @@ class Run {
     return this.invoke(p, step, parsed.data, holder);
   }
 
-  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: { ctx?: CallContext }): Promise<StepOutcome> {
+  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: StepHolder): Promise<StepOutcome> {
     const { core, x, scope } = this;
     const tool = p.tool!;
 
