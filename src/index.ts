@@ -21,7 +21,7 @@ export { classifyError, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, t
 // Events, traces, rendering
 export type {
   RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent,
-  StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent,
+  StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent,
 } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
 export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
@@ -31,8 +31,11 @@ export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/rende
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './guidance/metadata.js';
 
 // Stores
-export { memoryCheckpointStore, type MemoryStoreOptions } from './stores/memory.js';
-export type { Checkpoint, CheckpointStore, TakeResult } from './stores/types.js';
+export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryStoreOptions } from './stores/memory.js';
+export type {
+  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, MaybePromise, TakeResult,
+} from './stores/types.js';
+export type { BreakerOptions } from './policies/breaker.js';
 
 // Invokers
 export { functionInvoker, type ToolFunction } from './invokers/function.js';

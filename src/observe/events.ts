@@ -15,6 +15,8 @@ export interface StepEndEvent { runId: string; traceId: string; chain?: string; 
 export interface StepRetryEvent { runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }
 /** Emitted when a run stops at a confirmation gate. */
 export interface ConfirmationRequestedEvent { runId: string; traceId: string; chain: string; step: string; tool: string; prompt: string; expiresAt: string }
+/** Emitted when a tool's circuit breaker opens or closes. */
+export interface BreakerChangeEvent { tool: string; state: 'open' | 'closed'; at: number }
 /** Emitted when a hook threw or rejected; the run went on unaffected. */
 export interface HookErrorEvent { event: string; error: unknown }
 
@@ -34,6 +36,8 @@ export interface RunnerEvents {
   'tool:transition': (e: ToolTransition) => void;
   /** A run stopped at a confirmation gate. */
   'confirmation:requested': (e: ConfirmationRequestedEvent) => void;
+  /** A tool's circuit breaker opened or closed. */
+  'breaker:change': (e: BreakerChangeEvent) => void;
   /** A hook or listener threw; the run went on. */
   'hook:error': (e: HookErrorEvent) => void;
 }
@@ -60,6 +64,8 @@ export interface Hooks {
   onToolTransition?: (e: ToolTransition) => void | Promise<void>;
   /** On `confirmation:requested`. */
   onConfirmationRequested?: (e: ConfirmationRequestedEvent) => void | Promise<void>;
+  /** On `breaker:change`. */
+  onBreakerChange?: (e: BreakerChangeEvent) => void | Promise<void>;
   /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
 }
@@ -67,7 +73,7 @@ export interface Hooks {
 const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
   ['onChainStart', 'chain:start'], ['onChainEnd', 'chain:end'], ['onStepStart', 'step:start'],
   ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
-  ['onConfirmationRequested', 'confirmation:requested'], ['onHookError', 'hook:error'],
+  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onHookError', 'hook:error'],
 ];
 
 /** Creates the emitter and subscribes `hooks`, each isolated so it cannot affect a run. */

@@ -37,35 +37,38 @@ export function timeoutPolicy(now: () => number): Policy {
     } finally {
       Error.stackTraceLimit = limit;
     }
-    // On a run abort (deadline, cancel, close) the attempt's signal aborts and p-timeout's timer is
-    // cleared; whoever waits on the run (executor, invoke) stops waiting at once.
-    const off = run.onAbort((reason) => {
-      attempt.abort(reason);
-      guarded.clear();
+    // A run abort (deadline, cancel, close) settles the attempt at once — so every policy above
+    // sees the outcome — aborts the tool's signal and clears p-timeout's timer.
+    return new Promise((resolve, reject) => {
+      const off = run.onAbort((reason) => {
+        attempt.abort(reason);
+        guarded.clear();
+        reject(reason);
+      });
+      guarded.then(
+        (value) => {
+          off();
+          resolve(value);
+        },
+        (error: unknown) => {
+          off();
+          if (error !== TIMED_OUT) return reject(error);
+          if (ms < ctx.timeoutMs) {
+            const reason = deadline(ctx.chain);
+            attempt.abort(reason);
+            run.abort(reason); // ends concurrent steps too
+            return reject(reason);
+          }
+          const failure = new ToolFailure({
+            category: 'timeout',
+            code: 'attempt_timeout',
+            message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
+          });
+          attempt.abort(failure);
+          reject(failure);
+        },
+      );
     });
-    return guarded.then(
-      (value) => {
-        off();
-        return value;
-      },
-      (error: unknown) => {
-        off();
-        if (error !== TIMED_OUT) throw error;
-        if (ms < ctx.timeoutMs) {
-          const reason = deadline(ctx.chain);
-          attempt.abort(reason);
-          run.abort(reason); // ends concurrent steps too
-          throw reason;
-        }
-        const failure = new ToolFailure({
-          category: 'timeout',
-          code: 'attempt_timeout',
-          message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
-        });
-        attempt.abort(failure);
-        throw failure;
-      },
-    );
   };
 }
 

@@ -79,8 +79,7 @@ class Run {
   private readonly abort = new AbortScope();
   private readonly state: number[];
   private readonly traceSteps: (TraceStep | undefined)[];
-  /** Per running step: fails it (used when the run aborts). */
-  private readonly failInFlight: (((reason: unknown) => void) | undefined)[];
+
   private readonly segmentStart: number;
   private readonly deadlineAt: number;
   private readonly sessionKey: string;
@@ -90,7 +89,6 @@ class Run {
   private rescan = false;
   private lastToolIndex = -1;
   private finish: () => void = () => {};
-  private offAbort: (() => void) | undefined;
   private onCallerAbort: (() => void) | undefined;
 
   constructor(private readonly core: Core, private readonly x: Execution) {
@@ -99,7 +97,7 @@ class Run {
     this.scope = { input: x.input, context: x.context, results: x.results };
     this.state = new Array<number>(this.plan.length).fill(PENDING);
     this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
-    this.failInFlight = new Array<((reason: unknown) => void) | undefined>(this.plan.length);
+
     this.segmentStart = core.now();
     this.deadlineAt = this.segmentStart + x.chain.timeoutMs;
     this.sessionKey = x.sessionId ?? x.runId;
@@ -126,14 +124,7 @@ class Run {
     if (!x.resumed) this.checkPreconditions();
     if (this.stop) return this.conclude();
     return new Promise<RunResult>((resolve) => {
-      this.finish = () => {
-        this.finish = () => {}; // concludes once, whatever calls back later
-        resolve(this.conclude());
-      };
-      // A run abort (deadline, cancel, sibling failure, close) fails the steps in flight at once.
-      this.offAbort = this.abort.onAbort((reason) => {
-        for (const fail of this.failInFlight) fail?.(reason);
-      });
+      this.finish = () => resolve(this.conclude());
       this.pump();
     });
   }
@@ -141,7 +132,6 @@ class Run {
   private async conclude(): Promise<RunResult> {
     const { core, x, chain } = this;
     const { events, logger } = core;
-    this.offAbort?.();
     if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
     core.active.delete(this.abort);
     const result = await this.result();
@@ -241,11 +231,9 @@ class Run {
     }
     const holder: StepHolder = {};
     const end = (outcome: StepOutcome): void => {
-      if (this.failInFlight[p.index] === undefined) return; // already ended by a run abort
-      this.failInFlight[p.index] = undefined;
       const ended = core.now();
       // The trace entry is made when the step ends: a step in flight holds no trace state.
-      const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: 'success', attempts: holder.ctx?.attempt ?? 0, latencyMs: ended - started, startedAt: iso(started) };
+      const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: holder.ctx?.cached ? 'cached' : 'success', attempts: holder.ctx?.attempt ?? 0, latencyMs: ended - started, startedAt: iso(started) };
       if (p.tool) entry.tool = p.tool.name;
       if (holder.input !== undefined) entry.input = holder.input;
       this.traceSteps[p.index] = entry;
@@ -253,7 +241,6 @@ class Run {
       this.settle(p, outcome);
     };
     const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx));
-    this.failInFlight[p.index] = fail;
     let body: StepOutcome | Promise<StepOutcome>;
     try {
       body = this.stepBody(p, holder);
@@ -274,7 +261,7 @@ class Run {
   private record(p: PlannedStep, entry: TraceStep, outcome: StepOutcome, started: number, ended: number, called: boolean): void {
     const { core, x } = this;
     switch (outcome.kind) {
-      case 'ok': entry.status = outcome.skipped ? 'skipped' : 'success'; break;
+      case 'ok': entry.status = outcome.skipped ? 'skipped' : entry.status; break;
       case 'failed': entry.status = 'error'; entry.error = outcome.error; break;
       case 'gate': entry.status = 'awaiting_confirmation'; break;
       case 'declined': entry.status = 'declined'; break;

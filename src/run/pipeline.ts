@@ -47,6 +47,8 @@ export interface CallContext {
   attempt: number;
   /** Current per-attempt timeout; the retry policy doubles it after a timeout. */
   timeoutMs: number;
+  /** Set by the idempotency policy when the result came from the store (or a duplicate in flight). */
+  cached?: boolean;
   /** The current attempt's abort scope; set by the timeout policy. */
   attemptScope?: AbortScope;
 }

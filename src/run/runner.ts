@@ -15,9 +15,11 @@ import type { Trace, TraceStep } from '../observe/trace.js';
 import { TransitionTracker } from '../observe/transitions.js';
 import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
-import { memoryCheckpointStore } from '../stores/memory.js';
-import type { CheckpointStore } from '../stores/types.js';
-import { AbortScope, untilAborted } from './abort.js';
+import { breakerPolicy, type BreakerOptions } from '../policies/breaker.js';
+import { idempotencyPolicy } from '../policies/idempotency.js';
+import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
+import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
+import { AbortScope } from './abort.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
@@ -31,7 +33,10 @@ export interface RunnerOptions {
   tools?: Tool[];
   /** Known chains: for resume by name. */
   chains?: Chain[];
-  stores?: { checkpoints?: CheckpointStore };
+  /** Where state lives; memory stores by default. */
+  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore };
+  /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
+  breaker?: BreakerOptions;
   hooks?: Hooks;
   /** Extra redaction rule: return true to hide a key's value in traces, events and logs. */
   redact?: RedactRule;
@@ -90,6 +95,10 @@ export function createRunner(options: RunnerOptions): Runner {
   for (const k of ['random', 'now', 'redact'] as const) {
     if (options[k] !== undefined && typeof options[k] !== 'function') issues.add(k, `Expected \`${k}\` to be a function.`);
   }
+  const threshold = options.breaker?.threshold ?? 5;
+  const openMs = options.breaker?.openMs ?? 60_000;
+  if (!(Number.isInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
+  if (!(typeof openMs === 'number' && openMs > 0)) issues.add('breaker.openMs', 'Expected `openMs` to be a positive number.');
   if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
   const tools = new Map<string, Tool>();
   (options.tools ?? []).forEach((t, i) => {
@@ -122,8 +131,22 @@ export function createRunner(options: RunnerOptions): Runner {
     logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code }, `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`);
   };
 
-  // The call pipeline of API.md §6. Idempotency, circuit breaker and rate limit slot in around these.
-  const call = compose([retryPolicy({ random, now, classifiers, onRetry }), timeoutPolicy(now)], invokeTool(options.invoker, classifiers));
+  const onBreakerChange = (tool: string, change: 'opened' | 'closed', ctx: CallContext): void => {
+    const state = change === 'opened' ? 'open' : 'closed';
+    if (listening(events, 'breaker:change')) safeEmit(events, 'breaker:change', { tool, state, at: now() });
+    logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state }, `circuit breaker of ${tool} ${change}`);
+  };
+
+  // The call pipeline of API.md §6: idempotency → retry → [per attempt: breaker → timeout] → invoker.
+  const call = compose(
+    [
+      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now })),
+      retryPolicy({ random, now, classifiers, onRetry }),
+      breakerPolicy({ store: options.stores?.breakers ?? memoryBreakerStore(), now, threshold, openMs, classifiers, onChange: onBreakerChange }),
+      timeoutPolicy(now),
+    ],
+    invokeTool(options.invoker, classifiers),
+  );
 
   const core: Core = {
     call,
@@ -268,10 +291,11 @@ export function createRunner(options: RunnerOptions): Runner {
       const traceId = newId();
       const tool = tools.get(name);
       const entry: TraceStep = { stepNumber: 1, id: name, status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(started).toISOString() };
+      let ctx: CallContext | undefined;
       const finish = (body: { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }): InvokeResult<O> => {
         const ended = now();
         entry.latencyMs = ended - started;
-        entry.status = body.status === 'completed' ? 'success' : 'error';
+        entry.status = body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error';
         if (body.status === 'failed') entry.error = body.error;
         else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
         const trace: Trace = {
@@ -294,7 +318,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const onCallerAbort = (): void => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
       if (opts.signal?.aborted) onCallerAbort();
       else opts.signal?.addEventListener('abort', onCallerAbort);
-      const ctx: CallContext = {
+      ctx = {
         tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, run: scope,
         deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
         ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
@@ -303,7 +327,7 @@ export function createRunner(options: RunnerOptions): Runner {
       if (listening(events, 'step:start')) safeEmit(events, 'step:start', { runId, traceId, step: name, tool: name, stepNumber: 1 });
       let result: InvokeResult<O>;
       try {
-        result = finish({ status: 'completed', output: (await untilAborted(call(ctx), scope)) as O });
+        result = finish({ status: 'completed', output: (await call(ctx)) as O });
       } catch (error) {
         result = finish({ status: 'failed', error: toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry) });
       } finally {

@@ -41,3 +41,44 @@ export interface CheckpointStore {
   /** Releases what the store opened. */
   close?(): Promise<void>;
 }
+
+/** A value or a promise of it: memory stores answer synchronously, shared stores asynchronously. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** The answer to claiming an idempotency key. */
+export type IdempotencyClaim =
+  | { status: 'new' }
+  | { status: 'done'; value: unknown }
+  | { status: 'pending'; settled: Promise<unknown> };
+
+/**
+ * Keeps the results of write/destructive calls by idempotency key. `begin` claims a key: the
+ * claimant runs the call and then `complete`s or `fail`s it; a concurrent claimant gets `pending`
+ * and waits for the same outcome; a later one gets `done` with the kept value.
+ */
+export interface IdempotencyStore {
+  /** Claims a key (atomically). */
+  begin(key: string): MaybePromise<IdempotencyClaim>;
+  /** Keeps the successful result of the claimed call. */
+  complete(key: string, value: unknown): MaybePromise<void>;
+  /** Releases the claim after a failure; waiters get the same error, a later call runs again. */
+  fail(key: string, error: unknown): MaybePromise<void>;
+}
+
+/** Whether a call may go through the breaker now. */
+export type BreakerDecision = { status: 'closed' } | { status: 'probe' } | { status: 'open'; retryAfterMs: number };
+
+/** A change of breaker state, reported by the store when it happens. */
+export type BreakerChange = 'opened' | 'closed' | undefined;
+
+/** Circuit-breaker state per tool; the store runs the state machine so shared stores can do it atomically. */
+export interface BreakerStore {
+  /** Decides whether a call may go ahead at `now` (half-open lets exactly one probe through). */
+  acquire(tool: string, now: number, openMs: number): MaybePromise<BreakerDecision>;
+  /** Records a call that reached the service (success, or an error that is not the service's fault). */
+  success(tool: string): MaybePromise<BreakerChange>;
+  /** Records a transient failure; opens after `threshold` in a row, or when a probe fails. */
+  failure(tool: string, now: number, threshold: number, openMs: number): MaybePromise<BreakerChange>;
+  /** Whether the breaker is open at `now` (for offering tools to a model). */
+  isOpen(tool: string, now: number): MaybePromise<boolean>;
+}

@@ -1,0 +1,63 @@
+// Circuit breaker per tool: after N transient failures in a row, fail fast for a while, then probe once.
+import type { ErrorCategory } from '../errors/categories.js';
+import { classifyError, ToolFailure, type Classifier } from '../errors/classify.js';
+import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
+import type { CallContext, Policy } from '../run/pipeline.js';
+
+/** Breaker settings. */
+export interface BreakerOptions {
+  /** Consecutive transient failures that open the breaker. Default 5. */
+  threshold?: number;
+  /** How long it stays open before one probe is let through. Default 60 s. */
+  openMs?: number;
+}
+
+// Failures that say the service is unwell; user errors (not_found, invalid_input, …) do not count.
+const COUNTS: ReadonlySet<ErrorCategory> = new Set(['internal', 'unavailable', 'network', 'timeout']);
+
+/** Options of the breaker policy. */
+export interface BreakerPolicyOptions extends Required<BreakerOptions> {
+  store: BreakerStore;
+  now: () => number;
+  classifiers?: readonly Classifier[];
+  /** Called when a breaker opens or closes. */
+  onChange?: (tool: string, change: Exclude<BreakerChange, undefined>, ctx: CallContext) => void;
+}
+
+/** Counts per attempt; `circuit_open` is never retried. */
+export function breakerPolicy(options: BreakerPolicyOptions): Policy {
+  const { store, now, threshold, openMs, classifiers, onChange } = options;
+  const report = (change: BreakerChange | Promise<BreakerChange>, ctx: CallContext): void => {
+    if (change instanceof Promise) void change.then((c) => report(c, ctx), () => undefined);
+    else if (change) onChange?.(ctx.tool.name, change, ctx);
+  };
+  return (next) => (ctx) => {
+    const tool = ctx.tool.name;
+    const go = (decision: BreakerDecision): Promise<unknown> => {
+      if (decision.status === 'open') {
+        return Promise.reject(new ToolFailure({
+          category: 'circuit_open',
+          code: 'circuit_open',
+          message: `The circuit breaker of tool ${tool} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+          retryAfterMs: decision.retryAfterMs,
+        }));
+      }
+      const probe = decision.status === 'probe';
+      return next(ctx).then(
+        (value) => {
+          report(store.success(tool), ctx);
+          return value;
+        },
+        (error: unknown) => {
+          const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
+          // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
+          if (COUNTS.has(category) || (probe && category === 'cancelled')) report(store.failure(tool, now(), threshold, openMs), ctx);
+          else if (category !== 'cancelled') report(store.success(tool), ctx);
+          throw error;
+        },
+      );
+    };
+    const decision = store.acquire(tool, now(), openMs);
+    return decision instanceof Promise ? decision.then(go) : go(decision);
+  };
+}
