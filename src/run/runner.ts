@@ -17,6 +17,7 @@ import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
 import { breakerPolicy, type BreakerOptions } from '../policies/breaker.js';
 import { idempotencyPolicy } from '../policies/idempotency.js';
+import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
 import { AbortScope } from './abort.js';
@@ -34,7 +35,7 @@ export interface RunnerOptions {
   /** Known chains: for resume by name. */
   chains?: Chain[];
   /** Where state lives; memory stores by default. */
-  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore };
+  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore };
   /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
   breaker?: BreakerOptions;
   hooks?: Hooks;
@@ -137,12 +138,18 @@ export function createRunner(options: RunnerOptions): Runner {
     logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state }, `circuit breaker of ${tool} ${change}`);
   };
 
-  // The call pipeline of API.md §6: idempotency → retry → [per attempt: breaker → timeout] → invoker.
+  const rateLimits = rateLimitPolicy({
+    now,
+    ...(options.stores?.limiter && { store: options.stores.limiter }),
+    onWait: (ctx) => logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name }, `waiting for a ${ctx.tool.name} rate-limit slot`),
+  });
+  // The call pipeline of API.md §6: idempotency → retry → [per attempt: breaker → rate limit → timeout] → invoker.
   const call = compose(
     [
       idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now })),
       retryPolicy({ random, now, classifiers, onRetry }),
       breakerPolicy({ store: options.stores?.breakers ?? memoryBreakerStore(), now, threshold, openMs, classifiers, onChange: onBreakerChange }),
+      rateLimits.policy,
       timeoutPolicy(now),
     ],
     invokeTool(options.invoker, classifiers),
@@ -350,6 +357,7 @@ export function createRunner(options: RunnerOptions): Runner {
       for (const c of core.active) c.abort(reason);
       core.active.clear();
       core.transitions.clear();
+      await rateLimits.close();
       await core.checkpoints.close?.();
       events.removeAllListeners();
     },
