@@ -7,8 +7,11 @@ export type MockAnswer =
   | { error: unknown; delayMs?: number }
   | { hang: true };
 
-/** What a tool answers: one answer, answers in order (the last repeats), or a function (throw to fail). */
-export type MockScript = Record<string, MockAnswer | MockAnswer[] | ((input: any, call: ToolCall) => unknown)>;
+/** A scripted function: returns the output (or a promise of it); throw to fail. */
+export type MockFunction = (input: any, call: ToolCall) => unknown;
+
+/** What a tool answers: one answer, answers in order (the last repeats; functions allowed), or a function. */
+export type MockScript = Record<string, MockAnswer | (MockAnswer | MockFunction)[] | MockFunction>;
 
 /** A call the mock received. */
 export interface MockCall {
@@ -57,7 +60,7 @@ export function createMockInvoker(script: MockScript): MockInvoker {
     const spec = script[call.tool];
     if (spec === undefined) throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
     if (typeof spec === 'function') return spec(call.input, call);
-    let answer: MockAnswer;
+    let answer: MockAnswer | MockFunction;
     if (Array.isArray(spec)) {
       if (spec.length === 0) throw new Error(`The mock script for '${call.tool}' is an empty array.`);
       const i = position.get(call.tool) ?? 0;
@@ -65,6 +68,10 @@ export function createMockInvoker(script: MockScript): MockInvoker {
       answer = spec[Math.min(i, spec.length - 1)]!;
     } else {
       answer = spec;
+    }
+    if (typeof answer === 'function') return answer(call.input, call);
+    if (typeof answer !== 'object' || answer === null || !('ok' in answer || 'error' in answer || 'hang' in answer)) {
+      throw new TypeError(`Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; got ${JSON.stringify(answer)}.`);
     }
     if ('hang' in answer) {
       return new Promise((_, reject) => {

@@ -38,3 +38,12 @@ describe('createMockInvoker', () => {
     await expect(hung).rejects.toThrow('stop');
   });
 });
+
+describe('createMockInvoker answer shapes', () => {
+  it('accepts functions inside a sequence and refuses unknown shapes loudly', async () => {
+    const m = createMockInvoker({ a: [(i: { q: number }) => ({ got: i.q }), { ok: 'then' }], bad: [{ okay: 1 } as never] });
+    expect(await m(call('a'))).toEqual({ got: 1 });
+    expect(await m(call('a'))).toBe('then');
+    await expect(m(call('bad'))).rejects.toThrow(/must be \{ ok \}, \{ error \}/);
+  });
+});

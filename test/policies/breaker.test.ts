@@ -1,0 +1,73 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineTool, type BreakerChangeEvent } from 'chainkit';
+import { createMockInvoker } from 'chainkit/testing';
+import { http } from '../helpers.js';
+
+const flaky = defineTool({ name: 'flaky', description: 'f', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
+
+describe('circuit breaker', () => {
+  beforeEach(() => { vi.useFakeTimers(); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  it('opens after 5 transient failures, fails fast, then closes after a successful probe', async () => {
+    const invoker = createMockInvoker({ flaky: [...Array(5).fill({ error: http(503) }), { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, tools: [flaky] });
+    const changes: BreakerChangeEvent[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e));
+    for (let i = 0; i < 5; i++) expect((await runner.invoke('flaky', {})).status).toBe('failed');
+    expect(changes.map((c) => c.state)).toEqual(['open']);
+
+    const fast = await runner.invoke('flaky', {});
+    expect(fast.status === 'failed' && fast.error).toMatchObject({ category: 'circuit_open', code: 'circuit_open', retryAfterMs: 60_000, retryable: false, attempts: 1 });
+    expect(invoker.calls).toHaveLength(5); // not called while open
+
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await runner.invoke('flaky', {})).status).toBe('completed'); // the probe
+    expect(changes.map((c) => c.state)).toEqual(['open', 'closed']);
+    expect((await runner.invoke('flaky', {})).status).toBe('completed');
+    expect(invoker.calls).toHaveLength(7);
+  });
+
+  it('reopens when the probe fails, and lets only one probe through', async () => {
+    let release: (v: unknown) => void = () => {};
+    const invoker = createMockInvoker({ flaky: [...Array(3).fill({ error: http(500) }), () => new Promise((res) => { release = res; }), { error: http(500) }] });
+    const runner = createRunner({ invoker, tools: [flaky], breaker: { threshold: 3, openMs: 1000 } });
+    for (let i = 0; i < 3; i++) await runner.invoke('flaky', {});
+    await vi.advanceTimersByTimeAsync(1000);
+    const probe = runner.invoke('flaky', {});
+    await vi.advanceTimersByTimeAsync(0);
+    const second = await runner.invoke('flaky', {});
+    expect(second.status === 'failed' && second.error.category).toBe('circuit_open'); // while the probe is out
+    release({ status: 'error', error: 'service_unavailable' });
+    expect((await probe).status).toBe('failed');
+    const after = await runner.invoke('flaky', {});
+    expect(after.status === 'failed' && after.error).toMatchObject({ category: 'circuit_open', retryAfterMs: 1000 });
+  });
+
+  it('does not count user errors such as not_found', async () => {
+    const invoker = createMockInvoker({ flaky: { error: http(404) } });
+    const runner = createRunner({ invoker, tools: [flaky], breaker: { threshold: 2 } });
+    for (let i = 0; i < 4; i++) {
+      const r = await runner.invoke('flaky', {});
+      expect(r.status === 'failed' && r.error.category).toBe('not_found');
+    }
+    expect(invoker.calls).toHaveLength(4);
+  });
+
+  it('counts each attempt, so retries can open it within one call', async () => {
+    const retried = defineTool({ name: 'flaky', description: 'f', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read' });
+    const invoker = createMockInvoker({ flaky: { error: http(500) } });
+    const runner = createRunner({ invoker, tools: [retried], breaker: { threshold: 3 }, random: () => 0 });
+    const r = runner.invoke('flaky', {});
+    await vi.runAllTimersAsync();
+    const res = await r;
+    // attempts 1–3 fail with 500 and open the breaker; attempt 4 fails fast with circuit_open, never retried
+    expect(res.status === 'failed' && res.error).toMatchObject({ category: 'circuit_open', attempts: 4 });
+    expect(invoker.calls).toHaveLength(3);
+  });
+
+  it('rejects bad breaker options', () => {
+    expect(() => createRunner({ invoker: async () => ({}), breaker: { threshold: 0, openMs: -1 } })).toThrow(/threshold[\s\S]*openMs/);
+  });
+});
