@@ -26,6 +26,8 @@ export interface PlannedStep {
   readonly resolveInput?: Resolver;
   /** Select steps: builds the item predicate for this run. */
   readonly matcher?: (scope: Scope) => (item: unknown) => boolean;
+  /** Steps with `compensate`: the undo tool and its input builder. */
+  readonly compensate?: { readonly tool: Tool; readonly resolveInput: Resolver };
 }
 
 type AnySpec = ChainSpec<z.ZodType, z.ZodType, unknown>;
@@ -263,8 +265,12 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     if (step.compensate !== undefined) {
       const comp = step.compensate;
       if (!isTool(comp?.tool)) issues.add(`${at}.compensate.tool`, 'Expected a tool made by defineTool().');
-      else if (isPlainObject(comp.input)) checkMapping(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name);
-      else if (typeof comp.input !== 'function') issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
+      else if (typeof comp.input === 'function') planned = { ...planned, compensate: { tool: comp.tool, resolveInput: comp.input as Resolver } };
+      else if (isPlainObject(comp.input)) {
+        checkMapping(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name);
+        const compiled = compileMapping(comp.input, []); // runs after the step: its refs add no dependencies
+        planned = { ...planned, compensate: { tool: comp.tool, resolveInput: compiled.constant ? () => compiled.value : compiled.fn } };
+      } else issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
     }
     if (typeof step.when === 'function' || typeof step.idempotencyKey === 'function' || hasFunctionValue(step.confirm)) usesScope = true;
 

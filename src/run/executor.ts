@@ -11,6 +11,7 @@ import { buildMetadata } from '../guidance/metadata.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
+import { compensate } from '../policies/compensate.js';
 import { AbortScope, untilAborted } from './abort.js';
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
@@ -439,6 +440,7 @@ class Run {
       }
     } else if (outcome.kind === 'failed') {
       result = failed(outcome.error);
+      await this.undo(result as Extract<RunResult, { status: 'failed' }>, trace);
     } else if (outcome.kind === 'declined') {
       result = { status: 'declined', step: plan[this.stop!.index]!.id, ...base };
     } else {
@@ -446,6 +448,23 @@ class Run {
     }
     trace.status = result.status;
     return result;
+  }
+
+  /** Compensates completed steps (newest first) after a failure; the runner being closed skips it. */
+  private async undo(result: Extract<RunResult, { status: 'failed' }>, trace: Trace): Promise<void> {
+    const todo = this.plan.filter((p) => p.compensate && this.state[p.index] === DONE && p.id in this.x.results).reverse();
+    if (todo.length === 0) return;
+    if (this.abort.reason instanceof RunAbortReason && this.abort.reason.kind === 'closed') {
+      result.compensationFailures = todo.map((p) => ({ step: p.id, error: toErrorInfo({ category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' }, { step: p.id, tool: p.compensate!.tool.name }) }));
+      return;
+    }
+    const { x } = this;
+    const done = await compensate(this.core, { chain: this.chain.name, runId: x.runId, traceId: x.traceId, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), context: x.context, scope: this.scope }, todo);
+    result.compensated = done.compensated;
+    if (done.failures.length > 0) result.compensationFailures = done.failures;
+    trace.steps.push(...done.trace);
+    trace.endedAt = iso(this.core.now());
+    trace.totalLatencyMs = this.core.now() - x.startedAt;
   }
 
   private lastResult(): unknown {

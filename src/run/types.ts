@@ -33,7 +33,15 @@ export type RunResult<O = unknown> = (
   | { status: 'completed'; output: O }
   | { status: 'awaiting_confirmation'; resumeToken: string; confirmation: ConfirmationRequest }
   | { status: 'declined'; step: string }
-  | { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] }
+  | {
+      status: 'failed';
+      error: ChainErrorInfo;
+      completed: Record<string, unknown>;
+      /** Steps undone by their `compensate`, newest first. */
+      compensated: string[];
+      /** Undos that failed (or could not run): the side effects they leave need attention. */
+      compensationFailures?: { step: string; error: ChainErrorInfo }[];
+    }
 ) & RunResultBase;
 
 /** The outcome of `invoke`. */
