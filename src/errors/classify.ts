@@ -19,8 +19,14 @@ export type Classifier = (error: unknown) => Classified | undefined;
  */
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
-  constructor(readonly info: Classified) {
+  readonly info: Classified;
+  constructor(info: Classified) {
+    // Control flow, never shown with a stack: capturing one would dominate the cost of a retry.
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(info.message);
+    Error.stackTraceLimit = limit;
+    this.info = info;
   }
 }
 
