@@ -36,7 +36,8 @@ export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, MaybePromise, TakeResult,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
-export { memoryLimiterStore, type Limiter, type LimiterStore, type Release } from './policies/rate-limit.js';
+export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterStore, type Release } from './policies/rate-limit.js';
+export { AbortScope } from './run/abort.js';
 
 // Invokers
 export { functionInvoker, type ToolFunction } from './invokers/function.js';

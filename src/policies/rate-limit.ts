@@ -28,6 +28,12 @@ export interface LimiterStore {
   close?(): Promise<void>;
 }
 
+/** The in-process limiter store. */
+export interface MemoryLimiterStore extends LimiterStore {
+  /** How many limiters are kept right now. */
+  size(): number;
+}
+
 /** Options of the rate-limit policy. */
 export interface RateLimitPolicyOptions {
   now: () => number;
@@ -148,8 +154,16 @@ class WindowLimiter implements Limiter {
   }
 }
 
-/** Limiters in this process; per-user limiters idle for two windows (at least a minute) are dropped. */
-export function memoryLimiterStore(now: () => number = Date.now): LimiterStore & { size(): number } {
+/**
+ * Limiters in this process (the default); per-user limiters idle for two windows (at least a
+ * minute) are dropped, so memory stays bounded with many users.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore() } });
+ * ```
+ */
+export function memoryLimiterStore(now: () => number = Date.now): MemoryLimiterStore {
   const limiters = new Map<string, WindowLimiter>();
   let created = 0;
   const sweep = (): void => {

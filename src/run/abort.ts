@@ -1,7 +1,18 @@
 // A light abort scope for runs and attempts. AbortController/EventTarget cost more than the rest of
 // a step put together, so the real AbortSignal is only made when a tool actually reads it.
 
-/** Aborts once, calling its listeners; hands out a real `AbortSignal` on first use. */
+/**
+ * Aborts once, calling its listeners; hands out a real `AbortSignal` on first use. Runs and
+ * attempts use it; a custom {@link Limiter} receives one to give up waiting when the run aborts.
+ *
+ * @example
+ * ```ts
+ * const scope = new AbortScope();
+ * const off = scope.onAbort((reason) => console.log('aborted:', reason));
+ * scope.abort('done'); // logs "aborted: done"
+ * off();
+ * ```
+ */
 export class AbortScope {
   aborted = false;
   reason: unknown = undefined;
