@@ -21,7 +21,7 @@ export { classifyError, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, t
 // Events, traces, rendering
 export type {
   RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent,
-  StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent,
+  StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent, TierEscalationEvent,
 } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
 export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
@@ -29,6 +29,10 @@ export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/rende
 
 // Guidance
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './guidance/metadata.js';
+export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
+export { TimingModel, complexityOf, type TimingEstimate, type TimingData, type Confidence } from './guidance/timing.js';
+export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
+export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
 
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryStoreOptions } from './stores/memory.js';

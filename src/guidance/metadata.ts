@@ -1,8 +1,7 @@
 // The `metadata` every result carries: timing, next-step suggestions, advice and context (API.md §7).
-// This version uses what the definitions declare (expected durations, static `suggests`); learning
-// from use (history-based estimates, learned transitions, fallback advice) builds on the same shape.
 import type { Chain } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
+import { nextTools, relevantChains, type GuidanceSources } from './suggest.js';
 
 /** Timing of a result, estimated and actual. */
 export interface TimingMetadata {
@@ -26,45 +25,57 @@ export interface ResponseMetadata {
   context: { chain?: string; tool?: string; toolCount?: number; tier?: string; wasEscalated?: boolean; originalTier?: string };
 }
 
-/** The declared duration of a tool (0 when it declares none). */
-export function expectedDuration(tool: Tool | undefined): number {
-  return tool?.expectedDurationMs ?? 0;
-}
-
-/** Static estimate of a chain: the sum of its tool steps' declared durations. */
-export function chainEstimate(chain: Chain): number {
-  let total = 0;
-  for (const p of chain.plan) total += expectedDuration(p.tool);
-  return total;
-}
-
-/** Builds the metadata of a result from declarations; `lastTool` drives the next-tool suggestions. */
-export function buildMetadata(args: {
+/** What a result's metadata is built from. */
+export interface MetadataInput {
   chain?: Chain;
   tool?: Tool;
-  lastTool?: Tool;
+  /** The last tool called: drives the next-tool suggestions. */
+  lastTool?: string;
   actualDurationMs: number;
-  tools: ReadonlyMap<string, Tool>;
-}): ResponseMetadata {
-  const { chain, tool } = args;
-  const estimatedDurationMs = chain ? chainEstimate(chain) : expectedDuration(tool);
-  const timeoutMs = chain ? chain.timeoutMs : (tool?.timeoutMs ?? 0);
-  const last = args.lastTool ?? tool;
-  const nextTools = (last?.suggests ?? []).map((s) => ({
-    tool: s.tool,
-    reason: s.reason,
-    estimatedDurationMs: expectedDuration(args.tools.get(s.tool)),
-  }));
-  const context: ResponseMetadata['context'] = {};
-  if (chain) {
-    context.chain = chain.name;
-    context.toolCount = chain.plan.filter((p) => p.tool).length;
+  sessionTools: readonly string[];
+  advice: string[];
+  context?: Partial<ResponseMetadata['context']>;
+}
+
+const CONFIDENCE_ORDER = { low: 0, medium: 1, high: 2 } as const;
+
+/** Builds the metadata of a result from what the runner has learned. Cheap: no scans, cached estimates. */
+export function buildMetadata(src: GuidanceSources, m: MetadataInput): ResponseMetadata {
+  let estimatedDurationMs = 0;
+  let confidence: TimingMetadata['confidence'] = 'high';
+  let timeoutMs = 0;
+  if (m.chain) {
+    timeoutMs = m.chain.timeoutMs;
+    let any = false;
+    for (const p of m.chain.plan) {
+      if (!p.tool) continue;
+      any = true;
+      const e = src.timing.estimate(p.tool.name);
+      estimatedDurationMs += e.estimatedDurationMs;
+      if (CONFIDENCE_ORDER[e.confidence] < CONFIDENCE_ORDER[confidence]) confidence = e.confidence;
+    }
+    if (!any) confidence = 'low';
+  } else if (m.tool) {
+    const e = src.timing.estimate(m.tool.name);
+    estimatedDurationMs = e.estimatedDurationMs;
+    confidence = e.confidence;
+    timeoutMs = m.tool.timeoutMs;
+  } else {
+    confidence = 'low';
   }
-  if (tool) context.tool = tool.name;
+  const context: ResponseMetadata['context'] = { ...m.context };
+  if (m.chain) {
+    context.chain = m.chain.name;
+    context.toolCount = m.chain.plan.filter((p) => p.tool).length;
+  }
+  if (m.tool) context.tool = m.tool.name;
   return {
-    timing: { estimatedDurationMs, actualDurationMs: args.actualDurationMs, confidence: 'low', willTimeout: estimatedDurationMs > timeoutMs, timeoutMs },
-    suggestions: { nextTools, relevantChains: [] },
-    advice: [],
+    timing: { estimatedDurationMs, actualDurationMs: m.actualDurationMs, confidence, willTimeout: timeoutMs > 0 && estimatedDurationMs > timeoutMs, timeoutMs },
+    suggestions: {
+      nextTools: m.lastTool ? nextTools(src, m.lastTool) : [],
+      relevantChains: relevantChains(src, m.sessionTools),
+    },
+    advice: m.advice,
     context,
   };
 }

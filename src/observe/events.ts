@@ -17,6 +17,8 @@ export interface StepRetryEvent { runId: string; traceId: string; chain?: string
 export interface ConfirmationRequestedEvent { runId: string; traceId: string; chain: string; step: string; tool: string; prompt: string; expiresAt: string }
 /** Emitted when a tool's circuit breaker opens or closes. */
 export interface BreakerChangeEvent { tool: string; state: 'open' | 'closed'; at: number }
+/** Emitted when `invoke(…, { tier })` had to use a higher tier. */
+export interface TierEscalationEvent { tool: string; from: string; to: string }
 /** Emitted when a hook threw or rejected; the run went on unaffected. */
 export interface HookErrorEvent { event: string; error: unknown }
 
@@ -38,6 +40,8 @@ export interface RunnerEvents {
   'confirmation:requested': (e: ConfirmationRequestedEvent) => void;
   /** A tool's circuit breaker opened or closed. */
   'breaker:change': (e: BreakerChangeEvent) => void;
+  /** `invoke(…, { tier })` escalated to a higher tier. */
+  'tier:escalation': (e: TierEscalationEvent) => void;
   /** A hook or listener threw; the run went on. */
   'hook:error': (e: HookErrorEvent) => void;
 }
@@ -66,6 +70,8 @@ export interface Hooks {
   onConfirmationRequested?: (e: ConfirmationRequestedEvent) => void | Promise<void>;
   /** On `breaker:change`. */
   onBreakerChange?: (e: BreakerChangeEvent) => void | Promise<void>;
+  /** On `tier:escalation`. */
+  onTierEscalation?: (e: TierEscalationEvent) => void | Promise<void>;
   /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
 }
@@ -73,7 +79,7 @@ export interface Hooks {
 const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
   ['onChainStart', 'chain:start'], ['onChainEnd', 'chain:end'], ['onStepStart', 'step:start'],
   ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
-  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onHookError', 'hook:error'],
+  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onTierEscalation', 'tier:escalation'], ['onHookError', 'hook:error'],
 ];
 
 /** Creates the emitter and subscribes `hooks`, each isolated so it cannot affect a run. */

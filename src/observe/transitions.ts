@@ -3,7 +3,7 @@ import type { ToolTransition } from './trace.js';
 
 /** Tracks the last tool call per session; bounded (least recently used sessions are forgotten). */
 export class TransitionTracker {
-  private readonly last = new Map<string, { tool: string; endedAt: number }>();
+  private readonly last = new Map<string, { tool: string; endedAt: number; recent: string[] }>();
   constructor(private readonly maxSessions = 10_000) {}
 
   /** Records a finished call; returns the transition from the session's previous call, if any. */
@@ -11,9 +11,17 @@ export class TransitionTracker {
     const prev = this.last.get(sessionId);
     if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
     else if (this.last.size >= this.maxSessions) this.last.delete(this.last.keys().next().value as string);
-    this.last.set(sessionId, { tool, endedAt });
+    const recent = prev ? prev.recent : [];
+    recent.push(tool);
+    if (recent.length > 10) recent.shift();
+    this.last.set(sessionId, { tool, endedAt, recent });
     if (!prev) return undefined;
     return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+  }
+
+  /** The session's last (up to 10) tools, oldest first. */
+  recent(sessionId: string): readonly string[] {
+    return this.last.get(sessionId)?.recent ?? [];
   }
 
   clear(): void {

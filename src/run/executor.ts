@@ -8,6 +8,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { classifyError, RunAbortReason, type Classified } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { buildMetadata } from '../guidance/metadata.js';
+import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
@@ -238,7 +239,7 @@ class Run {
       if (p.tool) entry.tool = p.tool.name;
       if (holder.input !== undefined) entry.input = holder.input;
       this.traceSteps[p.index] = entry;
-      this.record(p, entry, outcome, started, ended, holder.ctx !== undefined);
+      this.record(p, entry, outcome, started, ended, holder.ctx !== undefined, holder.ctx ? complexityOf(holder.ctx.input) : 1);
       this.settle(p, outcome);
     };
     const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx));
@@ -259,7 +260,7 @@ class Run {
   }
 
   /** Trace entry, transition, events and logs of a finished step. */
-  private record(p: PlannedStep, entry: TraceStep, outcome: StepOutcome, started: number, ended: number, called: boolean): void {
+  private record(p: PlannedStep, entry: TraceStep, outcome: StepOutcome, started: number, ended: number, called: boolean, complexity: number): void {
     const { core, x } = this;
     switch (outcome.kind) {
       case 'ok': entry.status = outcome.skipped ? 'skipped' : entry.status; break;
@@ -270,8 +271,7 @@ class Run {
     if (core.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped) entry.output = redact(outcome.value, core.redact);
     if (p.tool && called) {
       if (p.index > this.lastToolIndex) this.lastToolIndex = p.index;
-      const transition = core.transitions.record(this.sessionKey, p.tool.name, started, ended, outcome.kind === 'ok');
-      if (transition && listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
+      learn(core, this.sessionKey, p.tool.name, 'chain', started, ended, outcome.kind === 'ok' ? undefined : outcome.kind === 'failed' ? outcome.error : undefined, complexity);
     }
     if (listening(core.events, 'step:end')) {
       safeEmit(core.events, 'step:end', {
@@ -421,12 +421,18 @@ class Run {
       steps: this.traceSteps.filter((t): t is TraceStep => t !== undefined),
     };
     if (x.sessionId !== undefined) trace.sessionId = x.sessionId;
-    const lastTool = this.lastToolIndex >= 0 ? plan[this.lastToolIndex]!.tool : undefined;
+    const lastTool = this.lastToolIndex >= 0 ? plan[this.lastToolIndex]!.tool!.name : undefined;
     const base = {
       runId: x.runId,
       chain: chain.name,
       trace,
-      metadata: buildMetadata({ chain, ...(lastTool && { lastTool }), actualDurationMs: ended - this.segmentStart, tools: core.tools }),
+      metadata: buildMetadata(core.guidance, {
+        chain,
+        ...(lastTool && { lastTool }),
+        actualDurationMs: ended - this.segmentStart,
+        sessionTools: core.transitions.recent(this.sessionKey),
+        advice: lastTool ? core.advisor.advice(this.sessionKey, lastTool) : [],
+      }),
     };
     const failed = (error: ChainErrorInfo): RunResult => ({ status: 'failed', error, completed: { ...x.results }, compensated: [], ...base });
 
@@ -510,4 +516,17 @@ class Run {
     }
     return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, core.secret), confirmation, ...base };
   }
+}
+
+/** Feeds what one finished tool call teaches: transition, counters, duration (successes only), failures. */
+export function learn(core: Core, session: string, tool: string, mode: 'chain' | 'direct', started: number, ended: number, error: ChainErrorInfo | undefined, complexity: number): void {
+  const ok = error === undefined;
+  const transition = core.transitions.record(session, tool, started, ended, ok);
+  if (transition) {
+    core.metrics.recordTransition(transition);
+    if (listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
+  }
+  core.metrics.recordCall(tool, mode, ok, ended - started);
+  if (ok) core.timing.record(tool, ended - started, complexity);
+  core.advisor.record(session, tool, error?.category);
 }

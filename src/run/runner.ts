@@ -8,7 +8,12 @@ import { DEFAULT_RETRY_TABLE, type ChainErrorInfo, type RetryRule, type RetryTab
 import { classifyError, DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { toErrorInfo } from '../errors/messages.js';
-import { buildMetadata } from '../guidance/metadata.js';
+import { FallbackAdvisor, type FallbackRule } from '../guidance/fallback.js';
+import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
+import { MetricsCollector } from '../guidance/metrics.js';
+import { nextTools, relevantChains } from '../guidance/suggest.js';
+import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
+import { complexityOf, TimingModel } from '../guidance/timing.js';
 import { createEmitter, listening, safeEmit, type Hooks, type RunnerEmitter } from '../observe/events.js';
 import { redact, type RedactRule } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
@@ -22,7 +27,7 @@ import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } fro
 import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
 import { AbortScope } from './abort.js';
 import { hashContext, verifyToken } from './checkpoint.js';
-import { execute, type Execution } from './executor.js';
+import { execute, learn, type Execution } from './executor.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult, Logger, ResumeOptions, RunOptions, RunResult } from './types.js';
 
@@ -32,8 +37,12 @@ export interface RunnerOptions {
   invoker: ToolInvoker;
   /** Known tools: for `invoke` by name, timing priors and suggestions. */
   tools?: Tool[];
-  /** Known chains: for resume by name. */
+  /** Known chains: for resume by name and chain suggestions. */
   chains?: Chain[];
+  /** Tool tiers for `invoke(…, { tier })` (its tools are known tools too). */
+  registry?: ToolRegistry;
+  /** Fallback advice rules, merged over the defaults (yours win). */
+  fallbacks?: FallbackRule[];
   /** Where state lives; memory stores by default. */
   stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore };
   /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
@@ -70,6 +79,14 @@ export interface Runner {
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
   /** Aborts runs in flight and releases timers, listeners and stores. */
   close(): Promise<void>;
+  /** What the runner learned about which tool follows which, and call counters. */
+  readonly metrics: MetricsCollector;
+  /** What the runner learned about durations: `estimate`, `export`, `import`. */
+  readonly timing: TimingModel;
+  /** Next tools after `tool`, and chains that fit the session (and `goal`). */
+  suggest(tool: string, options?: { sessionId?: string; goal?: string }): ResponseMetadata['suggestions'];
+  /** The tools of a tier that can be offered right now: those whose circuit breaker is not open. */
+  toolsFor(registry: ToolRegistry, level: TierLevel): Promise<Tool[]>;
 }
 
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
@@ -102,7 +119,7 @@ export function createRunner(options: RunnerOptions): Runner {
   if (!(typeof openMs === 'number' && openMs > 0)) issues.add('breaker.openMs', 'Expected `openMs` to be a positive number.');
   if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
   const tools = new Map<string, Tool>();
-  (options.tools ?? []).forEach((t, i) => {
+  [...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
     if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
     else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
     else tools.set(t.name, t);
@@ -121,6 +138,10 @@ export function createRunner(options: RunnerOptions): Runner {
   const events = createEmitter(options.hooks);
   const logger = options.logger;
   const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
+  const metrics = new MetricsCollector();
+  const timing = new TimingModel(tools);
+  const advisor = new FallbackAdvisor(options.fallbacks ?? []);
+  const breakers = options.stores?.breakers ?? memoryBreakerStore();
 
   const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
     if (listening(events, 'step:retry')) {
@@ -148,7 +169,7 @@ export function createRunner(options: RunnerOptions): Runner {
     [
       idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now })),
       retryPolicy({ random, now, classifiers, onRetry }),
-      breakerPolicy({ store: options.stores?.breakers ?? memoryBreakerStore(), now, threshold, openMs, classifiers, onChange: onBreakerChange }),
+      breakerPolicy({ store: breakers, now, threshold, openMs, classifiers, onChange: onBreakerChange }),
       rateLimits.policy,
       timeoutPolicy(now),
     ],
@@ -176,6 +197,10 @@ export function createRunner(options: RunnerOptions): Runner {
     transitions: new TransitionTracker(),
     classifiers,
     tools,
+    metrics,
+    timing,
+    advisor,
+    guidance: { tools, chains, metrics, timing },
     active: new Set(),
   };
   let closed = false;
@@ -193,7 +218,8 @@ export function createRunner(options: RunnerOptions): Runner {
       startedAt: new Date(startedAt).toISOString(), endedAt: new Date(ended).toISOString(),
       totalLatencyMs: ended - startedAt, status: body.status as Trace['status'], steps: [...priorTrace],
     };
-    const result = { ...body, runId, chain, trace, metadata: buildMetadata({ ...(chainDef && { chain: chainDef }), actualDurationMs: 0, tools }) } as RunResult<O>;
+    const metadata = buildMetadata(core.guidance, { ...(chainDef && { chain: chainDef }), actualDurationMs: 0, sessionTools: sessionId ? core.transitions.recent(sessionId) : [], advice: [] });
+    const result = { ...body, runId, chain, trace, metadata } as RunResult<O>;
     if (listening(events, 'chain:end')) {
       safeEmit(events, 'chain:end', {
         runId, traceId, chain, ...(sessionId !== undefined && { sessionId }), status: trace.status, durationMs: trace.totalLatencyMs,
@@ -296,8 +322,10 @@ export function createRunner(options: RunnerOptions): Runner {
       const started = now();
       const runId = newId();
       const traceId = newId();
+      const session = opts.sessionId ?? runId;
       const tool = tools.get(name);
       const entry: TraceStep = { stepNumber: 1, id: name, status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(started).toISOString() };
+      const context: ResponseMetadata['context'] = {};
       let ctx: CallContext | undefined;
       const finish = (body: { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }): InvokeResult<O> => {
         const ended = now();
@@ -305,14 +333,35 @@ export function createRunner(options: RunnerOptions): Runner {
         entry.status = body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error';
         if (body.status === 'failed') entry.error = body.error;
         else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
+        if (ctx) {
+          entry.attempts = ctx.attempt;
+          learn(core, session, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input));
+        }
         const trace: Trace = {
           traceId, runId, chain: '', ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
           startedAt: entry.startedAt, endedAt: new Date(ended).toISOString(), totalLatencyMs: ended - started,
           status: body.status, steps: [entry],
         };
-        return { ...body, tool: name, trace, metadata: buildMetadata({ ...(tool && { tool }), actualDurationMs: ended - started, tools }) };
+        const metadata = buildMetadata(core.guidance, {
+          ...(tool && { tool }), ...(ctx && { lastTool: name }), actualDurationMs: ended - started,
+          sessionTools: core.transitions.recent(session), advice: ctx ? advisor.advice(session, name) : [], context,
+        });
+        return { ...body, tool: name, trace, metadata };
       };
-      if (!tool) return finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code: 'unknown_tool', message: `No tool named '${name}' is known to this runner (known: ${[...tools.keys()].join(', ') || 'none'}).` }, { tool: name }, retryTable) });
+      const notFound = (code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code, message }, { tool: name }, retryTable) });
+
+      if (opts.tier !== undefined) {
+        if (!options.registry) throw new TypeError('invoke(…, { tier }) needs createRunner({ registry }).');
+        const found = options.registry.tierFor(name, opts.tier); // throws DefinitionError for an unknown level
+        if (!found) return notFound('not_in_tier', `Tool '${name}' is in no tier from '${opts.tier}' up.`);
+        context.tier = found;
+        if (found !== opts.tier) {
+          context.wasEscalated = true;
+          context.originalTier = opts.tier;
+          if (listening(events, 'tier:escalation')) safeEmit(events, 'tier:escalation', { tool: name, from: opts.tier, to: found });
+        }
+      }
+      if (!tool) return notFound('unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...tools.keys()].join(', ') || 'none'}).`);
       entry.tool = tool.name;
       const parsed = tool.input.safeParse(input);
       if (!parsed.success) {
@@ -341,13 +390,23 @@ export function createRunner(options: RunnerOptions): Runner {
         opts.signal?.removeEventListener('abort', onCallerAbort);
         core.active.delete(scope);
       }
-      entry.attempts = ctx.attempt;
-      const transition = core.transitions.record(opts.sessionId ?? runId, name, started, now(), result.status === 'completed');
-      if (transition && listening(events, 'tool:transition')) safeEmit(events, 'tool:transition', transition);
       if (listening(events, 'step:end')) {
         safeEmit(events, 'step:end', { runId, traceId, step: name, tool: name, status: entry.status, attempts: entry.attempts, latencyMs: entry.latencyMs, ...(entry.error && { error: entry.error }) });
       }
       return result;
+    },
+
+    metrics,
+    timing,
+
+    suggest(tool, { sessionId, goal } = {}) {
+      return { nextTools: nextTools(core.guidance, tool), relevantChains: relevantChains(core.guidance, sessionId ? core.transitions.recent(sessionId) : [], goal) };
+    },
+
+    async toolsFor(registry, level) {
+      const offered = registry.forComplexity(level);
+      const open = await Promise.all(offered.map((t) => breakers.isOpen(t.name, now())));
+      return offered.filter((_, i) => !open[i]);
     },
 
     async close(): Promise<void> {

@@ -1,7 +1,11 @@
 // Result and option types of runs, resumes and invokes.
 import type { ChainErrorInfo, RetryRule, RetryTable } from '../errors/categories.js';
 import type { Classifier } from '../errors/classify.js';
+import type { FallbackAdvisor } from '../guidance/fallback.js';
 import type { ResponseMetadata } from '../guidance/metadata.js';
+import type { MetricsCollector } from '../guidance/metrics.js';
+import type { GuidanceSources } from '../guidance/suggest.js';
+import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import type { RedactRule } from '../observe/redact.js';
 import type { Trace } from '../observe/trace.js';
@@ -93,6 +97,8 @@ export interface InvokeOptions {
   timeoutMs?: number;
   /** Make the call idempotent under this key (write/destructive tools). */
   idempotencyKey?: string;
+  /** Offer the tool at this tier; a tool found only in a higher tier escalates (needs `registry`). */
+  tier?: import('../guidance/tiers.js').TierLevel;
 }
 
 /** @internal What the executor needs from the runner. */
@@ -112,6 +118,12 @@ export interface Core {
   readonly transitions: TransitionTracker;
   readonly classifiers?: readonly Classifier[];
   readonly tools: ReadonlyMap<string, Tool>;
+  /** What the runner learns: transitions and call counters, durations, failures per session. */
+  readonly metrics: MetricsCollector;
+  readonly timing: TimingModel;
+  readonly advisor: FallbackAdvisor;
+  /** Guidance's view of tools, chains, metrics and timing. */
+  readonly guidance: GuidanceSources;
   /** Abort scopes of the runs and calls in flight, aborted by `close()`. */
   readonly active: Set<AbortScope>;
 }

@@ -11,7 +11,8 @@ describe('runner.invoke', () => {
     expect(r.status === 'completed' && r.output).toMatchObject({ tasks: [{ title: 'Fix the bike' }, { title: 'File taxes' }] });
     expect(r.trace.steps).toMatchObject([{ id: 'list_tasks', tool: 'list_tasks', status: 'success', attempts: 1 }]);
     expect(r.metadata.context).toEqual({ tool: 'list_tasks' });
-    expect(r.metadata.timing).toMatchObject({ estimatedDurationMs: 150, timeoutMs: 3000, willTimeout: false });
+    expect(r.metadata.timing).toMatchObject({ confidence: 'low', timeoutMs: 3000, willTimeout: false, estimatedDurationMs: r.trace.totalLatencyMs });
+    expect(createRunner({ invoker: store.invoker, tools: [...taskTools] }).timing.estimate('list_tasks').estimatedDurationMs).toBe(150); // the declared prior
     expect(r.metadata.suggestions.nextTools.map((s) => s.tool)).toEqual(['update_task', 'complete_task']);
     expect(formatTrace(r.trace)).toContain('list_tasks');
   });

@@ -1,0 +1,185 @@
+// Learns which tool follows which: a ring of recent transitions, summarised lazily on query.
+import type { ToolTransition } from '../observe/trace.js';
+
+/** Statistics of moves from one tool to another. */
+export interface TransitionStats {
+  count: number;
+  /** Share of these moves whose second call succeeded, 0–1. */
+  successRate: number;
+  avgGapMs: number;
+}
+
+/** A sequence of 3–5 tools seen together often enough to be worth a chain. */
+export interface CommonChain {
+  tools: string[];
+  occurrences: number;
+  avgSuccessRate: number;
+  /** From the end of the first tool to the end of the last, on average. */
+  avgTotalDurationMs: number;
+}
+
+/** What {@link MetricsCollector.chainSummary} returns. */
+export interface ChainSummary {
+  commonChains: CommonChain[];
+  transitions: Record<string, Record<string, TransitionStats>>;
+  /** Tools that start sessions, with how often. */
+  entryTools: Record<string, number>;
+  /** Tools that end sessions (so far), with how often. */
+  terminalTools: Record<string, number>;
+}
+
+/** Counters of calls per tool, split by how they were made. */
+export interface CallStats {
+  invocations: number;
+  successes: number;
+  failures: number;
+  latencyMs: { min: number; avg: number; max: number };
+}
+
+/** Options of {@link MetricsCollector}. */
+export interface MetricsOptions {
+  /** Transitions kept (a ring: the oldest are overwritten). Default 10 000. */
+  capacity?: number;
+  /** Occurrences before a sequence counts as a common chain. Default 5. */
+  minOccurrences?: number;
+}
+
+/**
+ * Records tool transitions and call counters; every summary is computed on query, so recording
+ * stays O(1) on the hot path.
+ *
+ * @example
+ * ```ts
+ * runner.metrics.transitionsFrom('list_tasks'); // { update_task: { count: 12, successRate: 0.92, avgGapMs: 840 } }
+ * runner.metrics.chainSummary().commonChains;   // [{ tools: ['list_tasks', 'update_task', 'list_tasks'], occurrences: 7, … }]
+ * ```
+ */
+export class MetricsCollector {
+  private readonly ring: (ToolTransition | undefined)[];
+  private next = 0;
+  private size = 0;
+  private readonly calls = new Map<string, CallStats>();
+  /** from → to → running sums of the transitions in the ring, kept in step with it. */
+  private readonly cells = new Map<string, Map<string, { count: number; ok: number; gap: number }>>();
+  private readonly minOccurrences: number;
+
+  constructor(options: MetricsOptions = {}) {
+    const capacity = options.capacity ?? 10_000;
+    if (!(Number.isInteger(capacity) && capacity > 0)) throw new TypeError('Expected `capacity` to be a positive integer.');
+    this.ring = new Array(capacity);
+    this.minOccurrences = options.minOccurrences ?? 5;
+  }
+
+  /** Adds a transition (O(1)). */
+  recordTransition(t: ToolTransition): void {
+    const evicted = this.ring[this.next];
+    if (evicted) this.count(evicted, -1);
+    this.count(t, 1);
+    this.ring[this.next] = t;
+    this.next = (this.next + 1) % this.ring.length;
+    if (this.size < this.ring.length) this.size++;
+  }
+
+  private count(t: ToolTransition, sign: 1 | -1): void {
+    let row = this.cells.get(t.fromTool);
+    if (!row) this.cells.set(t.fromTool, (row = new Map()));
+    let cell = row.get(t.toTool);
+    if (!cell) row.set(t.toTool, (cell = { count: 0, ok: 0, gap: 0 }));
+    cell.count += sign;
+    if (t.success) cell.ok += sign;
+    cell.gap += sign * t.gapMs;
+    if (cell.count === 0) row.delete(t.toTool);
+  }
+
+  /** Counts one call of `tool` made as a chain step or a direct `invoke` (O(1)). */
+  recordCall(tool: string, mode: 'chain' | 'direct', success: boolean, latencyMs: number): void {
+    const key = `${mode}:${tool}`;
+    let s = this.calls.get(key);
+    if (!s) this.calls.set(key, (s = { invocations: 0, successes: 0, failures: 0, latencyMs: { min: Infinity, avg: 0, max: 0 } }));
+    s.invocations++;
+    if (success) s.successes++;
+    else s.failures++;
+    s.latencyMs.min = Math.min(s.latencyMs.min, latencyMs);
+    s.latencyMs.max = Math.max(s.latencyMs.max, latencyMs);
+    s.latencyMs.avg += (latencyMs - s.latencyMs.avg) / s.invocations;
+  }
+
+  /** Call counters of a tool by mode. */
+  callStats(tool: string): { chain?: CallStats; direct?: CallStats } {
+    const out: { chain?: CallStats; direct?: CallStats } = {};
+    const chain = this.calls.get(`chain:${tool}`);
+    const direct = this.calls.get(`direct:${tool}`);
+    if (chain) out.chain = structuredClone(chain);
+    if (direct) out.direct = structuredClone(direct);
+    return out;
+  }
+
+  /** The transitions kept, oldest first. */
+  transitions(): ToolTransition[] {
+    const out: ToolTransition[] = [];
+    const start = this.size < this.ring.length ? 0 : this.next;
+    for (let i = 0; i < this.size; i++) out.push(this.ring[(start + i) % this.ring.length]!);
+    return out;
+  }
+
+  /** Where sessions went after `tool`, by next tool. */
+  transitionsFrom(tool: string): Record<string, TransitionStats> {
+    const out: Record<string, TransitionStats> = {};
+    for (const [to, c] of this.cells.get(tool) ?? []) out[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
+    return out;
+  }
+
+  /** The learned picture: common chains, the transition matrix, entry and terminal tools. */
+  chainSummary(): ChainSummary {
+    const all = this.transitions();
+    const sessions = new Map<string, ToolTransition[]>();
+    for (const t of all) {
+      const list = sessions.get(t.sessionId);
+      if (list) list.push(t);
+      else sessions.set(t.sessionId, [t]);
+    }
+    const entryTools: Record<string, number> = {};
+    const terminalTools: Record<string, number> = {};
+    const windows = new Map<string, { tools: string[]; n: number; success: number; duration: number }>();
+    for (const list of sessions.values()) {
+      entryTools[list[0]!.fromTool] = (entryTools[list[0]!.fromTool] ?? 0) + 1;
+      const last = list[list.length - 1]!.toTool;
+      terminalTools[last] = (terminalTools[last] ?? 0) + 1;
+      // A session's tools: the first `from`, then every `to`; windows of k tools span k-1 transitions.
+      for (let k = 3; k <= 5; k++) {
+        for (let i = 0; i + k - 1 <= list.length; i++) {
+          const span = list.slice(i, i + k - 1);
+          const tools = [span[0]!.fromTool, ...span.map((t) => t.toTool)];
+          const key = tools.join('\u0000');
+          let w = windows.get(key);
+          if (!w) windows.set(key, (w = { tools, n: 0, success: 0, duration: 0 }));
+          w.n++;
+          w.success += span.filter((t) => t.success).length / span.length;
+          w.duration += span[span.length - 1]!.timestamp - span[0]!.timestamp + span[0]!.gapMs;
+        }
+      }
+    }
+    const commonChains = [...windows.values()]
+      .filter((w) => w.n >= this.minOccurrences)
+      .map((w) => ({ tools: w.tools, occurrences: w.n, avgSuccessRate: w.success / w.n, avgTotalDurationMs: w.duration / w.n }))
+      .sort((a, b) => b.occurrences - a.occurrences || b.tools.length - a.tools.length);
+    return { commonChains, transitions: this.matrix(all), entryTools, terminalTools };
+  }
+
+  private matrix(list: readonly ToolTransition[]): Record<string, Record<string, TransitionStats>> {
+    const acc: Record<string, Record<string, { count: number; ok: number; gap: number }>> = {};
+    for (const t of list) {
+      const row = (acc[t.fromTool] ??= {});
+      const cell = (row[t.toTool] ??= { count: 0, ok: 0, gap: 0 });
+      cell.count++;
+      if (t.success) cell.ok++;
+      cell.gap += t.gapMs;
+    }
+    const out: Record<string, Record<string, TransitionStats>> = {};
+    for (const [from, row] of Object.entries(acc)) {
+      out[from] = {};
+      for (const [to, c] of Object.entries(row)) out[from][to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
+    }
+    return out;
+  }
+}

@@ -1,0 +1,68 @@
+// What to do next: tools that usually follow (declared and learned) and chains that fit the session.
+import type { Chain } from '../define/chain.js';
+import type { Tool } from '../define/tool.js';
+import type { ChainSuggestion, NextToolSuggestion } from './metadata.js';
+import type { MetricsCollector } from './metrics.js';
+import type { TimingModel } from './timing.js';
+
+/** What guidance reads. */
+export interface GuidanceSources {
+  tools: ReadonlyMap<string, Tool>;
+  chains: ReadonlyMap<string, Chain>;
+  metrics: MetricsCollector;
+  timing: TimingModel;
+}
+
+/** Learned transitions count as suggestions once seen this often, with this success rate. */
+const MIN_COUNT = 5;
+const MIN_SUCCESS = 0.7;
+
+/** Declared `suggests` of `tool`, then learned transitions (count ≥ 5, success > 0.7) by count. */
+export function nextTools(src: GuidanceSources, tool: string): NextToolSuggestion[] {
+  const out: NextToolSuggestion[] = [];
+  const seen = new Set<string>();
+  for (const s of src.tools.get(tool)?.suggests ?? []) {
+    seen.add(s.tool);
+    out.push({ tool: s.tool, reason: s.reason, estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs });
+  }
+  const learned = Object.entries(src.metrics.transitionsFrom(tool))
+    .filter(([to, t]) => !seen.has(to) && t.count >= MIN_COUNT && t.successRate > MIN_SUCCESS)
+    .sort((a, b) => b[1].count - a[1].count);
+  for (const [to, t] of learned) {
+    out.push({ tool: to, reason: `Often follows ${tool} (${t.count} times, ${Math.round(t.successRate * 100)} % successful)`, estimatedDurationMs: src.timing.estimate(to).estimatedDurationMs });
+  }
+  return out;
+}
+
+const words = (text: string): string[] => text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
+
+/**
+ * Chains ranked by how many of their tools the session already used and by how well `goal`
+ * matches their keywords (×3), use cases (×2) and description (×1); the top 3 with any match.
+ */
+export function relevantChains(src: GuidanceSources, sessionTools: readonly string[], goal?: string): ChainSuggestion[] {
+  const goalWords = new Set(goal ? words(goal) : []);
+  const used = new Set(sessionTools);
+  const scored: { chain: Chain; score: number }[] = [];
+  for (const chain of src.chains.values()) {
+    let score = 0;
+    for (const p of chain.plan) if (p.tool && used.has(p.tool.name)) score += 1;
+    if (goalWords.size > 0) {
+      for (const k of chain.keywords) for (const w of words(k)) if (goalWords.has(w)) score += 3;
+      for (const u of chain.useCases) for (const w of words(u)) if (goalWords.has(w)) score += 2;
+      for (const w of words(chain.description)) if (goalWords.has(w)) score += 1;
+    }
+    if (score > 0) scored.push({ chain, score });
+  }
+  return scored
+    .sort((a, b) => b.score - a.score)
+    .slice(0, 3)
+    .map(({ chain }) => ({ chain: chain.name, description: chain.description, estimatedDurationMs: chainDuration(src, chain) }));
+}
+
+/** The sum of the estimates of a chain's tool steps. */
+export function chainDuration(src: GuidanceSources, chain: Chain): number {
+  let total = 0;
+  for (const p of chain.plan) if (p.tool) total += src.timing.estimate(p.tool.name).estimatedDurationMs;
+  return total;
+}

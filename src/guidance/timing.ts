@@ -1,0 +1,132 @@
+// Learns how long each tool takes: recent samples per tool, estimates by median (or p90), with complexity.
+import type { Tool } from '../define/tool.js';
+
+/** How sure an estimate is: more than 100 samples is high, 10–100 medium, fewer low. */
+export type Confidence = 'high' | 'medium' | 'low';
+
+/** What {@link TimingModel.estimate} returns. */
+export interface TimingEstimate {
+  estimatedDurationMs: number;
+  confidence: Confidence;
+  /** True when the estimate exceeds the tool's timeout. */
+  willTimeout: boolean;
+  timeoutMs: number;
+  samples: number;
+}
+
+/** Samples as plain JSON, to seed another deployment. */
+export interface TimingData {
+  version: 1;
+  tools: Record<string, { durationMs: number; complexity: number }[]>;
+}
+
+const MAX_SAMPLES = 1000;
+
+/**
+ * A measure of how much work an input asks for: 1 plus the lengths of its top-level arrays and
+ * strings over 1 KB. Cheap on purpose: it runs on every call.
+ */
+export function complexityOf(input: unknown): number {
+  if (typeof input !== 'object' || input === null) return 1;
+  let c = 1;
+  for (const key in input) {
+    const v = (input as Record<string, unknown>)[key];
+    if (Array.isArray(v)) c += v.length;
+    else if (typeof v === 'string' && v.length > 1024) c += Math.floor(v.length / 1024);
+  }
+  return c;
+}
+
+const confidenceOf = (n: number): Confidence => (n > 100 ? 'high' : n >= 10 ? 'medium' : 'low');
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+/**
+ * Per-tool duration samples (the last 1,000 of each) and estimates from them; the tool's
+ * `expectedDurationMs` is the prior until samples exist.
+ *
+ * @example
+ * ```ts
+ * runner.timing.estimate('list_tasks');              // { estimatedDurationMs: 148, confidence: 'medium', … }
+ * const data = runner.timing.export();               // JSON: seed another deployment
+ * otherRunner.timing.import(data);
+ * ```
+ */
+export class TimingModel {
+  private readonly samples = new Map<string, { durationMs: number; complexity: number }[]>();
+  // Sorting up to 1,000 samples per estimate would dominate a run; recomputed as samples grow by ~5 %.
+  private readonly cache = new Map<string, { at: number; median: number; p90: number; complexity: number }>();
+
+  constructor(private readonly tools: ReadonlyMap<string, Tool> = new Map()) {}
+
+  /** Records one call's duration (O(1) amortised). */
+  record(tool: string, durationMs: number, complexity = 1): void {
+    let list = this.samples.get(tool);
+    if (!list) this.samples.set(tool, (list = []));
+    list.push({ durationMs, complexity });
+    if (list.length > MAX_SAMPLES * 1.25) {
+      list.splice(0, list.length - MAX_SAMPLES); // trimmed in batches
+      this.cache.delete(tool);
+    }
+  }
+
+  /**
+   * Estimates a call of `tool` at `complexity` (default: typical) from the median of its samples,
+   * or their 90th percentile with `{ percentile: 'p90' }`; scaled by complexity relative to the
+   * samples' median complexity (clamped to 0.25–10×).
+   */
+  estimate(tool: string, complexity?: number, options: { percentile?: 'median' | 'p90' } = {}): TimingEstimate {
+    const def = this.tools.get(tool);
+    const timeoutMs = def?.timeoutMs ?? 10_000;
+    const list = this.samples.get(tool) ?? [];
+    let estimatedDurationMs: number;
+    if (list.length === 0) {
+      estimatedDurationMs = def?.expectedDurationMs ?? 0;
+    } else {
+      const stats = this.stats(tool, list);
+      estimatedDurationMs = options.percentile === 'p90' ? stats.p90 : stats.median;
+      if (complexity !== undefined) estimatedDurationMs *= Math.min(10, Math.max(0.25, complexity / (stats.complexity || 1)));
+    }
+    estimatedDurationMs = Math.round(estimatedDurationMs);
+    const samples = Math.min(list.length, MAX_SAMPLES);
+    return { estimatedDurationMs, confidence: confidenceOf(samples), willTimeout: estimatedDurationMs > timeoutMs, timeoutMs, samples };
+  }
+
+  private stats(tool: string, list: { durationMs: number; complexity: number }[]): { median: number; p90: number; complexity: number } {
+    const cached = this.cache.get(tool);
+    if (cached && list.length - cached.at < Math.max(1, cached.at / 20)) return cached;
+    const recent = list.length > MAX_SAMPLES ? list.slice(-MAX_SAMPLES) : list;
+    const durations = recent.map((s) => s.durationMs).sort((a, b) => a - b);
+    const fresh = {
+      at: list.length,
+      median: quantile(durations, 0.5),
+      p90: quantile(durations, 0.9),
+      complexity: quantile(recent.map((s) => s.complexity).sort((a, b) => a - b), 0.5),
+    };
+    this.cache.set(tool, fresh);
+    return fresh;
+  }
+
+  /** All samples as JSON. */
+  export(): TimingData {
+    const tools: TimingData['tools'] = {};
+    for (const [tool, list] of this.samples) tools[tool] = list.slice(-MAX_SAMPLES).map((s) => ({ ...s }));
+    return { version: 1, tools };
+  }
+
+  /** Adds samples exported elsewhere (e.g. a calibration run). */
+  import(data: TimingData): void {
+    if (data?.version !== 1 || typeof data.tools !== 'object') throw new TypeError('Expected timing data exported by timing.export() (version 1).');
+    for (const [tool, list] of Object.entries(data.tools)) {
+      for (const s of list) {
+        if (typeof s.durationMs === 'number' && s.durationMs >= 0) this.record(tool, s.durationMs, typeof s.complexity === 'number' ? s.complexity : 1);
+      }
+    }
+  }
+}
