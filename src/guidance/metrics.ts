@@ -58,7 +58,7 @@ export class MetricsCollector {
   private readonly ring: (ToolTransition | undefined)[];
   private next = 0;
   private size = 0;
-  private readonly calls = new Map<string, CallStats>();
+  private readonly calls = new Map<string, { chain?: CallStats; direct?: CallStats }>();
   /** from → to → running sums of the transitions in the ring, kept in step with it. */
   private readonly cells = new Map<string, Map<string, { count: number; ok: number; gap: number }>>();
   private readonly minOccurrences: number;
@@ -93,9 +93,9 @@ export class MetricsCollector {
 
   /** Counts one call of `tool` made as a chain step or a direct `invoke` (O(1)). */
   recordCall(tool: string, mode: 'chain' | 'direct', success: boolean, latencyMs: number): void {
-    const key = `${mode}:${tool}`;
-    let s = this.calls.get(key);
-    if (!s) this.calls.set(key, (s = { invocations: 0, successes: 0, failures: 0, latencyMs: { min: Infinity, avg: 0, max: 0 } }));
+    let byMode = this.calls.get(tool);
+    if (!byMode) this.calls.set(tool, (byMode = {}));
+    const s = (byMode[mode] ??= { invocations: 0, successes: 0, failures: 0, latencyMs: { min: Infinity, avg: 0, max: 0 } });
     s.invocations++;
     if (success) s.successes++;
     else s.failures++;
@@ -106,12 +106,7 @@ export class MetricsCollector {
 
   /** Call counters of a tool by mode. */
   callStats(tool: string): { chain?: CallStats; direct?: CallStats } {
-    const out: { chain?: CallStats; direct?: CallStats } = {};
-    const chain = this.calls.get(`chain:${tool}`);
-    const direct = this.calls.get(`direct:${tool}`);
-    if (chain) out.chain = structuredClone(chain);
-    if (direct) out.direct = structuredClone(direct);
-    return out;
+    return structuredClone(this.calls.get(tool) ?? {});
   }
 
   /** The transitions kept, oldest first. */

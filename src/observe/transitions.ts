@@ -10,13 +10,18 @@ export class TransitionTracker {
   record(sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition | undefined {
     const prev = this.last.get(sessionId);
     if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
-    else if (this.last.size >= this.maxSessions) this.last.delete(this.last.keys().next().value as string);
+    else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
     const recent = prev ? prev.recent : [];
     recent.push(tool);
     if (recent.length > 10) recent.shift();
     this.last.set(sessionId, { tool, endedAt, recent });
     if (!prev) return undefined;
     return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+  }
+
+  /** Drops a session (a run without a sessionId is its own session, over when the run ends). */
+  forget(sessionId: string): void {
+    this.last.delete(sessionId);
   }
 
   /** The session's last (up to 10) tools, oldest first. */
@@ -26,5 +31,14 @@ export class TransitionTracker {
 
   clear(): void {
     this.last.clear();
+  }
+}
+
+/** Deletes the oldest tenth of a Map kept in insertion order: batches keep eviction O(1) amortised. */
+export function evictOldest(map: Map<string, unknown>, max: number): void {
+  let n = map.size - Math.floor(max * 0.9);
+  for (const key of map.keys()) {
+    if (n-- <= 0) break;
+    map.delete(key);
   }
 }

@@ -51,7 +51,10 @@ const PENDING = 0;
 const RUNNING = 1;
 const DONE = 2;
 
-const iso = (ms: number): string => new Date(ms).toISOString();
+// Steps of a run mostly start within the same millisecond: formatting each date once is enough.
+let lastMs = Number.NaN;
+let lastIso = '';
+const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString())));
 const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -137,6 +140,7 @@ class Run {
     if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
     core.active.delete(this.abort);
     const result = await this.result();
+    if (x.sessionId === undefined && result.status !== 'awaiting_confirmation') core.transitions.forget(x.runId);
 
     if (listening(events, 'chain:end')) {
       safeEmit(events, 'chain:end', {

@@ -1,4 +1,5 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
+import { evictOldest } from '../observe/transitions.js';
 import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
 
 /** Options of the memory stores. */
@@ -36,7 +37,7 @@ export function memoryCheckpointStore(options: MemoryStoreOptions = {}): Checkpo
     for (const [id, e] of entries) {
       if (e.expiresAt <= t) entries.delete(id);
     }
-    while (entries.size > max) entries.delete(entries.keys().next().value as string);
+    if (entries.size > max) evictOldest(entries, max);
   };
 
   return {
@@ -80,11 +81,13 @@ export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): Idempo
   const now = options.now ?? Date.now;
   const entries = new Map<string, IdempotencyEntry>(); // insertion order = age
 
+  // Evicts the oldest tenth at once (expired or finished entries; an in-flight claim is never evicted).
   const evict = (): void => {
     const t = now();
+    const target = Math.floor(max * 0.9);
     for (const [key, e] of entries) {
-      if (entries.size <= max && e.expiresAt > t) break;
-      if (e.done || e.expiresAt <= t) entries.delete(key); // an in-flight claim is never evicted
+      if (entries.size <= target) break;
+      if (e.done || e.expiresAt <= t) entries.delete(key);
     }
   };
 
