@@ -14,7 +14,7 @@ const TASKS = ['Buy groceries', 'Buy milk', 'Call mom', 'Dentist appointment', '
 
 // The built-in task tools carry the reference spec's per-user rate limits (100 updates a minute);
 // the baseline has none, so the bench runs the same chain over copies without them.
-const unlimited = (t: Tool) => defineTool({ ...t, suggests: [...t.suggests], rateLimit: undefined });
+const unlimited = (t: Tool) => defineTool({ ...t, rateLimit: undefined });
 const list = unlimited(listTasks);
 const update = unlimited(updateTask);
 const chain = defineChain({

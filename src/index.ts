@@ -31,6 +31,7 @@ export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/rende
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './guidance/metadata.js';
 export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
 export { TimingModel, complexityOf, type TimingEstimate, type TimingData, type Confidence } from './guidance/timing.js';
+export { alternativesFor } from './guidance/alternatives.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
 export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
 

@@ -37,7 +37,9 @@ export interface ToolSpec<I extends z.ZodType, O extends z.ZodType> {
   rateLimit?: RateLimitSpec;
   /** Overrides the retry rule of the transient categories (internal, unavailable, network), or `false` for no retries. */
   retry?: Partial<RetryRule> | false;
-  suggests?: ToolSuggestion[];
+  suggests?: readonly ToolSuggestion[];
+  /** Tools or chains (by name) that can do the same job: offered as alternatives when this one fails. */
+  alternatives?: readonly string[];
 }
 
 /** A defined tool; its zod schemas carry the input and output types. */
@@ -53,6 +55,7 @@ export interface Tool<I = any, O = any> {
   readonly rateLimit?: Readonly<RateLimitSpec>;
   readonly retry?: Readonly<Partial<RetryRule>> | false;
   readonly suggests: readonly ToolSuggestion[];
+  readonly alternatives: readonly string[];
 }
 
 /** The input type of a tool. */
@@ -133,6 +136,9 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolS
       if (typeof s?.tool !== 'string' || typeof s?.reason !== 'string') issues.add(`suggests[${i}]`, 'Expected { tool: string, reason: string }.');
     });
   }
+  if (spec.alternatives !== undefined && !(Array.isArray(spec.alternatives) && spec.alternatives.every((a) => typeof a === 'string' && a !== ''))) {
+    issues.add('alternatives', 'Expected `alternatives` to be an array of tool or chain names.');
+  }
   issues.throwIfAny(`tool '${String(spec.name)}'`);
   return Object.freeze({
     kind: 'tool' as const,
@@ -146,6 +152,7 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolS
     ...(spec.rateLimit !== undefined && { rateLimit: Object.freeze({ ...spec.rateLimit }) }),
     ...(spec.retry !== undefined && { retry: spec.retry === false ? false : Object.freeze({ ...spec.retry }) }),
     suggests: Object.freeze((spec.suggests ?? []).map((s) => Object.freeze({ ...s }))),
+    alternatives: Object.freeze([...(spec.alternatives ?? [])]),
   }) as unknown as Tool<z.infer<I>, z.infer<O>>;
 }
 

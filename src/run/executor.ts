@@ -8,6 +8,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { classifyError, RunAbortReason, type Classified } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { buildMetadata } from '../guidance/metadata.js';
+import { alternativesFor } from '../guidance/alternatives.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
@@ -260,7 +261,9 @@ class Run {
   private failed(p: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
     const failure = error instanceof StepError ? error.failure : classifyError(error, this.core.classifiers);
     const details = { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? 0, ...(error instanceof StepError && error.extra) };
-    return { kind: 'failed', error: toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable) };
+    const info = toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable);
+    info.alternatives = alternativesFor(this.core.guidance, info, ctx ? { complexity: complexityOf(ctx.input) } : {});
+    return { kind: 'failed', error: info };
   }
 
   /** Trace entry, transition, events and logs of a finished step. */

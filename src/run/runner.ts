@@ -9,6 +9,7 @@ import { classifyError, DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, ty
 import { IssueList } from '../errors/definition-error.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { FallbackAdvisor, type FallbackRule } from '../guidance/fallback.js';
+import { alternativesFor } from '../guidance/alternatives.js';
 import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
 import { MetricsCollector } from '../guidance/metrics.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
@@ -385,7 +386,9 @@ export function createRunner(options: RunnerOptions): Runner {
       try {
         result = finish({ status: 'completed', output: (await call(ctx)) as O });
       } catch (error) {
-        result = finish({ status: 'failed', error: toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry) });
+        const info = toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry);
+        info.alternatives = alternativesFor(core.guidance, info, { complexity: complexityOf(ctx.input) });
+        result = finish({ status: 'failed', error: info });
       } finally {
         opts.signal?.removeEventListener('abort', onCallerAbort);
         core.active.delete(scope);
