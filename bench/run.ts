@@ -5,7 +5,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import pTimeout from 'p-timeout';
-import { createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
+import { buildMetadata } from '../src/guidance/metadata.js';
+import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
 
 const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
 const TASKS = ['Buy groceries', 'Buy milk', 'Call mom', 'Dentist appointment', 'Read a book'].map((title, i) => ({
@@ -147,13 +148,32 @@ for (let round = 0; round < 3; round++) {
 row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'wall ms', median(wall[0]), median(wall[1]), 0);
 row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'heap MB retained in flight', median(heap[0]), median(heap[1]));
 
+// Guidance: summaries are computed on query; metadata is built for every result.
+const metrics = new MetricsCollector();
+const toolsUsed = ['list_tasks', 'update_task', 'complete_task', 'add_task', 'delete_task'];
+for (let i = 0; i < 10_000; i++) {
+  metrics.recordTransition({ fromTool: toolsUsed[i % 5]!, toTool: toolsUsed[(i * 7 + 1) % 5]!, sessionId: `s${i % 400}`, success: i % 9 !== 0, timestamp: i, gapMs: 5 } as never);
+}
+let t0 = performance.now();
+for (let i = 0; i < 10; i++) metrics.chainSummary();
+const summaryMs = (performance.now() - t0) / 10;
+const tools = new Map([[list.name, list], [update.name, update]]);
+const timing = new TimingModel(tools);
+for (let i = 0; i < 500; i++) timing.record(toolsUsed[i % 2]!, 5 + (i % 7));
+const sources = { tools, chains: new Map([[chain.name, chain]]), metrics, timing };
+const META_N = 100_000;
+t0 = performance.now();
+for (let i = 0; i < META_N; i++) buildMetadata(sources, { chain, lastTool: 'update_task', actualDurationMs: 1, sessionTools: toolsUsed, advice: [] });
+const metaUs = ((performance.now() - t0) * 1000) / META_N;
+
 const header = ['workload', 'metric', 'baseline', 'chainkit', 'ratio'];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
 console.log(line(header));
 console.log(`|${widths.map((w, i) => (i < 2 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
 for (const r of rows) console.log(line(r));
-console.log(`\nchainkit runs that did not complete in the sequential workloads: ${failed}`);
+console.log(`\nguidance: chainSummary over 10,000 transitions ${summaryMs.toFixed(1)} ms; metadata per result ${metaUs.toFixed(2)} µs (${((metaUs / median(seqOurs)) * 100).toFixed(0)} % of a sequential chain)`);
+console.log(`chainkit runs that did not complete in the sequential workloads: ${failed}`);
 console.log(`chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
 console.log(`node ${process.version}, ${process.env.CI ? 'CI' : 'local'}; tracing: summary traces always built, events: listeners on step:end and chain:end`);
 
