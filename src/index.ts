@@ -32,6 +32,7 @@ export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggest
 export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
 export { TimingModel, complexityOf, type TimingEstimate, type TimingData, type Confidence } from './guidance/timing.js';
 export { alternativesFor } from './guidance/alternatives.js';
+export type { GuidanceSources } from './guidance/suggest.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
 export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
 

@@ -5,6 +5,7 @@ import { DefinitionError } from '../errors/definition-error.js';
 
 /** Complexity levels, from the smallest tool set to the largest. */
 export type TierLevel = 'simple' | 'medium' | 'complex';
+/** The tier levels, lowest first: escalation goes this way. */
 export const TIER_LEVELS: readonly TierLevel[] = ['simple', 'medium', 'complex'];
 
 /** Which tools each tier offers: tool names, or `'all'`. */
