@@ -9,6 +9,7 @@ import { classifyError, RunAbortReason, type Classified } from '../errors/classi
 import { toErrorInfo } from '../errors/messages.js';
 import { buildMetadata } from '../guidance/metadata.js';
 import { alternativesFor } from '../guidance/alternatives.js';
+import { learn } from '../guidance/learn.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
@@ -525,15 +526,3 @@ class Run {
   }
 }
 
-/** Feeds what one finished tool call teaches: transition, counters, duration (successes only), failures. */
-export function learn(core: Core, session: string, tool: string, mode: 'chain' | 'direct', started: number, ended: number, error: ChainErrorInfo | undefined, complexity: number): void {
-  const ok = error === undefined;
-  const transition = core.transitions.record(session, tool, started, ended, ok);
-  if (transition) {
-    core.metrics.recordTransition(transition);
-    if (listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
-  }
-  core.metrics.recordCall(tool, mode, ok, ended - started);
-  if (ok) core.timing.record(tool, ended - started, complexity);
-  core.advisor.record(session, tool, error?.category);
-}

@@ -5,18 +5,17 @@ import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
 import { isTool, type Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, type ChainErrorInfo, type RetryRule, type RetryTable } from '../errors/categories.js';
-import { classifyError, DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
+import { DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { FallbackAdvisor, type FallbackRule } from '../guidance/fallback.js';
-import { alternativesFor } from '../guidance/alternatives.js';
 import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
 import { MetricsCollector } from '../guidance/metrics.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
 import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
-import { complexityOf, TimingModel } from '../guidance/timing.js';
+import { TimingModel } from '../guidance/timing.js';
 import { createEmitter, listening, safeEmit, type Hooks, type RunnerEmitter } from '../observe/events.js';
-import { redact, type RedactRule } from '../observe/redact.js';
+import type { RedactRule } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { TransitionTracker } from '../observe/transitions.js';
 import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
@@ -26,9 +25,9 @@ import { idempotencyPolicy } from '../policies/idempotency.js';
 import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
-import { AbortScope } from './abort.js';
 import { hashContext, verifyToken } from './checkpoint.js';
-import { execute, learn, type Execution } from './executor.js';
+import { execute, type Execution } from './executor.js';
+import { invokeOne } from './invoke.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult, Logger, ResumeOptions, RunOptions, RunResult } from './types.js';
 
@@ -91,7 +90,6 @@ export interface Runner {
 }
 
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
-const MIN_INVOKE_DEADLINE_MS = 30_000;
 
 /**
  * Creates a runner.
@@ -202,6 +200,7 @@ export function createRunner(options: RunnerOptions): Runner {
     timing,
     advisor,
     guidance: { tools, chains, metrics, timing },
+    ...(options.registry && { registry: options.registry }),
     active: new Set(),
   };
   let closed = false;
@@ -318,85 +317,9 @@ export function createRunner(options: RunnerOptions): Runner {
       });
     },
 
-    async invoke<O = unknown>(name: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult<O>> {
+    invoke<O = unknown>(name: string, input: unknown, opts: InvokeOptions = {}): Promise<InvokeResult<O>> {
       assertOpen();
-      const started = now();
-      const runId = newId();
-      const traceId = newId();
-      const session = opts.sessionId ?? runId;
-      const tool = tools.get(name);
-      const entry: TraceStep = { stepNumber: 1, id: name, status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(started).toISOString() };
-      const context: ResponseMetadata['context'] = {};
-      let ctx: CallContext | undefined;
-      const finish = (body: { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }): InvokeResult<O> => {
-        const ended = now();
-        entry.latencyMs = ended - started;
-        entry.status = body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error';
-        if (body.status === 'failed') entry.error = body.error;
-        else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
-        if (ctx) {
-          entry.attempts = ctx.attempt;
-          learn(core, session, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input));
-        }
-        const trace: Trace = {
-          traceId, runId, chain: '', ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
-          startedAt: entry.startedAt, endedAt: new Date(ended).toISOString(), totalLatencyMs: ended - started,
-          status: body.status, steps: [entry],
-        };
-        const metadata = buildMetadata(core.guidance, {
-          ...(tool && { tool }), ...(ctx && { lastTool: name }), actualDurationMs: ended - started,
-          sessionTools: core.transitions.recent(session), advice: ctx ? advisor.advice(session, name) : [], context,
-        });
-        return { ...body, tool: name, trace, metadata };
-      };
-      const notFound = (code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code, message }, { tool: name }, retryTable) });
-
-      if (opts.tier !== undefined) {
-        if (!options.registry) throw new TypeError('invoke(…, { tier }) needs createRunner({ registry }).');
-        const found = options.registry.tierFor(name, opts.tier); // throws DefinitionError for an unknown level
-        if (!found) return notFound('not_in_tier', `Tool '${name}' is in no tier from '${opts.tier}' up.`);
-        context.tier = found;
-        if (found !== opts.tier) {
-          context.wasEscalated = true;
-          context.originalTier = opts.tier;
-          if (listening(events, 'tier:escalation')) safeEmit(events, 'tier:escalation', { tool: name, from: opts.tier, to: found });
-        }
-      }
-      if (!tool) return notFound('unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...tools.keys()].join(', ') || 'none'}).`);
-      entry.tool = tool.name;
-      const parsed = tool.input.safeParse(input);
-      if (!parsed.success) {
-        return finish({ status: 'failed', error: toErrorInfo(schemaFailure('invalid_input', `Input for tool ${name} does not match its schema`, parsed.error.issues, 'invalid_input'), { tool: name }, retryTable) });
-      }
-      if (core.traceDetail === 'full') entry.input = redact(parsed.data, core.redact);
-      const deadlineMs = opts.timeoutMs ?? Math.max(MIN_INVOKE_DEADLINE_MS, tool.timeoutMs * 3);
-      const scope = new AbortScope();
-      core.active.add(scope);
-      const onCallerAbort = (): void => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
-      if (opts.signal?.aborted) onCallerAbort();
-      else opts.signal?.addEventListener('abort', onCallerAbort);
-      ctx = {
-        tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, run: scope,
-        deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
-        ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
-        ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? `${runId}:${name}` }),
-      };
-      if (listening(events, 'step:start')) safeEmit(events, 'step:start', { runId, traceId, step: name, tool: name, stepNumber: 1 });
-      let result: InvokeResult<O>;
-      try {
-        result = finish({ status: 'completed', output: (await call(ctx)) as O });
-      } catch (error) {
-        const info = toErrorInfo(classifyError(error, classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry);
-        info.alternatives = alternativesFor(core.guidance, info, { complexity: complexityOf(ctx.input) });
-        result = finish({ status: 'failed', error: info });
-      } finally {
-        opts.signal?.removeEventListener('abort', onCallerAbort);
-        core.active.delete(scope);
-      }
-      if (listening(events, 'step:end')) {
-        safeEmit(events, 'step:end', { runId, traceId, step: name, tool: name, status: entry.status, attempts: entry.attempts, latencyMs: entry.latencyMs, ...(entry.error && { error: entry.error }) });
-      }
-      return result;
+      return invokeOne<O>(core, name, input, opts);
     },
 
     metrics,

@@ -124,6 +124,8 @@ export interface Core {
   readonly advisor: FallbackAdvisor;
   /** Guidance's view of tools, chains, metrics and timing. */
   readonly guidance: GuidanceSources;
+  /** Tool tiers, for `invoke(…, { tier })`. */
+  readonly registry?: import('../guidance/tiers.js').ToolRegistry;
   /** Abort scopes of the runs and calls in flight, aborted by `close()`. */
   readonly active: Set<AbortScope>;
 }
