@@ -37,7 +37,7 @@ function walk(value: unknown, rule: RedactRule | undefined, depth: number, seen:
     const o: Record<string, unknown> = {};
     for (const key of Object.keys(value)) {
       const v = (value as Record<string, unknown>)[key];
-      o[key] = SECRET_KEY.test(key) || rule?.(key, v) ? REDACTED : walk(v, rule, depth + 1, seen);
+      o[key] = SECRET_KEY.test(key) || hides(rule, key, v) ? REDACTED : walk(v, rule, depth + 1, seen);
     }
     out = o;
   }
@@ -54,4 +54,14 @@ export function describeValue(value: unknown, rule?: RedactRule, max = 300): str
     text = Object.prototype.toString.call(value);
   }
   return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+/** A caller's rule that throws hides the value: failing closed is the safe side. */
+function hides(rule: RedactRule | undefined, key: string, value: unknown): boolean {
+  if (!rule) return false;
+  try {
+    return rule(key, value);
+  } catch {
+    return true;
+  }
 }

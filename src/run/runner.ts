@@ -135,7 +135,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const classifiers: readonly Classifier[] = options.classifiers ? [...options.classifiers, ...DEFAULT_CLASSIFIERS] : DEFAULT_CLASSIFIERS;
   const retryTable: Readonly<RetryTable> = options.retry ? { ...DEFAULT_RETRY_TABLE, ...options.retry } : DEFAULT_RETRY_TABLE;
   const events = createEmitter(options.hooks);
-  const logger = options.logger;
+  const logger = options.logger && safeLogger(options.logger);
   const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
   const metrics = new MetricsCollector();
   const timing = new TimingModel(tools);
@@ -375,4 +375,16 @@ export async function runChain<I, C, O>(chain: Chain<I, C, O>, input: I, options
   } finally {
     await runner.close();
   }
+}
+
+/** A logger whose failures cannot reach a run: logging is never worth a broken run. */
+function safeLogger(logger: Logger): Logger {
+  const wrap = (level: keyof Logger) => (obj: object, msg?: string): void => {
+    try {
+      logger[level](obj, msg);
+    } catch {
+      // swallowed on purpose
+    }
+  };
+  return { debug: wrap('debug'), info: wrap('info'), warn: wrap('warn'), error: wrap('error') };
 }

@@ -116,3 +116,17 @@ describe('traces and redaction', () => {
     expect(lines.at(-1)![1]).toMatchObject({ step: 'l', category: 'permission_denied' });
   });
 });
+
+describe('callers\' functions that throw', () => {
+  it('a throwing logger or redact rule neither breaks nor hangs a run', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const boom = () => { throw new Error('logger down'); };
+    const runner = createRunner({
+      invoker: store.invoker, traceDetail: 'full', logger: { debug: boom, info: boom, warn: boom, error: boom },
+      redact: (key) => { if (key === 'title') throw new Error('rule bug'); return false; },
+    });
+    const r = await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, alice);
+    expect(r.status).toBe('completed');
+    expect(JSON.stringify(r.trace)).not.toContain('Dentist 3pm'); // the broken rule hid it
+  });
+});
