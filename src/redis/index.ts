@@ -1,0 +1,164 @@
+// chainkit/redis: shared stores on Redis, so any instance can resume a token, see a kept result
+// or a breaker another instance opened. Every read-modify-write is one Lua script: atomic.
+import type { Redis } from 'ioredis';
+import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from '../stores/types.js';
+
+/** Options of {@link redisStores}. */
+export interface RedisStoresOptions {
+  /** Namespace of every key, e.g. `myapp:chainkit`. Two apps on one Redis need different prefixes. */
+  prefix: string;
+  /** How long kept results live. Default 24 h. */
+  idempotencyTtlMs?: number;
+  /** How long an in-flight marker lives if its process dies mid-call. Default 60 s. */
+  pendingTtlMs?: number;
+  /** How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s. */
+  pendingWaitMs?: number;
+  /** Poll interval while waiting. Default 50 ms. */
+  pollMs?: number;
+  /** Clock (for breaker windows). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The Redis-backed stores, for `createRunner({ stores })`. */
+export interface RedisStores {
+  checkpoints: CheckpointStore;
+  idempotency: IdempotencyStore;
+  breakers: BreakerStore;
+}
+
+// KEYS: checkpoint, tombstone. Returns the checkpoint (and leaves a tombstone for its remaining TTL),
+// 'USED' if a tombstone exists, or nil.
+const TAKE = `
+local v = redis.call('GET', KEYS[1])
+if v then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 1 then ttl = 1000 end
+  redis.call('DEL', KEYS[1])
+  redis.call('SET', KEYS[2], '1', 'PX', ttl)
+  return v
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 'USED' end
+return false`;
+
+// KEYS: checkpoint, tombstone. ARGV: json, ttl. Saving (or putting back) clears the tombstone.
+const SAVE = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('DEL', KEYS[2])
+return 1`;
+
+// KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
+const ACQUIRE = `
+local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
+if open == 0 then return 'closed' end
+local now = tonumber(ARGV[1])
+if now < open then return tostring(open - now) end
+if redis.call('HGET', KEYS[1], 'probing') == '1' then return '1000' end
+redis.call('HSET', KEYS[1], 'probing', '1')
+return 'probe'`;
+
+// KEYS: breaker hash. Returns 'closed' if it was open.
+const SUCCESS = `
+local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
+redis.call('DEL', KEYS[1])
+if open ~= 0 then return 'closed' end
+return ''`;
+
+// KEYS: breaker hash. ARGV: now, threshold, openMs. Returns 'opened' when it opens.
+const FAILURE = `
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
+local probing = redis.call('HGET', KEYS[1], 'probing') == '1'
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 10)
+if probing or (open == 0 and failures >= tonumber(ARGV[2])) then
+  redis.call('HSET', KEYS[1], 'openUntil', tonumber(ARGV[1]) + tonumber(ARGV[3]), 'probing', '0')
+  return 'opened'
+end
+return ''`;
+
+/**
+ * Checkpoint, idempotency and circuit-breaker stores on Redis. The connection stays yours to close.
+ *
+ * @example
+ * ```ts
+ * import Redis from 'ioredis';
+ * import { redisStores } from 'chainkit/redis';
+ * const redis = new Redis('redis://127.0.0.1:6379');
+ * const runner = createRunner({ invoker, secret: process.env.CHAINKIT_SECRET, stores: redisStores(redis, { prefix: 'myapp' }) });
+ * ```
+ */
+export function redisStores(redis: Redis, options: RedisStoresOptions): RedisStores {
+  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  const p = options.prefix;
+  const idemTtl = options.idempotencyTtlMs ?? 24 * 3_600_000;
+  const pendingTtl = options.pendingTtlMs ?? 60_000;
+  const pendingWait = options.pendingWaitMs ?? 30_000;
+  const pollMs = options.pollMs ?? 50;
+  const now = options.now ?? Date.now;
+
+  const checkpoints: CheckpointStore = {
+    async save(cp: Checkpoint) {
+      const ttl = Math.max(1, cp.expiresAt - now());
+      await redis.eval(SAVE, 2, `${p}:cp:${cp.id}`, `${p}:cp-used:${cp.id}`, JSON.stringify(cp), String(ttl));
+    },
+    async take(id): Promise<TakeResult> {
+      const v = (await redis.eval(TAKE, 2, `${p}:cp:${id}`, `${p}:cp-used:${id}`)) as string | null;
+      if (v === null) return { status: 'missing' };
+      if (v === 'USED') return { status: 'used' };
+      return { status: 'taken', checkpoint: JSON.parse(v) as Checkpoint };
+    },
+  };
+
+  const idemKey = (key: string): string => `${p}:idem:${key}`;
+  /** Waits for a call in flight in another process: its result, its failure (key gone), or `conflict`. */
+  const waitFor = async (key: string): Promise<unknown> => {
+    const until = now() + pendingWait;
+    while (now() < until) {
+      await new Promise((r) => setTimeout(r, pollMs));
+      const raw = await redis.get(idemKey(key));
+      if (raw === null) throw Object.assign(new Error(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`), { status: 409 });
+      const entry = JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
+      if (entry.s === 'd') return entry.v;
+    }
+    throw Object.assign(new Error(`A call with idempotency key ${key} is still in flight elsewhere after ${pendingWait} ms.`), { status: 409 });
+  };
+  const idempotency: IdempotencyStore = {
+    async begin(key): Promise<IdempotencyClaim> {
+      const claimed = await redis.set(idemKey(key), '{"s":"p"}', 'PX', pendingTtl, 'NX');
+      if (claimed === 'OK') return { status: 'new' };
+      const raw = await redis.get(idemKey(key));
+      if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
+      const entry = JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
+      if (entry.s === 'd') return { status: 'done', value: entry.v };
+      return { status: 'pending', settled: waitFor(key) };
+    },
+    async complete(key, value) {
+      await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', idemTtl);
+    },
+    async fail(key) {
+      await redis.del(idemKey(key));
+    },
+  };
+
+  const brKey = (tool: string): string => `${p}:breaker:${tool}`;
+  const breakers: BreakerStore = {
+    async acquire(tool, at): Promise<BreakerDecision> {
+      const r = String(await redis.eval(ACQUIRE, 1, brKey(tool), String(at)));
+      if (r === 'closed') return { status: 'closed' };
+      if (r === 'probe') return { status: 'probe' };
+      return { status: 'open', retryAfterMs: Number(r) };
+    },
+    async success(tool): Promise<BreakerChange> {
+      return (await redis.eval(SUCCESS, 1, brKey(tool))) === 'closed' ? 'closed' : undefined;
+    },
+    async failure(tool, at, threshold, openMs): Promise<BreakerChange> {
+      return (await redis.eval(FAILURE, 1, brKey(tool), String(at), String(threshold), String(openMs))) === 'opened' ? 'opened' : undefined;
+    },
+    async isOpen(tool, at) {
+      const [open, probing] = await redis.hmget(brKey(tool), 'openUntil', 'probing');
+      const until = Number(open ?? 0);
+      return until !== 0 && (at < until || probing === '1');
+    },
+  };
+
+  return { checkpoints, idempotency, breakers };
+}

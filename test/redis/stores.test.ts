@@ -1,0 +1,112 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import Redis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunner, findAndDelete, taskTools } from 'chainkit';
+import { redisStores } from 'chainkit/redis';
+import { addOne, flaky, TASK, workerInvoker } from '../fixtures/redis-worker.js';
+
+// Real Redis on 127.0.0.1:6379 (.ci/run starts one); every key lives under this run's prefix.
+const prefix = `chainkit-test:${process.pid}:${Date.now()}`;
+const secret = 'a-secret-shared-by-all-processes';
+const worker = fileURLToPath(new URL('../fixtures/redis-worker.ts', import.meta.url));
+let redis: Redis;
+
+beforeAll(async () => {
+  redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+interface Worker { child: ChildProcessWithoutNullStreams; ready: Promise<void>; result: Promise<Record<string, unknown>> }
+
+function startWorker(job: Record<string, unknown>): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', worker, JSON.stringify({ prefix, secret, ...job })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let markReady: () => void = () => {};
+  const ready = new Promise<void>((r) => { markReady = r; });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d;
+    if (out.includes('ready\n')) markReady();
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d));
+  const result = new Promise<Record<string, unknown>>((resolve, reject) => {
+    child.on('exit', (code) => {
+      const last = out.trim().split('\n').at(-1) ?? '';
+      if (code === 0 && last.startsWith('{')) resolve(JSON.parse(last));
+      else reject(new Error(`worker exited ${code}: ${err || out}`));
+    });
+  });
+  return { child, ready, result };
+}
+const go = (w: Worker): void => { w.child.stdin.end('go\n'); };
+
+function localRunner() {
+  const invoker = workerInvoker();
+  return { invoker, runner: createRunner({ invoker, tools: [...taskTools, flaky], chains: [findAndDelete, addOne], secret, stores: redisStores(redis, { prefix }) }) };
+}
+
+describe('chainkit/redis across processes', () => {
+  it('a token issued in process A, resumed concurrently in A, B and C, deletes exactly once', async () => {
+    const a = localRunner();
+    const gate = await a.runner.run(findAndDelete, { match: 'groceries' }, { context: { userId: TASK.user_id } });
+    if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
+    const b = startWorker({ kind: 'resume', token: gate.resumeToken });
+    const c = startWorker({ kind: 'resume', token: gate.resumeToken });
+    await Promise.all([b.ready, c.ready]);
+    go(b);
+    go(c);
+    const [inA, inB, inC] = await Promise.all([a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } }), b.result, c.result]);
+    const statuses = [inA.status === 'failed' ? inA.error.code : inA.status, inB.code ?? inB.status, inC.code ?? inC.status];
+    expect(statuses.filter((s) => s === 'completed')).toHaveLength(1);
+    expect(statuses.filter((s) => s === 'already_used')).toHaveLength(2);
+    const deletes = a.invoker.callsTo('delete_task').length
+      + (inB.calls as string[]).filter((t) => t === 'delete_task').length
+      + (inC.calls as string[]).filter((t) => t === 'delete_task').length;
+    expect(deletes).toBe(1);
+    await a.runner.close();
+  }, 30_000);
+
+  it('the same runId on two processes performs the side effect once; both get its result', async () => {
+    const runId = `req-${Date.now()}`;
+    const b = startWorker({ kind: 'add', runId });
+    const c = startWorker({ kind: 'add', runId });
+    await Promise.all([b.ready, c.ready]);
+    go(b);
+    go(c);
+    const [inB, inC] = await Promise.all([b.result, c.result]);
+    expect([inB.status, inC.status]).toEqual(['completed', 'completed']);
+    expect(inB.output).toEqual(inC.output);
+    const adds = [inB, inC].flatMap((r) => r.calls as string[]).filter((t) => t === 'add_task');
+    expect(adds).toHaveLength(1);
+    expect([inB.cached, inC.cached].filter(Boolean)).toHaveLength(1);
+  }, 30_000);
+
+  it('a breaker opened by failures in A makes B fail fast', async () => {
+    const a = localRunner();
+    for (let i = 0; i < 5; i++) expect((await a.runner.invoke('flaky', {})).status).toBe('failed');
+    const b = startWorker({ kind: 'breaker' });
+    await b.ready;
+    go(b);
+    const inB = await b.result;
+    expect(inB).toMatchObject({ status: 'failed', category: 'circuit_open', calls: [] });
+    await a.runner.close();
+  }, 30_000);
+
+  it('a checkpoint is taken at most once even when resumed with a wrong context first', async () => {
+    const a = localRunner();
+    const gate = await a.runner.run(findAndDelete, { match: 'groceries' }, { context: { userId: TASK.user_id } });
+    if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
+    const wrong = await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d' } });
+    expect(wrong.status === 'failed' && wrong.error.code).toBe('context_mismatch');
+    expect((await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } })).status).toBe('completed');
+    const again = await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } });
+    expect(again.status === 'failed' && again.error.code).toBe('already_used');
+    await a.runner.close();
+  });
+});
