@@ -1,6 +1,7 @@
 // Circuit breaker per tool: after N transient failures in a row, fail fast for a while, then probe once.
 import type { ErrorCategory } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classifier } from '../errors/classify.js';
+import { callStore } from '../stores/guard.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
 import type { CallContext, Policy } from '../run/pipeline.js';
 
@@ -27,9 +28,16 @@ export interface BreakerPolicyOptions extends Required<BreakerOptions> {
 /** Counts per attempt; `circuit_open` is never retried. */
 export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   const { store, now, threshold, openMs, classifiers, onChange } = options;
-  const report = (change: BreakerChange | Promise<BreakerChange>, ctx: CallContext): void => {
-    if (change instanceof Promise) void change.then((c) => report(c, ctx), () => undefined);
-    else if (change) onChange?.(ctx.tool.name, change, ctx);
+  // Recording an outcome is best effort: a store hiccup must not turn a result into a failure.
+  const report = (change: () => BreakerChange | Promise<BreakerChange>, ctx: CallContext): void => {
+    let c: BreakerChange | Promise<BreakerChange>;
+    try {
+      c = change();
+    } catch {
+      return;
+    }
+    if (c instanceof Promise) void c.then((v) => report(() => v, ctx), () => undefined);
+    else if (c) onChange?.(ctx.tool.name, c, ctx);
   };
   return (next) => (ctx) => {
     const tool = ctx.tool.name;
@@ -45,19 +53,19 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
       const probe = decision.status === 'probe';
       return next(ctx).then(
         (value) => {
-          report(store.success(tool), ctx);
+          report(() => store.success(tool), ctx);
           return value;
         },
         (error: unknown) => {
           const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
           // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
-          if (COUNTS.has(category) || (probe && category === 'cancelled')) report(store.failure(tool, now(), threshold, openMs), ctx);
-          else if (category !== 'cancelled') report(store.success(tool), ctx);
+          if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), ctx);
+          else if (category !== 'cancelled') report(() => store.success(tool), ctx);
           throw error;
         },
       );
     };
-    const decision = store.acquire(tool, now(), openMs);
+    const decision = callStore(() => store.acquire(tool, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');
     return decision instanceof Promise ? decision.then(go) : go(decision);
   };
 }

@@ -15,6 +15,7 @@ import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { compensate } from '../policies/compensate.js';
+import { callStore } from '../stores/guard.js';
 import { AbortScope, untilAborted } from './abort.js';
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
@@ -49,6 +50,8 @@ type StepOutcome =
   | { kind: 'gate'; prompt: string; details: unknown }
   | { kind: 'declined' };
 
+/** How long a checkpoint store may take to answer. */
+const STORE_WAIT_MS = 10_000;
 const PENDING = 0;
 const RUNNING = 1;
 const DONE = 2;
@@ -496,7 +499,7 @@ class Run {
     const expiresAt = createdAt + core.confirmationTtlMs;
     const id = newId();
     try {
-      await core.checkpoints.save({
+      await callStore(() => core.checkpoints.save({
         v: 1,
         id,
         runId: x.runId,
@@ -513,7 +516,7 @@ class Run {
         createdAt,
         expiresAt,
         trace: base.trace.steps.filter((t) => t.id !== p.id),
-      });
+      }), createdAt + STORE_WAIT_MS, core.now, 'checkpoint');
     } catch (error) {
       return failed(toErrorInfo({ category: 'unavailable', code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` }, { step: p.id, tool: p.tool!.name }, core.retryTable));
     }

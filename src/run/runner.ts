@@ -24,6 +24,7 @@ import { breakerPolicy, type BreakerOptions } from '../policies/breaker.js';
 import { idempotencyPolicy } from '../policies/idempotency.js';
 import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
+import { callStore } from '../stores/guard.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
@@ -90,6 +91,8 @@ export interface Runner {
 }
 
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
+/** How long a checkpoint store may take to answer. */
+const STORE_WAIT_MS = 10_000;
 
 /**
  * Creates a runner.
@@ -166,7 +169,7 @@ export function createRunner(options: RunnerOptions): Runner {
   // The call pipeline of API.md §6: idempotency → retry → [per attempt: breaker → rate limit → timeout] → invoker.
   const call = compose(
     [
-      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now })),
+      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now),
       retryPolicy({ random, now, classifiers, onRetry }),
       breakerPolicy({ store: breakers, now, threshold, openMs, classifiers, onChange: onBreakerChange }),
       rateLimits.policy,
@@ -286,9 +289,9 @@ export function createRunner(options: RunnerOptions): Runner {
       }
       let taken;
       try {
-        taken = await core.checkpoints.take(verified.id);
+        taken = await callStore(() => core.checkpoints.take(verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
       } catch (error) {
-        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', `Could not read the checkpoint: ${error instanceof Error ? error.message : String(error)}`));
+        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
       }
       if (taken.status === 'used') return refuse('already_used', 'This resume token has already been used.');
       if (taken.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
@@ -296,7 +299,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const chain = opts.chain ?? chains.get(cp.chain);
       // A refusal that the rightful caller could still overcome puts the checkpoint back.
       const putBack = async (code: string, message: string): Promise<RunResult<O>> => {
-        await core.checkpoints.save(cp).catch(() => undefined);
+        await Promise.resolve(callStore(() => core.checkpoints.save(cp), now() + STORE_WAIT_MS, now, 'checkpoint')).catch(() => undefined);
         return refuse(code, message, cp);
       };
       if (!chain || chain.name !== cp.chain) return putBack('unknown_chain', `This runner has no chain named '${cp.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`);

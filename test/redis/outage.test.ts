@@ -1,0 +1,66 @@
+import { spawnSync } from 'node:child_process';
+import Redis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRunner, findAndDelete, taskTools } from 'chainkit';
+import { redisStores } from 'chainkit/redis';
+import { addOne, TASK, workerInvoker } from '../fixtures/redis-worker.js';
+
+// A Redis of this test's own, on another port, so it can be stopped and restarted.
+const PORT = 16_390 + (process.pid % 500);
+const start = (): void => {
+  spawnSync('redis-server', ['--port', String(PORT), '--bind', '127.0.0.1', '--daemonize', 'yes', '--save', '', '--appendonly', 'no']);
+};
+const stop = (): void => {
+  spawnSync('redis-cli', ['-p', String(PORT), 'shutdown', 'nosave']);
+};
+const until = async (check: () => boolean, ms = 5000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+let redis: Redis;
+beforeAll(async () => {
+  start();
+  // Fail fast while disconnected (no offline queue), reconnect quickly when Redis is back.
+  redis = new Redis({ host: '127.0.0.1', port: PORT, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 50, lazyConnect: true });
+  redis.on('error', () => {}); // connection errors are expected here
+  await until(() => spawnSync('redis-cli', ['-p', String(PORT), 'ping']).stdout?.toString().includes('PONG'));
+  await redis.connect();
+});
+afterAll(() => {
+  redis.disconnect();
+  stop();
+});
+
+describe('chainkit/redis when Redis goes away', () => {
+  it('fails with store_unavailable at once, never runs an unclaimed write or an unconfirmed delete, and recovers', async () => {
+    const invoker = workerInvoker();
+    const runner = createRunner({ invoker, tools: [...taskTools], chains: [findAndDelete, addOne], stores: redisStores(redis, { prefix: `outage:${process.pid}` }) });
+    const context = { userId: TASK.user_id };
+    expect((await runner.run(addOne, { title: 'before' }, { context })).status).toBe('completed');
+    const gate = await runner.run(findAndDelete, { match: 'groceries' }, { context });
+    expect(gate.status).toBe('awaiting_confirmation');
+
+    stop();
+    await until(() => redis.status !== 'ready');
+    const t0 = Date.now();
+    const down = await runner.run(addOne, { title: 'during' }, { context });
+    expect(down.status === 'failed' && down.error).toMatchObject({ category: 'unavailable', code: 'store_unavailable', retryable: true });
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(invoker.callsTo('add_task')).toHaveLength(1); // the write was not attempted without its claim
+    const resumed = gate.status === 'awaiting_confirmation' ? await runner.resume(gate.resumeToken, { approved: true }, { context }) : gate;
+    expect(resumed.status === 'failed' && resumed.error.code).toBe('store_unavailable');
+    const gated = await runner.run(findAndDelete, { match: 'groceries' }, { context });
+    expect(gated.status === 'failed' && gated.error.code).toBe('store_unavailable'); // no checkpoint, no token
+    expect(invoker.callsTo('delete_task')).toHaveLength(0);
+
+    start();
+    await until(() => redis.status === 'ready');
+    const back = await runner.run(addOne, { title: 'after' }, { context });
+    expect(back.status).toBe('completed');
+    await runner.close();
+  }, 20_000);
+});
