@@ -17,7 +17,7 @@ export interface Limiter {
    * Grants a slot now (returns a `Release`), later (a promise of one; rejects with the scope's reason
    * if it aborts first), or refuses: `queue_full`, or `wait` when the slot cannot come before `deadlineAt`.
    */
-  acquire(scope: AbortScope, deadlineAt: number): Release | Promise<Release> | { refused: 'queue_full' } | { refused: 'wait'; waitMs: number };
+  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Release | Promise<Release> | { refused: 'queue_full' } | { refused: 'wait'; waitMs: number };
 }
 
 /** Where limiters live. The default keeps them in this process; a shared store (e.g. Redis) returns its own. */
@@ -83,7 +83,7 @@ class WindowLimiter implements Limiter {
     return this.used < this.spec.limit && (this.spec.maxConcurrent === undefined || this.running < this.spec.maxConcurrent);
   }
 
-  acquire(scope: AbortScope, deadlineAt: number): ReturnType<Limiter['acquire']> {
+  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): ReturnType<Limiter['acquire']> {
     const t = this.now();
     this.lastActive = t;
     this.refresh(t);
@@ -98,6 +98,7 @@ class WindowLimiter implements Limiter {
       const grantAt = this.windowStart + this.spec.intervalMs * (1 + Math.floor(this.queue.length / this.spec.limit));
       if (grantAt >= deadlineAt) return { refused: 'wait', waitMs: grantAt - t };
     }
+    onWait?.();
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = { resolve, reject, off: () => {}, timer: undefined };
       const drop = (reason: unknown): void => {
@@ -214,12 +215,9 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
     const spec = ctx.tool.rateLimit;
     if (!spec) return next(ctx);
     if (ctx.run.aborted) return Promise.reject(ctx.run.reason);
-    const slot = limiterFor(ctx, spec).acquire(ctx.run, ctx.deadlineAt);
+    const slot = limiterFor(ctx, spec).acquire(ctx.run, ctx.deadlineAt, options.onWait && (() => options.onWait!(ctx)));
     if (typeof slot === 'function') return runWith(slot);
-    if (slot instanceof Promise) {
-      options.onWait?.(ctx);
-      return slot.then(runWith);
-    }
+    if (slot instanceof Promise) return slot.then(runWith);
     return Promise.reject(slot.refused === 'queue_full'
       ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${spec.maxQueue}); the call was not queued.`, retryAfterMs: spec.intervalMs })
       : new ToolFailure({ category: 'rate_limited', code: 'rate_limit_wait', message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`, retryAfterMs: slot.waitMs }));

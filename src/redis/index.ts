@@ -1,6 +1,10 @@
 // chainkit/redis: shared stores on Redis, so any instance can resume a token, see a kept result
 // or a breaker another instance opened. Every read-modify-write is one Lua script: atomic.
+import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
+import type { RateLimitSpec } from '../define/tool.js';
+import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import type { Limiter, LimiterStore, Release } from '../policies/rate-limit.js';
 import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from '../stores/types.js';
 
 /** Options of {@link redisStores}. */
@@ -161,4 +165,91 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
   };
 
   return { checkpoints, idempotency, breakers };
+}
+
+/** Options of {@link redisLimiterStore}. */
+export interface RedisLimiterOptions {
+  /** Namespace of the limiter ids (and so of bottleneck's keys). */
+  prefix: string;
+  /** Clock. Default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * Rate limits shared by every process on the same Redis, through bottleneck's Redis clustering:
+ * the same windows, concurrency and queue for all. Limiter ids derive from `prefix`. It works on
+ * its own duplicate of `redis` (bottleneck needs a subscriber too), closed by `runner.close()`.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker, tools, stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) } });
+ * ```
+ */
+export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): LimiterStore {
+  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  const now = options.now ?? Date.now;
+  // Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits on its own.
+  const connection = new Bottleneck.IORedisConnection({ client: redis.duplicate({ lazyConnect: false }) });
+  connection.on('error', () => {}); // surfaced per call as store_unavailable
+  const limiters = new Map<string, Bottleneck | Bottleneck.Group>();
+
+  const settings = (id: string, spec: RateLimitSpec): Bottleneck.ConstructorOptions => ({
+    id: `${options.prefix}:${id}`,
+    datastore: 'ioredis',
+    connection,
+    clearDatastore: false, // join the windows other processes already share
+    reservoir: spec.limit,
+    reservoirRefreshAmount: spec.limit,
+    reservoirRefreshInterval: spec.intervalMs,
+    maxConcurrent: spec.maxConcurrent ?? null,
+    highWater: spec.maxQueue ?? null,
+    strategy: Bottleneck.strategy.OVERFLOW,
+    // Queued jobs are retried on the heartbeat (5 s by default on Redis): beat a few times per window.
+    heartbeatInterval: Math.max(50, Math.min(1000, Math.floor(spec.intervalMs / 4))),
+  });
+
+  return {
+    limiter(id, spec) {
+      // Per-user ids end in ':<user>': one Bottleneck.Group per tool, keyed by user.
+      const user = spec.per === 'user' ? id.slice(id.lastIndexOf(':') + 1) : undefined;
+      const base = user === undefined ? id : id.slice(0, id.lastIndexOf(':'));
+      let entry = limiters.get(base);
+      if (!entry) {
+        entry = user === undefined ? new Bottleneck(settings(base, spec)) : new Bottleneck.Group({ ...settings(base, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
+        limiters.set(base, entry);
+      }
+      return bottleneckLimiter(entry instanceof Bottleneck ? entry : entry.key(user!), now);
+    },
+    async close() {
+      limiters.clear();
+      await connection.disconnect(false);
+    },
+  };
+}
+
+/** A Limiter on a bottleneck limiter: the slot is a job held open until the attempt ends. */
+function bottleneckLimiter(limiter: Bottleneck, now: () => number): Limiter {
+  return {
+    acquire(scope, deadlineAt) {
+      return new Promise<Release>((resolve, reject) => {
+        let release: Release = () => {};
+        const held = new Promise<void>((r) => { release = r; });
+        const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', 'The deadline passed while waiting for a rate-limit slot.')), Math.max(0, deadlineAt - now()));
+        const off = scope.onAbort((reason) => reject(reason));
+        limiter.schedule(() => {
+          clearTimeout(timer);
+          off();
+          if (scope.aborted) return Promise.resolve(); // nobody wants the slot any more: give it back
+          resolve(release);
+          return held;
+        }).catch((error: unknown) => {
+          clearTimeout(timer);
+          off();
+          reject(error instanceof Bottleneck.BottleneckError && /dropped/i.test(error.message)
+            ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: 'Too many calls are waiting for this tool; the call was not queued.' })
+            : new ToolFailure({ category: 'unavailable', code: 'store_unavailable', message: `The rate-limit store is unavailable: ${error instanceof Error ? error.message : String(error)}` }));
+        });
+      });
+    },
+  };
 }

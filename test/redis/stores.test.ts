@@ -17,7 +17,7 @@ beforeAll(async () => {
   await redis.connect();
 });
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
+  const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))]; // ours and bottleneck's
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
 });
@@ -86,6 +86,21 @@ describe('chainkit/redis across processes', () => {
     expect(adds).toHaveLength(1);
     expect([inB.cached, inC.cached].filter(Boolean)).toHaveLength(1);
   }, 30_000);
+
+  it('a per-user limit of 20 per second holds across 3 processes firing 60 calls', async () => {
+    const workers = [0, 1, 2].map(() => startWorker({ kind: 'limited' }));
+    await Promise.all(workers.map((w) => w.ready));
+    workers.forEach(go);
+    const starts = (await Promise.all(workers.map((w) => w.result))).flatMap((r) => r.starts as number[]);
+    expect(starts).toHaveLength(60);
+    expect(starts.every((s) => typeof s === 'number')).toBe(true); // all 60 completed
+    starts.sort((x, y) => x - y);
+    // 60 calls at 20 per window need 3 windows: without sharing, all would start at once.
+    expect(starts[59]! - starts[0]!).toBeGreaterThanOrEqual(1900);
+    expect(starts[59]! - starts[0]!).toBeLessThan(4000); // …and the windows follow each other
+    // Fixed windows allow at most 2 × 20 starts inside any sliding second, and never all 60.
+    for (let i = 0; i < 60; i++) expect(starts.filter((s) => s >= starts[i]! && s < starts[i]! + 1000).length).toBeLessThanOrEqual(40);
+  }, 40_000);
 
   it('a breaker opened by failures in A makes B fail fast', async () => {
     const a = localRunner();
