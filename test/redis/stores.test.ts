@@ -16,7 +16,9 @@ beforeAll(async () => {
   redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
 });
+const started: ChildProcessWithoutNullStreams[] = [];
 afterAll(async () => {
+  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL'); // a timed-out test leaves no process behind
   const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))]; // ours and bottleneck's
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
@@ -26,6 +28,7 @@ interface Worker { child: ChildProcessWithoutNullStreams; ready: Promise<void>; 
 
 function startWorker(job: Record<string, unknown>): Worker {
   const child = spawn(process.execPath, ['--import', 'tsx', worker, JSON.stringify({ prefix, secret, ...job })], { stdio: ['pipe', 'pipe', 'pipe'] });
+  started.push(child);
   let out = '';
   let err = '';
   let markReady: () => void = () => {};
