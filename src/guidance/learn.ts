@@ -9,9 +9,13 @@ export function learn(core: Core, session: string, tool: string, mode: 'chain' |
   const transition = core.transitions.record(session, tool, started, ended, ok);
   if (transition) {
     core.metrics.recordTransition(transition);
+    core.learning?.transition(transition);
     if (listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
   }
   core.metrics.recordCall(tool, mode, ok, ended - started);
-  if (ok) core.timing.record(tool, ended - started, complexity);
+  if (ok) {
+    core.timing.record(tool, ended - started, complexity);
+    core.learning?.sample(tool, ended - started, complexity);
+  }
   core.advisor.record(session, tool, error?.category);
 }

@@ -5,7 +5,10 @@ import type { Redis } from 'ioredis';
 import type { RateLimitSpec } from '../define/tool.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import type { Limiter, LimiterStore, Release } from '../policies/rate-limit.js';
-import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from '../stores/types.js';
+import type { ToolTransition } from '../observe/trace.js';
+import type {
+  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, TakeResult, TimingSample,
+} from '../stores/types.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {
@@ -28,6 +31,10 @@ export interface RedisStores {
   checkpoints: CheckpointStore;
   idempotency: IdempotencyStore;
   breakers: BreakerStore;
+  /** What runners learn (transitions, timing samples), bounded. */
+  metrics: LearningStore;
+  /** Rate limits shared by every process (bottleneck's Redis clustering). */
+  limiter: LimiterStore;
 }
 
 // KEYS: checkpoint, tombstone. Returns the checkpoint (and leaves a tombstone for its remaining TTL),
@@ -164,7 +171,50 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
     },
   };
 
-  return { checkpoints, idempotency, breakers };
+  return {
+    checkpoints,
+    idempotency,
+    breakers,
+    metrics: redisLearningStore(redis, { prefix: p }),
+    limiter: redisLimiterStore(redis, { prefix: p, now }),
+  };
+}
+
+/** Options of {@link redisLearningStore}. */
+export interface RedisLearningOptions {
+  prefix: string;
+  /** Transitions kept. Default 10 000. */
+  maxTransitions?: number;
+  /** Timing samples kept (all tools together). Default 20 000. */
+  maxSamples?: number;
+}
+
+/**
+ * What runners learn, in two capped Redis lists: a new process loads it, every process adds to it.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker, stores: { metrics: redisLearningStore(redis, { prefix: 'myapp' }) } });
+ * await runner.ready; // estimates and suggestions now include what other instances learned
+ * ```
+ */
+export function redisLearningStore(redis: Redis, options: RedisLearningOptions): LearningStore {
+  const transitionsKey = `${options.prefix}:learn:transitions`;
+  const samplesKey = `${options.prefix}:learn:samples`;
+  const maxT = options.maxTransitions ?? 10_000;
+  const maxS = options.maxSamples ?? 20_000;
+  return {
+    async load(): Promise<LearnedData> {
+      const [t, s] = await Promise.all([redis.lrange(transitionsKey, 0, -1), redis.lrange(samplesKey, 0, -1)]);
+      return { transitions: t.map((x) => JSON.parse(x) as ToolTransition), samples: s.map((x) => JSON.parse(x) as TimingSample) };
+    },
+    async append(batch) {
+      const tx = redis.multi();
+      if (batch.transitions.length) tx.rpush(transitionsKey, ...batch.transitions.map((t) => JSON.stringify(t))).ltrim(transitionsKey, -maxT, -1);
+      if (batch.samples.length) tx.rpush(samplesKey, ...batch.samples.map((s) => JSON.stringify(s))).ltrim(samplesKey, -maxS, -1);
+      await tx.exec();
+    },
+  };
 }
 
 /** Options of {@link redisLimiterStore}. */
@@ -188,15 +238,21 @@ export interface RedisLimiterOptions {
 export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): LimiterStore {
   if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
   const now = options.now ?? Date.now;
-  // Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits on its own.
-  const connection = new Bottleneck.IORedisConnection({ client: redis.duplicate({ lazyConnect: false }) });
-  connection.on('error', () => {}); // surfaced per call as store_unavailable
+  // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
+  let conn: Bottleneck.IORedisConnection | undefined;
+  const connection = (): Bottleneck.IORedisConnection => {
+    if (!conn) {
+      conn = new Bottleneck.IORedisConnection({ client: redis.duplicate({ lazyConnect: false }) });
+      conn.on('error', () => {}); // surfaced per call as store_unavailable
+    }
+    return conn;
+  };
   const limiters = new Map<string, Bottleneck | Bottleneck.Group>();
 
   const settings = (id: string, spec: RateLimitSpec): Bottleneck.ConstructorOptions => ({
     id: `${options.prefix}:${id}`,
     datastore: 'ioredis',
-    connection,
+    connection: connection(),
     clearDatastore: false, // join the windows other processes already share
     reservoir: spec.limit,
     reservoirRefreshAmount: spec.limit,
@@ -208,27 +264,44 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): L
     heartbeatInterval: Math.max(50, Math.min(1000, Math.floor(spec.intervalMs / 4))),
   });
 
+  const drop = (base: string): void => {
+    const entry = limiters.get(base);
+    limiters.delete(base);
+    const all = entry instanceof Bottleneck ? [entry] : entry ? entry.limiters().map((l) => l.limiter) : [];
+    for (const l of all) void Promise.resolve().then(() => l.disconnect(false)).catch(() => undefined); // shared connection: only detaches
+  };
+
   return {
     limiter(id, spec) {
       // Per-user ids end in ':<user>': one Bottleneck.Group per tool, keyed by user.
       const user = spec.per === 'user' ? id.slice(id.lastIndexOf(':') + 1) : undefined;
       const base = user === undefined ? id : id.slice(0, id.lastIndexOf(':'));
-      let entry = limiters.get(base);
-      if (!entry) {
-        entry = user === undefined ? new Bottleneck(settings(base, spec)) : new Bottleneck.Group({ ...settings(base, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
-        limiters.set(base, entry);
-      }
-      return bottleneckLimiter(entry instanceof Bottleneck ? entry : entry.key(user!), now);
+      const current = (): Bottleneck => {
+        let entry = limiters.get(base);
+        if (!entry) {
+          entry = user === undefined ? new Bottleneck(settings(base, spec)) : new Bottleneck.Group({ ...settings(base, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
+          limiters.set(base, entry);
+        }
+        return entry instanceof Bottleneck ? entry : entry.key(user!);
+      };
+      return bottleneckLimiter(current, () => drop(base), now);
     },
     async close() {
-      limiters.clear();
-      await connection.disconnect(false);
+      for (const base of [...limiters.keys()]) drop(base);
+      await conn?.disconnect(false);
+      conn = undefined;
     },
   };
 }
 
-/** A Limiter on a bottleneck limiter: the slot is a job held open until the attempt ends. */
-function bottleneckLimiter(limiter: Bottleneck, now: () => number): Limiter {
+// Redis 7 prefixes script errors with "ERR ", which bottleneck 2's own recovery does not expect.
+const LOST_STATE = /SETTINGS_KEY_NOT_FOUND|UNKNOWN_CLIENT/;
+
+/**
+ * A Limiter on a bottleneck limiter: the slot is a job held open until the attempt ends. If Redis
+ * lost the limiter's state (a restart), the limiter is recreated and the call tried once more.
+ */
+function bottleneckLimiter(current: () => Bottleneck, reset: () => void, now: () => number): Limiter {
   return {
     acquire(scope, deadlineAt) {
       return new Promise<Release>((resolve, reject) => {
@@ -236,19 +309,24 @@ function bottleneckLimiter(limiter: Bottleneck, now: () => number): Limiter {
         const held = new Promise<void>((r) => { release = r; });
         const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', 'The deadline passed while waiting for a rate-limit slot.')), Math.max(0, deadlineAt - now()));
         const off = scope.onAbort((reason) => reject(reason));
-        limiter.schedule(() => {
+        const attempt = (first: boolean): void => void current().schedule(() => {
           clearTimeout(timer);
           off();
           if (scope.aborted) return Promise.resolve(); // nobody wants the slot any more: give it back
           resolve(release);
           return held;
         }).catch((error: unknown) => {
+          if (first && error instanceof Error && LOST_STATE.test(error.message)) {
+            reset();
+            return attempt(false);
+          }
           clearTimeout(timer);
           off();
           reject(error instanceof Bottleneck.BottleneckError && /dropped/i.test(error.message)
             ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: 'Too many calls are waiting for this tool; the call was not queued.' })
             : new ToolFailure({ category: 'unavailable', code: 'store_unavailable', message: `The rate-limit store is unavailable: ${error instanceof Error ? error.message : String(error)}` }));
         });
+        attempt(true);
       });
     },
   };

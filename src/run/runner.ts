@@ -25,7 +25,8 @@ import { idempotencyPolicy } from '../policies/idempotency.js';
 import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
 import { callStore } from '../stores/guard.js';
-import type { BreakerStore, CheckpointStore, IdempotencyStore } from '../stores/types.js';
+import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
+import { LearningSync } from '../guidance/persist.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { invokeOne } from './invoke.js';
@@ -45,7 +46,7 @@ export interface RunnerOptions {
   /** Fallback advice rules, merged over the defaults (yours win). */
   fallbacks?: FallbackRule[];
   /** Where state lives; memory stores by default. */
-  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore };
+  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore };
   /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
   breaker?: BreakerOptions;
   hooks?: Hooks;
@@ -78,8 +79,10 @@ export interface Runner {
   resume<O = unknown>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
   /** Calls one tool by name through the same pipeline as a chain step. */
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
-  /** Aborts runs in flight and releases timers, listeners and stores. */
+  /** Aborts runs in flight, writes what was learned, and releases timers, listeners and stores. */
   close(): Promise<void>;
+  /** Settles when learning data from `stores.learning` is loaded (at once without one). */
+  readonly ready: Promise<void>;
   /** What the runner learned about which tool follows which, and call counters. */
   readonly metrics: MetricsCollector;
   /** What the runner learned about durations: `estimate`, `export`, `import`. */
@@ -144,6 +147,9 @@ export function createRunner(options: RunnerOptions): Runner {
   const timing = new TimingModel(tools);
   const advisor = new FallbackAdvisor(options.fallbacks ?? []);
   const breakers = options.stores?.breakers ?? memoryBreakerStore();
+  const learning = options.stores?.metrics
+    ? new LearningSync(options.stores.metrics, metrics, timing, (error) => logger?.warn({ error: error instanceof Error ? error.message : String(error) }, 'learning store unavailable'))
+    : undefined;
 
   const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
     if (listening(events, 'step:retry')) {
@@ -204,6 +210,7 @@ export function createRunner(options: RunnerOptions): Runner {
     advisor,
     guidance: { tools, chains, metrics, timing },
     ...(options.registry && { registry: options.registry }),
+    ...(learning && { learning }),
     active: new Set(),
   };
   let closed = false;
@@ -327,6 +334,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
     metrics,
     timing,
+    ready: learning ? learning.ready : Promise.resolve(),
 
     suggest(tool, { sessionId, goal } = {}) {
       return { nextTools: nextTools(core.guidance, tool), relevantChains: relevantChains(core.guidance, sessionId ? core.transitions.recent(sessionId) : [], goal) };
@@ -346,6 +354,9 @@ export function createRunner(options: RunnerOptions): Runner {
       core.active.clear();
       core.transitions.clear();
       await rateLimits.close();
+      await learning?.flush();
+      await learning?.ready;
+      await options.stores?.metrics?.close?.();
       await core.checkpoints.close?.();
       events.removeAllListeners();
     },

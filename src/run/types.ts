@@ -124,6 +124,8 @@ export interface Core {
   readonly advisor: FallbackAdvisor;
   /** Guidance's view of tools, chains, metrics and timing. */
   readonly guidance: GuidanceSources;
+  /** Persists what is learned, when a learning store is configured. */
+  readonly learning?: import('../guidance/persist.js').LearningSync;
   /** Tool tiers, for `invoke(…, { tier })`. */
   readonly registry?: import('../guidance/tiers.js').ToolRegistry;
   /** Abort scopes of the runs and calls in flight, aborted by `close()`. */

@@ -82,3 +82,29 @@ export interface BreakerStore {
   /** Whether the breaker is open at `now` (for offering tools to a model). */
   isOpen(tool: string, now: number): MaybePromise<boolean>;
 }
+
+/** A duration sample of one tool call. */
+export interface TimingSample {
+  tool: string;
+  durationMs: number;
+  complexity: number;
+}
+
+/** What the runner has learned, as plain JSON. */
+export interface LearnedData {
+  transitions: import('../observe/trace.js').ToolTransition[];
+  samples: TimingSample[];
+}
+
+/**
+ * Keeps what runners learn (transitions, timing samples) beyond one process, bounded. The runner
+ * loads it once at start and appends in batches, never on a call's critical path.
+ */
+export interface LearningStore {
+  /** Everything kept, oldest first. */
+  load(): MaybePromise<LearnedData>;
+  /** Appends a batch; the store trims to its bounds. */
+  append(batch: LearnedData): MaybePromise<void>;
+  /** Releases what the store opened. */
+  close?(): MaybePromise<void>;
+}

@@ -105,6 +105,21 @@ describe('chainkit/redis across processes', () => {
     for (let i = 0; i < 60; i++) expect(starts.filter((s) => s >= starts[i]! && s < starts[i]! + 1000).length).toBeLessThanOrEqual(40);
   }, 40_000);
 
+  it('what one process learned is visible to a new one', async () => {
+    const writer = startWorker({ kind: 'learn' });
+    await writer.ready;
+    go(writer);
+    const { learned } = (await writer.result) as { learned: number }; // what it loaded plus its 12 calls
+    expect(learned).toBeGreaterThanOrEqual(12);
+    const fresh = localRunner();
+    expect(fresh.runner.timing.estimate('list_tasks').samples).toBe(0);
+    await fresh.runner.ready;
+    expect(fresh.runner.timing.estimate('list_tasks')).toMatchObject({ samples: learned, confidence: 'medium' });
+    expect(fresh.runner.metrics.transitionsFrom('list_tasks').complete_task).toMatchObject({ count: 12, successRate: 1 });
+    expect(fresh.runner.suggest('list_tasks').nextTools.map((s) => s.tool)).toContain('complete_task');
+    await fresh.runner.close();
+  }, 30_000);
+
   it('a breaker opened by failures in A makes B fail fast', async () => {
     const a = localRunner();
     for (let i = 0; i < 5; i++) expect((await a.runner.invoke('flaky', {})).status).toBe('failed');
