@@ -39,7 +39,7 @@ export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, typ
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryStoreOptions } from './stores/memory.js';
 export type {
-  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, MaybePromise, TakeResult,
+  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterStore, type Release } from './policies/rate-limit.js';
