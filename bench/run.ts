@@ -5,7 +5,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import pTimeout from 'p-timeout';
+import Redis from 'ioredis';
 import { buildMetadata } from '../src/guidance/metadata.js';
+import { redisStores } from '../src/redis/index.js';
 import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
 
 const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
@@ -148,6 +150,34 @@ for (let round = 0; round < 3; round++) {
 row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'wall ms', median(wall[0]), median(wall[1]), 0);
 row(`${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`, 'heap MB retained in flight', median(heap[0]), median(heap[1]));
 
+// Redis-backed stores against memory stores, same chain (each chain: one idempotency claim + result,
+// breaker checks per call, a batched learning append).
+let redisNote = '';
+const REDIS_N = Math.round(SEQ / 10);
+const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+redis.on('error', () => {});
+try {
+  await redis.connect();
+  const prefix = `chainkit-bench:${process.pid}`;
+  const onRedis = createRunner({ invoker: functionInvoker(instant), tools: [list, update], stores: redisStores(redis, { prefix }) });
+  onRedis.events.on('step:end', () => {});
+  await sequential(200, () => onRedis.run(chain, { match: 'dentist', title: 'x' }, context));
+  const mem: number[] = [];
+  const red: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    mem.push(await sequential(REDIS_N, () => fast.run(chain, { match: 'dentist', title: 'x' }, context)));
+    red.push(await sequential(REDIS_N, () => onRedis.run(chain, { match: 'dentist', title: 'x' }, context)));
+  }
+  rows.push([`${REDIS_N.toLocaleString('en')} sequential find-and-update, Redis stores`, 'µs / chain vs memory stores', fmt(median(mem)), fmt(median(red)), `${fmt(median(red) / median(mem), 2)}×`]);
+  await onRedis.close();
+  const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))];
+  if (keys.length) await redis.del(...keys);
+} catch (error) {
+  redisNote = `Redis workload skipped: no Redis on 127.0.0.1:6379 (${error instanceof Error ? error.message : String(error)})`;
+} finally {
+  redis.disconnect();
+}
+
 // Guidance: summaries are computed on query; metadata is built for every result.
 const metrics = new MetricsCollector();
 const toolsUsed = ['list_tasks', 'update_task', 'complete_task', 'add_task', 'delete_task'];
@@ -173,6 +203,7 @@ console.log(line(header));
 console.log(`|${widths.map((w, i) => (i < 2 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
 for (const r of rows) console.log(line(r));
 console.log(`\nguidance: chainSummary over 10,000 transitions ${summaryMs.toFixed(1)} ms; metadata per result ${metaUs.toFixed(2)} µs (${((metaUs / median(seqOurs)) * 100).toFixed(0)} % of a sequential chain)`);
+if (redisNote) console.log(redisNote);
 console.log(`chainkit runs that did not complete in the sequential workloads: ${failed}`);
 console.log(`chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
 console.log(`node ${process.version}, ${process.env.CI ? 'CI' : 'local'}; tracing: summary traces always built, events: listeners on step:end and chain:end`);
