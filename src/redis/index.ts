@@ -111,6 +111,11 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
       const ttl = Math.max(1, cp.expiresAt - now());
       await redis.eval(SAVE, 2, `${p}:cp:${cp.id}`, `${p}:cp-used:${cp.id}`, JSON.stringify(cp), String(ttl));
     },
+    async peek(id): Promise<TakeResult> {
+      const [v, used] = await Promise.all([redis.get(`${p}:cp:${id}`), redis.exists(`${p}:cp-used:${id}`)]);
+      if (v !== null) return { status: 'taken', checkpoint: JSON.parse(v) as Checkpoint };
+      return used ? { status: 'used' } : { status: 'missing' };
+    },
     async take(id): Promise<TakeResult> {
       const v = (await redis.eval(TAKE, 2, `${p}:cp:${id}`, `${p}:cp-used:${id}`)) as string | null;
       if (v === null) return { status: 'missing' };

@@ -294,25 +294,32 @@ export function createRunner(options: RunnerOptions): Runner {
       if ('problem' in verified) {
         return refuse(verified.problem, verified.problem === 'expired' ? 'The resume token has expired.' : 'The resume token is not valid (tampered, truncated or from another deployment).');
       }
+      // Check the request against the checkpoint first, then take it atomically: a refused request
+      // never touches it, so it cannot get in the way of the rightful resume.
+      const read = async (op: 'peek' | 'take') => callStore(() => core.checkpoints[op](verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
+      let seen;
+      try {
+        seen = await read('peek');
+      } catch (error) {
+        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+      }
+      if (seen.status === 'used') return refuse('already_used', 'This resume token has already been used.');
+      if (seen.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
+      const peeked = seen.checkpoint;
+      const chain = opts.chain ?? chains.get(peeked.chain);
+      if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
+      if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
+      const context = validateContext(chain, opts.context);
+      if (!context.ok || hashContext(context.value) !== peeked.contextHash) return refuse('context_mismatch', 'The resume was attempted with a different trusted context than the original run.', peeked);
       let taken;
       try {
-        taken = await callStore(() => core.checkpoints.take(verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
+        taken = await read('take');
       } catch (error) {
         return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
       }
       if (taken.status === 'used') return refuse('already_used', 'This resume token has already been used.');
       if (taken.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
       const cp = taken.checkpoint;
-      const chain = opts.chain ?? chains.get(cp.chain);
-      // A refusal that the rightful caller could still overcome puts the checkpoint back.
-      const putBack = async (code: string, message: string): Promise<RunResult<O>> => {
-        await Promise.resolve(callStore(() => core.checkpoints.save(cp), now() + STORE_WAIT_MS, now, 'checkpoint')).catch(() => undefined);
-        return refuse(code, message, cp);
-      };
-      if (!chain || chain.name !== cp.chain) return putBack('unknown_chain', `This runner has no chain named '${cp.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`);
-      if (chain.fingerprint !== cp.fingerprint) return putBack('chain_changed', `Chain ${cp.chain} changed since the token was issued; start the action again.`);
-      const context = validateContext(chain, opts.context);
-      if (!context.ok || hashContext(context.value) !== cp.contextHash) return putBack('context_mismatch', 'The resume was attempted with a different trusted context than the original run.');
       if (!decision.approved) {
         const declinedStep: TraceStep = { stepNumber: chain.plan.findIndex((p) => p.id === cp.gate) + 1, id: cp.gate, status: 'declined', attempts: 0, latencyMs: 0, startedAt: new Date(now()).toISOString() };
         const tool = chain.plan.find((p) => p.id === cp.gate)?.tool;

@@ -45,6 +45,11 @@ export function memoryCheckpointStore(options: MemoryStoreOptions = {}): Checkpo
       entries.set(checkpoint.id, { checkpoint, expiresAt: checkpoint.expiresAt });
       if (entries.size > max) sweep();
     },
+    async peek(id): Promise<TakeResult> {
+      const e = entries.get(id);
+      if (!e || e.expiresAt <= now()) return { status: 'missing' };
+      return e.checkpoint ? { status: 'taken', checkpoint: e.checkpoint } : { status: 'used' };
+    },
     async take(id): Promise<TakeResult> {
       const e = entries.get(id);
       if (!e || e.expiresAt <= now()) return { status: 'missing' };

@@ -34,8 +34,10 @@ export type TakeResult =
 
 /** Holds checkpoints; `take` must be atomic: a checkpoint is taken at most once. */
 export interface CheckpointStore {
-  /** Stores a checkpoint until `checkpoint.expiresAt` (saving the same id again restores it). */
+  /** Stores a checkpoint until `checkpoint.expiresAt`. */
   save(checkpoint: Checkpoint): Promise<void>;
+  /** Reads a checkpoint without taking it (to check a resume request before committing to it). */
+  peek(id: string): Promise<TakeResult>;
   /** Takes a checkpoint atomically: the first caller gets it, later ones get `used`. */
   take(id: string): Promise<TakeResult>;
   /** Releases what the store opened. */

@@ -119,7 +119,7 @@ describe('confirmation gates', () => {
   it('checkpoints are plain JSON', async () => {
     const saved: unknown[] = [];
     const store = createTaskStore({ users: fixtures.users });
-    const runner = createRunner({ invoker: store.invoker, stores: { checkpoints: { save: async (c) => { saved.push(c); }, take: async () => ({ status: 'missing' }) } } });
+    const runner = createRunner({ invoker: store.invoker, stores: { checkpoints: { save: async (c) => { saved.push(c); }, peek: async () => ({ status: 'missing' }), take: async () => ({ status: 'missing' }) } } });
     await runner.run(findAndDelete, { match: 'groceries' }, alice);
     expect(JSON.parse(JSON.stringify(saved[0]))).toEqual(saved[0]);
   });
