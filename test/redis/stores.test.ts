@@ -24,7 +24,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-interface Worker { child: ChildProcessWithoutNullStreams; ready: Promise<void>; result: Promise<Record<string, unknown>> }
+interface Worker { child: ChildProcessWithoutNullStreams; ready: Promise<void>; token: Promise<string>; result: Promise<Record<string, unknown>> }
 
 function startWorker(job: Record<string, unknown>): Worker {
   const child = spawn(process.execPath, ['--import', 'tsx', worker, JSON.stringify({ prefix, secret, ...job })], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -32,10 +32,14 @@ function startWorker(job: Record<string, unknown>): Worker {
   let out = '';
   let err = '';
   let markReady: () => void = () => {};
+  let gotToken: (t: string) => void = () => {};
   const ready = new Promise<void>((r) => { markReady = r; });
+  const token = new Promise<string>((r) => { gotToken = r; });
   child.stdout.on('data', (d: Buffer) => {
     out += d;
     if (out.includes('ready\n')) markReady();
+    const t = /^token (\S+)$/m.exec(out);
+    if (t) gotToken(t[1]!);
   });
   child.stderr.on('data', (d: Buffer) => (err += d));
   const result = new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -45,9 +49,9 @@ function startWorker(job: Record<string, unknown>): Worker {
       else reject(new Error(`worker exited ${code}: ${err || out}`));
     });
   });
-  return { child, ready, result };
+  return { child, ready, token, result };
 }
-const go = (w: Worker): void => { w.child.stdin.end('go\n'); };
+const go = (w: Worker): void => { w.child.stdin.write('go\n'); };
 
 function localRunner() {
   const invoker = workerInvoker();
@@ -57,14 +61,15 @@ function localRunner() {
 describe('chainkit/redis across processes', () => {
   it('a token issued in process A, resumed concurrently in A, B and C, deletes exactly once', async () => {
     // Every process runs the same build, as replicas do: the definition fingerprint matches.
-    const issuer = startWorker({ kind: 'issue' });
-    await issuer.ready;
-    go(issuer);
-    const { token } = (await issuer.result) as { token: string };
-    expect(token).toEqual(expect.any(String));
-    const resumers = [0, 1, 2].map(() => startWorker({ kind: 'resume', token }));
-    await Promise.all(resumers.map((w) => w.ready));
-    resumers.forEach(go);
+    const a = startWorker({ kind: 'issue-and-resume' });
+    await a.ready;
+    go(a);
+    const token = await a.token;
+    expect(token).toMatch(/\./);
+    const others = [0, 1].map(() => startWorker({ kind: 'resume', token }));
+    await Promise.all(others.map((w) => w.ready));
+    const resumers = [a, ...others];
+    resumers.forEach(go); // A, B and C resume at once
     const results = await Promise.all(resumers.map((w) => w.result));
     const outcomes = results.map((r) => r.code ?? r.status);
     expect(outcomes.filter((s) => s === 'completed'), JSON.stringify(results)).toHaveLength(1);
