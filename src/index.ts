@@ -47,6 +47,7 @@ export { AbortScope } from './run/abort.js';
 
 // Invokers
 export { functionInvoker, type ToolFunction } from './invokers/function.js';
+export { httpInvoker, HttpToolError, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
 export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools } from './tasks/tools.js';
