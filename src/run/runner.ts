@@ -25,7 +25,7 @@ import { idempotencyPolicy } from '../policies/idempotency.js';
 import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
 import { callStore } from '../stores/guard.js';
-import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
+import type { BreakerStore, Checkpoint, CheckpointStore, IdempotencyStore, LearningStore, TakeResult } from '../stores/types.js';
 import { LearningSync } from '../guidance/persist.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
@@ -296,30 +296,26 @@ export function createRunner(options: RunnerOptions): Runner {
       }
       // Check the request against the checkpoint first, then take it atomically: a refused request
       // never touches it, so it cannot get in the way of the rightful resume.
-      const read = async (op: 'peek' | 'take') => callStore(() => core.checkpoints[op](verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
-      let seen;
-      try {
-        seen = await read('peek');
-      } catch (error) {
-        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
-      }
-      if (seen.status === 'used') return refuse('already_used', 'This resume token has already been used.');
-      if (seen.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
-      const peeked = seen.checkpoint;
+      const read = async (op: 'peek' | 'take'): Promise<Checkpoint | RunResult<O>> => {
+        let found: TakeResult;
+        try {
+          found = await callStore(() => core.checkpoints[op](verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
+        } catch (error) {
+          return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+        }
+        if (found.status === 'used') return refuse('already_used', 'This resume token has already been used.');
+        if (found.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
+        return found.checkpoint;
+      };
+      const peeked = await read('peek');
+      if ('status' in peeked) return peeked;
       const chain = opts.chain ?? chains.get(peeked.chain);
       if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
       if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
       const context = validateContext(chain, opts.context);
       if (!context.ok || hashContext(context.value) !== peeked.contextHash) return refuse('context_mismatch', 'The resume was attempted with a different trusted context than the original run.', peeked);
-      let taken;
-      try {
-        taken = await read('take');
-      } catch (error) {
-        return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
-      }
-      if (taken.status === 'used') return refuse('already_used', 'This resume token has already been used.');
-      if (taken.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
-      const cp = taken.checkpoint;
+      const cp = await read('take');
+      if ('status' in cp) return cp;
       if (!decision.approved) {
         const declinedStep: TraceStep = { stepNumber: chain.plan.findIndex((p) => p.id === cp.gate) + 1, id: cp.gate, status: 'declined', attempts: 0, latencyMs: 0, startedAt: new Date(now()).toISOString() };
         const tool = chain.plan.find((p) => p.id === cp.gate)?.tool;
