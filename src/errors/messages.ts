@@ -95,7 +95,6 @@ export interface FailureDetails {
   attempts?: number;
   candidates?: unknown[];
   userMessage?: string;
-  retryable?: boolean;
 }
 
 /**
@@ -114,7 +113,7 @@ export function toErrorInfo(failure: Classified, details: FailureDetails = {}, t
     userMessage: details.userMessage ?? userMessageFor(failure.category),
     suggestions: suggestionsFor(failure.category),
     alternatives: [],
-    retryable: details.retryable ?? isRetryableCategory(failure.category, table),
+    retryable: isRetryableCategory(failure.category, table),
     attempts: details.attempts ?? 0,
   };
   if (failure.retryAfterMs !== undefined) info.retryAfterMs = failure.retryAfterMs;

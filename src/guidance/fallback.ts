@@ -1,5 +1,6 @@
 // Fallback advice: after repeated failures in a session, tell the agent what to try instead.
 import type { ErrorCategory } from '../errors/categories.js';
+import { evictOldest } from '../stores/bounded.js';
 
 /** One advice rule: for failures of `tool` (or any, `'*'`) with `category` (or any, `'*'`). */
 export interface FallbackRule {
@@ -74,19 +75,25 @@ export class FallbackAdvisor {
   /** Records a call's outcome: a category for a failure, `undefined` for a success. */
   record(sessionId: string, tool: string, failure: ErrorCategory | undefined): void {
     let s = this.sessions.get(sessionId);
+    // A success only resets a streak: a session with no failures needs no state (the common case).
+    if (failure === undefined) {
+      s?.consecutive.delete(tool);
+      return;
+    }
     if (s) this.sessions.delete(sessionId); // re-insert: most recently used last
     else {
-      if (this.sessions.size >= this.opts.maxSessions) this.sessions.delete(this.sessions.keys().next().value as string);
+      if (this.sessions.size >= this.opts.maxSessions) evictOldest(this.sessions, this.opts.maxSessions);
       s = { failures: [], consecutive: new Map() };
     }
     this.sessions.set(sessionId, s);
-    if (failure === undefined) {
-      s.consecutive.delete(tool);
-      return;
-    }
     s.consecutive.set(tool, (s.consecutive.get(tool) ?? 0) + 1);
     s.failures.push({ tool, category: failure });
     if (s.failures.length > this.opts.historyCap) s.failures.shift();
+  }
+
+  /** Drops a session's history (a run without a sessionId is its own session, over when it ends). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
   }
 
   /** Advice for the session after its latest call of `tool`. */

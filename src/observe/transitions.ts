@@ -1,4 +1,5 @@
 // Remembers each session's last tool so `tool:transition` can say which tool followed which.
+import { evictOldest } from '../stores/bounded.js';
 import type { ToolTransition } from './trace.js';
 
 /** Tracks the last tool call per session; bounded (least recently used sessions are forgotten). */
@@ -34,11 +35,3 @@ export class TransitionTracker {
   }
 }
 
-/** Deletes the oldest tenth of a Map kept in insertion order: batches keep eviction O(1) amortised. */
-export function evictOldest(map: Map<string, unknown>, max: number): void {
-  let n = map.size - Math.floor(max * 0.9);
-  for (const key of map.keys()) {
-    if (n-- <= 0) break;
-    map.delete(key);
-  }
-}

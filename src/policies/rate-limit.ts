@@ -5,7 +5,7 @@
 // far above what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
 import type { RateLimitSpec, Tool } from '../define/tool.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
-import type { AbortScope } from '../run/abort.js';
+import { abortAtDeadline, type AbortScope } from '../run/abort.js';
 import type { CallContext, Policy } from '../run/pipeline.js';
 
 /** A slot was granted; call `release` when the attempt ends. */
@@ -46,7 +46,7 @@ interface Waiter {
   resolve: (release: Release) => void;
   reject: (reason: unknown) => void;
   off: () => void;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  cancelDeadline: () => void;
 }
 
 /** A fixed-window limiter in this process. */
@@ -100,18 +100,18 @@ class WindowLimiter implements Limiter {
     }
     onWait?.();
     return new Promise<Release>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, off: () => {}, timer: undefined };
+      const waiter: Waiter = { resolve, reject, off: () => {}, cancelDeadline: () => {} };
       const drop = (reason: unknown): void => {
         const i = this.queue.indexOf(waiter);
         if (i >= 0) this.queue.splice(i, 1);
-        if (waiter.timer) clearTimeout(waiter.timer);
+        waiter.cancelDeadline();
         waiter.off();
         reject(reason);
         if (this.queue.length === 0) this.stopTimer();
       };
       waiter.off = scope.onAbort(drop);
       // The deadline still holds while waiting for a slot.
-      waiter.timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', 'The deadline passed while waiting for a rate-limit slot.')), Math.max(0, deadlineAt - t));
+      waiter.cancelDeadline = abortAtDeadline(scope, deadlineAt, this.now, 'The deadline passed while waiting for a rate-limit slot.');
       this.queue.push(waiter);
       this.schedule();
     });
@@ -121,7 +121,7 @@ class WindowLimiter implements Limiter {
     this.refresh(this.now());
     while (this.queue.length > 0 && this.free()) {
       const w = this.queue.shift()!;
-      if (w.timer) clearTimeout(w.timer);
+      w.cancelDeadline();
       w.off();
       this.used++;
       this.running++;
@@ -148,7 +148,7 @@ class WindowLimiter implements Limiter {
   close(reason: unknown): void {
     this.stopTimer();
     for (const w of this.queue.splice(0)) {
-      if (w.timer) clearTimeout(w.timer);
+      w.cancelDeadline();
       w.off();
       w.reject(reason);
     }

@@ -3,7 +3,8 @@
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
 import type { RateLimitSpec } from '../define/tool.js';
-import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { ToolFailure } from '../errors/classify.js';
+import { abortAtDeadline } from '../run/abort.js';
 import type { Limiter, LimiterStore, Release } from '../policies/rate-limit.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type {
@@ -312,10 +313,10 @@ function bottleneckLimiter(current: () => Bottleneck, reset: () => void, now: ()
       return new Promise<Release>((resolve, reject) => {
         let release: Release = () => {};
         const held = new Promise<void>((r) => { release = r; });
-        const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', 'The deadline passed while waiting for a rate-limit slot.')), Math.max(0, deadlineAt - now()));
+        const cancelDeadline = abortAtDeadline(scope, deadlineAt, now, 'The deadline passed while waiting for a rate-limit slot.');
         const off = scope.onAbort((reason) => reject(reason));
         const attempt = (first: boolean): void => void current().schedule(() => {
-          clearTimeout(timer);
+          cancelDeadline();
           off();
           if (scope.aborted) return Promise.resolve(); // nobody wants the slot any more: give it back
           resolve(release);
@@ -325,7 +326,7 @@ function bottleneckLimiter(current: () => Bottleneck, reset: () => void, now: ()
             reset();
             return attempt(false);
           }
-          clearTimeout(timer);
+          cancelDeadline();
           off();
           reject(error instanceof Bottleneck.BottleneckError && /dropped/i.test(error.message)
             ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: 'Too many calls are waiting for this tool; the call was not queued.' })

@@ -1,5 +1,6 @@
 // A light abort scope for runs and attempts. AbortController/EventTarget cost more than the rest of
 // a step put together, so the real AbortSignal is only made when a tool actually reads it.
+import { RunAbortReason } from '../errors/classify.js';
 
 /**
  * Aborts once, calling its listeners; hands out a real `AbortSignal` on first use. Runs and
@@ -77,4 +78,10 @@ export function sleep(ms: number, scope: AbortScope): Promise<void> {
       resolve();
     }, ms);
   });
+}
+
+/** Aborts `scope` with a `deadline` reason at `deadlineAt`; returns the function that cancels it. */
+export function abortAtDeadline(scope: AbortScope, deadlineAt: number, now: () => number, message: string): () => void {
+  const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', message)), Math.max(0, Math.min(deadlineAt - now(), 2_147_483_647)));
+  return () => clearTimeout(timer);
 }

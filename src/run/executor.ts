@@ -16,7 +16,7 @@ import { redact } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { compensate } from '../policies/compensate.js';
 import { callStore } from '../stores/guard.js';
-import { AbortScope, untilAborted } from './abort.js';
+import { abortAtDeadline, AbortScope, untilAborted } from './abort.js';
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { ConfirmationRequest, Core, RunOptions, RunResult } from './types.js';
@@ -145,7 +145,10 @@ class Run {
     if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
     core.active.delete(this.abort);
     const result = await this.result();
-    if (x.sessionId === undefined && result.status !== 'awaiting_confirmation') core.transitions.forget(x.runId);
+    if (x.sessionId === undefined && result.status !== 'awaiting_confirmation') {
+      core.transitions.forget(x.runId);
+      core.advisor.forget(x.runId);
+    }
 
     if (listening(events, 'chain:end')) {
       safeEmit(events, 'chain:end', {
@@ -409,12 +412,11 @@ class Run {
 
   /** Asks the in-process `confirm` callback, within the deadline. */
   private async askInProcess(confirm: NonNullable<RunOptions['confirm']>, request: ConfirmationRequest): Promise<boolean> {
-    const left = this.deadlineAt - this.core.now();
-    const timer = setTimeout(() => this.abort.abort(new RunAbortReason('deadline', `Chain ${this.chain.name} passed its deadline while waiting for confirmation.`)), Math.max(0, left));
+    const cancelDeadline = abortAtDeadline(this.abort, this.deadlineAt, this.core.now, `Chain ${this.chain.name} passed its deadline while waiting for confirmation.`);
     try {
       return (await untilAborted(Promise.resolve(confirm(request)), this.abort)) === true;
     } finally {
-      clearTimeout(timer);
+      cancelDeadline();
     }
   }
 

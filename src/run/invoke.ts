@@ -45,6 +45,10 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
       ...(tool && { tool }), ...(ctx && { lastTool: name }), actualDurationMs: ended - started,
       sessionTools: core.transitions.recent(session), advice: ctx ? core.advisor.advice(session, name) : [], context,
     });
+    if (opts.sessionId === undefined) {
+      core.transitions.forget(session); // a one-call session is over
+      core.advisor.forget(session);
+    }
     return { ...body, tool: name, trace, metadata };
   };
   const notFound = (code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code, message }, { tool: name }, core.retryTable) });

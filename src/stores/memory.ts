@@ -1,5 +1,5 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
-import { evictOldest } from '../observe/transitions.js';
+import { evictOldest } from './bounded.js';
 import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
 
 /** Options of the memory stores. */

@@ -39,12 +39,20 @@ describe('MetricsCollector', () => {
     expect(m.transitionsFrom('p')).toMatchObject({ q: { count: 3 } });
   });
 
-  it('summarises 10,000 transitions quickly enough to call on demand', () => {
+  it('summarises a full ring of 10,000 transitions exactly', () => {
+    // 500 sessions, each walking a → b → c → d → a … for 20 moves (ring order keeps each session's order).
     const m = new MetricsCollector();
     const tools = ['a', 'b', 'c', 'd'];
-    for (let i = 0; i < 10_000; i++) m.recordTransition(t(`s${i % 500}`, tools[i % 4]!, tools[(i + 1) % 4]!, i % 10 !== 0, i));
+    for (let i = 0; i < 10_000; i++) {
+      const k = Math.floor(i / 500);
+      m.recordTransition({ fromTool: tools[k % 4]!, toTool: tools[(k + 1) % 4]!, sessionId: `s${i % 500}`, success: true, timestamp: k * 10, gapMs: 5 });
+    }
     const summary = m.chainSummary();
-    expect(summary.commonChains.length).toBeGreaterThan(0);
     expect(m.transitions()).toHaveLength(10_000);
+    expect(summary.entryTools).toEqual({ a: 500 });
+    expect(summary.terminalTools).toEqual({ a: 500 }); // the 20th move ends on a
+    expect(summary.transitions.a!.b).toEqual({ count: 2500, successRate: 1, avgGapMs: 5 });
+    // Ties on occurrences rank longer sequences first: a→b→c→d→a starts at moves 0, 4, 8, 12, 16.
+    expect(summary.commonChains[0]).toEqual({ tools: ['a', 'b', 'c', 'd', 'a'], occurrences: 2500, avgSuccessRate: 1, avgTotalDurationMs: 35 });
   });
 });
