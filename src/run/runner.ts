@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { newId } from './ids.js';
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import { isTool, type Tool } from '../define/tool.js';
-import { DEFAULT_RETRY_TABLE, type ChainErrorInfo, type RetryRule, type RetryTable } from '../errors/categories.js';
+import { checkRetry, isTool, type Tool } from '../define/tool.js';
+import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ChainErrorInfo, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { toErrorInfo } from '../errors/messages.js';
@@ -59,8 +59,8 @@ export interface RunnerOptions {
   confirmationTtlMs?: number;
   /** Signs resume tokens. Share it between instances that resume each other's tokens. Default: random per runner. */
   secret?: string;
-  /** Retry rules per category, merged over the default table. */
-  retry?: RetryTable;
+  /** Retry rules per category, each merged over the default rule of its category. */
+  retry?: Partial<Record<ErrorCategory, Partial<RetryRule>>>;
   /** Classifiers tried before the built-in ones. */
   classifiers?: Classifier[];
   /** Randomness for jitter (tests pass `() => 0`). Default `Math.random`. */
@@ -122,6 +122,13 @@ export function createRunner(options: RunnerOptions): Runner {
   const openMs = options.breaker?.openMs ?? 60_000;
   if (!(Number.isInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
   if (!(typeof openMs === 'number' && openMs > 0)) issues.add('breaker.openMs', 'Expected `openMs` to be a positive number.');
+  if (options.retry !== undefined) {
+    if (typeof options.retry !== 'object' || options.retry === null) issues.add('retry', 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.');
+    else for (const [category, rule] of Object.entries(options.retry)) {
+      if (!ERROR_CATEGORIES.includes(category as ErrorCategory)) issues.add(`retry.${category}`, `Unknown error category '${category}'.`);
+      else checkRetry(rule, `retry.${category}`, issues);
+    }
+  }
   if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
   const tools = new Map<string, Tool>();
   [...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
@@ -139,7 +146,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const classifiers: readonly Classifier[] = options.classifiers ? [...options.classifiers, ...DEFAULT_CLASSIFIERS] : DEFAULT_CLASSIFIERS;
-  const retryTable: Readonly<RetryTable> = options.retry ? { ...DEFAULT_RETRY_TABLE, ...options.retry } : DEFAULT_RETRY_TABLE;
+  const retryTable: Readonly<RetryTable> = options.retry ? mergeRetryTable(options.retry) : DEFAULT_RETRY_TABLE;
   const events = createEmitter(options.hooks);
   const logger = options.logger && safeLogger(options.logger);
   const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
@@ -404,4 +411,13 @@ function safeLogger(logger: Logger): Logger {
     }
   };
   return { debug: wrap('debug'), info: wrap('info'), warn: wrap('warn'), error: wrap('error') };
+}
+
+/** The runner's retry table: each given rule completes the default of its category (or no waits). */
+function mergeRetryTable(overrides: Partial<Record<ErrorCategory, Partial<RetryRule>>>): RetryTable {
+  const table: RetryTable = { ...DEFAULT_RETRY_TABLE };
+  for (const [category, rule] of Object.entries(overrides) as [ErrorCategory, Partial<RetryRule>][]) {
+    table[category] = { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0, ...DEFAULT_RETRY_TABLE[category], ...rule };
+  }
+  return table;
 }

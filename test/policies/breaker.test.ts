@@ -67,7 +67,9 @@ describe('circuit breaker', () => {
     expect(invoker.calls).toHaveLength(3);
   });
 
-  it('rejects bad breaker options', () => {
+  it('rejects bad breaker and retry options', () => {
     expect(() => createRunner({ invoker: async () => ({}), breaker: { threshold: 0, openMs: -1 } })).toThrow(/threshold[\s\S]*openMs/);
+    expect(() => createRunner({ invoker: async () => ({}), retry: { internal: { retries: -1, minDelayMs: 0, factor: 0.5, maxDelayMs: 0 }, nonsense: { retries: 1 } } as never }))
+      .toThrow(/retry\.internal\.retries[\s\S]*retry\.internal\.factor[\s\S]*retry\.nonsense: Unknown error category/);
   });
 });

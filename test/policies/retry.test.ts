@@ -107,6 +107,16 @@ describe('retry policy', () => {
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'unavailable', attempts: 2 });
   });
 
+  it('completes a partial runner-level rule from the default of its category', async () => {
+    const invoker = createMockInvoker({ work: [{ error: http(500) }, { error: http(500) }, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, tools: [work], random: () => 0, retry: { internal: { retries: 1 } } });
+    const done = runner.run(chain(), { q: 'x' });
+    await vi.runAllTimersAsync();
+    const r = await done;
+    expect(r.status === 'failed' && r.error.attempts).toBe(2); // one retry, not three
+    expect(invoker.calls[1]!.at - invoker.calls[0]!.at).toBe(100); // the default 100 ms wait kept
+  });
+
   it('respects per-tool overrides and retry: false', async () => {
     const strict = defineTool({ name: 'work', description: 'w', input: z.object({ q: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
     const invoker = createMockInvoker({ work: { error: http(503) } });
