@@ -4,6 +4,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: {
     alias: {
+      'chainkit/mcp': fileURLToPath(new URL('./src/mcp/index.ts', import.meta.url)),
+      'chainkit/otel': fileURLToPath(new URL('./src/otel/index.ts', import.meta.url)),
+      'chainkit/ai': fileURLToPath(new URL('./src/ai/index.ts', import.meta.url)),
+      'chainkit/openai-agents': fileURLToPath(new URL('./src/openai-agents/index.ts', import.meta.url)),
       'chainkit/redis': fileURLToPath(new URL('./src/redis/index.ts', import.meta.url)),
       'chainkit/sqlite': fileURLToPath(new URL('./src/sqlite/index.ts', import.meta.url)),
       'chainkit/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)),

@@ -12,6 +12,7 @@ export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';
 export type { RunResult, InvokeResult, RunResultBase, RunOptions, ResumeOptions, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
 export type { ToolCall, ToolInvoker } from './run/pipeline.js';
+export { toModelResult, type ModelResult, type ModelResultOptions } from './run/relay.js';
 
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';

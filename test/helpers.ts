@@ -1,6 +1,8 @@
 // Shared test fixtures: small tools and ids.
 import { z } from 'zod';
-import { defineTool } from 'chainkit';
+import { afterEach } from 'vitest';
+import { createRunner, defineTool, type Runner } from 'chainkit';
+import { createTaskStore, fixtures, type TaskStore } from 'chainkit/testing';
 
 export const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
 export const OTHER_USER = '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d';
@@ -33,3 +35,20 @@ export const remove = defineTool({
 
 export const http = (status: number, message = `HTTP ${status}`, extra: Record<string, unknown> = {}): Error =>
   Object.assign(new Error(message), { status, ...extra });
+
+/**
+ * Registers an `afterEach` that closes what each test opened, and returns a factory of a fresh
+ * task backend with a runner on it (closed after the test).
+ */
+export function taskRunners(): () => { store: TaskStore; runner: Runner } {
+  const open: Runner[] = [];
+  afterEach(async () => {
+    for (const runner of open.splice(0)) await runner.close();
+  });
+  return () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker });
+    open.push(runner);
+    return { store, runner };
+  };
+}

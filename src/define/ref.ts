@@ -12,6 +12,11 @@ export interface Scope<I = any, C = any> {
 /**
  * A reference to a value in the scope: `source` is `'input'`, `'context'` or a step id,
  * `path` a dot path into it. Create with {@link ref}.
+ *
+ * @example
+ * ```ts
+ * ref('find', 'tasks[0].title') instanceof Ref; // true
+ * ```
  */
 export class Ref<T = any> {
   /** @internal */

@@ -20,7 +20,14 @@ export type ErrorCategory =
   | 'confirmation'
   | 'unknown';
 
-/** Every category, in a stable order (useful for exhaustive tables and docs). */
+/**
+ * Every category, in a stable order (useful for exhaustive tables and docs).
+ *
+ * @example
+ * ```ts
+ * const isCategory = (s: string): s is ErrorCategory => (ERROR_CATEGORIES as readonly string[]).includes(s);
+ * ```
+ */
 export const ERROR_CATEGORIES: readonly ErrorCategory[] = [
   'invalid_input', 'validation', 'not_found', 'ambiguous', 'permission_denied',
   'authentication_required', 'conflict', 'rate_limited', 'timeout', 'unavailable',
@@ -70,6 +77,11 @@ export type RetryTable = Partial<Record<ErrorCategory, RetryRule>>;
 /**
  * The default retry table of the API contract. `timeout` retries once with the attempt timeout
  * doubled; `rate_limited` waits for Retry-After (else `minDelayMs`) plus up to 1 s of jitter.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_RETRY_TABLE.internal; // { retries: 3, minDelayMs: 100, factor: 2, maxDelayMs: 1000 }
+ * ```
  */
 export const DEFAULT_RETRY_TABLE: Readonly<RetryTable> = Object.freeze({
   internal: { retries: 3, minDelayMs: 100, factor: 2, maxDelayMs: 1000 },

@@ -1,5 +1,5 @@
 // Turns anything a tool throws or returns as an error into a category and code (API.md §4).
-import type { ErrorCategory } from './categories.js';
+import { ERROR_CATEGORIES, type ErrorCategory } from './categories.js';
 import { describeValue } from '../observe/redact.js';
 
 /** The classifier's verdict on one failure, before step/tool/attempt details are added. */
@@ -106,6 +106,13 @@ function retryAfterOf(error: Bag): number | undefined {
   return undefined;
 }
 
+// An error that names its own category (e.g. McpToolError, or a user's own error class) is taken at its word.
+const byDeclaredCategory: Classifier = (error) => {
+  if (!isBag(error) || typeof error.category !== 'string' || !(ERROR_CATEGORIES as readonly string[]).includes(error.category)) return undefined;
+  const retryAfterMs = retryAfterOf(error);
+  return { category: error.category as ErrorCategory, code: typeof error.code === 'string' ? error.code : error.category, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
+};
+
 const byStatus: Classifier = (error) => {
   if (!isBag(error)) return undefined;
   const status = typeof error.status === 'number' ? error.status : error.statusCode;
@@ -140,8 +147,15 @@ const byMessage: Classifier = (error) => {
   return undefined;
 };
 
-/** The built-in classifiers, in the order of API.md §4. */
-export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byStatus, byNodeCode, byInBandCode, byMessage];
+/**
+ * The built-in classifiers, in the order of API.md §4, after errors that declare their `category`.
+ *
+ * @example
+ * ```ts
+ * createRunner({ invoker, classifiers: [myClassifier, ...DEFAULT_CLASSIFIERS] });
+ * ```
+ */
+export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byDeclaredCategory, byStatus, byNodeCode, byInBandCode, byMessage];
 
 function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;

@@ -9,7 +9,14 @@ export interface FallbackRule {
   advice: string;
 }
 
-/** Sensible defaults for every category (any tool). User rules are merged over them. */
+/**
+ * Sensible defaults for every category (any tool). User rules are merged over them.
+ *
+ * @example
+ * ```ts
+ * DEFAULT_FALLBACKS.find((r) => r.category === 'rate_limited')?.advice;
+ * ```
+ */
 export const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
   { tool: '*', category: 'invalid_input', advice: 'Check the arguments against the tool schema; ask the user for missing or malformed values instead of guessing.' },
   { tool: '*', category: 'validation', advice: 'The tool returned unexpected data; do not retry it — report the problem and continue without this result.' },
@@ -30,7 +37,14 @@ export const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
   { tool: '*', category: 'unknown', advice: 'An unexpected error repeats; stop and report it with the run id.' },
 ]);
 
-/** Said after many recent failures in one session. */
+/**
+ * Said after many recent failures in one session.
+ *
+ * @example
+ * ```ts
+ * if (result.metadata.advice.includes(STEP_BACK_ADVICE)) askUserToRephrase();
+ * ```
+ */
 export const STEP_BACK_ADVICE = 'Several calls failed in this session. Step back: re-check what the user asked for, and consider another approach or asking the user before calling more tools.';
 
 interface SessionState {

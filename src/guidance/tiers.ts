@@ -5,7 +5,14 @@ import { DefinitionError } from '../errors/definition-error.js';
 
 /** Complexity levels, from the smallest tool set to the largest. */
 export type TierLevel = 'simple' | 'medium' | 'complex';
-/** The tier levels, lowest first: escalation goes this way. */
+/**
+ * The tier levels, lowest first: escalation goes this way.
+ *
+ * @example
+ * ```ts
+ * for (const level of TIER_LEVELS) console.log(level, registry.estimateTokens(level));
+ * ```
+ */
 export const TIER_LEVELS: readonly TierLevel[] = ['simple', 'medium', 'complex'];
 
 /** Which tools each tier offers: tool names, or `'all'`. */

@@ -12,7 +12,14 @@ export interface HttpInvokerOptions {
   fetch?: typeof fetch;
 }
 
-/** A non-2xx answer: `status` and `retryAfterMs` drive classification and retries. */
+/**
+ * A non-2xx answer: `status` and `retryAfterMs` drive classification and retries.
+ *
+ * @example
+ * ```ts
+ * if (error instanceof HttpToolError && error.status === 429) console.log(error.retryAfterMs);
+ * ```
+ */
 export class HttpToolError extends Error {
   override readonly name = 'HttpToolError';
   constructor(message: string, readonly status: number, readonly retryAfterMs?: number) {

@@ -1,6 +1,13 @@
 // Hides secrets in what chainkit shows: traces, events, logs and error messages.
 
-/** Keys whose values are never shown. */
+/**
+ * Keys whose values are never shown.
+ *
+ * @example
+ * ```ts
+ * SECRET_KEY.test('apiKey'); // true: shown as '[REDACTED]' in traces
+ * ```
+ */
 export const SECRET_KEY = /pass(word)?|secret|token|api[-_]?key|authorization|cookie|credential/i;
 
 /** Extra rule from the runner's `redact` option: return true to hide a key's value. */

@@ -17,7 +17,8 @@ import { RunAbortReason } from '../errors/classify.js';
 export class AbortScope {
   aborted = false;
   reason: unknown = undefined;
-  private listeners: Set<(reason: unknown) => void> | undefined;
+  // Functions to call, or child scopes to abort along (a child costs no closure).
+  private listeners: Set<((reason: unknown) => void) | AbortScope> | undefined;
   private controller: AbortController | undefined;
 
   /** Aborts with `reason` (first call wins) and notifies every listener. */
@@ -28,7 +29,18 @@ export class AbortScope {
     this.controller?.abort(reason);
     const listeners = this.listeners;
     this.listeners = undefined;
-    if (listeners) for (const fn of listeners) fn(reason);
+    if (listeners) for (const l of listeners) typeof l === 'function' ? l(reason) : l.abort(reason);
+  }
+
+  /** Aborts `child` along with this scope (at once if already aborted) until {@link AbortScope.unlink}. */
+  link(child: AbortScope): void {
+    if (this.aborted) child.abort(this.reason);
+    else (this.listeners ??= new Set()).add(child);
+  }
+
+  /** Stops aborting `child` along with this scope. */
+  unlink(child: AbortScope): void {
+    this.listeners?.delete(child);
   }
 
   /** Calls `fn` on abort (at once if already aborted); returns the function that unsubscribes. */

@@ -381,6 +381,9 @@ class Run {
       }
       if (!x.confirm) return { kind: 'gate', prompt, details };
       const request = { step: p.id, tool: tool.name, prompt, expiresAt: iso(this.deadlineAt), ...(details !== undefined && { details }) };
+      if (listening(core.events, 'confirmation:requested')) {
+        safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, tool: tool.name, prompt, expiresAt: request.expiresAt });
+      }
       return this.askInProcess(x.confirm, request).then((yes) => (yes ? this.invoke(p, step, parsed.data, holder) : { kind: 'declined' as const }));
     }
     return this.invoke(p, step, parsed.data, holder);

@@ -316,7 +316,10 @@ export function createRunner(options: RunnerOptions): Runner {
       };
       const peeked = await read('peek');
       if ('status' in peeked) return peeked;
-      const chain = opts.chain ?? chains.get(peeked.chain);
+      const given = opts.chain;
+      const chain: Chain | undefined = Array.isArray(given)
+        ? ((given as readonly Chain[]).find((c) => c.name === peeked.chain) ?? chains.get(peeked.chain))
+        : ((given as Chain | undefined) ?? chains.get(peeked.chain));
       if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
       if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
       const context = validateContext(chain, opts.context);

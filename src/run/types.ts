@@ -83,8 +83,11 @@ export interface RunOptions<C = Record<string, unknown>> {
 export interface ResumeOptions<C = Record<string, unknown>> {
   /** Must be the same trusted context as the original run. */
   context?: C;
-  /** The chain to resume; default: the runner's chain of the checkpoint's name. */
-  chain?: import('../define/chain.js').Chain;
+  /**
+   * The chain to resume, or the chains it may be one of (matched by name); default: the runner's
+   * chain of the checkpoint's name.
+   */
+  chain?: import('../define/chain.js').Chain | readonly import('../define/chain.js').Chain[];
   signal?: AbortSignal;
 }
 

@@ -1,5 +1,8 @@
 // Store calls that may go over the network: failures and silence become `store_unavailable`, in time.
+import pTimeout from 'p-timeout';
 import { ToolFailure } from '../errors/classify.js';
+
+const MAX_TIMER_MS = 2_147_483_647;
 import type { MaybePromise } from './types.js';
 
 /**
@@ -17,11 +20,17 @@ export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now:
     return Promise.reject(fail(error));
   }
   if (!(answer instanceof Promise)) return answer;
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(fail('no answer before the deadline')), Math.max(0, Math.min(deadlineAt - now(), 2_147_483_647)));
-    answer.then(
-      (value) => { clearTimeout(timer); resolve(value); },
-      (error: unknown) => { clearTimeout(timer); reject(fail(error)); },
-    );
+  const late = fail('no answer before the deadline');
+  // p-timeout builds a TimeoutError on every call; without a stack it costs next to nothing.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  let bounded: Promise<T>;
+  try {
+    bounded = pTimeout(answer, { milliseconds: Math.max(0, Math.min(deadlineAt - now(), MAX_TIMER_MS)), message: late });
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+  return bounded.then(undefined, (error: unknown) => {
+    throw error === late ? late : fail(error);
   });
 }

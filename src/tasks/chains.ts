@@ -10,7 +10,14 @@ const findByTitle = { id: 'find', tool: listTasks, input: { user_id: user, statu
 const pickOne = { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } } as const;
 const needsMatch = { check: (s: { input: { match: string } }) => s.input.match.trim().length > 0, message: 'Which task do you mean?' };
 
-/** Finds one task by (part of) its title and renames it. Input `{ match, title }`. */
+/**
+ * Finds one task by (part of) its title and renames it. Input `{ match, title }`.
+ *
+ * @example
+ * ```ts
+ * await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm' }, { context: { userId } });
+ * ```
+ */
 export const findAndUpdate = defineChain({
   name: 'find_and_update',
   version: '1',
@@ -29,7 +36,15 @@ export const findAndUpdate = defineChain({
   preconditions: [needsMatch],
 });
 
-/** Finds one task by title, asks for confirmation, then deletes it. Input `{ match }`. */
+/**
+ * Finds one task by title, asks for confirmation, then deletes it. Input `{ match }`.
+ *
+ * @example
+ * ```ts
+ * const r = await runner.run(findAndDelete, { match: 'groceries' }, { context: { userId } });
+ * if (r.status === 'awaiting_confirmation') await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * ```
+ */
 export const findAndDelete = defineChain({
   name: 'find_and_delete',
   version: '1',
@@ -56,7 +71,14 @@ export const findAndDelete = defineChain({
   preconditions: [needsMatch],
 });
 
-/** Finds one task by title and marks it completed. Input `{ match }`. */
+/**
+ * Finds one task by title and marks it completed. Input `{ match }`.
+ *
+ * @example
+ * ```ts
+ * await runner.run(findAndComplete, { match: 'milk' }, { context: { userId } });
+ * ```
+ */
 export const findAndComplete = defineChain({
   name: 'find_and_complete',
   version: '1',
@@ -86,7 +108,15 @@ export interface TaskSummary {
   by_status: { completed: number; pending: number };
 }
 
-/** Lists pending and completed tasks concurrently and summarises them. Input `{}`. */
+/**
+ * Lists pending and completed tasks concurrently and summarises them. Input `{}`.
+ *
+ * @example
+ * ```ts
+ * const r = await runner.run(taskSummary, {}, { context: { userId } });
+ * if (r.status === 'completed') console.log(r.output.completion_rate);
+ * ```
+ */
 export const taskSummary = defineChain({
   name: 'task_summary',
   version: '1',
@@ -122,5 +152,12 @@ export const taskSummary = defineChain({
   timeoutMs: 7000,
 });
 
-/** All four built-in task chains. */
+/**
+ * All four built-in task chains.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker, chains: [...taskChains] }); // resume any of them by name
+ * ```
+ */
 export const taskChains = [findAndUpdate, findAndDelete, findAndComplete, taskSummary] as const;

@@ -2,7 +2,14 @@
 import { z } from 'zod';
 import { defineTool } from '../define/tool.js';
 
-/** A task as the task tools return it. */
+/**
+ * A task as the task tools return it.
+ *
+ * @example
+ * ```ts
+ * type Task = z.infer<typeof Task>; // { task_id, title, completed, priority, … }
+ * ```
+ */
 export const Task = z.object({
   task_id: z.string().uuid(),
   user_id: z.string().uuid(),
@@ -15,7 +22,14 @@ export type Task = z.infer<typeof Task>;
 
 const minute = 60_000;
 
-/** Lists a user's tasks, optionally by status. */
+/**
+ * Lists a user's tasks, optionally by status.
+ *
+ * @example
+ * ```ts
+ * const r = await runner.invoke('list_tasks', { user_id: userId, status: 'pending' });
+ * ```
+ */
 export const listTasks = defineTool({
   name: 'list_tasks',
   description: "List a user's tasks, optionally only pending or completed ones",
@@ -31,7 +45,14 @@ export const listTasks = defineTool({
   ],
 });
 
-/** Adds a task. */
+/**
+ * Adds a task.
+ *
+ * @example
+ * ```ts
+ * await runner.invoke('add_task', { user_id: userId, title: 'Buy stamps', priority: 'low' });
+ * ```
+ */
 export const addTask = defineTool({
   name: 'add_task',
   description: 'Add a task for a user',
@@ -44,7 +65,14 @@ export const addTask = defineTool({
   suggests: [{ tool: 'list_tasks', reason: 'See the updated list' }],
 });
 
-/** Updates a task's title, priority or completion. */
+/**
+ * Updates a task's title, priority or completion.
+ *
+ * @example
+ * ```ts
+ * await runner.invoke('update_task', { user_id: userId, task_id: taskId, title: 'Oat milk' });
+ * ```
+ */
 export const updateTask = defineTool({
   name: 'update_task',
   description: "Update a task's title, priority or completion",
@@ -63,7 +91,14 @@ export const updateTask = defineTool({
   suggests: [{ tool: 'list_tasks', reason: 'Check the change' }],
 });
 
-/** Marks a task as completed. */
+/**
+ * Marks a task as completed.
+ *
+ * @example
+ * ```ts
+ * await runner.invoke('complete_task', { user_id: userId, task_id: taskId });
+ * ```
+ */
 export const completeTask = defineTool({
   name: 'complete_task',
   description: 'Mark a task as completed',
@@ -76,7 +111,14 @@ export const completeTask = defineTool({
   suggests: [{ tool: 'list_tasks', reason: 'See what is still pending' }],
 });
 
-/** Deletes a task (destructive: chains must confirm first). */
+/**
+ * Deletes a task (destructive: chains must confirm first).
+ *
+ * @example
+ * ```ts
+ * await runner.invoke('delete_task', { user_id: userId, task_id: taskId }, { idempotencyKey: requestId });
+ * ```
+ */
 export const deleteTask = defineTool({
   name: 'delete_task',
   description: 'Delete a task permanently',
@@ -89,5 +131,12 @@ export const deleteTask = defineTool({
   suggests: [{ tool: 'list_tasks', reason: 'See the remaining tasks' }],
 });
 
-/** All five task tools. */
+/**
+ * All five task tools.
+ *
+ * @example
+ * ```ts
+ * const runner = createRunner({ invoker: createTaskStore().invoker, tools: [...taskTools] });
+ * ```
+ */
 export const taskTools = [listTasks, addTask, updateTask, completeTask, deleteTask] as const;

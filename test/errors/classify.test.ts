@@ -66,4 +66,10 @@ describe('classifyError', () => {
     const custom = [() => { throw new Error('broken'); }, (e: unknown) => (e === 'teapot' ? { category: 'conflict' as const, code: 'teapot', message: 'tea' } : undefined)];
     expect(classifyError('teapot', custom).category).toBe('conflict');
   });
+
+  it('takes an error that declares a known category at its word, ahead of its status', () => {
+    const declared = Object.assign(new Error('seat taken'), { category: 'conflict', code: 'seat_taken', status: 500, retryAfterMs: 50 });
+    expect(classifyError(declared)).toMatchObject({ category: 'conflict', code: 'seat_taken', retryAfterMs: 50 });
+    expect(classifyError(Object.assign(new Error('x'), { category: 'bogus', status: 503 })).category).toBe('unavailable');
+  });
 });

@@ -1,0 +1,182 @@
+// Tools on an MCP server: an invoker that calls them and definitions read from `tools/list`.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { defineTool, type Tool, type ToolEffect } from '../define/tool.js';
+import type { ErrorCategory } from '../errors/categories.js';
+import type { ToolInvoker } from '../run/pipeline.js';
+
+/**
+ * A failed MCP tool call: an `isError` result or a protocol error. `category` (when the failure
+ * says what it is) and `code` drive classification and retries like any other tool error.
+ *
+ * @example
+ * ```ts
+ * try { await invoker(call); } catch (e) { if (e instanceof McpToolError) console.log(e.category, e.code); }
+ * ```
+ */
+export class McpToolError extends Error {
+  override readonly name = 'McpToolError';
+  constructor(
+    message: string,
+    /** The error category, when the failure tells; otherwise the message is classified. */
+    readonly category: ErrorCategory | undefined,
+    /** `invalid_arguments`, `unknown_tool`, `request_timeout`, `connection_closed`, `mcp_<n>`, an in-band code, or `tool_error`. */
+    readonly code: string,
+    /** From an in-band `retry_after` (seconds) in the error result. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+// The call's signal bounds every request; the SDK's own 60 s default would cut long tools short.
+const NO_SDK_TIMEOUT = 2_147_483_647;
+const MAX_DETAIL = 500;
+
+const PROTOCOL: Partial<Record<number, [ErrorCategory, string]>> = {
+  [ErrorCode.InvalidParams]: ['invalid_input', 'invalid_arguments'],
+  [ErrorCode.MethodNotFound]: ['not_found', 'unknown_tool'],
+  [ErrorCode.RequestTimeout]: ['timeout', 'request_timeout'],
+  [ErrorCode.ConnectionClosed]: ['network', 'connection_closed'],
+  [ErrorCode.InternalError]: ['internal', 'mcp_internal_error'],
+  [ErrorCode.InvalidRequest]: ['invalid_input', 'invalid_request'],
+};
+
+/**
+ * An invoker that calls tools on an MCP server through a connected SDK `Client`. The output is
+ * `structuredContent` when present, else the text content parsed as JSON, else the text. An
+ * `isError` result fails with its text, classified (`-32602`/invalid arguments → `invalid_input`,
+ * unknown tool → `not_found`, an in-band `{ error, retry_after }` body by its code, else by the
+ * message patterns); protocol errors are classified by their JSON-RPC code. The call's `signal`
+ * cancels the request (the server receives `notifications/cancelled`). Write and destructive calls
+ * carry their idempotency key in `_meta['chainkit/idempotencyKey']`.
+ *
+ * @example
+ * ```ts
+ * const client = new Client({ name: 'my-app', version: '1.0.0' });
+ * await client.connect(new StdioClientTransport({ command: 'task-server' }));
+ * const runner = createRunner({ invoker: mcpInvoker(client), tools: await toolsFromMcp(client) });
+ * ```
+ */
+export function mcpInvoker(client: Client): ToolInvoker {
+  if (typeof client?.callTool !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
+  return async (call) => {
+    const args = call.input === undefined ? {} : call.input;
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+      throw new McpToolError(`${call.tool}: MCP tool arguments must be an object.`, 'invalid_input', 'invalid_arguments');
+    }
+    const params = {
+      name: call.tool,
+      arguments: args as Record<string, unknown>,
+      ...(call.idempotencyKey !== undefined && { _meta: { 'chainkit/idempotencyKey': call.idempotencyKey } }),
+    };
+    let result: CallToolResult;
+    try {
+      result = (await client.callTool(params, undefined, { signal: call.signal, timeout: NO_SDK_TIMEOUT })) as CallToolResult;
+    } catch (error) {
+      if (call.signal.aborted) throw call.signal.reason; // the run's own timeout or cancel
+      throw protocolFailure(call.tool, error);
+    }
+    if (result.isError) throw resultFailure(call.tool, result);
+    return outputOf(result);
+  };
+}
+
+function textOf(result: CallToolResult): string | undefined {
+  const texts = (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text);
+  return texts.length > 0 ? texts.join('\n') : undefined;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function outputOf(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const text = textOf(result);
+  if (text === undefined) return result.content; // images, audio, resources: handed over as they are
+  const json = parseJson(text);
+  return json === undefined ? text : json;
+}
+
+function protocolFailure(tool: string, error: unknown): McpToolError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof McpError) {
+    const known = PROTOCOL[error.code];
+    return new McpToolError(`${tool}: ${message}`, known?.[0], known?.[1] ?? `mcp_${error.code}`);
+  }
+  // Transport failures (a closed pipe, a dead process) are network trouble.
+  return new McpToolError(`${tool}: ${message}`, 'network', 'transport_error');
+}
+
+function resultFailure(tool: string, result: CallToolResult): McpToolError {
+  const text = (textOf(result) ?? 'The tool reported an error.').slice(0, MAX_DETAIL);
+  const body = result.structuredContent ?? parseJson(text);
+  if (typeof body === 'object' && body !== null && typeof (body as { error?: unknown }).error === 'string') {
+    const b = body as { error: string; message?: unknown; retry_after?: unknown };
+    const retryAfterMs = typeof b.retry_after === 'number' && b.retry_after >= 0 ? b.retry_after * 1000 : undefined;
+    const detail = typeof b.message === 'string' ? `${b.error}: ${b.message}` : b.error;
+    // No category: the in-band code (rate_limit_exceeded, …) is classified like any tool's.
+    return new McpToolError(`${tool}: ${detail}`, undefined, b.error, retryAfterMs);
+  }
+  // The SDK reports an unknown tool as -32602 too ("Tool x not found"), so that test comes first.
+  if (/-32601|unknown tool|tool \S+ not found/i.test(text)) return new McpToolError(`${tool}: ${text}`, 'not_found', 'unknown_tool');
+  if (/-32602|invalid arguments|input validation/i.test(text)) return new McpToolError(`${tool}: ${text}`, 'invalid_input', 'invalid_arguments');
+  return new McpToolError(`${tool}: ${text}`, undefined, 'tool_error');
+}
+
+/** Options of {@link toolsFromMcp}. */
+export interface ToolsFromMcpOptions {
+  /**
+   * Effects by tool name, overriding the server's annotations. Without either, a tool is
+   * `read` when annotated `readOnlyHint`, `destructive` when annotated `destructiveHint: true`,
+   * else `write`.
+   */
+  effects?: Record<string, ToolEffect>;
+  /** Per-attempt timeout of every tool (default: chainkit's default, 10 s). */
+  timeoutMs?: number;
+}
+
+/**
+ * Tool definitions for every tool an MCP server lists, so chains can be declared over them. Input
+ * is validated with a zod schema built from the server's JSON Schema (`z.fromJSONSchema`); the
+ * output schema too, when the server declares one (else any output is accepted).
+ *
+ * @example
+ * ```ts
+ * const tools = await toolsFromMcp(client);
+ * const listTasks = tools.find((t) => t.name === 'list_tasks')!;
+ * ```
+ */
+export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions = {}): Promise<Tool[]> {
+  if (typeof client?.listTools !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
+  const listed: McpTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+    listed.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return listed.map((t) => defineTool({
+    name: t.name,
+    description: t.description ?? t.title ?? t.name,
+    input: fromSchema(t.inputSchema, z.record(z.string(), z.unknown())),
+    output: t.outputSchema ? fromSchema(t.outputSchema, z.unknown()) : z.unknown(),
+    effect: options.effects?.[t.name] ?? (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
+    ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+  }));
+}
+
+function fromSchema(schema: object, fallback: z.ZodType): z.ZodType {
+  try {
+    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch {
+    // A schema zod cannot read is left to the server to enforce, rather than refusing the tool.
+    return fallback;
+  }
+}

@@ -1,0 +1,48 @@
+// What the agent-framework adapters share: a chain as one tool call, with its gates answered by
+// the framework's approval step.
+import { isChain, type Chain } from '../define/chain.js';
+import type { Runner } from './runner.js';
+import { toModelResult, type ModelResult } from './relay.js';
+import type { ConfirmationRequest } from './types.js';
+
+/** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
+export type AgentContextOption<F> = Record<string, unknown> | ((frameworkContext: F) => Record<string, unknown> | Promise<Record<string, unknown>>);
+
+/** @internal A chain as a framework tool: `needsApproval` and `execute`, keyed by the tool call id. */
+export interface ChainToolCore<F> {
+  /** Whether the chain has any confirmation gate (else no approval is ever needed). */
+  readonly gated: boolean;
+  /**
+   * Runs the chain up to its first gate and declines there: true when the call needs the user's
+   * approval. Nothing past the gate runs.
+   */
+  needsApproval(input: unknown, callId: string, frameworkContext: F): Promise<boolean>;
+  /** Runs the chain; a gate is passed only if `approved()` says the framework approved this call. */
+  execute(input: unknown, callId: string, frameworkContext: F, approved: () => boolean, signal?: AbortSignal): Promise<ModelResult>;
+}
+
+/** @internal */
+export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentContextOption<F> | undefined, who: string): ChainToolCore<F> {
+  if (typeof runner?.run !== 'function') throw new TypeError(`${who}: expected a runner made by createRunner().`);
+  if (!isChain(chain)) throw new TypeError(`${who}: expected a chain made by defineChain().`);
+  if (context !== undefined && typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
+    throw new TypeError(`${who}: expected \`context\` to be an object or a function of the framework's context.`);
+  }
+  const contextOf = async (f: F): Promise<Record<string, unknown> | undefined> => (typeof context === 'function' ? await context(f) : context);
+  return {
+    gated: chain.plan.some((p) => p.kind === 'tool' && (p.step as { confirm?: unknown }).confirm !== undefined),
+    async needsApproval(input, callId, f) {
+      let asked: ConfirmationRequest | undefined;
+      const ctx = await contextOf(f);
+      // The run id is the tool call id, so both phases share one trace id space and write steps
+      // before the gate are deduplicated by their idempotency keys when execute runs them again.
+      await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), confirm: (request) => ((asked = request), false) });
+      return asked !== undefined;
+    },
+    async execute(input, callId, f, approved, signal) {
+      const ctx = await contextOf(f);
+      const result = await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm: () => approved() });
+      return toModelResult(result);
+    },
+  };
+}

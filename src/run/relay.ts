@@ -1,0 +1,54 @@
+// A run's result as a model should see it: plain JSON with what happened and what to do next.
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { ResponseMetadata } from '../guidance/metadata.js';
+import type { RunResult } from './types.js';
+
+/** A {@link RunResult} reduced to what an agent's model needs (no trace), JSON-safe. */
+export type ModelResult =
+  | { status: 'completed'; output: unknown; metadata: ResponseMetadata }
+  | { status: 'awaiting_confirmation'; resumeToken: string; prompt: string; step: string; tool: string; expiresAt: string; instructions: string; metadata: ResponseMetadata }
+  | { status: 'declined'; step: string; message: string }
+  | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata };
+
+/** Options of {@link toModelResult}. */
+export interface ModelResultOptions {
+  /** How the model answers a gate, e.g. "call confirm_action with …". Default: a generic sentence. */
+  howToConfirm?: string;
+}
+
+/**
+ * Turns a run result into the JSON an agent's model reads: the output, the gate's question with
+ * its resume token and instructions, or the error with its user message and suggestions. Used by
+ * `chainkit/mcp` and the agent-framework tools; use it for your own tool-calling loop too.
+ *
+ * @example
+ * ```ts
+ * const result = await runner.run(findAndDelete, { match: 'milk' }, { context });
+ * messages.push({ role: 'tool', content: JSON.stringify(toModelResult(result)) });
+ * ```
+ */
+export function toModelResult(result: RunResult, options: ModelResultOptions = {}): ModelResult {
+  switch (result.status) {
+    case 'completed':
+      return { status: 'completed', output: result.output, metadata: result.metadata };
+    case 'awaiting_confirmation': {
+      const { prompt, step, tool, expiresAt } = result.confirmation;
+      const instructions = options.howToConfirm ?? 'Ask the user this question and do not go on until they answer; then resume with the resume token and their decision.';
+      return { status: 'awaiting_confirmation', resumeToken: result.resumeToken, prompt, step, tool, expiresAt, instructions, metadata: result.metadata };
+    }
+    case 'declined':
+      return { status: 'declined', step: result.step, message: 'The user declined; nothing more was done.' };
+    case 'failed':
+      return { status: 'failed', error: result.error, compensated: result.compensated, metadata: result.metadata };
+  }
+}
+
+/** One line of text for a model, for transports that want text beside the JSON. */
+export function modelSummary(result: ModelResult): string {
+  switch (result.status) {
+    case 'completed': return JSON.stringify(result.output) ?? 'null';
+    case 'awaiting_confirmation': return `${result.prompt}\n${result.instructions}`;
+    case 'declined': return result.message;
+    case 'failed': return [result.error.userMessage, ...result.error.suggestions].join('\n');
+  }
+}

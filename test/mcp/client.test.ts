@@ -1,0 +1,129 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { classifyError, createRunner, defineChain, defineTool, ref, type Tool, type ToolCall } from 'chainkit';
+import { McpToolError, mcpInvoker, toolsFromMcp } from 'chainkit/mcp';
+import { createToolsServer, type ServerLog } from '../fixtures/mcp-tools-server.js';
+import { connectStdio } from './stdio.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function connectInMemory(): Promise<{ client: Client; log: ServerLog; closeServer: () => Promise<void> }> {
+  const log: ServerLog = { cancelled: [], deleteMeta: [] };
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const server = createToolsServer(log);
+  await server.connect(serverSide);
+  const client = new Client({ name: 'chainkit-test', version: '1.0.0' });
+  await client.connect(clientSide);
+  cleanups.push(() => client.close(), () => server.close());
+  return { client, log, closeServer: () => server.close() };
+}
+
+const byName = (tools: Tool[], name: string): Tool => tools.find((t) => t.name === name)!;
+const noRetry = { rate_limited: { retries: 0 }, permission_denied: { retries: 0 }, timeout: { retries: 0 }, network: { retries: 0 } };
+
+describe('toolsFromMcp', () => {
+  it('defines every listed tool with its effect and a zod schema from its JSON Schema', async () => {
+    const { client } = await connectInMemory();
+    const tools = await toolsFromMcp(client, { effects: { greet: 'read' } });
+    expect(tools.map((t) => [t.name, t.effect])).toEqual([
+      ['list_tasks', 'read'], ['delete_task', 'destructive'], ['greet', 'read'], ['busy', 'write'], ['broken', 'write'], ['slow', 'write'],
+    ]);
+    const list = byName(tools, 'list_tasks');
+    expect(list.description).toBe("List a user's tasks");
+    expect(list.input.safeParse({ user_id: 'u1', status: 'all' }).success).toBe(true);
+    const bad = list.input.safeParse({ user_id: '', status: 'done' });
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join('.')).sort()).toEqual(['status', 'user_id']);
+    expect(list.output.safeParse({ tasks: [{ task_id: 't', title: 'x', completed: 'no' }] }).success).toBe(false);
+  });
+});
+
+describe('mcpInvoker', () => {
+  it('runs a chain declared over a server\'s tools: structured output, JSON text output, idempotency key in _meta', async () => {
+    const { client, log } = await connectInMemory();
+    const tools = await toolsFromMcp(client);
+    const chain = defineChain({
+      name: 'delete_by_title', version: '1', description: 'Find a task by title and delete it',
+      input: z.object({ match: z.string() }),
+      steps: [
+        { id: 'find', tool: byName(tools, 'list_tasks'), input: { user_id: 'u1', status: 'all' } },
+        { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
+        { id: 'delete', tool: byName(tools, 'delete_task'), input: { user_id: 'u1', task_id: ref('target', 'task_id') }, confirm: { prompt: 'Delete it?' } },
+      ],
+      output: (s) => s.results.delete,
+    });
+    const runner = createRunner({ invoker: mcpInvoker(client), tools });
+    cleanups.push(() => runner.close());
+    const result = await runner.run(chain, { match: 'milk' }, { confirm: () => true });
+    expect(result.status === 'completed' && result.output).toEqual({ deleted: true, task_id: 't1' });
+    expect(log.deleteMeta).toEqual([expect.objectContaining({ 'chainkit/idempotencyKey': expect.any(String) })]);
+    const greet = await runner.invoke('greet', { name: 'Ada' });
+    expect(greet.status === 'completed' && greet.output).toBe('hello Ada');
+  });
+
+  it('classifies isError results by their text and in-band codes', async () => {
+    const { client } = await connectInMemory();
+    const runner = createRunner({ invoker: mcpInvoker(client), tools: await toolsFromMcp(client), retry: noRetry });
+    cleanups.push(() => runner.close());
+    const busy = await runner.invoke('busy', {});
+    expect(busy.status === 'failed' && busy.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_exceeded', retryAfterMs: 2000 });
+    const broken = await runner.invoke('broken', {});
+    expect(broken.status === 'failed' && broken.error).toMatchObject({ category: 'permission_denied', message: expect.stringContaining('Permission denied for this workspace') });
+    const gone = await runner.invoke('delete_task', { user_id: 'u1', task_id: 'nope' }, { timeoutMs: 5000 });
+    expect(gone.status === 'failed' && gone.error.category).toBe('not_found');
+  });
+
+  it('classifies invalid arguments as invalid_input and an unknown tool as not_found', async () => {
+    const { client } = await connectInMemory();
+    const invoker = mcpInvoker(client);
+    const call = (tool: string, input: unknown): Promise<unknown> =>
+      invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {} } satisfies ToolCall);
+    const invalid = await call('list_tasks', { user_id: 42 }).catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(McpToolError);
+    expect(classifyError(invalid)).toMatchObject({ category: 'invalid_input', code: 'invalid_arguments' });
+    const unknown = await call('no_such_tool', {}).catch((e: unknown) => e);
+    expect(classifyError(unknown)).toMatchObject({ category: 'not_found', code: 'unknown_tool' });
+    expect(classifyError(await call('greet', [1]).catch((e: unknown) => e)).category).toBe('invalid_input');
+  });
+
+  it('cancels the request on the server when the attempt times out', async () => {
+    const { client, log } = await connectInMemory();
+    const slow = defineTool({ name: 'slow', description: 'slow', input: z.object({}), output: z.unknown(), timeoutMs: 50, retry: false });
+    const runner = createRunner({ invoker: mcpInvoker(client), tools: [slow] });
+    cleanups.push(() => runner.close());
+    const result = await runner.invoke('slow', {});
+    expect(result.status === 'failed' && result.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout' });
+    await vi.waitFor(() => expect(log.cancelled).toEqual(['slow']));
+  });
+
+  it('fails with network when the connection is gone', async () => {
+    const { client, closeServer } = await connectInMemory();
+    const runner = createRunner({ invoker: mcpInvoker(client), tools: await toolsFromMcp(client), retry: noRetry });
+    cleanups.push(() => runner.close());
+    await closeServer();
+    const result = await runner.invoke('greet', { name: 'x' });
+    expect(result.status === 'failed' && result.error.category).toBe('network');
+  });
+
+  it('rejects something that is not a client', () => {
+    expect(() => mcpInvoker({} as never)).toThrow(/MCP Client/);
+  });
+});
+
+describe('over stdio', () => {
+  it('lists and calls the tools of a server process', async () => {
+    const client = await connectStdio(new URL('../fixtures/mcp-tools-server.ts', import.meta.url));
+    cleanups.push(() => client.close());
+    const tools = await toolsFromMcp(client);
+    const runner = createRunner({ invoker: mcpInvoker(client), tools, retry: noRetry });
+    cleanups.push(() => runner.close());
+    const list = await runner.invoke('list_tasks', { user_id: 'u1', status: 'all' });
+    expect(list.status === 'completed' && list.output).toMatchObject({ tasks: [{ title: 'Buy milk' }, { title: 'Call the dentist' }] });
+    const busy = await runner.invoke('busy', {});
+    expect(busy.status === 'failed' && busy.error.category).toBe('rate_limited');
+  });
+});
