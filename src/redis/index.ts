@@ -250,6 +250,11 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): L
     if (!conn) {
       conn = new Bottleneck.IORedisConnection({ client: redis.duplicate({ lazyConnect: false }) });
       conn.on('error', () => {}); // surfaced per call as store_unavailable
+      // bottleneck unsubscribes a dropped limiter from an async callback nobody awaits: while its subscriber is
+      // reconnecting that rejects unhandled (and would end the process). A stale subscription is harmless.
+      const subscriber = (conn as unknown as { subscriber: Redis }).subscriber;
+      const unsubscribe = subscriber.unsubscribe.bind(subscriber) as (...channels: string[]) => Promise<unknown>;
+      subscriber.unsubscribe = ((...channels: string[]) => unsubscribe(...channels).catch(() => 0)) as Redis['unsubscribe'];
     }
     return conn;
   };

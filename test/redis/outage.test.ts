@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRunner, findAndDelete, taskTools } from 'chainkit';
 import { redisStores } from 'chainkit/redis';
-import { addOne, TASK, workerInvoker } from '../fixtures/redis-worker.js';
+import { addOne, limited, TASK, workerInvoker } from '../fixtures/redis-worker.js';
 
 // A Redis of this test's own, on another port, so it can be stopped and restarted.
 const PORT = 16_390 + (process.pid % 500);
@@ -64,4 +64,22 @@ describe('chainkit/redis when Redis goes away', () => {
     expect(back.status === 'failed' ? back.error : back.status).toBe('completed');
     await runner.close();
   }, 20_000);
+
+  it('recreates a rate limiter whose state Redis lost while its subscriber is still reconnecting, without an unhandled rejection', async () => {
+    // A client of its own whose connections come back slowly, so the subscriber is still away when the state is found lost.
+    const slow = new Redis({ host: '127.0.0.1', port: PORT, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 1500 });
+    slow.on('error', () => {});
+    const runner = createRunner({ invoker: workerInvoker(), tools: [limited], stores: redisStores(slow, { prefix: `outage-limit:${process.pid}` }) });
+    const context = { userId: TASK.user_id };
+    const first = await runner.invoke('limited', { i: 1 }, { context });
+    expect(first.status).toBe('completed');
+
+    spawnSync('redis-cli', ['-p', String(PORT), 'client', 'kill', 'type', 'pubsub']); // bottleneck's subscriber drops
+    spawnSync('redis-cli', ['-p', String(PORT), 'flushall']); // and the limiter's state is gone, as after a restart
+    const second = await runner.invoke('limited', { i: 2 }, { context });
+    expect(second.status === 'failed' ? second.error : second.status).toBe('completed');
+    await new Promise((r) => setTimeout(r, 100)); // bottleneck detaches the old limiter asynchronously: give a rejection time to surface
+    await runner.close();
+    slow.disconnect();
+  });
 });
