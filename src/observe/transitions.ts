@@ -2,9 +2,11 @@
 import { evictOldest } from '../stores/bounded.js';
 import type { ToolTransition } from './trace.js';
 
+const MAX_RECENT = 10;
+
 /** Tracks the last tool call per session; bounded (least recently used sessions are forgotten). */
 export class TransitionTracker {
-  private readonly last = new Map<string, { tool: string; endedAt: number; recent: string[] }>();
+  private readonly last = new Map<string, { tool: string; endedAt: number; recent: readonly string[] }>();
   constructor(private readonly maxSessions = 10_000) {}
 
   /** Records a finished call; returns the transition from the session's previous call, if any. */
@@ -12,9 +14,8 @@ export class TransitionTracker {
     const prev = this.last.get(sessionId);
     if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
     else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
-    const recent = prev ? prev.recent : [];
-    recent.push(tool);
-    if (recent.length > 10) recent.shift();
+    // Exact-sized copies, not push: a pushed-to array keeps room for 17, and every run in flight has a trail.
+    const recent = !prev ? [tool] : prev.recent.length < MAX_RECENT ? [...prev.recent, tool] : [...prev.recent.slice(1), tool];
     this.last.set(sessionId, { tool, endedAt, recent });
     if (!prev) return undefined;
     return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };

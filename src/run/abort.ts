@@ -17,8 +17,10 @@ import { RunAbortReason } from '../errors/classify.js';
 export class AbortScope {
   aborted = false;
   reason: unknown = undefined;
-  // Functions to call, or child scopes to abort along (a child costs no closure).
-  private listeners: Set<((reason: unknown) => void) | AbortScope> | undefined;
+  // Functions to call, or child scopes to abort along (a child costs no closure). Most scopes have
+  // at most one listener at a time (a run's current attempt): it takes a field, a Set only for more.
+  private listener: Listener | undefined;
+  private listeners: Set<Listener> | undefined;
   private controller: AbortController | undefined;
 
   /** Aborts with `reason` (first call wins) and notifies every listener. */
@@ -27,20 +29,21 @@ export class AbortScope {
     this.aborted = true;
     this.reason = reason;
     this.controller?.abort(reason);
-    const listeners = this.listeners;
-    this.listeners = undefined;
-    if (listeners) for (const l of listeners) typeof l === 'function' ? l(reason) : l.abort(reason);
+    const { listener, listeners } = this;
+    this.listener = this.listeners = undefined;
+    if (listener) notify(listener, reason);
+    if (listeners) for (const l of listeners) notify(l, reason);
   }
 
   /** Aborts `child` along with this scope (at once if already aborted) until {@link AbortScope.unlink}. */
   link(child: AbortScope): void {
     if (this.aborted) child.abort(this.reason);
-    else (this.listeners ??= new Set()).add(child);
+    else this.add(child);
   }
 
   /** Stops aborting `child` along with this scope. */
   unlink(child: AbortScope): void {
-    this.listeners?.delete(child);
+    this.remove(child);
   }
 
   /** Calls `fn` on abort (at once if already aborted); returns the function that unsubscribes. */
@@ -49,8 +52,19 @@ export class AbortScope {
       fn(this.reason);
       return noop;
     }
-    (this.listeners ??= new Set()).add(fn);
-    return () => this.listeners?.delete(fn);
+    this.add(fn);
+    return () => this.remove(fn);
+  }
+
+  private add(l: Listener): void {
+    if (this.listener === l) return;
+    if (this.listener === undefined && !this.listeners?.size) this.listener = l;
+    else (this.listeners ??= new Set()).add(l);
+  }
+
+  private remove(l: Listener): void {
+    if (this.listener === l) this.listener = undefined;
+    else this.listeners?.delete(l);
   }
 
   /** A standard `AbortSignal` that follows this scope. */
@@ -61,6 +75,13 @@ export class AbortScope {
     }
     return this.controller.signal;
   }
+}
+
+type Listener = ((reason: unknown) => void) | AbortScope;
+
+function notify(l: Listener, reason: unknown): void {
+  if (typeof l === 'function') l(reason);
+  else l.abort(reason);
 }
 
 function noop(): void {}

@@ -98,7 +98,7 @@ class Run {
   private pumping = false;
   private rescan = false;
   private lastToolIndex = -1;
-  private finish: () => void = () => {};
+  private resolve: ((result: Promise<RunResult>) => void) | undefined;
   private onCallerAbort: (() => void) | undefined;
 
   constructor(private readonly core: Core, private readonly x: Execution) {
@@ -134,7 +134,7 @@ class Run {
     if (!x.resumed) this.checkPreconditions();
     if (this.stop) return this.conclude();
     return new Promise<RunResult>((resolve) => {
-      this.finish = () => resolve(this.conclude());
+      this.resolve = resolve;
       this.pump();
     });
   }
@@ -198,7 +198,7 @@ class Run {
       this.launchReady();
     } while (this.rescan);
     this.pumping = false;
-    if (this.running === 0) this.finish();
+    if (this.running === 0) this.resolve!(this.conclude());
   }
 
   private launchReady(): void {
@@ -244,25 +244,31 @@ class Run {
       safeEmit(core.events, 'step:start', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
     }
     const holder: StepHolder = {};
-    const end = (outcome: StepOutcome): void => {
+    // A step that called its tool resolves with the tool's output, any other step with its outcome.
+    const end = (result: unknown, isOutcome?: true): void => {
+      const outcome = holder.ctx && !isOutcome ? ok(result) : (result as StepOutcome);
       const ended = core.now();
       // The trace entry is made when the step ends: a step in flight holds no trace state.
-      const entry: TraceStep = { stepNumber: p.index + 1, id: p.id, status: holder.ctx?.cached ? 'cached' : 'success', attempts: holder.ctx?.attempt ?? 0, latencyMs: ended - started, startedAt: iso(started) };
-      if (p.tool) entry.tool = p.tool.name;
+      const status = holder.ctx?.cached ? 'cached' : 'success';
+      const attempts = holder.ctx?.attempt ?? 0;
+      // One literal per shape: a field added afterwards would cost every entry a property array.
+      const entry: TraceStep = p.tool
+        ? { stepNumber: p.index + 1, id: p.id, tool: p.tool.name, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
+        : { stepNumber: p.index + 1, id: p.id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
       if (holder.input !== undefined) entry.input = holder.input;
       this.traceSteps[p.index] = entry;
       this.record(p, entry, outcome, started, ended, holder.ctx !== undefined, holder.ctx ? complexityOf(holder.ctx.input) : 1);
       this.settle(p, outcome);
     };
-    const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx));
-    let body: StepOutcome | Promise<StepOutcome>;
+    const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx), true);
+    let body: StepOutcome | Promise<unknown>;
     try {
       body = this.stepBody(p, holder);
     } catch (error) {
       return fail(error);
     }
     if (body instanceof Promise) body.then(end, fail);
-    else end(body);
+    else end(body, true);
   }
 
   private failed(p: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
@@ -300,7 +306,7 @@ class Run {
     }
   }
 
-  private stepBody(p: PlannedStep, holder: StepHolder): StepOutcome | Promise<StepOutcome> {
+  private stepBody(p: PlannedStep, holder: StepHolder): StepOutcome | Promise<unknown> {
     const { scope } = this;
     const step = p.step;
     if (step.when) {
@@ -357,7 +363,7 @@ class Run {
     return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
   }
 
-  private callTool(p: PlannedStep, step: ToolStep, holder: StepHolder): StepOutcome | Promise<StepOutcome> {
+  private callTool(p: PlannedStep, step: ToolStep, holder: StepHolder): StepOutcome | Promise<unknown> {
     const { core, x, scope } = this;
     const tool = p.tool!;
     let raw: unknown;
@@ -389,28 +395,32 @@ class Run {
     return this.invoke(p, step, parsed.data, holder);
   }
 
-  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: StepHolder): Promise<StepOutcome> {
+  /** Calls the tool; resolves with its output (no wrapping hop: every step in flight would keep one). */
+  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: StepHolder): Promise<unknown> {
     const { core, x, scope } = this;
     const tool = p.tool!;
 
+    // Every field in the literal, even unset ones: fields added later cost each context a property array.
     const ctx: CallContext = {
       tool,
       input,
       runId: x.runId,
       traceId: x.traceId,
+      sessionId: x.sessionId,
       chain: this.chain.name,
       step: p.id,
       context: x.context,
+      idempotencyKey: tool.effect === 'read' ? undefined : step.idempotencyKey ? step.idempotencyKey(scope) : `${x.runId}:${p.id}`,
       run: this.abort,
       deadlineAt: this.deadlineAt,
       retry: core.retryFor(tool, step.retry),
       attempt: 0,
       timeoutMs: step.timeoutMs ?? tool.timeoutMs,
+      cached: false,
+      attemptScope: undefined,
     };
-    if (x.sessionId !== undefined) (ctx as { sessionId?: string }).sessionId = x.sessionId;
-    if (tool.effect !== 'read') (ctx as { idempotencyKey?: string }).idempotencyKey = step.idempotencyKey ? step.idempotencyKey(scope) : `${x.runId}:${p.id}`;
     holder.ctx = ctx;
-    return core.call(ctx).then(ok);
+    return core.call(ctx);
   }
 
   /** Asks the in-process `confirm` callback, within the deadline. */

@@ -33,6 +33,9 @@ import { invokeOne } from './invoke.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult, Logger, ResumeOptions, RunOptions, RunResult } from './types.js';
 
+/** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
+const NONE: readonly never[] = Object.freeze([]);
+
 /** Options of {@link createRunner}. */
 export interface RunnerOptions {
   /** How tools are really called. Required. */
@@ -281,7 +284,7 @@ export function createRunner(options: RunnerOptions): Runner {
         return Promise.resolve(settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain));
       }
       const x: Execution = {
-        chain, runId, traceId, input: parsed.data, context: context.value, results: {}, done: [], priorTrace: [],
+        chain, runId, traceId, input: parsed.data, context: context.value, results: {}, done: NONE, priorTrace: NONE,
         startedAt: now(), resumed: false,
         ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
         ...(opts.confirm && { confirm: opts.confirm }),

@@ -1,9 +1,9 @@
 // Store calls that may go over the network: failures and silence become `store_unavailable`, in time.
 import pTimeout from 'p-timeout';
 import { ToolFailure } from '../errors/classify.js';
+import type { MaybePromise } from './types.js';
 
 const MAX_TIMER_MS = 2_147_483_647;
-import type { MaybePromise } from './types.js';
 
 /**
  * Calls a store. A synchronous answer passes through untouched (memory stores cost nothing); an
