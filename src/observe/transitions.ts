@@ -4,9 +4,23 @@ import type { ToolTransition } from './trace.js';
 
 const MAX_RECENT = 10;
 
-/** Tracks the last tool call per session; bounded (least recently used sessions are forgotten). */
+/** A session's last finished call. */
+export interface LastCall {
+  tool: string;
+  endedAt: number;
+}
+
+/** The transition from `prev` to a call of `tool` that ran from `startedAt` to `endedAt`. */
+export function transitionFrom(prev: LastCall, sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition {
+  return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+}
+
+/**
+ * Tracks the last tool call per session; bounded (least recently used sessions are forgotten).
+ * Runs without a session keep their last call themselves and park it here only across a gate.
+ */
 export class TransitionTracker {
-  private readonly last = new Map<string, { tool: string; endedAt: number; recent: readonly string[] }>();
+  private readonly last = new Map<string, LastCall & { recent: readonly string[] }>();
   constructor(private readonly maxSessions = 10_000) {}
 
   /** Records a finished call; returns the transition from the session's previous call, if any. */
@@ -14,14 +28,26 @@ export class TransitionTracker {
     const prev = this.last.get(sessionId);
     if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
     else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
-    // Exact-sized copies, not push: a pushed-to array keeps room for 17, and every run in flight has a trail.
+    // Exact-sized copies, not push: a pushed-to array keeps room for 17, and every session has one.
     const recent = !prev ? [tool] : prev.recent.length < MAX_RECENT ? [...prev.recent, tool] : [...prev.recent.slice(1), tool];
     this.last.set(sessionId, { tool, endedAt, recent });
-    if (!prev) return undefined;
-    return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+    return prev && transitionFrom(prev, sessionId, tool, startedAt, endedAt, success);
   }
 
-  /** Drops a session (a run without a sessionId is its own session, over when the run ends). */
+  /** Keeps a run's last call while it waits at a gate, for {@link TransitionTracker.take} on resume. */
+  park(runId: string, call: LastCall): void {
+    if (!this.last.has(runId) && this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
+    this.last.set(runId, { tool: call.tool, endedAt: call.endedAt, recent: [] });
+  }
+
+  /** Removes and returns what {@link TransitionTracker.park} kept. */
+  take(runId: string): LastCall | undefined {
+    const call = this.last.get(runId);
+    this.last.delete(runId);
+    return call;
+  }
+
+  /** Drops a session. */
   forget(sessionId: string): void {
     this.last.delete(sessionId);
   }
@@ -35,4 +61,3 @@ export class TransitionTracker {
     this.last.clear();
   }
 }
-

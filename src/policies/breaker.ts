@@ -3,7 +3,7 @@ import type { ErrorCategory } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classifier } from '../errors/classify.js';
 import { callStore } from '../stores/guard.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
-import type { CallContext, Policy } from '../run/pipeline.js';
+import type { Call, CallContext, Policy } from '../run/pipeline.js';
 
 /** Breaker settings. */
 export interface BreakerOptions {
@@ -39,33 +39,34 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
     if (c instanceof Promise) void c.then((v) => report(() => v, ctx), () => undefined);
     else if (c) onChange?.(ctx.tool.name, c, ctx);
   };
-  return (next) => (ctx) => {
+  // Hoisted out of the per-call closure: an attempt in flight keeps only its two handlers.
+  const attempt = (next: Call, ctx: CallContext, decision: BreakerDecision): Promise<unknown> => {
     const tool = ctx.tool.name;
-    const go = (decision: BreakerDecision): Promise<unknown> => {
-      if (decision.status === 'open') {
-        return Promise.reject(new ToolFailure({
-          category: 'circuit_open',
-          code: 'circuit_open',
-          message: `The circuit breaker of tool ${tool} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
-          retryAfterMs: decision.retryAfterMs,
-        }));
-      }
-      const probe = decision.status === 'probe';
-      return next(ctx).then(
-        (value) => {
-          report(() => store.success(tool), ctx);
-          return value;
-        },
-        (error: unknown) => {
-          const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
-          // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
-          if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), ctx);
-          else if (category !== 'cancelled') report(() => store.success(tool), ctx);
-          throw error;
-        },
-      );
-    };
-    const decision = callStore(() => store.acquire(tool, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');
-    return decision instanceof Promise ? decision.then(go) : go(decision);
+    if (decision.status === 'open') {
+      return Promise.reject(new ToolFailure({
+        category: 'circuit_open',
+        code: 'circuit_open',
+        message: `The circuit breaker of tool ${tool} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+        retryAfterMs: decision.retryAfterMs,
+      }));
+    }
+    const probe = decision.status === 'probe';
+    return next(ctx).then(
+      (value) => {
+        report(() => store.success(tool), ctx);
+        return value;
+      },
+      (error: unknown) => {
+        const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
+        // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
+        if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), ctx);
+        else if (category !== 'cancelled') report(() => store.success(tool), ctx);
+        throw error;
+      },
+    );
+  };
+  return (next) => (ctx) => {
+    const decision = callStore(() => store.acquire(ctx.tool.name, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');
+    return decision instanceof Promise ? decision.then((d) => attempt(next, ctx, d)) : attempt(next, ctx, decision);
   };
 }

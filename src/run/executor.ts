@@ -13,7 +13,8 @@ import { learn } from '../guidance/learn.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
 import { redact } from '../observe/redact.js';
-import type { Trace, TraceStep } from '../observe/trace.js';
+import type { ToolTransition, Trace, TraceStep } from '../observe/trace.js';
+import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { compensate } from '../policies/compensate.js';
 import { callStore } from '../stores/guard.js';
 import { abortAtDeadline, AbortScope, untilAborted } from './abort.js';
@@ -69,6 +70,13 @@ interface StepHolder {
   input?: unknown;
 }
 
+/** The tools of a run's steps that were not skipped (a run without a session is its own session). */
+function toolsRun(steps: readonly TraceStep[]): string[] {
+  const tools: string[] = [];
+  for (const t of steps) if (t.tool !== undefined && t.status !== 'skipped' && !tools.includes(t.tool)) tools.push(t.tool);
+  return tools;
+}
+
 /** A failure raised inside a step, already classified. */
 class StepError extends Error {
   constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
@@ -93,6 +101,8 @@ class Run {
   private readonly segmentStart: number;
   private readonly deadlineAt: number;
   private readonly sessionKey: string;
+  // A run without a session is its own session: it keeps its last call itself (no shared entry per run).
+  private lastCall: LastCall | undefined;
   private stop: { index: number; outcome: Stopped } | undefined;
   private running = 0;
   private pumping = false;
@@ -112,6 +122,7 @@ class Run {
     this.deadlineAt = this.segmentStart + x.chain.timeoutMs;
     this.sessionKey = x.sessionId ?? x.runId;
     if (x.resumed) {
+      if (x.sessionId === undefined) this.lastCall = core.transitions.take(x.runId);
       for (const id of x.done) this.state[this.plan.findIndex((p) => p.id === id)] = DONE;
       for (const t of x.priorTrace) this.traceSteps[t.stepNumber - 1] = t;
     }
@@ -145,9 +156,9 @@ class Run {
     if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
     core.active.delete(this.abort);
     const result = await this.result();
-    if (x.sessionId === undefined && result.status !== 'awaiting_confirmation') {
-      core.transitions.forget(x.runId);
-      core.advisor.forget(x.runId);
+    if (x.sessionId === undefined) {
+      if (result.status !== 'awaiting_confirmation') core.advisor.forget(x.runId);
+      else if (this.lastCall) core.transitions.park(x.runId, this.lastCall); // for the transition after the resume
     }
 
     if (listening(events, 'chain:end')) {
@@ -291,7 +302,9 @@ class Run {
     if (core.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped) entry.output = redact(outcome.value, core.redact);
     if (p.tool && called) {
       if (p.index > this.lastToolIndex) this.lastToolIndex = p.index;
-      learn(core, this.sessionKey, p.tool.name, 'chain', started, ended, outcome.kind === 'ok' ? undefined : outcome.kind === 'failed' ? outcome.error : undefined, complexity);
+      const tool = p.tool.name;
+      const error = outcome.kind === 'failed' ? outcome.error : undefined;
+      learn(core, this.sessionKey, this.transition(tool, started, ended, outcome.kind === 'ok'), tool, 'chain', started, ended, error, complexity);
     }
     if (listening(core.events, 'step:end')) {
       safeEmit(core.events, 'step:end', {
@@ -304,6 +317,14 @@ class Run {
       if (outcome.kind === 'ok') log.debug(this.logFields({ step: p.id, input: entry.input, output: redact(outcome.value, core.redact) }), `step ${p.id} ${entry.status}`);
       else if (outcome.kind === 'failed' && outcome.error.category === 'timeout') log.warn(this.logFields({ step: p.id, code: outcome.error.code }), `step ${p.id} timed out`);
     }
+  }
+
+  private transition(tool: string, started: number, ended: number, success: boolean): ToolTransition | undefined {
+    const { x } = this;
+    if (x.sessionId !== undefined) return this.core.transitions.record(x.sessionId, tool, started, ended, success);
+    const prev = this.lastCall;
+    this.lastCall = { tool, endedAt: ended };
+    return prev && transitionFrom(prev, x.runId, tool, started, ended, success);
   }
 
   private stepBody(p: PlannedStep, holder: StepHolder): StepOutcome | Promise<unknown> {
@@ -456,7 +477,7 @@ class Run {
         chain,
         ...(lastTool && { lastTool }),
         actualDurationMs: ended - this.segmentStart,
-        sessionTools: core.transitions.recent(this.sessionKey),
+        sessionTools: x.sessionId !== undefined ? core.transitions.recent(x.sessionId) : toolsRun(trace.steps),
         advice: lastTool ? core.advisor.advice(this.sessionKey, lastTool) : [],
       }),
     };

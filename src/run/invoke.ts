@@ -34,7 +34,8 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
     else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
     if (ctx) {
       entry.attempts = ctx.attempt;
-      learn(core, session, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input));
+      const transition = opts.sessionId !== undefined ? core.transitions.record(opts.sessionId, name, started, ended, body.status === 'completed') : undefined;
+      learn(core, session, transition, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input));
     }
     const trace: Trace = {
       traceId, runId, chain: '', ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
@@ -43,12 +44,10 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
     };
     const metadata = buildMetadata(core.guidance, {
       ...(tool && { tool }), ...(ctx && { lastTool: name }), actualDurationMs: ended - started,
-      sessionTools: core.transitions.recent(session), advice: ctx ? core.advisor.advice(session, name) : [], context,
+      sessionTools: opts.sessionId !== undefined ? core.transitions.recent(opts.sessionId) : ctx ? [name] : [],
+      advice: ctx ? core.advisor.advice(session, name) : [], context,
     });
-    if (opts.sessionId === undefined) {
-      core.transitions.forget(session); // a one-call session is over
-      core.advisor.forget(session);
-    }
+    if (opts.sessionId === undefined) core.advisor.forget(session); // a one-call session is over
     return { ...body, tool: name, trace, metadata };
   };
   const notFound = (code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category: 'not_found', code, message }, { tool: name }, core.retryTable) });

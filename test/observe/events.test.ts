@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, findAndUpdate, redact, taskTools, type HookErrorEvent, type Logger, type ToolTransition } from 'chainkit';
+import { createRunner, defineChain, defineTool, findAndDelete, findAndUpdate, redact, taskTools, type HookErrorEvent, type Logger, type ToolTransition } from 'chainkit';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const alice = { context: { userId: fixtures.alice } };
@@ -30,6 +30,23 @@ describe('events and hooks', () => {
     await runner.invoke('list_tasks', { user_id: fixtures.alice, status: 'all' }, { sessionId: 'other' });
     expect(transitions.map((t) => `${t.fromTool}->${t.toTool}:${t.success}`)).toEqual(['list_tasks->update_task:true', 'update_task->list_tasks:true']);
     expect(transitions[0]).toMatchObject({ sessionId: 's2', gapMs: expect.any(Number), timestamp: expect.any(Number) });
+  });
+
+  it('a run without a session is its own session, also across its gate', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker, tools: [...taskTools] });
+    const transitions: ToolTransition[] = [];
+    runner.events.on('tool:transition', (t) => transitions.push(t));
+    const updated = await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 4pm' }, alice);
+    const gated = await runner.run(findAndDelete, { match: 'groceries' }, alice);
+    if (gated.status !== 'awaiting_confirmation') throw new Error(gated.status);
+    expect(gated.metadata.suggestions.relevantChains.map((c) => c.chain)).toContain(findAndDelete.name); // from the tools this run used
+    const deleted = await runner.resume(gated.resumeToken, { approved: true }, alice);
+    expect(deleted.status).toBe('completed');
+    expect(transitions.map((t) => `${t.sessionId === updated.runId ? 'updated' : t.sessionId === gated.runId ? 'gated' : t.sessionId}:${t.fromTool}->${t.toTool}`)).toEqual([
+      'updated:list_tasks->update_task',
+      'gated:list_tasks->delete_task', // the resume continues from the call before the gate
+    ]);
   });
 
   it('a throwing or rejecting hook never changes the outcome, and is reported', async () => {

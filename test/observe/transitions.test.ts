@@ -21,4 +21,11 @@ describe('TransitionTracker', () => {
     t.record('c', 'x', 0, 1, true);
     expect([t.recent('a'), t.recent('b'), t.recent('c')]).toEqual([['x', 'y'], [], ['x']]);
   });
+
+  it('parks a run’s last call across a gate, taken once on resume', () => {
+    const t = new TransitionTracker();
+    t.park('run1', { tool: 'list_tasks', endedAt: 7 });
+    expect(t.take('run1')).toMatchObject({ tool: 'list_tasks', endedAt: 7 });
+    expect(t.take('run1')).toBeUndefined();
+  });
 });
