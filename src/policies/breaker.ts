@@ -39,31 +39,33 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
     if (c instanceof Promise) void c.then((v) => report(() => v, ctx), () => undefined);
     else if (c) onChange?.(ctx.tool.name, c, ctx);
   };
-  // Hoisted out of the per-call closure: an attempt in flight keeps only its two handlers.
+  // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
+  // context while the attempt runs.
+  function succeeded(this: CallContext, value: unknown): unknown {
+    report(() => store.success(this.tool.name), this);
+    return value;
+  }
+  function failed(this: CallContext, error: unknown, probe = false): never {
+    const tool = this.tool.name;
+    const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
+    // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
+    if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), this);
+    else if (category !== 'cancelled') report(() => store.success(tool), this);
+    throw error;
+  }
+  function probeFailed(this: CallContext, error: unknown): never {
+    return failed.call(this, error, true);
+  }
   const attempt = (next: Call, ctx: CallContext, decision: BreakerDecision): Promise<unknown> => {
-    const tool = ctx.tool.name;
     if (decision.status === 'open') {
       return Promise.reject(new ToolFailure({
         category: 'circuit_open',
         code: 'circuit_open',
-        message: `The circuit breaker of tool ${tool} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+        message: `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
         retryAfterMs: decision.retryAfterMs,
       }));
     }
-    const probe = decision.status === 'probe';
-    return next(ctx).then(
-      (value) => {
-        report(() => store.success(tool), ctx);
-        return value;
-      },
-      (error: unknown) => {
-        const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
-        // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
-        if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), ctx);
-        else if (category !== 'cancelled') report(() => store.success(tool), ctx);
-        throw error;
-      },
-    );
+    return next(ctx).then(succeeded.bind(ctx), (decision.status === 'probe' ? probeFailed : failed).bind(ctx));
   };
   return (next) => (ctx) => {
     const decision = callStore(() => store.acquire(ctx.tool.name, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');

@@ -19,8 +19,18 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     return done instanceof Promise ? done.then(undefined, () => undefined) : undefined;
   };
 
-  // Hoisted out of the per-call closure: a call in flight keeps only the two handlers below.
-  const decide = (next: Call, ctx: CallContext, key: string, claim: IdempotencyClaim): Promise<unknown> => {
+  // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
+  // context while the call runs.
+  function completed(this: CallContext, value: unknown): unknown {
+    const recorded = record(this, () => store.complete(this.idempotencyKey!, value));
+    return recorded ? recorded.then(() => value) : value;
+  }
+  function failed(this: CallContext, error: unknown): Promise<never> {
+    const recorded = record(this, () => store.fail(this.idempotencyKey!, error));
+    if (!recorded) throw error;
+    return recorded.then(() => Promise.reject(error));
+  }
+  const decide = (next: Call, ctx: CallContext, claim: IdempotencyClaim): Promise<unknown> => {
     if (claim.status === 'done') {
       ctx.cached = true;
       return Promise.resolve(claim.value);
@@ -29,17 +39,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
       ctx.cached = true;
       return untilAborted(claim.settled, ctx.run); // the deadline still applies while waiting
     }
-    return next(ctx).then(
-      (value) => {
-        const recorded = record(ctx, () => store.complete(key, value));
-        return recorded ? recorded.then(() => value) : value;
-      },
-      (error: unknown) => {
-        const recorded = record(ctx, () => store.fail(key, error));
-        if (!recorded) throw error;
-        return recorded.then(() => Promise.reject(error));
-      },
-    );
+    return next(ctx).then(completed.bind(ctx), failed.bind(ctx));
   };
 
   return (next) => (ctx) => {
@@ -47,6 +47,6 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     if (key === undefined) return next(ctx);
     // Without a claim the tool is never called: an unavailable store fails the call.
     const claimed = callStore(() => store.begin(key), ctx.deadlineAt, now, 'idempotency');
-    return claimed instanceof Promise ? claimed.then((claim) => decide(next, ctx, key, claim)) : decide(next, ctx, key, claimed);
+    return claimed instanceof Promise ? claimed.then((claim) => decide(next, ctx, claim)) : decide(next, ctx, claimed);
   };
 }

@@ -54,10 +54,16 @@ export function retryDelay(rule: RetryRule, n: number, failure: Classified, rand
 export function retryPolicy(options: RetryPolicyOptions): Policy {
   const { random, now, classifiers, onRetry } = options;
   const asFailure = (error: unknown): ToolFailure => (error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers)));
-  return (next) => (ctx) => {
-    // The first attempt runs directly: retry bookkeeping is only paid once something failed.
-    ctx.attempt = 1;
-    return next(ctx).then(undefined, (error: unknown) => retryAfterFirst(next, ctx, asFailure(error)));
+  return (next) => {
+    // Bound to the call, not a closure per call: a bound function keeps no context while it runs.
+    function afterFirst(this: CallContext, error: unknown): Promise<unknown> {
+      return retryAfterFirst(next, this, asFailure(error));
+    }
+    return (ctx) => {
+      // The first attempt runs directly: retry bookkeeping is only paid once something failed.
+      ctx.attempt = 1;
+      return next(ctx).then(undefined, afterFirst.bind(ctx));
+    };
   };
 
   async function retryAfterFirst(next: Call, ctx: CallContext, first: ToolFailure): Promise<unknown> {

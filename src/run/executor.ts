@@ -64,10 +64,24 @@ const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (
 const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** What a running step learns on the way: its call context and (with full traces) its input. */
-interface StepHolder {
-  ctx?: CallContext;
-  input?: unknown;
+/**
+ * A step in flight: what it learns on the way (its call context and, with full traces, its input)
+ * and how it ends. Its handlers are bound to it rather than closures: a bound function keeps no
+ * context, and every step in flight holds a pair.
+ */
+class StepRun {
+  ctx: CallContext | undefined = undefined;
+  input: unknown = undefined;
+  constructor(readonly run: Run, readonly p: PlannedStep, readonly started: number) {}
+
+  /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
+  resolved(result: unknown): void {
+    this.run.endStep(this, this.ctx ? ok(result) : (result as StepOutcome));
+  }
+
+  rejected(error: unknown): void {
+    this.run.endStep(this, this.run.failed(this.p, error, this.ctx));
+  }
 }
 
 /** The tools of a run's steps that were not skipped (a run without a session is its own session). */
@@ -254,35 +268,35 @@ class Run {
     if (listening(core.events, 'step:start')) {
       safeEmit(core.events, 'step:start', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, ...(p.tool && { tool: p.tool.name }), stepNumber: p.index + 1 });
     }
-    const holder: StepHolder = {};
-    // A step that called its tool resolves with the tool's output, any other step with its outcome.
-    const end = (result: unknown, isOutcome?: true): void => {
-      const outcome = holder.ctx && !isOutcome ? ok(result) : (result as StepOutcome);
-      const ended = core.now();
-      // The trace entry is made when the step ends: a step in flight holds no trace state.
-      const status = holder.ctx?.cached ? 'cached' : 'success';
-      const attempts = holder.ctx?.attempt ?? 0;
-      // One literal per shape: a field added afterwards would cost every entry a property array.
-      const entry: TraceStep = p.tool
-        ? { stepNumber: p.index + 1, id: p.id, tool: p.tool.name, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
-        : { stepNumber: p.index + 1, id: p.id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
-      if (holder.input !== undefined) entry.input = holder.input;
-      this.traceSteps[p.index] = entry;
-      this.record(p, entry, outcome, started, ended, holder.ctx !== undefined, holder.ctx ? complexityOf(holder.ctx.input) : 1);
-      this.settle(p, outcome);
-    };
-    const fail = (error: unknown): void => end(this.failed(p, error, holder.ctx), true);
+    const step = new StepRun(this, p, started);
     let body: StepOutcome | Promise<unknown>;
     try {
-      body = this.stepBody(p, holder);
+      body = this.stepBody(p, step);
     } catch (error) {
-      return fail(error);
+      return step.rejected(error);
     }
-    if (body instanceof Promise) body.then(end, fail);
-    else end(body, true);
+    if (body instanceof Promise) body.then(step.resolved.bind(step), step.rejected.bind(step));
+    else this.endStep(step, body);
   }
 
-  private failed(p: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
+  /** Records a finished step (trace entry, learning, events) and schedules what it unblocked. */
+  endStep(step: StepRun, outcome: StepOutcome): void {
+    const { p, started, ctx } = step;
+    const ended = this.core.now();
+    // The trace entry is made when the step ends: a step in flight holds no trace state.
+    const status = ctx?.cached ? 'cached' : 'success';
+    const attempts = ctx?.attempt ?? 0;
+    // One literal per shape: a field added afterwards would cost every entry a property array.
+    const entry: TraceStep = p.tool
+      ? { stepNumber: p.index + 1, id: p.id, tool: p.tool.name, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
+      : { stepNumber: p.index + 1, id: p.id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
+    if (step.input !== undefined) entry.input = step.input;
+    this.traceSteps[p.index] = entry;
+    this.record(p, entry, outcome, started, ended, ctx !== undefined, ctx ? complexityOf(ctx.input) : 1);
+    this.settle(p, outcome);
+  }
+
+  failed(p: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
     const failure = error instanceof StepError ? error.failure : classifyError(error, this.core.classifiers);
     const details = { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? 0, ...(error instanceof StepError && error.extra) };
     const info = toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable);
@@ -327,7 +341,7 @@ class Run {
     return prev && transitionFrom(prev, x.runId, tool, started, ended, success);
   }
 
-  private stepBody(p: PlannedStep, holder: StepHolder): StepOutcome | Promise<unknown> {
+  private stepBody(p: PlannedStep, inFlight: StepRun): StepOutcome | Promise<unknown> {
     const { scope } = this;
     const step = p.step;
     if (step.when) {
@@ -341,7 +355,7 @@ class Run {
     }
     if (p.kind === 'compute') return this.compute(p, step as ComputeStep);
     if (p.kind === 'select') return this.select(p, step as SelectStep);
-    return this.callTool(p, step as ToolStep, holder);
+    return this.callTool(p, step as ToolStep, inFlight);
   }
 
   private compute(p: PlannedStep, step: ComputeStep): StepOutcome | Promise<StepOutcome> {
@@ -384,7 +398,7 @@ class Run {
     return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
   }
 
-  private callTool(p: PlannedStep, step: ToolStep, holder: StepHolder): StepOutcome | Promise<unknown> {
+  private callTool(p: PlannedStep, step: ToolStep, inFlight: StepRun): StepOutcome | Promise<unknown> {
     const { core, x, scope } = this;
     const tool = p.tool!;
     let raw: unknown;
@@ -395,7 +409,7 @@ class Run {
     }
     const parsed = tool.input.safeParse(raw);
     if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
-    if (core.traceDetail === 'full') holder.input = redact(parsed.data, core.redact);
+    if (core.traceDetail === 'full') inFlight.input = redact(parsed.data, core.redact);
 
     if (step.confirm && x.approvedGate !== p.id) {
       let prompt: string;
@@ -411,13 +425,13 @@ class Run {
       if (listening(core.events, 'confirmation:requested')) {
         safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, tool: tool.name, prompt, expiresAt: request.expiresAt });
       }
-      return this.askInProcess(x.confirm, request).then((yes) => (yes ? this.invoke(p, step, parsed.data, holder) : { kind: 'declined' as const }));
+      return this.askInProcess(x.confirm, request).then((yes) => (yes ? this.invoke(p, step, parsed.data, inFlight) : { kind: 'declined' as const }));
     }
-    return this.invoke(p, step, parsed.data, holder);
+    return this.invoke(p, step, parsed.data, inFlight);
   }
 
   /** Calls the tool; resolves with its output (no wrapping hop: every step in flight would keep one). */
-  private invoke(p: PlannedStep, step: ToolStep, input: unknown, holder: StepHolder): Promise<unknown> {
+  private invoke(p: PlannedStep, step: ToolStep, input: unknown, inFlight: StepRun): Promise<unknown> {
     const { core, x, scope } = this;
     const tool = p.tool!;
 
@@ -440,7 +454,7 @@ class Run {
       cached: false,
       attemptScope: undefined,
     };
-    holder.ctx = ctx;
+    inFlight.ctx = ctx;
     return core.call(ctx);
   }
 

@@ -72,6 +72,13 @@ export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifi
   const fail = (error: unknown): never => {
     throw new ToolFailure(classifyError(error, classifiers));
   };
+  // Bound to the call (not a closure per call: a bound function keeps no context while the tool runs).
+  function checkOutput(this: CallContext, output: unknown): unknown {
+    if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
+    const parsed = this.tool.output.safeParse(output);
+    if (parsed.success) return parsed.data;
+    throw new ToolFailure(schemaFailure('invalid_output', `Tool ${this.tool.name} returned output that does not match its schema`, parsed.error.issues));
+  }
   return (ctx) => {
     let pending: Promise<unknown>;
     try {
@@ -79,12 +86,7 @@ export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifi
     } catch (error) {
       pending = Promise.reject(error); // an invoker that throws synchronously
     }
-    return pending.then((output) => {
-      if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
-      const parsed = ctx.tool.output.safeParse(output);
-      if (parsed.success) return parsed.data;
-      throw new ToolFailure(schemaFailure('invalid_output', `Tool ${ctx.tool.name} returned output that does not match its schema`, parsed.error.issues));
-    }, fail);
+    return pending.then(checkOutput.bind(ctx), fail);
   };
 }
 
