@@ -22,8 +22,11 @@ export interface Limiter {
 
 /** Where limiters live. The default keeps them in this process; a shared store (e.g. Redis) returns its own. */
 export interface LimiterStore {
-  /** The limiter for one tool (and one user, for `per: 'user'`). */
-  limiter(id: string, spec: RateLimitSpec): Limiter;
+  /**
+   * The limiter for one tool (`id`), and for one user of it when the limit is `per: 'user'`
+   * (`user`: the context's `userId`, or `'anonymous'`).
+   */
+  limiter(id: string, spec: RateLimitSpec, user?: string): Limiter;
   /** Releases timers and connections. */
   close?(): Promise<void>;
 }
@@ -174,11 +177,12 @@ export function memoryLimiterStore(now: () => number = Date.now): MemoryLimiterS
     }
   };
   return {
-    limiter(id, spec) {
-      let l = limiters.get(id);
+    limiter(id, spec, user) {
+      const key = user === undefined ? id : `${id}:${user}`; // tool names hold no ':', so keys cannot collide
+      let l = limiters.get(key);
       if (!l) {
         if (++created % 1024 === 0) sweep(); // amortised: memory stays bounded with many users
-        limiters.set(id, (l = new WindowLimiter(spec, now)));
+        limiters.set(key, (l = new WindowLimiter(spec, now)));
       }
       return l;
     },
@@ -204,11 +208,9 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
   const limiterFor = (ctx: CallContext, spec: RateLimitSpec): Limiter => {
     let id = ids.get(ctx.tool);
     if (id === undefined) ids.set(ctx.tool, (id = `chainkit:${ctx.tool.name}`));
-    if (spec.per === 'user') {
-      const user = ctx.context.userId;
-      id = `${id}:${typeof user === 'string' && user !== '' ? user : ANONYMOUS}`;
-    }
-    return store.limiter(id, spec);
+    if (spec.per !== 'user') return store.limiter(id, spec);
+    const user = ctx.context.userId;
+    return store.limiter(id, spec, typeof user === 'string' && user !== '' ? user : ANONYMOUS);
   };
 
   const policy: Policy = (next) => (ctx) => {

@@ -283,19 +283,17 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): L
   };
 
   return {
-    limiter(id, spec) {
-      // Per-user ids end in ':<user>': one Bottleneck.Group per tool, keyed by user.
-      const user = spec.per === 'user' ? id.slice(id.lastIndexOf(':') + 1) : undefined;
-      const base = user === undefined ? id : id.slice(0, id.lastIndexOf(':'));
+    limiter(id, spec, user) {
+      // Per-user limits: one Bottleneck.Group per tool, keyed by user.
       const current = (): Bottleneck => {
-        let entry = limiters.get(base);
+        let entry = limiters.get(id);
         if (!entry) {
-          entry = user === undefined ? new Bottleneck(settings(base, spec)) : new Bottleneck.Group({ ...settings(base, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
-          limiters.set(base, entry);
+          entry = user === undefined ? new Bottleneck(settings(id, spec)) : new Bottleneck.Group({ ...settings(id, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
+          limiters.set(id, entry);
         }
         return entry instanceof Bottleneck ? entry : entry.key(user!);
       };
-      return bottleneckLimiter(current, () => drop(base), now);
+      return bottleneckLimiter(current, () => drop(id), now);
     },
     async close() {
       for (const base of [...limiters.keys()]) drop(base);

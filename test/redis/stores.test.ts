@@ -2,8 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, taskTools } from 'chainkit';
-import { redisStores } from 'chainkit/redis';
+import { AbortScope, createRunner, findAndDelete, taskTools } from 'chainkit';
+import { redisLimiterStore, redisStores } from 'chainkit/redis';
 import { addOne, flaky, TASK, workerInvoker } from '../fixtures/redis-worker.js';
 
 // Real Redis on 127.0.0.1:6379 (.ci/run starts one); every key lives under this run's prefix.
@@ -106,6 +106,18 @@ describe('chainkit/redis across processes', () => {
     // Fixed windows allow at most 2 × 20 starts inside any sliding second, and never all 60.
     for (let i = 0; i < 60; i++) expect(starts.filter((s) => s >= starts[i]! && s < starts[i]! + 1000).length).toBeLessThanOrEqual(40);
   }, 40_000);
+
+  it('a per-user limit keys each user under its tool, whatever the user id holds', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:users` });
+    const spec = { limit: 1, intervalMs: 60_000, per: 'user' as const };
+    const scope = new AbortScope();
+    const slots = await Promise.all(['org:1', 'org:2'].map((user) => store.limiter('chainkit:limited', spec, user).acquire(scope, Date.now() + 5000)));
+    expect(slots.every((s) => typeof s === 'function')).toBe(true); // one slot each: the users do not share a limit
+    for (const release of slots) (release as () => void)();
+    const keys = await redis.keys(`b_${prefix}:users:*_settings`);
+    expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual(['chainkit:limited-org:1_settings', 'chainkit:limited-org:2_settings']);
+    await store.close!();
+  });
 
   it('what one process learned is visible to a new one', async () => {
     const writer = startWorker({ kind: 'learn' });
