@@ -41,8 +41,16 @@ export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentCon
     },
     async execute(input, callId, f, approved, signal) {
       const ctx = await contextOf(f);
-      const result = await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm: () => approved() });
-      return toModelResult(result);
+      let unasked = false;
+      const confirm = (): boolean => approved() || ((unasked = true), false);
+      const result = await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm });
+      const out = toModelResult(result);
+      // A gate this call had not reached when approval was decided (the data changed since): not
+      // passed, and the model is told to ask again rather than that the user said no.
+      if (unasked && out.status === 'declined') {
+        return { ...out, message: `Step ${out.step} needs the user's approval, which was not asked for this call; call the tool again to ask.` };
+      }
+      return out;
     },
   };
 }

@@ -1,9 +1,9 @@
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
+import { createRunner, findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asAiSdkTool } from 'chainkit/ai';
-import { fixtures } from 'chainkit/testing';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 import { taskRunners } from '../helpers.js';
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
@@ -87,6 +87,19 @@ describe('asAiSdkTool', () => {
     const result = await generateText({ model: scriptedModel('find_and_delete', { match: 'buy' }), prompt: 'Delete the buy task', tools, stopWhen: stepCountIs(3) });
     expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
     expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'failed', error: { category: 'ambiguous' } });
+  });
+
+  it('a gate first reached when the SDK executes (the data changed since needsApproval) is declined, not passed unasked', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    let lists = 0;
+    // The first list (needsApproval's run) misses the task: that run fails before the gate, so the SDK executes without asking.
+    const runner = createRunner({ invoker: (call) => (call.tool === 'list_tasks' && ++lists === 1 ? Promise.resolve({ tasks: [] }) : store.invoker(call)) });
+    const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };
+    const result = await generateText({ model: scriptedModel('find_and_delete', { match: 'milk' }), prompt: 'Delete my milk task', tools, stopWhen: stepCountIs(3) });
+    expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'declined', message: expect.stringMatching(/not asked for this call; call the tool again/) });
+    expect(store.callCount.delete_task ?? 0).toBe(0);
+    await runner.close();
   });
 
   it('rejects what is not a runner or a chain', () => {
