@@ -26,18 +26,15 @@ export class TransitionTracker {
   /** Records a finished call; returns the transition from the session's previous call, if any. */
   record(sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition | undefined {
     const prev = this.last.get(sessionId);
-    if (prev) this.last.delete(sessionId); // re-insert below so Map order stays least-recently-used first
-    else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
     // Exact-sized copies, not push: a pushed-to array keeps room for 17, and every session has one.
     const recent = !prev ? [tool] : prev.recent.length < MAX_RECENT ? [...prev.recent, tool] : [...prev.recent.slice(1), tool];
-    this.last.set(sessionId, { tool, endedAt, recent });
+    this.put(sessionId, { tool, endedAt, recent });
     return prev && transitionFrom(prev, sessionId, tool, startedAt, endedAt, success);
   }
 
   /** Keeps a run's last call while it waits at a gate, for {@link TransitionTracker.take} on resume. */
   park(runId: string, call: LastCall): void {
-    if (!this.last.has(runId) && this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
-    this.last.set(runId, { tool: call.tool, endedAt: call.endedAt, recent: [] });
+    this.put(runId, { tool: call.tool, endedAt: call.endedAt, recent: [] });
   }
 
   /** Removes and returns what {@link TransitionTracker.park} kept. */
@@ -55,6 +52,13 @@ export class TransitionTracker {
   /** The session's last (up to 10) tools, oldest first. */
   recent(sessionId: string): readonly string[] {
     return this.last.get(sessionId)?.recent ?? [];
+  }
+
+  /** Stores an entry as the most recently used, forgetting the least recently used when full. */
+  private put(id: string, entry: LastCall & { recent: readonly string[] }): void {
+    if (this.last.has(id)) this.last.delete(id); // re-inserted below: Map order is least-recently-used first
+    else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
+    this.last.set(id, entry);
   }
 
   clear(): void {

@@ -3,7 +3,7 @@
 import { isChain, type Chain } from '../define/chain.js';
 import type { Runner } from './runner.js';
 import { toModelResult, type ModelResult } from './relay.js';
-import type { ConfirmationRequest } from './types.js';
+import type { ConfirmationRequest, RunOptions } from './types.js';
 
 /** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
 export type AgentContextOption<F> = Record<string, unknown> | ((frameworkContext: F) => Record<string, unknown> | Promise<Record<string, unknown>>);
@@ -28,23 +28,22 @@ export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentCon
   if (context !== undefined && typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
     throw new TypeError(`${who}: expected \`context\` to be an object or a function of the framework's context.`);
   }
-  const contextOf = async (f: F): Promise<Record<string, unknown> | undefined> => (typeof context === 'function' ? await context(f) : context);
+  // The run id is the tool call id, so both phases share one trace id space and write steps before
+  // the gate are deduplicated by their idempotency keys when execute runs them again.
+  const runCall = async (input: unknown, callId: string, f: F, confirm: NonNullable<RunOptions['confirm']>, signal?: AbortSignal) => {
+    const ctx = typeof context === 'function' ? await context(f) : context;
+    return runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm });
+  };
   return {
     gated: chain.plan.some((p) => p.kind === 'tool' && (p.step as { confirm?: unknown }).confirm !== undefined),
     async needsApproval(input, callId, f) {
       let asked: ConfirmationRequest | undefined;
-      const ctx = await contextOf(f);
-      // The run id is the tool call id, so both phases share one trace id space and write steps
-      // before the gate are deduplicated by their idempotency keys when execute runs them again.
-      await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), confirm: (request) => ((asked = request), false) });
+      await runCall(input, callId, f, (request) => ((asked = request), false));
       return asked !== undefined;
     },
     async execute(input, callId, f, approved, signal) {
-      const ctx = await contextOf(f);
       let unasked = false;
-      const confirm = (): boolean => approved() || ((unasked = true), false);
-      const result = await runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm });
-      const out = toModelResult(result);
+      const out = toModelResult(await runCall(input, callId, f, () => approved() || ((unasked = true), false), signal));
       // A gate this call had not reached when approval was decided (the data changed since): not
       // passed, and the model is told to ask again rather than that the user said no.
       if (unasked && out.status === 'declined') {
