@@ -16,7 +16,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
-    typecheck: { enabled: true, include: ['test/**/*.test-d.ts'] },
+    // Type tests compile against the built declarations (dist/*.d.ts), as a user's app does; `npm test` builds first.
+    typecheck: { enabled: true, include: ['test/types/**/*.test-d.ts'], tsconfig: './test/types/tsconfig.json' },
     testTimeout: 20_000,
   },
 });

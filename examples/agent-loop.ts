@@ -2,8 +2,8 @@
 // comes back — timing, next-tool suggestions, relevant chains, advice — to decide the next move.
 // The "model" here is a scripted policy (no network); a real agent would put the metadata in its prompt.
 // Run: npx tsx examples/agent-loop.ts
-import { createRunner, createToolRegistry, taskChains, taskTools, type InvokeResult } from '../src/index.js';
-import { createTaskStore, fixtures } from '../src/testing/index.js';
+import { createRunner, createToolRegistry, taskChains, taskTools, type InvokeResult } from 'chainkit';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 
 const store = createTaskStore({ users: fixtures.users });
 const registry = createToolRegistry([...taskTools], {

@@ -4,9 +4,9 @@
 // Run: npx tsx examples/ai-sdk-agent.ts
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
-import { createRunner, findAndDelete, taskSummary } from '../src/index.js';
-import { asAiSdkTool } from '../src/ai/index.js';
-import { createTaskStore, fixtures } from '../src/testing/index.js';
+import { createRunner, findAndDelete, taskSummary } from 'chainkit';
+import { asAiSdkTool } from 'chainkit/ai';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 
 const store = createTaskStore({ users: fixtures.users });
 const runner = createRunner({ invoker: store.invoker });
@@ -21,6 +21,10 @@ const tools = {
   task_summary: asAiSdkTool(runner, taskSummary, { context: { userId } }),
 };
 
+/** One field of a JSON value, if it is an object that has it. */
+const field = (value: unknown, key: string): unknown =>
+  typeof value === 'object' && value !== null && Object.hasOwn(value, key) ? Object.getOwnPropertyDescriptor(value, key)?.value : undefined;
+
 // A scripted stand-in for a real model: it calls find_and_delete, then reports the tool result.
 const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } };
 const model = new MockLanguageModelV3({
@@ -28,8 +32,10 @@ const model = new MockLanguageModelV3({
     const last = prompt.at(-1)!;
     const result = last.role === 'tool' ? last.content.find((p) => p.type === 'tool-result') : undefined;
     if (result) {
-      const value = result.output.type === 'json' ? (result.output.value as { status: string; output?: { title?: string } }) : undefined;
-      const text = value?.status === 'completed' ? `Deleted "${value.output?.title}".` : `That did not work (${value?.status ?? result.output.type}).`;
+      // The tool result is the chain's ModelResult as JSON: read it as data, without assuming its shape.
+      const value = result.output.type === 'json' ? result.output.value : undefined;
+      const status = field(value, 'status');
+      const text = status === 'completed' ? `Deleted "${String(field(field(value, 'output'), 'title'))}".` : `That did not work (${String(status ?? result.output.type)}).`;
       return { content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
     }
     return {
@@ -39,8 +45,9 @@ const model = new MockLanguageModelV3({
   },
 });
 
-const messages: ModelMessage[] = [{ role: 'user', content: 'Please delete my dentist task.' }];
-console.log(`user:  ${(messages[0] as { content: string }).content}`);
+const request = 'Please delete my dentist task.';
+const messages: ModelMessage[] = [{ role: 'user', content: request }];
+console.log(`user:  ${request}`);
 
 // Turn 1: the model calls the chain; it stops at the gate and the SDK asks for approval.
 const first = await generateText({ model, messages, tools, stopWhen: stepCountIs(5) });

@@ -1,8 +1,8 @@
 // Confirmation over HTTP: POST /delete returns a resume token; POST /confirm resumes it, once.
 // Run: npx tsx examples/confirmation-flow.ts   (starts a server on 127.0.0.1, calls it, exits)
 import { createServer, type IncomingMessage } from 'node:http';
-import { createRunner, findAndDelete, taskChains, taskTools } from '../src/index.js';
-import { createTaskStore, fixtures } from '../src/testing/index.js';
+import { createRunner, findAndDelete, taskChains, taskTools } from 'chainkit';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 
 const store = createTaskStore({ users: fixtures.users });
 // Share `secret` (and, with several instances, a Redis checkpoint store) so any instance can resume.
@@ -31,10 +31,12 @@ const server = createServer(async (req, res) => {
 });
 
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-const { port } = server.address() as { port: number };
+const address = server.address();
+const port = typeof address === 'object' && address !== null ? address.port : 0;
 const post = async (path: string, payload: unknown) => {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'x-user-id': fixtures.alice }, body: JSON.stringify(payload) });
-  return { http: res.status, ...((await res.json()) as { status: string; resumeToken?: string }) };
+  const reply: { status: string; resumeToken?: string } = JSON.parse(await res.text());
+  return { http: res.status, ...reply };
 };
 
 const asked = await post('/delete', { match: 'groceries' });

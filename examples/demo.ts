@@ -36,7 +36,21 @@ title('4. "Mark buy milk as done" — the list call is unavailable once (HTTP 50
 store.failNext('list_tasks', { throw: Object.assign(new Error('Service Unavailable'), { status: 503 }) });
 show(await runner.run(findAndComplete, { match: 'buy milk' }, alice));
 
-title('5. "Delete my grocery task" — stops for confirmation before the destructive step');
+title('5. "Make task 3 high priority, with a note" — picked by position; only those fields change');
+show(await runner.run(findAndUpdate, { match: 'task 3', priority: 'high', description: 'Call on Sunday' }, alice));
+
+title('6. "Mark buy milk as done" again — it already is, so nothing is written');
+const again = await runner.run(findAndComplete, { match: 'buy milk' }, alice);
+if (again.status === 'completed') console.log(`  '${again.output.title}' already_completed: ${again.output.already_completed}`);
+
+title('7. "Add: pay rent", sent twice — the identical second add returns the first task');
+const addRent = (text: string) => runner.invoke<{ task: { task_id: string } }>('add_task', { user_id: fixtures.alice, title: text }, alice);
+for (const text of ['Pay rent', ' pay  RENT ']) {
+  const r = await addRent(text);
+  console.log(`  add '${text}' → ${r.trace.steps[0]!.status}, task ${r.status === 'completed' ? r.output.task.task_id.slice(0, 8) : r.error.code}`);
+}
+
+title('8. "Delete my grocery task" — stops for confirmation before the destructive step');
 const gate = await runner.run(findAndDelete, { match: 'groceries' }, alice);
 if (gate.status !== 'awaiting_confirmation') throw new Error(`expected a confirmation, got ${gate.status}`);
 console.log(`  awaiting confirmation: "${gate.confirmation.prompt}"`);
@@ -49,7 +63,7 @@ const [first, second] = await Promise.all([
 show(first);
 console.log(`  second click: ${second.status === 'failed' ? `${second.error.category}/${second.error.code}` : second.status} — deleted once, not twice`);
 
-title("6. Alice's tasks now");
+title("9. Alice's tasks now");
 for (const t of store.tasks(fixtures.alice)) console.log(`  ${t.completed ? '☑' : '☐'} ${t.title} (${t.priority})`);
 const after = await runner.run(taskSummary, {}, alice);
 if (after.status === 'completed') console.log(`  completion rate: ${Math.round(after.output.completion_rate * 100)} %`);

@@ -2,9 +2,9 @@
 // Run: npx tsx examples/mcp-server.ts   (then connect any MCP client, e.g. the MCP Inspector)
 // The tools: find_and_update, find_and_delete, find_and_complete, task_summary and confirm_action.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createRunner, taskChains } from '../src/index.js';
-import { serveChains } from '../src/mcp/index.js';
-import { createTaskStore, fixtures } from '../src/testing/index.js';
+import { createRunner, taskChains } from 'chainkit';
+import { serveChains } from 'chainkit/mcp';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 
 const store = createTaskStore({ users: fixtures.users });
 const runner = createRunner({ invoker: store.invoker, chains: [...taskChains] });

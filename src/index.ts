@@ -1,16 +1,18 @@
 // chainkit: run multi-step AI-agent tool chains reliably. This file is the table of contents.
 
 // Definitions
-export { defineTool, isTool, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type ToolSuggestion } from './define/tool.js';
+export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type ToolSuggestion } from './define/tool.js';
 export {
-  defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type Step, type ToolStep,
+  defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
   type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
 } from './define/chain.js';
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
+export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
+export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
 
 // Running
 export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';
-export type { RunResult, InvokeResult, RunResultBase, RunOptions, ResumeOptions, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
+export type { RunResult, InvokeResult, RunResultBase, RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
 export type { ToolCall, ToolInvoker } from './run/pipeline.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/relay.js';
 
@@ -38,18 +40,19 @@ export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule
 export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
 
 // Stores
-export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryStoreOptions } from './stores/memory.js';
+export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
+export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
-export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterStore, type Release } from './policies/rate-limit.js';
+export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';
 export { AbortScope } from './run/abort.js';
 
 // Invokers
-export { functionInvoker, type ToolFunction } from './invokers/function.js';
-export { httpInvoker, HttpToolError, type HttpInvokerOptions } from './invokers/http.js';
+export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImplementations, type ToolResultOf } from './invokers/function.js';
+export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
 export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools } from './tasks/tools.js';
-export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type TaskSummary } from './tasks/chains.js';
+export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';

@@ -36,7 +36,7 @@ export interface AiSdkToolOptions {
  * // [...messages, ...result.response.messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] }]
  * ```
  */
-export function asAiSdkTool<I, C, O>(runner: Runner, chain: Chain<I, C, O>, options: AiSdkToolOptions = {}): Tool<I, ModelResult> {
+export function asAiSdkTool<I, C, O>(runner: Runner, chain: Chain<I, C, O, any, any>, options: AiSdkToolOptions = {}): Tool<I, ModelResult> {
   const core = chainToolCore<unknown>(runner, chain, options.context, 'asAiSdkTool');
   return tool<I, ModelResult>({
     description: chain.description,

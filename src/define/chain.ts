@@ -1,7 +1,8 @@
 // Chains: typed multi-step plans over tools, validated statically and compiled once into a run plan.
 import type { z } from 'zod';
 import type { RetryRule } from '../errors/categories.js';
-import { IssueList } from '../errors/definition-error.js';
+import { DefinitionError, IssueList } from '../errors/definition-error.js';
+import type { ContextInputOf, ContextOf, LastResult, StepResults } from './infer.js';
 import type { Ref, Scope } from './ref.js';
 import type { Tool } from './tool.js';
 import { compilePlan, type PlannedStep } from './validate.js';
@@ -29,8 +30,8 @@ export interface FieldMatcher {
 export interface StepCommon<S = Scope> {
   /** Matches `/^[A-Za-z_][\w-]{0,63}$/`; not `input` or `context`. */
   id: string;
-  /** Skip the step when this returns false. */
-  when?: (scope: S) => boolean;
+  /** Skip the step when this returns (or resolves to) false; an async `when` is awaited within the deadline. */
+  when?: (scope: S) => boolean | Promise<boolean>;
   /** Stop before this step and ask the user; `false` to waive it on a destructive tool. */
   confirm?: ConfirmSpec<S> | false;
   /** Idempotency key for write/destructive tools (default `${runId}:${stepId}`). */
@@ -80,8 +81,16 @@ export interface Precondition<S = Scope> {
   message: string;
 }
 
-/** What `defineChain` takes. */
-export interface ChainSpec<IS extends z.ZodType, CS extends z.ZodType, O> {
+/**
+ * What `defineChain` takes. `Steps` is the steps tuple as written: `output` sees each step's
+ * result typed by its id.
+ */
+export interface ChainSpec<
+  IS extends z.ZodType,
+  CS extends z.ZodType | undefined,
+  O,
+  Steps extends readonly Step<any>[] = readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[],
+> {
   name: string;
   version?: string;
   description?: string;
@@ -90,24 +99,28 @@ export interface ChainSpec<IS extends z.ZodType, CS extends z.ZodType, O> {
   input: IS;
   /** The trusted context (authenticated user, tenant): never from the model. */
   context?: CS;
-  steps: Step<Scope<z.infer<IS>, z.infer<CS>>>[];
-  /** The chain's output; default: the last step's result. */
-  output?: (scope: Scope<z.infer<IS>, z.infer<CS>>) => O;
+  steps: Steps;
+  /** The chain's output, from the scope with every step's result typed; default: the last step's result. */
+  output?: (scope: Scope<z.output<IS>, ContextOf<CS>, StepResults<Steps, z.output<IS>, ContextOf<CS>>>) => O;
   /** Whole-chain deadline in ms (default 60 000). */
   timeoutMs?: number;
-  preconditions?: Precondition<Scope<z.infer<IS>, z.infer<CS>>>[];
+  preconditions?: Precondition<Scope<z.output<IS>, ContextOf<CS>>>[];
 }
 
-/** A validated, compiled chain. `I`, `C`, `O` are its input, context and output types. */
-export interface Chain<I = any, C = any, O = any> {
+/**
+ * A validated, compiled chain. `I`, `C`, `O` are its input, context and output types; `In` and
+ * `CIn` what `run` accepts as input and context (the schemas' input side: `.default()` fields
+ * optional; `CIn` includes `undefined` when the chain declares no context schema).
+ */
+export interface Chain<I = any, C = any, O = any, In = I, CIn = C> {
   readonly kind: 'chain';
   readonly name: string;
   readonly version: string;
   readonly description: string;
   readonly keywords: readonly string[];
   readonly useCases: readonly string[];
-  readonly input: z.ZodType<I>;
-  readonly context?: z.ZodType<C>;
+  readonly input: z.ZodType<I, In>;
+  readonly context?: z.ZodType<C, CIn>;
   readonly steps: readonly Step<Scope<I, C>>[];
   /** Builds the chain's output from the scope. */
   readonly output?: (scope: Scope<I, C>) => O;
@@ -119,12 +132,32 @@ export interface Chain<I = any, C = any, O = any> {
   readonly plan: readonly PlannedStep[];
 }
 
-/** The input type of a chain. */
-export type ChainInput<T> = T extends Chain<infer I, any, any> ? I : never;
-/** The context type of a chain. */
-export type ChainContext<T> = T extends Chain<any, infer C, any> ? C : never;
+/** The input type of a chain (after parsing). */
+export type ChainInput<T> = T extends Chain<infer I, any, any, any, any> ? I : never;
+/** The context type of a chain (after parsing). */
+export type ChainContext<T> = T extends Chain<any, infer C, any, any, any> ? C : never;
 /** The output type of a chain. */
-export type ChainOutput<T> = T extends Chain<any, any, infer O> ? O : never;
+export type ChainOutput<T> = T extends Chain<any, any, infer O, any, any> ? O : never;
+/**
+ * What `run` accepts as a chain's input: the input side of its schema (`.default()` fields
+ * optional, `.transform()` inputs their source type).
+ *
+ * @example
+ * ```ts
+ * const input: ChainRunInput<typeof findAndUpdate> = { match: 'milk', title: 'Oat milk' };
+ * ```
+ */
+export type ChainRunInput<T> = T extends Chain<any, any, any, infer In, any> ? In : never;
+/**
+ * What `run` accepts as a chain's context; includes `undefined` (the context may be left out)
+ * when the chain declares no context schema.
+ *
+ * @example
+ * ```ts
+ * const context: ChainRunContext<typeof findAndUpdate> = { userId };
+ * ```
+ */
+export type ChainRunContext<T> = T extends Chain<any, any, any, any, infer CIn> ? CIn : never;
 
 export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
 
@@ -148,13 +181,30 @@ export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
  * });
  * ```
  */
-export function defineChain<IS extends z.ZodType, CS extends z.ZodType = z.ZodType<Record<string, unknown>>, O = unknown>(
-  spec: ChainSpec<IS, CS, O>,
-): Chain<z.infer<IS>, z.infer<CS>, O> {
+export function defineChain<
+  IS extends z.ZodType,
+  CS extends z.ZodType | undefined = undefined,
+  O = never,
+  // `const`: step ids stay literal, so `output` sees `s.results.<id>`. Not intersected with any
+  // check type: that would widen the ids again.
+  const Steps extends readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[] = readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[],
+>(
+  spec: ChainSpec<IS, CS, O, Steps>,
+): Chain<z.output<IS>, ContextOf<CS>, [O] extends [never] ? LastResult<Steps, StepResults<Steps, z.output<IS>, ContextOf<CS>>> : O, z.input<IS>, ContextInputOf<CS>> {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();
-  const { plan, fingerprint } = compilePlan(spec as unknown as ChainSpec<z.ZodType, z.ZodType, unknown>, issues);
-  issues.throwIfAny(`chain '${String(spec.name)}'`);
+  const subject = `chain '${typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name)}'`;
+  let compiled: ReturnType<typeof compilePlan>;
+  try {
+    compiled = compilePlan(spec as unknown as ChainSpec<z.ZodType, z.ZodType, unknown>, issues);
+  } catch (error) {
+    // Whatever a definition holds (throwing getters, hostile proxies, absurd nesting), the answer is a DefinitionError.
+    if (error instanceof DefinitionError) throw error;
+    issues.add('', `The definition could not be read: ${error instanceof Error ? error.message : 'unreadable value'}.`);
+    throw new DefinitionError(subject, issues.items);
+  }
+  issues.throwIfAny(subject);
+  const { plan, fingerprint } = compiled;
   return Object.freeze({
     kind: 'chain' as const,
     name: spec.name,
@@ -170,7 +220,7 @@ export function defineChain<IS extends z.ZodType, CS extends z.ZodType = z.ZodTy
     preconditions: Object.freeze([...(spec.preconditions ?? [])]),
     fingerprint,
     plan,
-  }) as unknown as Chain<z.infer<IS>, z.infer<CS>, O>;
+  }) as never;
 }
 
 /**

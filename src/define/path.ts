@@ -3,25 +3,73 @@ import type { z } from 'zod';
 
 export type PathSegment = string | number;
 
-/** Parses `a.b[0].c` / `a.b.0.c` into segments; throws a plain Error with a reason on bad syntax. */
+/** Refused as a path segment (and as a step id, mapping key or `where` field): it names the prototype. */
+export const FORBIDDEN_KEY = '__proto__';
+
+/**
+ * Parses `a.b[0].c` / `a.b.0.c` into segments; throws a plain Error with a reason on bad syntax:
+ * empty segments (`a..b`, `.a`, `a.`), brackets that hold no index (`[x]`, `a[-1]`), stray
+ * brackets (`a]`, `a[0`, `a[0]b`) and `__proto__`.
+ */
 export function parsePath(path: string): PathSegment[] {
-  if (path === '') return [];
   const segments: PathSegment[] = [];
-  for (const part of path.replace(/\[(\d+)\]/g, '.$1').split('.')) {
-    if (part === '') throw new Error(`invalid path '${path}': empty segment`);
-    segments.push(/^\d+$/.test(part) ? Number(part) : part);
+  const bad = (why: string): Error => new Error(`invalid path '${path}': ${why}`);
+  const n = path.length;
+  let i = 0;
+  let afterDot = false;
+  while (i < n) {
+    const c = path[i];
+    if (c === '[') {
+      if (afterDot) throw bad('empty segment before [');
+      const close = path.indexOf(']', i);
+      if (close < 0) throw bad('[ without ]');
+      const digits = path.slice(i + 1, close);
+      const index = /^\d+$/.test(digits) ? Number(digits) : Number.NaN;
+      if (!Number.isSafeInteger(index)) throw bad(`[${digits}] is not an array index`);
+      segments.push(index);
+      i = close + 1;
+      if (i < n && path[i] !== '.' && path[i] !== '[') throw bad(`unexpected '${path[i]}' after ]`);
+    } else if (c === '.') {
+      if (afterDot || i === 0 || i === n - 1) throw bad('empty segment');
+      afterDot = true;
+      i++;
+      continue;
+    } else if (c === ']') {
+      throw bad('] without [');
+    } else {
+      let j = i;
+      while (j < n && path[j] !== '.' && path[j] !== '[' && path[j] !== ']') j++;
+      const name = path.slice(i, j);
+      if (name === FORBIDDEN_KEY) throw bad(`'${FORBIDDEN_KEY}' cannot be a path segment`);
+      if (/^\d+$/.test(name)) {
+        if (!Number.isSafeInteger(Number(name))) throw bad(`${name} is not an array index`);
+        segments.push(Number(name));
+      } else segments.push(name);
+      i = j;
+    }
+    afterDot = false;
   }
   return segments;
 }
 
-/** Reads a value at a path; `undefined` when any segment is missing. */
+/**
+ * Reads a value at a path; `undefined` when any segment is missing. Only own properties are
+ * followed (`length` of arrays and strings is own): `constructor` or `toString` of a value is not data.
+ */
 export function getAtPath(value: unknown, path: readonly PathSegment[]): unknown {
   let v = value;
   for (let i = 0; i < path.length; i++) {
     if (v === null || v === undefined) return undefined;
-    v = (v as Record<PathSegment, unknown>)[path[i]!];
+    const key = path[i]!;
+    if (!Object.hasOwn(v, key)) return undefined;
+    v = (v as Record<PathSegment, unknown>)[key];
   }
   return v;
+}
+
+/** The own property `key` of a record, if any (never an inherited one such as `constructor`). */
+export function ownEntry<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 /** Formats segments back into a display path (`tasks[0].id`). */
@@ -101,7 +149,7 @@ export function schemaAtPath(schema: z.ZodType, path: readonly PathSegment[]): z
     const def = defOf(inner);
     if (def.type === 'object') {
       const shape = def.shape as Record<string, z.ZodType>;
-      const next = typeof segment === 'string' ? shape[segment] : undefined;
+      const next = ownEntry(shape, String(segment));
       if (next) { s = next; continue; }
       const catchall = def.catchall as z.ZodType | undefined;
       if (catchall && defOf(catchall).type !== 'never') { s = catchall; continue; }
@@ -116,7 +164,7 @@ export function schemaAtPath(schema: z.ZodType, path: readonly PathSegment[]): z
     if (def.type === 'record') { s = def.valueType as z.ZodType; continue; }
     if (def.type === 'tuple') {
       const items = def.items as z.ZodType[];
-      const next = typeof segment === 'number' ? items[segment] : undefined;
+      const next = typeof segment === 'number' && segment < items.length ? items[segment] : undefined;
       if (!next) return undefined;
       s = next;
       continue;

@@ -1,31 +1,34 @@
 // References from a step's input to the chain input, the trusted context, or an earlier step's output.
+import { DefinitionError } from '../errors/definition-error.js';
 import { formatPath, getAtPath, parsePath, type PathSegment } from './path.js';
 
 /** Something a chain can read from at run time: the chain input, the trusted context, or the results. */
-export interface Scope<I = any, C = any> {
+export interface Scope<I = any, C = any, R = Record<string, any>> {
   readonly input: I;
   readonly context: C;
-  /** Outputs of the steps completed so far, by step id. */
-  readonly results: Readonly<Record<string, any>>;
+  /** Outputs of the steps completed so far, by step id (typed by step id in `output` and in the builder). */
+  readonly results: Readonly<R>;
 }
 
 /**
  * A reference to a value in the scope: `source` is `'input'`, `'context'` or a step id,
- * `path` a dot path into it. Create with {@link ref}.
+ * `path` a dot path into it. Create with {@link ref}. `T` is the value's type where it is known
+ * (refs made by a builder's `ref`); `S` and `P` keep the source and path as written, so chain
+ * types can look the value up.
  *
  * @example
  * ```ts
  * ref('find', 'tasks[0].title') instanceof Ref; // true
  * ```
  */
-export class Ref<T = any> {
+export class Ref<T = any, S extends string = string, P extends string = string> {
   /** @internal */
   readonly segments: readonly PathSegment[];
 
   /** @internal */
   constructor(
-    readonly source: string,
-    readonly path: string,
+    readonly source: S,
+    readonly path: P,
     /** Converts the value read; set through {@link Ref.transform}. */
     readonly transformFn?: (value: any) => T,
     segments?: readonly PathSegment[],
@@ -41,15 +44,17 @@ export class Ref<T = any> {
    * ref('input', 'done').transform((d: boolean) => (d ? 'completed' : 'pending'))
    * ```
    */
-  transform<U>(fn: (value: any) => U): Ref<U> {
+  transform<U>(fn: (value: any) => U): Ref<U, S, P> {
     if (typeof fn !== 'function') throw new TypeError('Expected `fn` to be a function.');
     const prev = this.transformFn;
-    return new Ref<U>(this.source, this.path, prev ? (v) => fn(prev(v)) : fn, this.segments);
+    return new Ref<U, S, P>(this.source, this.path, prev ? (v) => fn(prev(v)) : fn, this.segments);
   }
 
   /** Reads the referenced value from a scope. */
   resolve(scope: Scope): T {
-    const root = this.source === 'input' ? scope.input : this.source === 'context' ? scope.context : scope.results[this.source];
+    const source = this.source;
+    // Own results only: a step `toString` that was skipped has no result, not Object's method.
+    const root = source === 'input' ? scope.input : source === 'context' ? scope.context : Object.hasOwn(scope.results, source) ? scope.results[source] : undefined;
     const value = this.segments.length === 0 ? root : getAtPath(root, this.segments);
     return this.transformFn ? this.transformFn(value) : (value as T);
   }
@@ -61,7 +66,9 @@ export class Ref<T = any> {
 }
 
 /**
- * References a value: the chain input, the trusted context, or an earlier step's output.
+ * References a value: the chain input, the trusted context, or an earlier step's output. The
+ * source and path keep their literal types (a select step's items are typed from them); inside a
+ * builder (`chain(...)`), the `ref` handed to each callback also checks them.
  *
  * @example
  * ```ts
@@ -69,10 +76,29 @@ export class Ref<T = any> {
  * ref('find', 'tasks[0].task_id');   // first task found by step `find`
  * ```
  */
-export function ref<T = any>(source: string, path = ''): Ref<T> {
+export function ref<T = any, S extends string = string>(source: S): Ref<T, S, ''>;
+/**
+ * References the value at `path` (a dot path, numeric indices allowed) inside the chain input,
+ * the trusted context, or an earlier step's output. A malformed path (`a..b`, `.a`, `[x]`,
+ * `a[0]b`, a `__proto__` segment) throws {@link DefinitionError}; at run time only own
+ * properties are followed.
+ *
+ * @example
+ * ```ts
+ * ref('find', 'tasks.0.task_id');   // first task found by step `find`
+ * ```
+ */
+export function ref<T = any, S extends string = string, P extends string = string>(source: S, path: P): Ref<T, S, P>;
+export function ref(source: string, path = ''): Ref {
   if (typeof source !== 'string' || source === '') throw new TypeError('Expected `source` to be a non-empty string.');
   if (typeof path !== 'string') throw new TypeError('Expected `path` to be a string.');
-  return new Ref<T>(source, path);
+  let segments: PathSegment[];
+  try {
+    segments = parsePath(path);
+  } catch (error) {
+    throw new DefinitionError(`ref('${source}', '${path}')`, [{ path: 'path', message: (error as Error).message }]);
+  }
+  return new Ref(source, path, undefined, segments);
 }
 
 /**

@@ -12,6 +12,7 @@ export interface RateLimitSpec {
   intervalMs: number;
   per: 'global' | 'user';
   maxConcurrent?: number;
+  /** Calls allowed to wait for a slot (default 50); more fail at once with `queue_full`. */
   maxQueue?: number;
 }
 
@@ -21,15 +22,40 @@ export interface ToolSuggestion {
   reason: string;
 }
 
+/** What a tool's `idempotencyKey` function sees of the call besides its input. */
+export interface IdempotencyKeyCall {
+  readonly tool: string;
+  readonly runId: string;
+  /** The chain step's id, or the tool's name for `runner.invoke`. */
+  readonly step: string;
+  readonly sessionId?: string;
+  /** The trusted context (e.g. `userId`). */
+  readonly context: Readonly<Record<string, unknown>>;
+}
+
 /** What `defineTool` takes. */
-export interface ToolSpec<I extends z.ZodType, O extends z.ZodType> {
-  /** Matches `/^[A-Za-z][\w.-]{0,63}$/`. */
-  name: string;
+export interface ToolSpec<I extends z.ZodType, O extends z.ZodType, N extends string = string> {
+  /** Matches `/^[A-Za-z][\w.-]{0,63}$/`. Its literal type names the tool in typed invokers. */
+  name: N;
   description: string;
   input: I;
   output: O;
   /** Default `'write'`. */
   effect?: ToolEffect;
+  /**
+   * The tool honours `ToolCall.idempotencyKey` (the same key never takes effect twice), so a
+   * write/destructive attempt whose outcome is unknown (it timed out) may be retried. Default `false`.
+   */
+  idempotent?: boolean;
+  /**
+   * Derives the idempotency key of a write/destructive call from its content instead of the default
+   * `${runId}:${stepId}`, so a second identical request within `idempotencyTtlMs` gets the first
+   * one's result (`cached`) instead of acting again. A step's `idempotencyKey` or the call's
+   * `idempotencyKey` option still wins. Throwing or returning no non-empty string uses the default.
+   */
+  idempotencyKey?: (input: z.infer<I>, call: IdempotencyKeyCall) => string;
+  /** How long a result kept under this tool's idempotency keys counts (default: the store's, 24 h). */
+  idempotencyTtlMs?: number;
   /** Per attempt, default 10 000 ms. */
   timeoutMs?: number;
   /** Prior for timing estimates. */
@@ -42,14 +68,22 @@ export interface ToolSpec<I extends z.ZodType, O extends z.ZodType> {
   alternatives?: readonly string[];
 }
 
-/** A defined tool; its zod schemas carry the input and output types. */
-export interface Tool<I = any, O = any> {
+/**
+ * A defined tool; its zod schemas carry the input and output types. `N` is its name as written,
+ * `In` what its input schema accepts (fields with a `.default()` may be left out).
+ */
+export interface Tool<I = any, O = any, N extends string = string, In = I> {
   readonly kind: 'tool';
-  readonly name: string;
+  readonly name: N;
   readonly description: string;
-  readonly input: z.ZodType<I>;
+  readonly input: z.ZodType<I, In>;
   readonly output: z.ZodType<O>;
   readonly effect: ToolEffect;
+  /** The tool honours `ToolCall.idempotencyKey`: a timed-out write may be retried. */
+  readonly idempotent: boolean;
+  /** The key of a write/destructive call (never throws: falls back to `${runId}:${step}`); see {@link ToolSpec.idempotencyKey}. */
+  readonly idempotencyKey?: (input: I, call: IdempotencyKeyCall) => string;
+  readonly idempotencyTtlMs?: number;
   readonly timeoutMs: number;
   readonly expectedDurationMs?: number;
   readonly rateLimit?: Readonly<RateLimitSpec>;
@@ -59,9 +93,9 @@ export interface Tool<I = any, O = any> {
 }
 
 /** The input type of a tool. */
-export type ToolInput<T> = T extends Tool<infer I, any> ? I : never;
+export type ToolInput<T> = T extends Tool<infer I, any, any, any> ? I : never;
 /** The output type of a tool. */
-export type ToolOutput<T> = T extends Tool<any, infer O> ? O : never;
+export type ToolOutput<T> = T extends Tool<any, infer O, any, any> ? O : never;
 
 export const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
@@ -71,8 +105,20 @@ export function isSchema(value: unknown): value is z.ZodType {
   return value instanceof z.ZodType;
 }
 
-const positive = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v > 0;
-const nonNegative = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+/** The longest delay a timer can wait: Node's `setTimeout` fires at once for anything above it. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration that can be handed to a timer: `> 0` (or `>= 0` with `allowZero`) and below 2^31 ms. */
+export function isTimerMs(v: unknown, allowZero = false): v is number {
+  return typeof v === 'number' && (allowZero ? v >= 0 : v > 0) && v <= MAX_TIMER_MS; // false for NaN and ±Infinity
+}
+
+/** Adds an issue unless `value` is a usable timer duration; shared by tools, steps, chains and the runner. */
+export function checkMs(value: unknown, path: string, field: string, issues: IssueList, allowZero = false): void {
+  if (!isTimerMs(value, allowZero)) issues.add(path, `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`);
+}
+
+const count = (v: unknown, min: number): boolean => Number.isSafeInteger(v) && (v as number) >= min;
 
 /** Checks a retry override; shared by tools and steps. */
 export function checkRetry(retry: unknown, path: string, issues: IssueList): void {
@@ -82,10 +128,10 @@ export function checkRetry(retry: unknown, path: string, issues: IssueList): voi
     return;
   }
   const r = retry as Record<string, unknown>;
-  if (r.retries !== undefined && !(nonNegative(r.retries) && Number.isInteger(r.retries))) issues.add(`${path}.retries`, 'Expected `retries` to be a non-negative integer.');
-  if (r.minDelayMs !== undefined && !nonNegative(r.minDelayMs)) issues.add(`${path}.minDelayMs`, 'Expected `minDelayMs` to be a non-negative number.');
-  if (r.maxDelayMs !== undefined && !nonNegative(r.maxDelayMs)) issues.add(`${path}.maxDelayMs`, 'Expected `maxDelayMs` to be a non-negative number.');
-  if (r.factor !== undefined && !(nonNegative(r.factor) && (r.factor as number) >= 1)) issues.add(`${path}.factor`, 'Expected `factor` to be a number ≥ 1.');
+  if (r.retries !== undefined && !count(r.retries, 0)) issues.add(`${path}.retries`, 'Expected `retries` to be a non-negative integer.');
+  if (r.minDelayMs !== undefined) checkMs(r.minDelayMs, `${path}.minDelayMs`, 'minDelayMs', issues, true);
+  if (r.maxDelayMs !== undefined) checkMs(r.maxDelayMs, `${path}.maxDelayMs`, 'maxDelayMs', issues, true);
+  if (r.factor !== undefined && !(typeof r.factor === 'number' && Number.isFinite(r.factor) && r.factor >= 1)) issues.add(`${path}.factor`, 'Expected `factor` to be a finite number ≥ 1.');
 }
 
 /** Checks a rate-limit spec. */
@@ -96,11 +142,24 @@ export function checkRateLimit(rl: unknown, path: string, issues: IssueList): vo
     return;
   }
   const r = rl as Record<string, unknown>;
-  if (!(positive(r.limit) && Number.isInteger(r.limit))) issues.add(`${path}.limit`, 'Expected `limit` to be a positive integer.');
-  if (!positive(r.intervalMs)) issues.add(`${path}.intervalMs`, 'Expected `intervalMs` to be a positive number.');
+  if (!count(r.limit, 1)) issues.add(`${path}.limit`, 'Expected `limit` to be a positive integer.');
+  checkMs(r.intervalMs, `${path}.intervalMs`, 'intervalMs', issues);
   if (r.per !== 'global' && r.per !== 'user') issues.add(`${path}.per`, "Expected `per` to be 'global' or 'user'.");
-  if (r.maxConcurrent !== undefined && !(positive(r.maxConcurrent) && Number.isInteger(r.maxConcurrent))) issues.add(`${path}.maxConcurrent`, 'Expected `maxConcurrent` to be a positive integer.');
-  if (r.maxQueue !== undefined && !(nonNegative(r.maxQueue) && Number.isInteger(r.maxQueue))) issues.add(`${path}.maxQueue`, 'Expected `maxQueue` to be a non-negative integer.');
+  if (r.maxConcurrent !== undefined && !count(r.maxConcurrent, 1)) issues.add(`${path}.maxConcurrent`, 'Expected `maxConcurrent` to be a positive integer.');
+  if (r.maxQueue !== undefined && !count(r.maxQueue, 0)) issues.add(`${path}.maxQueue`, 'Expected `maxQueue` to be a non-negative integer.');
+}
+
+// The key only dedupes: a broken key function must neither fail the write nor make `invoke` throw.
+function safeKey(fn: (input: any, call: IdempotencyKeyCall) => string): (input: unknown, call: IdempotencyKeyCall) => string {
+  return (input, call) => {
+    try {
+      const key = fn(input, call);
+      if (typeof key === 'string' && key !== '') return key;
+    } catch {
+      // fall through to the default key
+    }
+    return `${call.runId}:${call.step}`;
+  };
 }
 
 /**
@@ -118,7 +177,7 @@ export function checkRateLimit(rl: unknown, path: string, issues: IssueList): vo
  * });
  * ```
  */
-export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolSpec<I, O>): Tool<z.infer<I>, z.infer<O>> {
+export function defineTool<I extends z.ZodType, O extends z.ZodType, N extends string = string>(spec: ToolSpec<I, O, N>): Tool<z.output<I>, z.output<O>, N, z.input<I>> {
   const issues = new IssueList();
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a tool spec object.');
   if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) issues.add('name', `Expected a name matching ${TOOL_NAME}, got ${JSON.stringify(spec.name)}.`);
@@ -126,8 +185,12 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolS
   if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema.');
   if (!isSchema(spec.output)) issues.add('output', 'Expected `output` to be a zod schema.');
   if (spec.effect !== undefined && !['read', 'write', 'destructive'].includes(spec.effect)) issues.add('effect', "Expected `effect` to be 'read', 'write' or 'destructive'.");
-  if (spec.timeoutMs !== undefined && !positive(spec.timeoutMs)) issues.add('timeoutMs', 'Expected `timeoutMs` to be a positive number.');
-  if (spec.expectedDurationMs !== undefined && !nonNegative(spec.expectedDurationMs)) issues.add('expectedDurationMs', 'Expected `expectedDurationMs` to be a non-negative number.');
+  if (spec.idempotent !== undefined && typeof spec.idempotent !== 'boolean') issues.add('idempotent', 'Expected `idempotent` to be a boolean.');
+  if (spec.idempotencyKey !== undefined && typeof spec.idempotencyKey !== 'function') issues.add('idempotencyKey', 'Expected `idempotencyKey` to be a function (input, call) => string.');
+  if (spec.idempotencyKey !== undefined && spec.effect === 'read') issues.add('idempotencyKey', 'Read tools carry no idempotency key: drop `idempotencyKey` or make the tool a write.');
+  if (spec.idempotencyTtlMs !== undefined) checkMs(spec.idempotencyTtlMs, 'idempotencyTtlMs', 'idempotencyTtlMs', issues);
+  if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
+  if (spec.expectedDurationMs !== undefined) checkMs(spec.expectedDurationMs, 'expectedDurationMs', 'expectedDurationMs', issues, true);
   checkRetry(spec.retry, 'retry', issues);
   checkRateLimit(spec.rateLimit, 'rateLimit', issues);
   if (spec.suggests !== undefined) {
@@ -147,13 +210,16 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType>(spec: ToolS
     input: spec.input,
     output: spec.output,
     effect: spec.effect ?? 'write',
+    idempotent: spec.idempotent ?? false,
+    ...(typeof spec.idempotencyKey === 'function' && { idempotencyKey: safeKey(spec.idempotencyKey) }),
+    ...(spec.idempotencyTtlMs !== undefined && { idempotencyTtlMs: spec.idempotencyTtlMs }),
     timeoutMs: spec.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
     ...(spec.expectedDurationMs !== undefined && { expectedDurationMs: spec.expectedDurationMs }),
     ...(spec.rateLimit !== undefined && { rateLimit: Object.freeze({ ...spec.rateLimit }) }),
     ...(spec.retry !== undefined && { retry: spec.retry === false ? false : Object.freeze({ ...spec.retry }) }),
     suggests: Object.freeze((spec.suggests ?? []).map((s) => Object.freeze({ ...s }))),
     alternatives: Object.freeze([...(spec.alternatives ?? [])]),
-  }) as unknown as Tool<z.infer<I>, z.infer<O>>;
+  }) as unknown as Tool<z.output<I>, z.output<O>, N, z.input<I>>;
 }
 
 /**

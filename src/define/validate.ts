@@ -3,15 +3,17 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { IssueList } from '../errors/definition-error.js';
 import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './chain.js';
-import { arrayElement, objectShape, schemaAtPath, schemaKind } from './path.js';
-import { isRef, type Ref, type Scope } from './ref.js';
-import { checkRetry, isSchema, isTool, type Tool } from './tool.js';
+import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
+import { arrayElement, FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
+import { likelyArray, missingPathHint } from './path-hints.js';
+import { isRef, ref, type Ref, type Scope } from './ref.js';
+import { checkMs, checkRetry, isSchema, isTool, type Tool } from './tool.js';
+import { compileWhere } from './where.js';
+
+export type { Resolver } from './mapping.js';
 
 const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
 const RESERVED = new Set(['input', 'context']);
-
-/** Produces a step's tool input from the scope. */
-export type Resolver = (scope: Scope) => unknown;
 
 /** One step of a compiled chain, with everything the executor needs precomputed. */
 export interface PlannedStep {
@@ -20,7 +22,10 @@ export interface PlannedStep {
   readonly kind: 'tool' | 'select' | 'compute';
   readonly step: Step;
   readonly tool?: Tool;
-  /** Indices of the steps that must finish first. */
+  /**
+   * Indices of the steps that must finish first (ascending). Steps these wait for are implied, so a
+   * step that sees every earlier step lists only the earlier steps nothing else waits for yet.
+   */
   readonly deps: readonly number[];
   /** Tool steps: builds the tool input. */
   readonly resolveInput?: Resolver;
@@ -33,46 +38,6 @@ export interface PlannedStep {
 type AnySpec = ChainSpec<z.ZodType, z.ZodType, unknown>;
 type Schema = z.ZodType | null | undefined;
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype;
-
-/** Compiles a mapping into a resolver; literal subtrees are built once and shared. */
-export function compileMapping(value: unknown, refs: Ref[]): { constant: true; value: unknown } | { constant: false; fn: Resolver } {
-  if (isRef(value)) {
-    refs.push(value);
-    return { constant: false, fn: (s) => value.resolve(s) };
-  }
-  if (Array.isArray(value)) {
-    const parts = value.map((v) => compileMapping(v, refs));
-    if (parts.every((p) => p.constant)) return { constant: true, value };
-    return { constant: false, fn: (s) => parts.map((p) => (p.constant ? p.value : p.fn(s))) };
-  }
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value);
-    const parts = keys.map((k) => compileMapping(value[k], refs));
-    if (parts.every((p) => p.constant)) return { constant: true, value };
-    return {
-      constant: false,
-      fn: (s) => {
-        const out: Record<string, unknown> = {};
-        for (let i = 0; i < keys.length; i++) {
-          const p = parts[i]!;
-          out[keys[i]!] = p.constant ? p.value : p.fn(s);
-        }
-        return out;
-      },
-    };
-  }
-  return { constant: true, value };
-}
-
-function hasFunctionValue(value: unknown): boolean {
-  if (typeof value === 'function') return true;
-  if (Array.isArray(value)) return value.some(hasFunctionValue);
-  if (isPlainObject(value)) return Object.values(value).some(hasFunctionValue);
-  return false;
-}
-
 /** Validates a chain spec, adding every problem to `issues`, and compiles its plan. */
 export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedStep[]; fingerprint: string } {
   if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
@@ -82,11 +47,12 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema (use z.object({}) for no input).');
   if (spec.context !== undefined && !isSchema(spec.context)) issues.add('context', 'Expected `context` to be a zod schema.');
   if (spec.output !== undefined && typeof spec.output !== 'function') issues.add('output', 'Expected `output` to be a function of the scope.');
-  if (spec.timeoutMs !== undefined && !(typeof spec.timeoutMs === 'number' && spec.timeoutMs > 0)) issues.add('timeoutMs', 'Expected `timeoutMs` to be a positive number.');
+  if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
   for (const [field, v] of [['keywords', spec.keywords], ['useCases', spec.useCases]] as const) {
     if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) issues.add(field, `Expected \`${field}\` to be an array of strings.`);
   }
-  (spec.preconditions ?? []).forEach((p, i) => {
+  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions)) issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
+  else (spec.preconditions ?? []).forEach((p, i) => {
     if (typeof p?.check !== 'function') issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
     if (typeof p?.message !== 'string' || p.message === '') issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
   });
@@ -103,6 +69,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     const at = `steps[${i}].id`;
     if (typeof id !== 'string' || !STEP_ID.test(id)) issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
     else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
+    else if (id === FORBIDDEN_KEY) issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
     else if (indexById.has(id)) issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
     else indexById.set(id, i);
   });
@@ -139,7 +106,10 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     }
     if (!root || r.segments.length === 0) return root;
     const found = schemaAtPath(root, r.segments);
-    if (found === undefined) issues.add(at, `path '${r.path}' does not exist in ${what}.`);
+    if (found === undefined) {
+      const hint = missingPathHint(root, r.segments);
+      issues.add(at, `path '${r.path}' does not exist in ${what}${hint}${hint.endsWith('?') ? '' : '.'}`);
+    }
     return found;
   };
 
@@ -148,7 +118,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     if (!shape) return;
     for (const key of Object.keys(mapping)) {
       const value = mapping[key];
-      const field = shape[key];
+      const field = ownEntry(shape, key);
       const fieldAt = `${at}.${key}`;
       if (!field) {
         issues.add(fieldAt, `'${key}' is not a field of ${toolName}'s input (fields: ${Object.keys(shape).join(', ') || 'none'}).`);
@@ -169,15 +139,29 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
         checkMapping(value, field, fieldAt, stepIndex, allowSelf, toolName);
       } else if (!containsRef(value, (r) => checkRef(r, fieldAt, stepIndex, allowSelf))) {
         const parsed = field.safeParse(value);
-        if (!parsed.success) issues.add(fieldAt, `literal ${JSON.stringify(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
+        if (!parsed.success) issues.add(fieldAt, `literal ${show(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
       }
     }
     for (const key of Object.keys(shape)) {
-      if (!(key in mapping) && !shape[key]!.safeParse(undefined).success) {
+      if (!Object.hasOwn(mapping, key) && !shape[key]!.safeParse(undefined).success) {
         issues.add(`${at}.${key}`, `required field '${key}' of ${toolName}'s input is not mapped.`);
       }
     }
   };
+
+  // A mapping is checked as a literal first (cycles, depth, `__proto__`): the walks below recurse.
+  const mappingResolver = (mapping: Record<string, unknown>, target: z.ZodType, at: string, stepIndex: number, allowSelf: boolean, toolName: string, refs: Ref[]): Resolver => {
+    const problem = literalProblem(mapping, at);
+    if (problem) {
+      issues.add(problem.path, problem.message);
+      return () => undefined;
+    }
+    checkMapping(mapping, target, at, stepIndex, allowSelf, toolName);
+    const compiled = compileMapping(mapping, refs);
+    return compiled.constant ? () => compiled.value : compiled.fn;
+  };
+  // Earlier steps no later step waits for yet, ascending (a Set keeps insertion order).
+  const frontier = new Set<number>();
 
   spec.steps.forEach((raw, i) => {
     const at = `steps[${i}]`;
@@ -203,9 +187,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
           usesScope = true;
           resolveInput = step.input as Resolver;
         } else if (isPlainObject(step.input)) {
-          checkMapping(step.input, tool.input, `${at}.input`, i, false, tool.name);
-          const compiled = compileMapping(step.input, refs);
-          resolveInput = compiled.constant ? () => compiled.value : compiled.fn;
+          resolveInput = mappingResolver(step.input, tool.input, `${at}.input`, i, false, tool.name, refs);
         } else {
           issues.add(`${at}.input`, 'Expected `input` to be an object of literals and refs, or a function of the scope.');
           resolveInput = () => undefined;
@@ -216,9 +198,11 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
         planned = { tool, resolveInput };
       }
     } else if (kinds[0] === 'select') {
-      const sel = step.select!;
+      const sel = (typeof step.select === 'object' && step.select !== null ? step.select : {}) as Partial<SelectStep['select']>;
       let element: Schema = null;
-      if (!isRef(sel.from)) {
+      let whereItems: Schema = null;
+      if (sel !== step.select) issues.add(`${at}.select`, 'Expected `select` to be { from, where?, expect }.');
+      else if (!isRef(sel.from)) {
         issues.add(`${at}.select.from`, "Expected `from` to be a ref(...) to an array, e.g. ref('find', 'tasks').");
       } else {
         refs.push(sel.from);
@@ -227,8 +211,17 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
           element = arrayElement(src);
           if (!element && schemaKind(src) !== 'unknown') issues.add(`${at}.select.from`, `ref ${sel.from} is a ${schemaKind(src)}, not an array.`);
         }
+        // A `from` reported above still lets `where` be checked, against the array it most likely meant.
+        if (src === undefined || (src && !element && schemaKind(src) !== 'unknown')) {
+          const root = checkRef(ref(sel.from.source), `${at}.select.from`, i);
+          const meant = root ? likelyArray(root, isPlainObject(sel.where) ? Object.keys(sel.where) : []) : undefined;
+          if (meant) {
+            whereItems = meant.element;
+            issues.add(`${at}.select.from`, `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? \`where\` is checked against its items.`);
+          }
+        }
       }
-      if (!['one', 'first', 'all'].includes(sel.expect)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
+      if (!['one', 'first', 'all'].includes(sel.expect as string)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
       let matcher: PlannedStep['matcher'];
       if (typeof sel.where === 'function') {
         usesScope = true;
@@ -237,7 +230,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       } else if (sel.where === undefined) {
         matcher = () => () => true;
       } else if (isPlainObject(sel.where)) {
-        matcher = compileWhere(sel.where as Record<string, FieldMatcher>, `${at}.select.where`, element, issues, refs, (r, p) => checkRef(r, p, i));
+        matcher = compileWhere(sel.where as Record<string, FieldMatcher>, `${at}.select.where`, element ?? whereItems, issues, refs, (r, p) => checkRef(r, p, i));
       } else {
         issues.add(`${at}.select.where`, 'Expected `where` to be a field matcher object or a function (item, scope) => boolean.');
       }
@@ -252,7 +245,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
 
     if (step.when !== undefined && typeof step.when !== 'function') issues.add(`${at}.when`, 'Expected `when` to be a function of the scope returning a boolean.');
     if (step.idempotencyKey !== undefined && typeof step.idempotencyKey !== 'function') issues.add(`${at}.idempotencyKey`, 'Expected `idempotencyKey` to be a function of the scope returning a string.');
-    if (step.timeoutMs !== undefined && !(typeof step.timeoutMs === 'number' && step.timeoutMs > 0)) issues.add(`${at}.timeoutMs`, 'Expected `timeoutMs` to be a positive number.');
+    if (step.timeoutMs !== undefined) checkMs(step.timeoutMs, `${at}.timeoutMs`, 'timeoutMs', issues);
     checkRetry(step.retry, `${at}.retry`, issues);
     if (step.confirm !== undefined && step.confirm !== false) {
       const c = step.confirm as { prompt?: unknown; details?: unknown };
@@ -267,96 +260,47 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       if (!isTool(comp?.tool)) issues.add(`${at}.compensate.tool`, 'Expected a tool made by defineTool().');
       else if (typeof comp.input === 'function') planned = { ...planned, compensate: { tool: comp.tool, resolveInput: comp.input as Resolver } };
       else if (isPlainObject(comp.input)) {
-        checkMapping(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name);
-        const compiled = compileMapping(comp.input, []); // runs after the step: its refs add no dependencies
-        planned = { ...planned, compensate: { tool: comp.tool, resolveInput: compiled.constant ? () => compiled.value : compiled.fn } };
+        // Runs after the step: its refs add no dependencies.
+        planned = { ...planned, compensate: { tool: comp.tool, resolveInput: mappingResolver(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name, []) } };
       } else issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
     }
-    if (typeof step.when === 'function' || typeof step.idempotencyKey === 'function' || hasFunctionValue(step.confirm)) usesScope = true;
+    const confirm = step.confirm as { prompt?: unknown; details?: unknown } | false | undefined;
+    if (typeof step.when === 'function' || typeof step.idempotencyKey === 'function' || (typeof confirm === 'object' && confirm !== null && (typeof confirm.prompt === 'function' || typeof confirm.details === 'function'))) usesScope = true;
 
-    // Functions may read any earlier result, so they wait for every earlier step; refs name their own deps.
-    const deps = new Set<number>();
-    if (usesScope) for (let d = 0; d < i; d++) deps.add(d);
-    for (const r of refs) {
-      const d = indexById.get(r.source);
-      if (d !== undefined && d < i) deps.add(d);
+    // Refs name their own deps. Functions may read any earlier result, so they wait for every earlier
+    // step: waiting for the frontier is the same, since every earlier step is one a frontier step
+    // (transitively) waits for, and a step only starts once its deps are done. Listing every earlier
+    // step instead made plans (and compiling them) quadratic in the number of steps.
+    let deps: number[];
+    if (usesScope) deps = [...frontier];
+    else {
+      const own = new Set<number>();
+      for (const r of refs) {
+        const d = indexById.get(r.source);
+        if (d !== undefined && d < i) own.add(d);
+      }
+      deps = [...own].sort((a, b) => a - b);
     }
+    for (const d of deps) frontier.delete(d);
+    frontier.add(i);
     plan.push(Object.freeze({
       index: i,
       id,
       kind: kinds[0] ?? 'compute',
       step: raw as Step,
-      deps: Object.freeze([...deps].sort((a, b) => a - b)),
+      deps: Object.freeze(deps),
       ...planned,
     }) as PlannedStep);
   });
 
-  return { plan, fingerprint: fingerprintOf(spec) };
-}
-
-function containsRef(value: unknown, visit: (r: Ref) => void): boolean {
-  if (isRef(value)) {
-    visit(value);
-    return true;
+  let fingerprint = '';
+  try {
+    fingerprint = fingerprintOf(spec);
+  } catch (error) {
+    // e.g. a structure too deep to serialize hung somewhere on a step.
+    issues.add('steps', `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); keep step definitions to shallow, plain data.`);
   }
-  if (Array.isArray(value)) return value.map((v) => containsRef(v, visit)).some(Boolean);
-  if (isPlainObject(value)) return Object.values(value).map((v) => containsRef(v, visit)).some(Boolean);
-  return false;
-}
-
-const lower = (v: unknown): string => String(v).toLowerCase();
-
-function compileWhere(
-  where: Record<string, FieldMatcher>,
-  at: string,
-  element: Schema,
-  issues: IssueList,
-  refs: Ref[],
-  checkRef: (r: Ref, at: string) => Schema,
-): (scope: Scope) => (item: unknown) => boolean {
-  const fields = Object.keys(where);
-  const shape = element ? objectShape(element) : undefined;
-  const tests: { field: string; op: 'equals' | 'contains' | 'in'; value: Resolver }[] = [];
-  for (const field of fields) {
-    const m = where[field];
-    if (shape && !shape[field]) issues.add(`${at}.${field}`, `'${field}' is not a field of the selected items (fields: ${Object.keys(shape).join(', ')}).`);
-    if (!isPlainObject(m)) {
-      issues.add(`${at}.${field}`, 'Expected a matcher { equals } | { contains } | { in }.');
-      continue;
-    }
-    const ops = Object.keys(m).filter((k) => k === 'equals' || k === 'contains' || k === 'in') as ('equals' | 'contains' | 'in')[];
-    const unknownOps = Object.keys(m).filter((k) => !ops.includes(k as 'in'));
-    if (ops.length === 0 || unknownOps.length > 0) issues.add(`${at}.${field}`, `Expected one of equals, contains, in; got ${Object.keys(m).join(', ') || 'nothing'}.`);
-    for (const op of ops) {
-      const v = m[op];
-      if (isRef(v)) {
-        refs.push(v);
-        checkRef(v, `${at}.${field}.${op}`);
-      }
-      tests.push({ field, op, value: isRef(v) ? (s) => v.resolve(s) : () => v });
-    }
-  }
-  return (scope) => {
-    const resolved = tests.map((t) => {
-      const v = t.value(scope);
-      if (t.op === 'contains') {
-        const needle = lower(v);
-        return (x: unknown) => typeof x === 'string' && x.toLowerCase().includes(needle);
-      }
-      if (t.op === 'in') {
-        const set = new Set(Array.isArray(v) ? v : [v]);
-        return (x: unknown) => set.has(x);
-      }
-      return (x: unknown) => x === v;
-    });
-    return (item) => {
-      if (typeof item !== 'object' || item === null) return false;
-      for (let i = 0; i < tests.length; i++) {
-        if (!resolved[i]!((item as Record<string, unknown>)[tests[i]!.field])) return false;
-      }
-      return true;
-    };
-  };
+  return { plan, fingerprint };
 }
 
 /** A stable hash of what the chain does: steps, tools, mappings and function sources. */
@@ -366,6 +310,7 @@ function fingerprintOf(spec: AnySpec): string {
     { name: spec.name, version: spec.version ?? '1', input: schemaText(spec.input), context: schemaText(spec.context), steps: spec.steps, output: spec.output, pre: spec.preconditions },
     (_key, value: unknown) => {
       if (typeof value === 'function') return `fn:${String(value)}`;
+      if (typeof value === 'bigint') return `${value}n`;
       if (isRef(value)) return `ref:${value}${value.transformFn ? `|${String(value.transformFn)}` : ''}`;
       if (isTool(value)) return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
       if (isSchema(value)) return schemaText(value);
@@ -379,11 +324,19 @@ function fingerprintOf(spec: AnySpec): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 32);
 }
 
+// Schemas are immutable: one rendering each, however many steps use the same tool.
+const schemaTexts = new WeakMap<z.ZodType, string>();
+
 function schemaText(schema: unknown): string {
   if (!isSchema(schema)) return '';
-  try {
-    return JSON.stringify(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }));
-  } catch {
-    return 'schema';
+  let text = schemaTexts.get(schema);
+  if (text === undefined) {
+    try {
+      text = JSON.stringify(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }));
+    } catch {
+      text = 'schema';
+    }
+    schemaTexts.set(schema, text);
   }
+  return text;
 }

@@ -93,5 +93,5 @@ export const DEFAULT_RETRY_TABLE: Readonly<RetryTable> = Object.freeze({
 
 /** Whether a category is worth retrying at all under the given table. */
 export function isRetryableCategory(category: ErrorCategory, table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE): boolean {
-  return (table[category]?.retries ?? 0) > 0;
+  return Object.hasOwn(table, category) && (table[category]?.retries ?? 0) > 0;
 }

@@ -8,6 +8,8 @@ export interface Classified {
   code: string;
   message: string;
   retryAfterMs?: number;
+  /** A write/destructive call that may or may not have taken effect (set by the retry policy): never retryable. */
+  outcomeUnknown?: boolean;
 }
 
 /** A classifier returns a verdict, or `undefined` to let the next one decide. */
@@ -35,33 +37,47 @@ export class RunAbortReason {
   constructor(readonly kind: 'deadline' | 'cancelled' | 'closed', readonly message: string) {}
 }
 
-const STATUS: Record<number, ErrorCategory> = {
-  400: 'invalid_input', 401: 'authentication_required', 403: 'permission_denied', 404: 'not_found',
-  408: 'timeout', 409: 'conflict', 422: 'invalid_input', 429: 'rate_limited', 500: 'internal',
-  502: 'unavailable', 503: 'unavailable', 504: 'timeout',
-};
+// Every table keyed by outside data is a Map: a code like `constructor` must not find Object's own.
+const STATUS: ReadonlyMap<number, ErrorCategory> = new Map<number, ErrorCategory>([
+  [400, 'invalid_input'], [401, 'authentication_required'], [403, 'permission_denied'], [404, 'not_found'],
+  [408, 'timeout'], [409, 'conflict'], [422, 'invalid_input'], [429, 'rate_limited'], [500, 'internal'],
+  [502, 'unavailable'], [503, 'unavailable'], [504, 'timeout'],
+]);
 
-const NODE_CODES: Record<string, ErrorCategory> = {
-  ECONNREFUSED: 'network', ECONNRESET: 'network', ENOTFOUND: 'network', EAI_AGAIN: 'network',
-  EPIPE: 'network', UND_ERR_SOCKET: 'network', ECONNABORTED: 'network', EHOSTUNREACH: 'network',
-  ENETUNREACH: 'network', ETIMEDOUT: 'timeout', UND_ERR_CONNECT_TIMEOUT: 'timeout',
-};
+const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
+  ['ECONNREFUSED', 'network'], ['ECONNRESET', 'network'], ['ENOTFOUND', 'network'], ['EAI_AGAIN', 'network'],
+  ['EPIPE', 'network'], ['UND_ERR_SOCKET', 'network'], ['ECONNABORTED', 'network'], ['EHOSTUNREACH', 'network'],
+  ['ENETUNREACH', 'network'], ['ETIMEDOUT', 'timeout'], ['UND_ERR_CONNECT_TIMEOUT', 'timeout'],
+]);
 
 /** In-band error codes returned by tools as `{ status: 'error', error: code }`. */
-export const IN_BAND_CODES: Record<string, ErrorCategory> = {
-  invalid_task_id: 'not_found', not_found: 'not_found', database_error: 'internal',
-  service_unavailable: 'unavailable', rate_limit_exceeded: 'rate_limited',
-  permission_denied: 'permission_denied', authentication_required: 'authentication_required',
-  invalid_input: 'invalid_input', conflict: 'conflict', timeout: 'timeout',
-};
+export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
+  ['invalid_task_id', 'not_found'], ['not_found', 'not_found'], ['task_not_found', 'not_found'], ['database_error', 'internal'],
+  ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
+  ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
+  ['invalid_input', 'invalid_input'], ['malformed_input', 'invalid_input'], ['conflict', 'conflict'], ['timeout', 'timeout'],
+]);
 
-const PATTERNS: [RegExp, ErrorCategory][] = [
-  [/timed? ?out/i, 'timeout'],
-  [/not found|no such|does not exist/i, 'not_found'],
-  [/permission|forbidden|access denied/i, 'permission_denied'],
-  [/syntax|malformed|invalid argument/i, 'invalid_input'],
-  [/ECONNREFUSED|network|DNS/i, 'network'],
-  [/out of memory|quota|resource exhausted/i, 'unavailable'],
+const CATEGORIES: ReadonlySet<string> = new Set(ERROR_CATEGORIES);
+
+/** Whether a value is one of the {@link ErrorCategory} names (own data only, never a prototype name). */
+export function isErrorCategory(value: unknown): value is ErrorCategory {
+  return typeof value === 'string' && CATEGORIES.has(value);
+}
+
+// Words match at a word start ("runtime output" is no timeout). A status number counts only as a
+// whole token: "HTTP 404" and "404 Not Found" match, an id like 4041, a-404-b or v1.404.2 does not.
+/** API.md §4's message patterns, in order; first match wins. */
+const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
+  [/\btime[ds]?[ -]?out|\bdeadline[ _]exceeded|\bETIMEDOUT\b/i, 'timeout'],
+  [/\bnot found\b|\bno such\b|\bdoes not exist|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
+  [/\bunauthori[sz]ed\b|\bunauthenticated\b|(?<![\w.-])401(?![\w-]|\.\w)/i, 'authentication_required'],
+  [/\bpermission|\bforbidden\b|\baccess denied\b|(?<![\w.-])403(?![\w-]|\.\w)/i, 'permission_denied'],
+  [/\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i, 'invalid_input'],
+  [/\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
+  [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
+  // Something this tool depends on failed: transient from the caller's side.
+  [/\bdependenc(?:y|ies)\b[^.;\n]*?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
 ];
 
 type Bag = Record<string, unknown>;
@@ -92,41 +108,50 @@ export function parseRetryAfter(value: unknown, now: number = Date.now()): numbe
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
+// A usable wait only: NaN, negative or infinite values from a tool are ignored, not slept on.
+const delayOrUndefined = (ms: number): number | undefined => (Number.isFinite(ms) && ms >= 0 ? ms : undefined);
+
 function retryAfterOf(error: Bag): number | undefined {
-  if (typeof error.retryAfterMs === 'number') return error.retryAfterMs;
+  if (typeof error.retryAfterMs === 'number') return delayOrUndefined(error.retryAfterMs);
   const direct = parseRetryAfter(error.retry_after ?? error.retryAfter);
   if (direct !== undefined) return direct;
   const headers = error.headers;
   if (isBag(headers)) {
     const h = typeof (headers as { get?: unknown }).get === 'function'
       ? (headers as unknown as Headers).get('retry-after')
-      : (headers['retry-after'] ?? headers['Retry-After']);
+      : (ownValue(headers, 'retry-after') ?? ownValue(headers, 'Retry-After'));
     return parseRetryAfter(h);
   }
   return undefined;
 }
 
+const ownValue = (bag: Bag, key: string): unknown => (Object.hasOwn(bag, key) ? bag[key] : undefined);
+
+/** Category of an in-band or thrown code: own entries only, so `constructor` is just unknown. */
+const inBandCategory = (code: string): ErrorCategory | undefined => IN_BAND_CODES.get(code);
+
 // An error that names its own category (e.g. McpToolError, or a user's own error class) is taken at its word.
 const byDeclaredCategory: Classifier = (error) => {
-  if (!isBag(error) || typeof error.category !== 'string' || !(ERROR_CATEGORIES as readonly string[]).includes(error.category)) return undefined;
+  if (!isBag(error) || !isErrorCategory(error.category)) return undefined;
   const retryAfterMs = retryAfterOf(error);
-  return { category: error.category as ErrorCategory, code: typeof error.code === 'string' ? error.code : error.category, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return { category: error.category, code: typeof error.code === 'string' ? error.code : error.category, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
 };
 
 const byStatus: Classifier = (error) => {
   if (!isBag(error)) return undefined;
   const status = typeof error.status === 'number' ? error.status : error.statusCode;
-  if (typeof status !== 'number' || status < 400) return undefined;
-  const category = STATUS[status] ?? (status >= 500 ? 'internal' : 'invalid_input');
-  return { category, code: `http_${status}`, message: describe(error), retryAfterMs: retryAfterOf(error) };
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) return undefined;
+  const category = STATUS.get(status) ?? (status >= 500 ? 'internal' : 'invalid_input');
+  const retryAfterMs = retryAfterOf(error);
+  return { category, code: `http_${status}`, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
 };
 
 const byNodeCode: Classifier = (error) => {
   if (!isBag(error)) return undefined;
   for (const e of [error, error.cause]) {
-    if (isBag(e) && typeof e.code === 'string' && NODE_CODES[e.code]) {
-      return { category: NODE_CODES[e.code]!, code: e.code, message: describe(error) };
-    }
+    const code = isBag(e) ? e.code : undefined;
+    const category = typeof code === 'string' ? NODE_CODES.get(code) : undefined;
+    if (category) return { category, code: code as string, message: describe(error) };
   }
   return undefined;
 };
@@ -134,17 +159,22 @@ const byNodeCode: Classifier = (error) => {
 const byInBandCode: Classifier = (error) => {
   if (!isBag(error)) return undefined;
   const code = typeof error.code === 'string' ? error.code : typeof error.error === 'string' ? error.error : undefined;
-  if (code === undefined || !IN_BAND_CODES[code]) return undefined;
-  return { category: IN_BAND_CODES[code]!, code, message: describe(error), retryAfterMs: retryAfterOf(error) };
+  const category = code === undefined ? undefined : inBandCategory(code);
+  if (!category) return undefined;
+  const retryAfterMs = retryAfterOf(error);
+  return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
 };
+
+/** The category the message patterns give a text, if any. */
+function categoryOfText(text: string): ErrorCategory | undefined {
+  for (const [pattern, category] of PATTERNS) if (pattern.test(text)) return category;
+  return undefined;
+}
 
 const byMessage: Classifier = (error) => {
   const text = messageOf(error);
-  if (!text) return undefined;
-  for (const [pattern, category] of PATTERNS) {
-    if (pattern.test(text)) return { category, code: category, message: describe(error) };
-  }
-  return undefined;
+  const category = text ? categoryOfText(text) : undefined;
+  return category && { category, code: category, message: describe(error) };
 };
 
 /**
@@ -158,11 +188,19 @@ const byMessage: Classifier = (error) => {
 export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byDeclaredCategory, byStatus, byNodeCode, byInBandCode, byMessage];
 
 function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  if (error === undefined) return 'The tool failed with undefined (no error value).';
-  if (typeof error === 'string') return error;
-  return describeValue(error);
+  try {
+    if (error instanceof Error) return `${error.name}: ${error.message}`;
+    if (error === undefined) return 'The tool failed with undefined (no error value).';
+    if (typeof error === 'string') return error;
+    return describeValue(error);
+  } catch {
+    return 'The tool failed with a value that could not be read.'; // a throwing getter or a hostile Proxy
+  }
 }
+
+/** A verdict is used only if it is well formed: a known category and a string code and message. */
+const wellFormed = (v: Classified | undefined): v is Classified =>
+  typeof v === 'object' && v !== null && isErrorCategory(v.category) && typeof v.code === 'string' && typeof v.message === 'string';
 
 /**
  * Classifies a thrown value (or an in-band error result). First matching classifier wins;
@@ -174,30 +212,43 @@ function describe(error: unknown): string {
  * ```
  */
 export function classifyError(error: unknown, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS): Classified {
-  if (error instanceof ToolFailure) return error.info;
-  if (error instanceof RunAbortReason) {
-    return error.kind === 'deadline'
-      ? { category: 'timeout', code: 'deadline_exceeded', message: error.message }
-      : { category: 'cancelled', code: error.kind === 'closed' ? 'runner_closed' : 'cancelled', message: error.message };
+  try {
+    if (error instanceof ToolFailure) return error.info;
+    if (error instanceof RunAbortReason) {
+      return error.kind === 'deadline'
+        ? { category: 'timeout', code: 'deadline_exceeded', message: error.message }
+        : { category: 'cancelled', code: error.kind === 'closed' ? 'runner_closed' : 'cancelled', message: error.message };
+    }
+  } catch {
+    // `instanceof` on a hostile Proxy can throw: it is then neither, and the classifiers decide.
   }
   for (const classify of classifiers) {
     try {
       const verdict = classify(error);
-      if (verdict) return verdict;
+      if (wellFormed(verdict)) return verdict;
     } catch {
-      // A broken custom classifier must not break the run; the next one decides.
+      // A broken custom classifier (or a value whose getters throw) must not break the run; the next one decides.
     }
   }
   return { category: 'unknown', code: 'unknown', message: describe(error) };
 }
 
-/** Builds the failure for an in-band error result `{ status: 'error', error, message?, retry_after? }`. */
+/**
+ * Builds the failure for an in-band error result `{ status: 'error', error, message?, retry_after? }`:
+ * a known code decides; else its message, else the words of its code (`user_not_found`).
+ */
 export function inBandFailure(result: Bag, classifiers?: readonly Classifier[]): Classified {
   const code = String(result.error);
-  const known = IN_BAND_CODES[code];
-  const text = typeof result.message === 'string' ? result.message : code;
-  const category = known ?? classifyError(new Error(text), classifiers).category;
-  const retryAfterMs = retryAfterOf(result);
+  let text = code;
+  let retryAfterMs: number | undefined;
+  try {
+    if (typeof result.message === 'string') text = result.message;
+    retryAfterMs = retryAfterOf(result);
+  } catch {
+    // A getter that throws leaves the code as the only text.
+  }
+  let category = inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
+  if (category === 'unknown') category = categoryOfText(code.replace(/_/g, ' ')) ?? 'unknown';
   return { category, code, message: `${code}: ${text}`, ...(retryAfterMs !== undefined && { retryAfterMs }) };
 }
 

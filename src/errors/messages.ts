@@ -78,15 +78,24 @@ const WORDING: Record<ErrorCategory, Wording> = {
   },
 };
 
+// Own keys only: a custom classifier's category `constructor` must not find Object's own.
+const wordingOf = (category: ErrorCategory): Wording => (Object.hasOwn(WORDING, category) ? WORDING[category] : WORDING.unknown);
+
 /** The default end-user message for a category. */
 export function userMessageFor(category: ErrorCategory): string {
-  return WORDING[category].user;
+  return wordingOf(category).user;
 }
 
 /** Default recovery suggestions for a category (a fresh array the caller may keep). */
 export function suggestionsFor(category: ErrorCategory): string[] {
-  return WORDING[category].suggestions.slice();
+  return wordingOf(category).suggestions.slice();
 }
+
+/** Wording for a write whose outcome is unknown (timed out or cut off mid-call, not retried). */
+const OUTCOME_UNKNOWN: Wording = {
+  user: 'The action was interrupted, and it is not known whether it took effect. Please check before trying again.',
+  suggestions: ['Check whether the action took effect (read or list the item) before trying it again.', 'Do not repeat the action blindly: it may already have happened.'],
+};
 
 /** Where a failure happened and what was tried; merged into the error info. */
 export interface FailureDetails {
@@ -106,16 +115,24 @@ export interface FailureDetails {
  * ```
  */
 export function toErrorInfo(failure: Classified, details: FailureDetails = {}, table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE): ChainErrorInfo {
+  // A category outside the vocabulary (from a custom classifier) is reported as `unknown`.
+  const category = Object.hasOwn(WORDING, failure.category) ? failure.category : 'unknown';
   const info: ChainErrorInfo = {
-    category: failure.category,
+    category,
     code: failure.code,
     message: failure.message,
-    userMessage: details.userMessage ?? userMessageFor(failure.category),
-    suggestions: suggestionsFor(failure.category),
+    userMessage: details.userMessage ?? userMessageFor(category),
+    suggestions: suggestionsFor(category),
     alternatives: [],
-    retryable: isRetryableCategory(failure.category, table),
+    retryable: isRetryableCategory(category, table),
     attempts: details.attempts ?? 0,
   };
+  if (failure.outcomeUnknown) {
+    // A write that may have taken effect: "try again" could do it twice.
+    info.retryable = false;
+    if (details.userMessage === undefined) info.userMessage = OUTCOME_UNKNOWN.user;
+    info.suggestions = OUTCOME_UNKNOWN.suggestions.slice();
+  }
   if (failure.retryAfterMs !== undefined) info.retryAfterMs = failure.retryAfterMs;
   if (details.step !== undefined) info.step = details.step;
   if (details.tool !== undefined) info.tool = details.tool;

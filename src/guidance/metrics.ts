@@ -9,7 +9,7 @@ export interface TransitionStats {
   avgGapMs: number;
 }
 
-/** A sequence of 3–5 tools seen together often enough to be worth a chain. */
+/** A sequence of 3–5 tools seen together often enough (≥ 5 times, ≥ 70 % successful) to be worth a chain. */
 export interface CommonChain {
   tools: string[];
   occurrences: number;
@@ -36,12 +36,22 @@ export interface CallStats {
   latencyMs: { min: number; avg: number; max: number };
 }
 
+/** A common chain's average success rate must reach this to be listed (the reference behaviour). */
+const MIN_CHAIN_SUCCESS = 0.7;
+// Success rates are sums of fractions: 0.7 may come out as 0.6999999999999998.
+const EPSILON = 1e-9;
+
+// Keyed by tool names from outside (a learning store may hold any string): no inherited keys.
+const ownRecord = <T>(): Record<string, T> => Object.create(null) as Record<string, T>;
+
 /** Options of {@link MetricsCollector}. */
 export interface MetricsOptions {
   /** Transitions kept (a ring: the oldest are overwritten). Default 10 000. */
   capacity?: number;
   /** Occurrences before a sequence counts as a common chain. Default 5. */
   minOccurrences?: number;
+  /** Average success rate (0–1) a sequence needs to count as a common chain. Default 0.7. */
+  minSuccessRate?: number;
 }
 
 /**
@@ -62,12 +72,15 @@ export class MetricsCollector {
   /** from → to → running sums of the transitions in the ring, kept in step with it. */
   private readonly cells = new Map<string, Map<string, { count: number; ok: number; gap: number }>>();
   private readonly minOccurrences: number;
+  private readonly minSuccessRate: number;
 
   constructor(options: MetricsOptions = {}) {
     const capacity = options.capacity ?? 10_000;
     if (!(Number.isInteger(capacity) && capacity > 0)) throw new TypeError('Expected `capacity` to be a positive integer.');
     this.ring = new Array(capacity);
     this.minOccurrences = options.minOccurrences ?? 5;
+    this.minSuccessRate = options.minSuccessRate ?? MIN_CHAIN_SUCCESS;
+    if (!(this.minSuccessRate >= 0 && this.minSuccessRate <= 1)) throw new TypeError('Expected `minSuccessRate` to be a number from 0 to 1.');
   }
 
   /** Adds a transition (O(1)). */
@@ -119,7 +132,7 @@ export class MetricsCollector {
 
   /** Where sessions went after `tool`, by next tool. */
   transitionsFrom(tool: string): Record<string, TransitionStats> {
-    const out: Record<string, TransitionStats> = {};
+    const out = ownRecord<TransitionStats>();
     for (const [to, c] of this.cells.get(tool) ?? []) out[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
     return out;
   }
@@ -133,8 +146,8 @@ export class MetricsCollector {
       if (list) list.push(t);
       else sessions.set(t.sessionId, [t]);
     }
-    const entryTools: Record<string, number> = {};
-    const terminalTools: Record<string, number> = {};
+    const entryTools = ownRecord<number>();
+    const terminalTools = ownRecord<number>();
     const windows = new Map<string, { tools: string[]; n: number; success: number; duration: number }>();
     for (const list of sessions.values()) {
       entryTools[list[0]!.fromTool] = (entryTools[list[0]!.fromTool] ?? 0) + 1;
@@ -155,25 +168,25 @@ export class MetricsCollector {
       }
     }
     const commonChains = [...windows.values()]
-      .filter((w) => w.n >= this.minOccurrences)
+      .filter((w) => w.n >= this.minOccurrences && w.success / w.n >= this.minSuccessRate - EPSILON)
       .map((w) => ({ tools: w.tools, occurrences: w.n, avgSuccessRate: w.success / w.n, avgTotalDurationMs: w.duration / w.n }))
       .sort((a, b) => b.occurrences - a.occurrences || b.tools.length - a.tools.length);
     return { commonChains, transitions: this.matrix(all), entryTools, terminalTools };
   }
 
   private matrix(list: readonly ToolTransition[]): Record<string, Record<string, TransitionStats>> {
-    const acc: Record<string, Record<string, { count: number; ok: number; gap: number }>> = {};
+    const acc = ownRecord<Record<string, { count: number; ok: number; gap: number }>>();
     for (const t of list) {
-      const row = (acc[t.fromTool] ??= {});
+      const row = (acc[t.fromTool] ??= ownRecord());
       const cell = (row[t.toTool] ??= { count: 0, ok: 0, gap: 0 });
       cell.count++;
       if (t.success) cell.ok++;
       cell.gap += t.gapMs;
     }
-    const out: Record<string, Record<string, TransitionStats>> = {};
+    const out = ownRecord<Record<string, TransitionStats>>();
     for (const [from, row] of Object.entries(acc)) {
-      out[from] = {};
-      for (const [to, c] of Object.entries(row)) out[from][to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
+      const stats = (out[from] = ownRecord<TransitionStats>());
+      for (const [to, c] of Object.entries(row)) stats[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
     }
     return out;
   }

@@ -120,7 +120,8 @@ export class TimingModel {
 
   /** All samples as JSON. */
   export(): TimingData {
-    const tools: TimingData['tools'] = {};
+    // Tool names come from outside (imports, learning stores): no inherited keys, `__proto__` kept as data.
+    const tools = Object.create(null) as TimingData['tools'];
     for (const [tool, list] of this.samples) tools[tool] = list.slice(-MAX_SAMPLES).map((s) => ({ ...s }));
     return { version: 1, tools };
   }
@@ -129,8 +130,9 @@ export class TimingModel {
   import(data: TimingData): void {
     if (data?.version !== 1 || typeof data.tools !== 'object') throw new TypeError('Expected timing data exported by timing.export() (version 1).');
     for (const [tool, list] of Object.entries(data.tools)) {
+      if (!Array.isArray(list)) continue;
       for (const s of list) {
-        if (typeof s.durationMs === 'number' && s.durationMs >= 0) this.record(tool, s.durationMs, typeof s.complexity === 'number' ? s.complexity : 1);
+        if (typeof s?.durationMs === 'number' && Number.isFinite(s.durationMs) && s.durationMs >= 0) this.record(tool, s.durationMs, typeof s.complexity === 'number' && Number.isFinite(s.complexity) ? s.complexity : 1);
       }
     }
   }

@@ -1,11 +1,63 @@
 // Tools implemented as local functions: the simplest invoker, also handy in tests.
+import type { Tool, ToolInput, ToolOutput } from '../define/tool.js';
 import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
 
 /** A local implementation of one tool. */
 export type ToolFunction = (input: any, call: ToolCall) => unknown | Promise<unknown>;
 
 /**
- * An invoker that calls local functions by tool name. An unknown tool fails as `not_found`.
+ * An in-band error result: a tool output of this shape is a failure with `code = error` (`retry_after` in seconds).
+ *
+ * @example
+ * ```ts
+ * const busy: ToolErrorResult = { status: 'error', error: 'rate_limited', retry_after: 2 };
+ * ```
+ */
+export interface ToolErrorResult {
+  status: 'error';
+  error: string;
+  message?: string;
+  retry_after?: number;
+}
+
+/**
+ * What an implementation of tool `T` returns: its output or an in-band error result, possibly async.
+ *
+ * @example
+ * ```ts
+ * const weather = async (): ToolResultOf<typeof getWeather> => ({ celsius: 21 });
+ * ```
+ */
+export type ToolResultOf<T> = ToolOutput<T> | ToolErrorResult | Promise<ToolOutput<T> | ToolErrorResult>;
+
+/**
+ * Implementations of `Tools` by tool name: each receives the tool's parsed input and returns its output.
+ *
+ * @example
+ * ```ts
+ * const impls: ToolImplementations<[typeof getWeather]> = { get_weather: async ({ city }) => ({ celsius: city.length }) };
+ * ```
+ */
+export type ToolImplementations<Tools extends readonly Tool[]> = {
+  [T in Tools[number] as T['name']]?: (input: ToolInput<T>, call: ToolCall) => ToolResultOf<T>;
+};
+
+/**
+ * An invoker that calls local functions by tool name, typed by the tools: `functions` may only
+ * name those tools, and each receives its tool's input type and must return its output type (or
+ * an in-band error result). An unknown tool fails as `not_found`.
+ *
+ * @example
+ * ```ts
+ * const invoker = functionInvoker([getWeather], {
+ *   get_weather: async ({ city }) => ({ celsius: city === 'Oslo' ? 4 : 21 }),
+ * });
+ * ```
+ */
+export function functionInvoker<const Tools extends readonly Tool[]>(tools: Tools, functions: NoInfer<ToolImplementations<Tools>>): ToolInvoker;
+/**
+ * An invoker that calls local functions by tool name (untyped: any name, any input). An unknown
+ * tool fails as `not_found`.
  *
  * @example
  * ```ts
@@ -14,7 +66,9 @@ export type ToolFunction = (input: any, call: ToolCall) => unknown | Promise<unk
  * });
  * ```
  */
-export function functionInvoker(functions: Record<string, ToolFunction>): ToolInvoker {
+export function functionInvoker(functions: Record<string, ToolFunction>): ToolInvoker;
+export function functionInvoker(toolsOrFunctions: readonly Tool[] | Record<string, ToolFunction>, typed?: object): ToolInvoker {
+  const functions = implementationsFor(toolsOrFunctions, typed, 'functions') as Record<string, ToolFunction>;
   if (typeof functions !== 'object' || functions === null) throw new TypeError('Expected an object of tool functions.');
   for (const [name, fn] of Object.entries(functions)) {
     if (typeof fn !== 'function') throw new TypeError(`Expected \`${name}\` to be a function.`);
@@ -29,4 +83,23 @@ export function functionInvoker(functions: Record<string, ToolFunction>): ToolIn
       return Promise.reject(error);
     }
   };
+}
+
+/**
+ * @internal The implementations object of a call made as `(tools, impls)` or `(impls)`; with tools, checks
+ * at definition time that every key names one of them (the types do too, for TypeScript users).
+ */
+export function implementationsFor(first: unknown, second: unknown, what: string): unknown {
+  if (!Array.isArray(first)) return first;
+  const names = new Set<string>();
+  for (const t of first as unknown[]) {
+    const name = (t as Partial<Tool> | null)?.name;
+    if (typeof name !== 'string') throw new TypeError(`Expected an array of tools made by defineTool() before the ${what}.`);
+    names.add(name);
+  }
+  if (typeof second !== 'object' || second === null) throw new TypeError(`Expected the ${what} object after the tools.`);
+  for (const key of Object.keys(second)) {
+    if (!names.has(key)) throw new TypeError(`'${key}' is not one of the tools given (${[...names].join(', ') || 'none'}).`);
+  }
+  return second;
 }

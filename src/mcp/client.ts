@@ -107,7 +107,7 @@ function outputOf(result: CallToolResult): unknown {
 function protocolFailure(tool: string, error: unknown): McpToolError {
   const message = error instanceof Error ? error.message : String(error);
   if (error instanceof McpError) {
-    const known = PROTOCOL[error.code];
+    const known = Object.hasOwn(PROTOCOL, error.code) ? PROTOCOL[error.code] : undefined;
     return new McpToolError(`${tool}: ${message}`, known?.[0], known?.[1] ?? `mcp_${error.code}`);
   }
   // Transport failures (a closed pipe, a dead process) are network trouble.

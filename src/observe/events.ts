@@ -5,14 +5,18 @@ import type { Trace, TraceStepStatus, ToolTransition } from './trace.js';
 
 /** Emitted when a run or resume starts. */
 export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
-/** Emitted when a run or resume ends, whatever the outcome. */
+/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (API.md §6). */
 export interface ChainEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; durationMs: number; error?: ChainErrorInfo; trace: Trace }
 /** Emitted before a step (or an `invoke` call) starts. */
 export interface StepStartEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; stepNumber: number }
-/** Emitted when a step ends. */
+/** Emitted when a step ends; a failure's `error` is already masked (API.md §6). */
 export interface StepEndEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo }
 /** Emitted before a retry's wait starts. */
-export interface StepRetryEvent { runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }
+export interface StepRetryEvent {
+  runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string;
+  /** The failed attempt's message, secret values of the call's input and context masked (API.md §6). */
+  message: string;
+}
 /** Emitted when a run stops at a confirmation gate. */
 export interface ConfirmationRequestedEvent { runId: string; traceId: string; chain: string; step: string; tool: string; prompt: string; expiresAt: string }
 /** Emitted when a tool's circuit breaker opens or closes. */

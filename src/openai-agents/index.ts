@@ -36,7 +36,7 @@ export interface OpenAIAgentsToolOptions<TContext> {
  * result = await run(agent, result.state);
  * ```
  */
-export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(runner: Runner, chain: Chain<I, C, O>, options: OpenAIAgentsToolOptions<TContext> = {}): FunctionTool<TContext> {
+export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(runner: Runner, chain: Chain<I, C, O, any, any>, options: OpenAIAgentsToolOptions<TContext> = {}): FunctionTool<TContext> {
   const core = chainToolCore<TContext>(runner, chain, options.context, 'asOpenAIAgentsTool');
   const callIdOf = (id: string | undefined): string => id ?? `call_${randomUUID()}`;
   return tool({

@@ -1,7 +1,8 @@
 // Circuit breaker per tool: after N transient failures in a row, fail fast for a while, then probe once.
 import type { ErrorCategory } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classifier } from '../errors/classify.js';
-import { callStore } from '../stores/guard.js';
+import { callStore, StoreFailure } from '../stores/guard.js';
+import { LimiterRefusal } from './rate-limit.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
 import type { Call, CallContext, Policy } from '../run/pipeline.js';
 
@@ -13,8 +14,10 @@ export interface BreakerOptions {
   openMs?: number;
 }
 
-// Failures that say the service is unwell; user errors (not_found, invalid_input, …) do not count.
-const COUNTS: ReadonlySet<ErrorCategory> = new Set(['internal', 'unavailable', 'network', 'timeout']);
+// Failures that say the service is unwell (a remote 429 included: it is overloaded); user errors
+// (not_found, invalid_input, …) do not count, nor do chainkit's own limiter refusals (see `failed`).
+const COUNTS: ReadonlySet<ErrorCategory> = new Set(['internal', 'unavailable', 'network', 'timeout', 'rate_limited']);
+const NOT_REACHED = { category: 'cancelled' as ErrorCategory };
 
 /** Options of the breaker policy. */
 export interface BreakerPolicyOptions extends Required<BreakerOptions> {
@@ -47,11 +50,31 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   }
   function failed(this: CallContext, error: unknown, probe = false): never {
     const tool = this.tool.name;
-    const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
+    // chainkit's own limiter kept the attempt from the tool: no verdict on the tool. A probe it kept
+    // back is given back, so the next call probes (one user's limit must not hold the breaker open).
+    if (error instanceof LimiterRefusal) {
+      if (probe) giveBack(this);
+      throw error;
+    }
+    // chainkit's own store failed (e.g. the rate-limit store): the tool was not reached, so neither verdict.
+    const { category } = error instanceof StoreFailure ? NOT_REACHED : error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
     // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
     if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), this);
     else if (category !== 'cancelled') report(() => store.success(tool), this);
     throw error;
+  }
+  function giveBack(ctx: CallContext): void {
+    const tool = ctx.tool.name;
+    if (!store.release) {
+      report(() => store.failure(tool, now(), threshold, openMs), ctx); // a store without `release`: reopen, as for a lost probe
+      return;
+    }
+    try {
+      const done = store.release(tool);
+      if (done instanceof Promise) done.then(undefined, () => undefined);
+    } catch {
+      // best effort, as every breaker record
+    }
   }
   function probeFailed(this: CallContext, error: unknown): never {
     return failed.call(this, error, true);

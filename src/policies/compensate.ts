@@ -5,6 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { classifyError, ToolFailure } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { listening, safeEmit } from '../observe/events.js';
+import { maskError, secretMask } from '../observe/redact.js';
 import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../run/abort.js';
 import { schemaFailure, type CallContext } from '../run/pipeline.js';
@@ -55,6 +56,8 @@ export async function compensate(core: Core, run: CompensationRun, steps: readon
     } catch (error) {
       const failure = classifyError(error, core.classifiers);
       const info = toErrorInfo(failure, { step: p.id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx?.retry ?? core.retryTable);
+      // Before the trace, the event and the log line see it: secrets leave in no text (API.md §6).
+      maskError(info, secretMask(core.redact, ctx?.input, run.scope.input, run.context));
       entry.status = 'error';
       entry.error = info;
       outcome.failures.push({ step: p.id, error: info });

@@ -1,15 +1,65 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
-import { untilAborted } from '../run/abort.js';
+import { RunAbortReason } from '../errors/classify.js';
 import type { Call, CallContext, Policy } from '../run/pipeline.js';
 import { callStore } from '../stores/guard.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
 
 /** How long after the deadline the outcome may still take to be recorded. */
 const SETTLE_GRACE_MS = 5000;
+const MAX_TIMER_MS = 2_147_483_647;
+
+type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
+
+function noop(): void {}
+
+/** The deadline came while waiting for a duplicate: the run fails as when it comes mid-attempt. */
+function passDeadline(ctx: CallContext): void {
+  const where = ctx.chain ? `Chain ${ctx.chain} passed its deadline` : 'The call passed its deadline';
+  ctx.run.abort(new RunAbortReason('deadline', `${where} while waiting for a duplicate call (same idempotency key) still in flight.`));
+}
+
+/** Stops a claim nobody will act on: its waiting ends, a late rejection is handled. */
+function abandon(claim: Pending): void {
+  claim.cancel?.();
+  claim.settled.then(undefined, noop);
+}
+
+/**
+ * Waits for the concurrent duplicate's outcome, but never past this call's end: its deadline
+ * (`timeout` / `deadline_exceeded`, aborting the run as an attempt's deadline clamp does), the
+ * caller's cancel or `runner.close()` (the run's scope aborts). Then the store stops waiting too.
+ * Closures here are fine: only a duplicate of a call in flight comes this way.
+ */
+function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Promise<unknown> {
+  const { run } = ctx;
+  if (run.aborted) {
+    abandon(claim);
+    return Promise.reject(run.reason);
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(passDeadline, Math.max(0, Math.min(ctx.deadlineAt - now(), MAX_TIMER_MS)), ctx);
+    const off = run.onAbort((reason) => {
+      clearTimeout(timer);
+      abandon(claim);
+      reject(reason);
+    });
+    claim.settled.then(
+      (value) => { clearTimeout(timer); off(); resolve(value); },
+      (error: unknown) => { clearTimeout(timer); off(); reject(error); },
+    );
+  });
+}
 
 /**
  * Wraps the whole call (all attempts). Calls without `ctx.idempotencyKey` (reads) pass straight
  * through. A kept result, or the outcome of a concurrent call in flight, marks the call `cached`.
+ * Waiting for a call in flight ends at this call's deadline or abort (API.md §4: nothing waits
+ * past the deadline); a store that fails or falls silent fails the call with `store_unavailable`.
+ *
+ * @example
+ * ```ts
+ * const call = compose([idempotencyPolicy(memoryIdempotencyStore(), Date.now)], invokeTool(invoker));
+ * ```
  */
 export function idempotencyPolicy(store: IdempotencyStore, now: () => number): Policy {
   // After the call, the store's trouble must not hide the outcome: the side effect happened (or not).
@@ -22,7 +72,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
   // context while the call runs.
   function completed(this: CallContext, value: unknown): unknown {
-    const recorded = record(this, () => store.complete(this.idempotencyKey!, value));
+    const recorded = record(this, () => store.complete(this.idempotencyKey!, value, this.tool.idempotencyTtlMs));
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: CallContext, error: unknown): Promise<never> {
@@ -37,7 +87,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     }
     if (claim.status === 'pending') {
       ctx.cached = true;
-      return untilAborted(claim.settled, ctx.run); // the deadline still applies while waiting
+      return awaitDuplicate(ctx, claim, now);
     }
     return next(ctx).then(completed.bind(ctx), failed.bind(ctx));
   };
@@ -46,7 +96,18 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     const key = ctx.idempotencyKey;
     if (key === undefined) return next(ctx);
     // Without a claim the tool is never called: an unavailable store fails the call.
-    const claimed = callStore(() => store.begin(key), ctx.deadlineAt, now, 'idempotency');
-    return claimed instanceof Promise ? claimed.then((claim) => decide(next, ctx, claim)) : decide(next, ctx, claimed);
+    let begun: MaybePromise<IdempotencyClaim> | undefined;
+    const claimed = callStore(() => (begun = store.begin(key)), ctx.deadlineAt, now, 'idempotency');
+    if (!(claimed instanceof Promise)) return decide(next, ctx, claimed);
+    return claimed.then((claim) => decide(next, ctx, claim), (error: unknown) => {
+      // A claim that arrives after the call gave up on the store: release it, stop its waiting.
+      if (begun instanceof Promise) {
+        begun.then((late) => {
+          if (late.status === 'pending') abandon(late);
+          else if (late.status === 'new') void record(ctx, () => store.fail(key, error));
+        }, noop);
+      }
+      throw error;
+    });
   };
 }

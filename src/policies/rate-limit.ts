@@ -4,20 +4,58 @@
 // setTimeout(0) hops (measured here: ~4.5 ms per job, 23 s for 10,000 concurrent jobs), which is
 // far above what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
 import type { RateLimitSpec, Tool } from '../define/tool.js';
-import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { classifyError, RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { abortAtDeadline, type AbortScope } from '../run/abort.js';
 import type { CallContext, Policy } from '../run/pipeline.js';
+import { StoreFailure } from '../stores/guard.js';
+
+/** Waiting calls a limiter holds when the tool sets no `maxQueue` (API.md §6). */
+export const DEFAULT_MAX_QUEUE = 50;
+/** Limiters a store keeps at once by default; beyond, the oldest idle ones are dropped. */
+export const DEFAULT_MAX_LIMITERS = 10_000;
+
+/**
+ * chainkit's own limiter did not let the attempt through: a full queue, a slot that comes after the
+ * deadline, or a wait that the deadline, a cancel or `close()` ended. The tool was never reached,
+ * so the circuit breaker does not count it (a remote 429 is a plain failure and does count).
+ */
+export class LimiterRefusal extends ToolFailure {}
+
+/** The queue bound of a limit: its own `maxQueue`, else {@link DEFAULT_MAX_QUEUE}. */
+export function maxQueueOf(spec: Readonly<RateLimitSpec>): number {
+  return spec.maxQueue ?? DEFAULT_MAX_QUEUE;
+}
+
+/**
+ * When the next slot can come at the earliest, or `undefined` if it may come in the current window.
+ * `available`: slots left in the window that starts at `windowStart`; `ahead`: calls already
+ * waiting. Waiter number p past the window's slots gets one `1 + ⌊p / limit⌋` windows on; a
+ * concurrency cap can only make it later, so this is a lower bound.
+ *
+ * @example
+ * ```ts
+ * earliestSlot({ limit: 2, intervalMs: 1000, per: 'global' }, 0, 0, 3); // 2000: two windows on
+ * ```
+ */
+export function earliestSlot(spec: Readonly<RateLimitSpec>, windowStart: number, available: number, ahead: number): number | undefined {
+  const past = ahead - Math.max(0, available);
+  return past < 0 ? undefined : windowStart + spec.intervalMs * (1 + Math.floor(past / spec.limit));
+}
 
 /** A slot was granted; call `release` when the attempt ends. */
 export type Release = () => void;
+
+/** A limiter's refusal: its queue is full, or the slot would come `waitMs` from now, after the deadline. */
+export type Refusal = { refused: 'queue_full' } | { refused: 'wait'; waitMs: number };
 
 /** One limiter: grants slots for attempts. */
 export interface Limiter {
   /**
    * Grants a slot now (returns a `Release`), later (a promise of one; rejects with the scope's reason
-   * if it aborts first), or refuses: `queue_full`, or `wait` when the slot cannot come before `deadlineAt`.
+   * if it aborts first), or refuses — at once or, for a limiter that must ask a shared store first, as
+   * what the promise resolves to: `queue_full`, or `wait` when the slot cannot come before `deadlineAt`.
    */
-  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Release | Promise<Release> | { refused: 'queue_full' } | { refused: 'wait'; waitMs: number };
+  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Release | Promise<Release | Refusal> | Refusal;
 }
 
 /** Where limiters live. The default keeps them in this process; a shared store (e.g. Redis) returns its own. */
@@ -59,10 +97,12 @@ class WindowLimiter implements Limiter {
   private running = 0;
   private readonly queue: Waiter[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly maxQueue: number;
   lastActive: number;
 
   constructor(readonly spec: RateLimitSpec, private readonly now: () => number) {
     this.windowStart = this.lastActive = now();
+    this.maxQueue = maxQueueOf(spec);
   }
 
   get idle(): boolean {
@@ -95,13 +135,15 @@ class WindowLimiter implements Limiter {
       this.running++;
       return this.release;
     }
-    if (this.spec.maxQueue !== undefined && this.queue.length >= this.spec.maxQueue) return { refused: 'queue_full' };
-    // Blocked by the window (no concurrency cap): waiter number p gets a slot 1 + ⌊p / limit⌋ windows on.
-    if (this.spec.maxConcurrent === undefined && this.used >= this.spec.limit) {
-      const grantAt = this.windowStart + this.spec.intervalMs * (1 + Math.floor(this.queue.length / this.spec.limit));
-      if (grantAt >= deadlineAt) return { refused: 'wait', waitMs: grantAt - t };
+    if (this.queue.length >= this.maxQueue) return { refused: 'queue_full' };
+    // The earliest the slot can come; blocked only by concurrency it cannot be known, and the deadline ends the wait.
+    const grantAt = earliestSlot(this.spec, this.windowStart, this.spec.limit - this.used, this.queue.length);
+    if (grantAt !== undefined && grantAt >= deadlineAt) return { refused: 'wait', waitMs: grantAt - t };
+    try {
+      onWait?.();
+    } catch {
+      // a logging hook that throws must not lose the call
     }
-    onWait?.();
     return new Promise<Release>((resolve, reject) => {
       const waiter: Waiter = { resolve, reject, off: () => {}, cancelDeadline: () => {} };
       const drop = (reason: unknown): void => {
@@ -158,23 +200,47 @@ class WindowLimiter implements Limiter {
   }
 }
 
+/** Options of {@link memoryLimiterStore}. */
+export interface MemoryLimiterOptions {
+  /**
+   * Most limiters kept at once (default 10,000). Past it the longest-idle ones are dropped (a
+   * dropped user starts a fresh window); one with calls waiting or in flight never is.
+   */
+  maxLimiters?: number;
+}
+
 /**
- * Limiters in this process (the default); per-user limiters idle for two windows (at least a
- * minute) are dropped, so memory stays bounded with many users.
+ * Limiters in this process (the default). Per-user limiters idle for two windows (at least a
+ * minute) are dropped, and at most `maxLimiters` are kept, so memory stays bounded with many users.
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore() } });
+ * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) } });
  * ```
  */
-export function memoryLimiterStore(now: () => number = Date.now): MemoryLimiterStore {
+export function memoryLimiterStore(now: () => number = Date.now, options: MemoryLimiterOptions = {}): MemoryLimiterStore {
+  const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
+  if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
+  // Keyed by tool id (and user): a Map, so a user id such as `__proto__` is just another key.
   const limiters = new Map<string, WindowLimiter>();
   let created = 0;
+  let trimAbove = max;
   const sweep = (): void => {
     const t = now();
     for (const [id, l] of limiters) {
       if (l.idle && t - l.lastActive > Math.max(2 * l.spec.intervalMs, 60_000)) limiters.delete(id);
     }
+  };
+  // Past the cap: drop expired ones, then the longest idle down to 90 % of it (amortised: one sort per
+  // max/10 creations). If too many are busy to get under it, wait for another max/10 before trying again.
+  const trim = (keep: WindowLimiter): void => {
+    sweep();
+    if (limiters.size > max) {
+      const idle = [...limiters].filter(([, l]) => l.idle && l !== keep).sort((a, b) => a[1].lastActive - b[1].lastActive);
+      const target = Math.floor(max * 0.9);
+      for (let i = 0; i < idle.length && limiters.size > target; i++) limiters.delete(idle[i]![0]);
+    }
+    trimAbove = Math.max(max, limiters.size + Math.ceil(max / 10));
   };
   return {
     limiter(id, spec, user) {
@@ -183,6 +249,7 @@ export function memoryLimiterStore(now: () => number = Date.now): MemoryLimiterS
       if (!l) {
         if (++created % 1024 === 0) sweep(); // amortised: memory stays bounded with many users
         limiters.set(key, (l = new WindowLimiter(spec, now)));
+        if (limiters.size > trimAbove) trim(l);
       }
       return l;
     },
@@ -200,7 +267,8 @@ const ANONYMOUS = 'anonymous';
 /**
  * Takes one slot per attempt (the downstream API counts every attempt) before the timeout starts,
  * so time queued is not charged to the tool. A full queue fails at once with `queue_full`; a slot
- * that cannot come before the deadline fails at once with `rate_limited` and `retryAfterMs`.
+ * that cannot come before the deadline fails at once with `rate_limited` and `retryAfterMs`. Every
+ * way of not getting a slot is a {@link LimiterRefusal}: the breaker does not count it.
  */
 export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Policy; close(): Promise<void> } {
   const store = options.store ?? memoryLimiterStore(options.now);
@@ -213,16 +281,33 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
     return store.limiter(id, spec, typeof user === 'string' && user !== '' ? user : ANONYMOUS);
   };
 
+  // Bound to the call (not a closure per call). Why a wait for a slot ended without one.
+  function notAdmitted(this: CallContext, reason: unknown): never {
+    // A store failure keeps its own kind (never retried, never counted); a refusal is already one.
+    if (reason instanceof LimiterRefusal || reason instanceof StoreFailure) throw reason;
+    if (reason instanceof RunAbortReason && reason.kind === 'deadline') {
+      throw new LimiterRefusal({ category: 'rate_limited', code: 'rate_limit_wait', message: `The deadline came while waiting for a ${this.tool.name} rate-limit slot.` });
+    }
+    throw new LimiterRefusal(classifyError(reason));
+  }
+
+  const refusal = (ctx: CallContext, spec: RateLimitSpec, r: Refusal): LimiterRefusal => (r.refused === 'queue_full'
+    ? new LimiterRefusal({ category: 'queue_full', code: 'queue_full', message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); the call was not queued.`, retryAfterMs: spec.intervalMs })
+    : new LimiterRefusal({ category: 'rate_limited', code: 'rate_limit_wait', message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`, retryAfterMs: Math.max(0, Math.ceil(r.waitMs)) }));
+
   const policy: Policy = (next) => (ctx) => {
     const spec = ctx.tool.rateLimit;
     if (!spec) return next(ctx);
-    if (ctx.run.aborted) return Promise.reject(ctx.run.reason);
-    const slot = limiterFor(ctx, spec).acquire(ctx.run, ctx.deadlineAt, options.onWait && (() => options.onWait!(ctx)));
+    if (ctx.run.aborted) return Promise.reject(new LimiterRefusal(classifyError(ctx.run.reason)));
+    let slot: ReturnType<Limiter['acquire']>;
+    try {
+      slot = limiterFor(ctx, spec).acquire(ctx.run, ctx.deadlineAt, options.onWait && (() => options.onWait!(ctx)));
+    } catch (error) {
+      return Promise.reject(new LimiterRefusal(classifyError(error))); // a custom store that throws
+    }
     if (typeof slot === 'function') return runWith(slot);
-    if (slot instanceof Promise) return slot.then(runWith);
-    return Promise.reject(slot.refused === 'queue_full'
-      ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${spec.maxQueue}); the call was not queued.`, retryAfterMs: spec.intervalMs })
-      : new ToolFailure({ category: 'rate_limited', code: 'rate_limit_wait', message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`, retryAfterMs: slot.waitMs }));
+    if (slot instanceof Promise) return slot.then((s) => (typeof s === 'function' ? runWith(s) : Promise.reject(refusal(ctx, spec, s))), notAdmitted.bind(ctx));
+    return Promise.reject(refusal(ctx, spec, slot));
 
     function runWith(release: Release): Promise<unknown> {
       return next(ctx).then(

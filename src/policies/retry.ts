@@ -4,6 +4,7 @@ import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTabl
 import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
 import { sleep } from '../run/abort.js';
 import type { Call, CallContext, Policy } from '../run/pipeline.js';
+import { StoreFailure } from '../stores/guard.js';
 
 /** The longest a timed-out attempt's timeout grows to on retry. */
 export const MAX_RETRY_TIMEOUT_MS = 10_000;
@@ -12,6 +13,33 @@ export const RATE_LIMIT_JITTER_MS = 1000;
 /** Backoff delays grow by up to this fraction of themselves, from the runner's `random`. */
 export const BACKOFF_JITTER = 0.25;
 const TRANSIENT: readonly ErrorCategory[] = ['internal', 'unavailable', 'network'];
+// Connection drops that can come after the request was sent. Refused connections and DNS failures
+// (nothing sent) stay retryable for writes; so do network failures known only by their message.
+const CUT_OFF: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+/**
+ * Whether a failed attempt of a write may still have taken effect: it timed out (by its attempt
+ * timeout, a 504, `ETIMEDOUT`, an in-band `timeout`) or its connection dropped mid-call.
+ *
+ * @example
+ * ```ts
+ * outcomeUnknown({ category: 'network', code: 'ECONNRESET', message: 'read ECONNRESET' }); // true
+ * outcomeUnknown({ category: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }); // false: nothing was sent
+ * ```
+ */
+export function outcomeUnknown(failure: Classified): boolean {
+  return failure.category === 'timeout' || (failure.category === 'network' && CUT_OFF.has(failure.code));
+}
+
+/** The failure of a write whose outcome is unknown: not retried, and said so (API.md §6, no blind retry). */
+function unknownOutcome(ctx: CallContext, failure: ToolFailure): ToolFailure {
+  const { info } = failure;
+  return new ToolFailure({
+    ...info,
+    message: `${info.message} The outcome is unknown: ${ctx.tool.effect} tool ${ctx.tool.name} may have taken effect, so it was not retried. Check before calling it again, or declare the tool \`idempotent: true\` if it honours ToolCall.idempotencyKey.`,
+    outcomeUnknown: true,
+  });
+}
 
 /** Options of the retry policy. */
 export interface RetryPolicyOptions {
@@ -71,7 +99,11 @@ export function retryPolicy(options: RetryPolicyOptions): Policy {
     // Decides whether to retry a failure, and waits before the retry; throws to stop.
     const waitOrStop = async (failure: ToolFailure): Promise<void> => {
       if (ctx.run.aborted) throw new ToolFailure(classifyError(ctx.run.reason));
+      // chainkit's own store is down, not the tool: a retry would only hit the same store later.
+      if (failure instanceof StoreFailure) throw failure;
       const info = failure.info;
+      // A write that may have happened is retried only by a tool that dedupes on its idempotency key.
+      if (ctx.tool.effect !== 'read' && !ctx.tool.idempotent && outcomeUnknown(info)) throw unknownOutcome(ctx, failure);
       const rule = ctx.retry[info.category];
       const n = used[info.category] ?? 0;
       if (!rule || n >= rule.retries) throw failure;

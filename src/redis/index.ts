@@ -1,15 +1,17 @@
 // chainkit/redis: shared stores on Redis, so any instance can resume a token, see a kept result
 // or a breaker another instance opened. Every read-modify-write is one Lua script: atomic.
-import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
-import type { RateLimitSpec } from '../define/tool.js';
-import { ToolFailure } from '../errors/classify.js';
-import { abortAtDeadline } from '../run/abort.js';
-import type { Limiter, LimiterStore, Release } from '../policies/rate-limit.js';
+import { isTimerMs } from '../define/tool.js';
+import { storeFailure } from '../stores/guard.js';
+import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
+import type { LimiterStore } from '../policies/rate-limit.js';
+import { redisLimiterStore } from './limiter.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, TakeResult, TimingSample,
 } from '../stores/types.js';
+
+export { redisLimiterStore, type RedisLimiterOptions, type RedisLimiterStore } from './limiter.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {
@@ -19,10 +21,18 @@ export interface RedisStoresOptions {
   idempotencyTtlMs?: number;
   /** How long an in-flight marker lives if its process dies mid-call. Default 60 s. */
   pendingTtlMs?: number;
-  /** How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s. */
+  /**
+   * How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s.
+   * Never past the waiting call's deadline (`timeout` / `deadline_exceeded`), its cancel or `runner.close()`.
+   */
   pendingWaitMs?: number;
   /** Poll interval while waiting. Default 50 ms. */
   pollMs?: number;
+  /**
+   * Pending checkpoints kept per trusted context (per user); past it, that context's own oldest is
+   * deleted, so one user's gates never push out another's. Default 100.
+   */
+  maxPendingPerContext?: number;
   /** Clock (for breaker windows). Default `Date.now`. */
   now?: () => number;
 }
@@ -52,10 +62,34 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'USED' end
 return false`;
 
-// KEYS: checkpoint, tombstone. ARGV: json, ttl. Saving (or putting back) clears the tombstone.
+// KEYS: checkpoint, tombstone, the context's sorted set of checkpoint ids (score: createdAt).
+// ARGV: encoded, ttl, id, createdAt, max pending per context, checkpoint key prefix. Saving (or
+// putting back) clears the tombstone. Past the bound, ids whose checkpoint is gone (taken, expired)
+// leave the set first, then the context's own oldest pending checkpoints are deleted. The checkpoint
+// keys of other ids are derived here from ARGV[6]: single-node Redis, like every script here.
 const SAVE = `
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('DEL', KEYS[2])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
+if redis.call('PTTL', KEYS[3]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end
+local max = tonumber(ARGV[5])
+local n = redis.call('ZCARD', KEYS[3])
+if n <= max then return 1 end
+for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  if n <= max then break end
+  if redis.call('EXISTS', ARGV[6] .. m) == 0 then
+    redis.call('ZREM', KEYS[3], m)
+    n = n - 1
+  end
+end
+while n > max do
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 1)
+  local victim = oldest[1]
+  if victim == ARGV[3] then victim = oldest[2] end
+  redis.call('ZREM', KEYS[3], victim)
+  redis.call('DEL', ARGV[6] .. victim)
+  n = n - 1
+end
 return 1`;
 
 // KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
@@ -74,6 +108,11 @@ local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
 redis.call('DEL', KEYS[1])
 if open ~= 0 then return 'closed' end
 return ''`;
+
+// KEYS: breaker hash. Gives back a probe that never reached the tool: the next call may probe.
+const RELEASE = `
+if redis.call('HGET', KEYS[1], 'probing') == '1' then redis.call('HSET', KEYS[1], 'probing', '0') end
+return 1`;
 
 // KEYS: breaker hash. ARGV: now, threshold, openMs. Returns 'opened' when it opens.
 const FAILURE = `
@@ -106,37 +145,78 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
   const pendingWait = options.pendingWaitMs ?? 30_000;
   const pollMs = options.pollMs ?? 50;
   const now = options.now ?? Date.now;
+  // Redis `PX` takes integers up to 2^63; a timer above 2^31 ms fires at once: refuse both here, not at the first call.
+  for (const [name, v] of [['idempotencyTtlMs', idemTtl], ['pendingTtlMs', pendingTtl]] as const) {
+    if (!(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`Expected \`${name}\` to be a positive integer number of ms.`);
+  }
+  for (const [name, v] of [['pendingWaitMs', pendingWait], ['pollMs', pollMs]] as const) {
+    if (!isTimerMs(v)) throw new TypeError(`Expected \`${name}\` to be a positive number of ms below 2^31.`);
+  }
 
+  const perContext = options.maxPendingPerContext ?? 100;
+  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPendingPerContext` to be a positive integer.');
+  // The same codec as the memory store: Dates and BigInts survive, what cannot be kept is refused before SAVE.
   const checkpoints: CheckpointStore = {
     async save(cp: Checkpoint) {
-      const ttl = Math.max(1, cp.expiresAt - now());
-      await redis.eval(SAVE, 2, `${p}:cp:${cp.id}`, `${p}:cp-used:${cp.id}`, JSON.stringify(cp), String(ttl));
+      const data = encodeCheckpoint(cp);
+      const ttl = Math.max(1, Math.ceil(cp.expiresAt - now()));
+      await redis.eval(SAVE, 3, `${p}:cp:${cp.id}`, `${p}:cp-used:${cp.id}`, `${p}:cp-ctx:${cp.contextHash}`, data, String(ttl), cp.id, String(cp.createdAt), String(perContext), `${p}:cp:`);
     },
     async peek(id): Promise<TakeResult> {
       const [v, used] = await Promise.all([redis.get(`${p}:cp:${id}`), redis.exists(`${p}:cp-used:${id}`)]);
-      if (v !== null) return { status: 'taken', checkpoint: JSON.parse(v) as Checkpoint };
+      if (v !== null) return { status: 'taken', checkpoint: decodeCheckpoint(v) };
       return used ? { status: 'used' } : { status: 'missing' };
     },
     async take(id): Promise<TakeResult> {
       const v = (await redis.eval(TAKE, 2, `${p}:cp:${id}`, `${p}:cp-used:${id}`)) as string | null;
       if (v === null) return { status: 'missing' };
       if (v === 'USED') return { status: 'used' };
-      return { status: 'taken', checkpoint: JSON.parse(v) as Checkpoint };
+      return { status: 'taken', checkpoint: decodeCheckpoint(v) };
     },
   };
 
   const idemKey = (key: string): string => `${p}:idem:${key}`;
-  /** Waits for a call in flight in another process: its result, its failure (key gone), or `conflict`. */
-  const waitFor = async (key: string): Promise<unknown> => {
-    const until = now() + pendingWait;
-    while (now() < until) {
-      await new Promise((r) => setTimeout(r, pollMs));
-      const raw = await redis.get(idemKey(key));
-      if (raw === null) throw Object.assign(new Error(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`), { status: 409 });
-      const entry = JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
-      if (entry.s === 'd') return entry.v;
-    }
-    throw Object.assign(new Error(`A call with idempotency key ${key} is still in flight elsewhere after ${pendingWait} ms.`), { status: 409 });
+  const parseEntry = (raw: string): { s: 'p' | 'd'; v?: unknown } => JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
+  /**
+   * Waits for a call in flight in another process: its result, its failure (key gone) or, after
+   * `pendingWaitMs`, `conflict`. `cancel` (the waiter's deadline, cancel or close) stops the polling
+   * at once: no timer and no further command; `settled` then stays pending.
+   */
+  const waitFor = (key: string): Extract<IdempotencyClaim, { status: 'pending' }> => {
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let wake: () => void = () => {};
+    const poll = async (): Promise<unknown> => {
+      const until = now() + pendingWait;
+      while (now() < until) {
+        await new Promise<void>((r) => {
+          wake = r;
+          timer = setTimeout(r, pollMs);
+        });
+        if (stopped) return new Promise<never>(() => {});
+        let entry: { s: 'p' | 'd'; v?: unknown } | undefined;
+        try {
+          const raw = await redis.get(idemKey(key));
+          entry = raw === null ? undefined : parseEntry(raw);
+        } catch (error) {
+          if (stopped) return new Promise<never>(() => {});
+          throw storeFailure('idempotency', error);
+        }
+        if (stopped) return new Promise<never>(() => {});
+        if (entry === undefined) throw Object.assign(new Error(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`), { status: 409 });
+        if (entry.s === 'd') return entry.v;
+      }
+      throw Object.assign(new Error(`A call with idempotency key ${key} is still in flight elsewhere after ${pendingWait} ms.`), { status: 409 });
+    };
+    return {
+      status: 'pending',
+      settled: poll(),
+      cancel: () => {
+        stopped = true;
+        clearTimeout(timer);
+        wake();
+      },
+    };
   };
   const idempotency: IdempotencyStore = {
     async begin(key): Promise<IdempotencyClaim> {
@@ -144,12 +224,12 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
       if (claimed === 'OK') return { status: 'new' };
       const raw = await redis.get(idemKey(key));
       if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
-      const entry = JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
+      const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };
-      return { status: 'pending', settled: waitFor(key) };
+      return waitFor(key);
     },
-    async complete(key, value) {
-      await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', idemTtl);
+    async complete(key, value, ttlMs) {
+      await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
     },
     async fail(key) {
       await redis.del(idemKey(key));
@@ -169,6 +249,9 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
     },
     async failure(tool, at, threshold, openMs): Promise<BreakerChange> {
       return (await redis.eval(FAILURE, 1, brKey(tool), String(at), String(threshold), String(openMs))) === 'opened' ? 'opened' : undefined;
+    },
+    async release(tool) {
+      await redis.eval(RELEASE, 1, brKey(tool));
     },
     async isOpen(tool, at) {
       const [open, probing] = await redis.hmget(brKey(tool), 'openUntil', 'probing');
@@ -219,124 +302,6 @@ export function redisLearningStore(redis: Redis, options: RedisLearningOptions):
       if (batch.transitions.length) tx.rpush(transitionsKey, ...batch.transitions.map((t) => JSON.stringify(t))).ltrim(transitionsKey, -maxT, -1);
       if (batch.samples.length) tx.rpush(samplesKey, ...batch.samples.map((s) => JSON.stringify(s))).ltrim(samplesKey, -maxS, -1);
       await tx.exec();
-    },
-  };
-}
-
-/** Options of {@link redisLimiterStore}. */
-export interface RedisLimiterOptions {
-  /** Namespace of the limiter ids (and so of bottleneck's keys). */
-  prefix: string;
-  /** Clock. Default `Date.now`. */
-  now?: () => number;
-}
-
-/**
- * Rate limits shared by every process on the same Redis, through bottleneck's Redis clustering:
- * the same windows, concurrency and queue for all. Limiter ids derive from `prefix`. It works on
- * its own duplicate of `redis` (bottleneck needs a subscriber too), closed by `runner.close()`.
- *
- * @example
- * ```ts
- * const runner = createRunner({ invoker, tools, stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) } });
- * ```
- */
-export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): LimiterStore {
-  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
-  const now = options.now ?? Date.now;
-  // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
-  let conn: Bottleneck.IORedisConnection | undefined;
-  const connection = (): Bottleneck.IORedisConnection => {
-    if (!conn) {
-      conn = new Bottleneck.IORedisConnection({ client: redis.duplicate({ lazyConnect: false }) });
-      conn.on('error', () => {}); // surfaced per call as store_unavailable
-      // bottleneck unsubscribes a dropped limiter from an async callback nobody awaits: while its subscriber is
-      // reconnecting that rejects unhandled (and would end the process). A stale subscription is harmless.
-      const subscriber = (conn as unknown as { subscriber: Redis }).subscriber;
-      const unsubscribe = subscriber.unsubscribe.bind(subscriber) as (...channels: string[]) => Promise<unknown>;
-      subscriber.unsubscribe = ((...channels: string[]) => unsubscribe(...channels).catch(() => 0)) as Redis['unsubscribe'];
-    }
-    return conn;
-  };
-  const limiters = new Map<string, Bottleneck | Bottleneck.Group>();
-
-  const settings = (id: string, spec: RateLimitSpec): Bottleneck.ConstructorOptions => ({
-    id: `${options.prefix}:${id}`,
-    datastore: 'ioredis',
-    connection: connection(),
-    clearDatastore: false, // join the windows other processes already share
-    reservoir: spec.limit,
-    reservoirRefreshAmount: spec.limit,
-    reservoirRefreshInterval: spec.intervalMs,
-    maxConcurrent: spec.maxConcurrent ?? null,
-    highWater: spec.maxQueue ?? null,
-    strategy: Bottleneck.strategy.OVERFLOW,
-    // Queued jobs are retried on the heartbeat (5 s by default on Redis): beat a few times per window.
-    heartbeatInterval: Math.max(50, Math.min(1000, Math.floor(spec.intervalMs / 4))),
-  });
-
-  const drop = (base: string): void => {
-    const entry = limiters.get(base);
-    limiters.delete(base);
-    const all = entry instanceof Bottleneck ? [entry] : entry ? entry.limiters().map((l) => l.limiter) : [];
-    for (const l of all) void Promise.resolve().then(() => l.disconnect(false)).catch(() => undefined); // shared connection: only detaches
-  };
-
-  return {
-    limiter(id, spec, user) {
-      // Per-user limits: one Bottleneck.Group per tool, keyed by user.
-      const current = (): Bottleneck => {
-        let entry = limiters.get(id);
-        if (!entry) {
-          entry = user === undefined ? new Bottleneck(settings(id, spec)) : new Bottleneck.Group({ ...settings(id, spec), timeout: Math.max(2 * spec.intervalMs, 60_000) });
-          limiters.set(id, entry);
-        }
-        return entry instanceof Bottleneck ? entry : entry.key(user!);
-      };
-      return bottleneckLimiter(current, () => drop(id), now);
-    },
-    async close() {
-      for (const base of [...limiters.keys()]) drop(base);
-      await conn?.disconnect(false);
-      conn = undefined;
-    },
-  };
-}
-
-// Redis 7 prefixes script errors with "ERR ", which bottleneck 2's own recovery does not expect.
-const LOST_STATE = /SETTINGS_KEY_NOT_FOUND|UNKNOWN_CLIENT/;
-
-/**
- * A Limiter on a bottleneck limiter: the slot is a job held open until the attempt ends. If Redis
- * lost the limiter's state (a restart), the limiter is recreated and the call tried once more.
- */
-function bottleneckLimiter(current: () => Bottleneck, reset: () => void, now: () => number): Limiter {
-  return {
-    acquire(scope, deadlineAt) {
-      return new Promise<Release>((resolve, reject) => {
-        let release: Release = () => {};
-        const held = new Promise<void>((r) => { release = r; });
-        const cancelDeadline = abortAtDeadline(scope, deadlineAt, now, 'The deadline passed while waiting for a rate-limit slot.');
-        const off = scope.onAbort((reason) => reject(reason));
-        const attempt = (first: boolean): void => void current().schedule(() => {
-          cancelDeadline();
-          off();
-          if (scope.aborted) return Promise.resolve(); // nobody wants the slot any more: give it back
-          resolve(release);
-          return held;
-        }).catch((error: unknown) => {
-          if (first && error instanceof Error && LOST_STATE.test(error.message)) {
-            reset();
-            return attempt(false);
-          }
-          cancelDeadline();
-          off();
-          reject(error instanceof Bottleneck.BottleneckError && /dropped/i.test(error.message)
-            ? new ToolFailure({ category: 'queue_full', code: 'queue_full', message: 'Too many calls are waiting for this tool; the call was not queued.' })
-            : new ToolFailure({ category: 'unavailable', code: 'store_unavailable', message: `The rate-limit store is unavailable: ${error instanceof Error ? error.message : String(error)}` }));
-        });
-        attempt(true);
-      });
     },
   };
 }

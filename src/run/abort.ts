@@ -118,3 +118,39 @@ export function abortAtDeadline(scope: AbortScope, deadlineAt: number, now: () =
   const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', message)), Math.max(0, Math.min(deadlineAt - now(), 2_147_483_647)));
   return () => clearTimeout(timer);
 }
+
+interface SignalFanOut {
+  readonly fns: Set<() => void>;
+  readonly listener: () => void;
+}
+const fanOuts = new WeakMap<AbortSignal, SignalFanOut>();
+
+/**
+ * Calls `fn` when a caller's `signal` aborts (at once if it already has); returns the function that
+ * unsubscribes. Every run and call sharing one signal shares one listener on it: a signal passed to
+ * more than 10 runs at once would otherwise trip Node's MaxListenersExceededWarning.
+ */
+export function onSignalAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return noop;
+  }
+  let fan = fanOuts.get(signal);
+  if (!fan) {
+    const fns = new Set<() => void>();
+    const listener = (): void => {
+      fanOuts.delete(signal);
+      for (const f of fns) f();
+    };
+    fan = { fns, listener };
+    fanOuts.set(signal, fan);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { fns, listener } = fan;
+  fns.add(fn);
+  return () => {
+    if (!fns.delete(fn) || fns.size > 0) return;
+    fanOuts.delete(signal);
+    signal.removeEventListener('abort', listener);
+  };
+}

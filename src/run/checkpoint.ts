@@ -5,31 +5,58 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 /** Why a token was refused. */
 export type TokenProblem = 'invalid_token' | 'expired';
 
-/** Signs `{ id, expiresAt }` into a token. */
+/**
+ * Signs `{ id, expiresAt }` into a token: `base64url(json).base64url(hmac-sha256)`.
+ *
+ * @example
+ * ```ts
+ * const token = signToken(checkpoint.id, checkpoint.expiresAt, secret);
+ * ```
+ */
 export function signToken(id: string, expiresAt: number, secret: string): string {
   const payload = Buffer.from(JSON.stringify({ i: id, e: expiresAt })).toString('base64url');
   return `${payload}.${mac(payload, secret)}`;
 }
 
-/** Verifies a token; returns its contents, or the problem with it. */
+// A token is exactly `payload.mac`, both unpadded base64url; the mac is 32 bytes, so 43 characters.
+const TOKEN = /^([A-Za-z0-9_-]{1,960})\.([A-Za-z0-9_-]{43})$/;
+
+/**
+ * Verifies a token; returns its contents, or the problem with it. Strict: anything but the exact
+ * canonical form signToken produces (padding, `+`/`/`, whitespace, stray trailing bits, extra
+ * segments) is `invalid_token`, and the signature is compared as text in constant time, so no
+ * second spelling of a valid token exists.
+ *
+ * @example
+ * ```ts
+ * const v = verifyToken(token, secret, Date.now());
+ * if ('problem' in v) refuse(v.problem); else load(v.id);
+ * ```
+ */
 export function verifyToken(token: unknown, secret: string, now: number): { id: string; expiresAt: number } | { problem: TokenProblem } {
-  if (typeof token !== 'string' || token.length > 1024) return { problem: 'invalid_token' };
-  const dot = token.indexOf('.');
-  if (dot <= 0) return { problem: 'invalid_token' };
-  const payload = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), 'base64url');
-  const expected = Buffer.from(mac(payload, secret), 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { problem: 'invalid_token' };
-  let data: { i?: unknown; e?: unknown };
+  if (typeof token !== 'string' || token.length > 1024) return INVALID;
+  const parts = TOKEN.exec(token);
+  if (!parts) return INVALID;
+  const payload = parts[1]!;
+  // Buffer ignores bits past the last byte: only a payload that re-encodes to itself is canonical.
+  const bytes = Buffer.from(payload, 'base64url');
+  if (bytes.toString('base64url') !== payload) return INVALID;
+  if (!timingSafeEqual(Buffer.from(parts[2]!, 'latin1'), Buffer.from(mac(payload, secret), 'latin1'))) return INVALID;
+  let data: unknown;
   try {
-    data = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    data = JSON.parse(bytes.toString('utf8'));
   } catch {
-    return { problem: 'invalid_token' };
+    return INVALID;
   }
-  if (typeof data.i !== 'string' || typeof data.e !== 'number') return { problem: 'invalid_token' };
-  if (data.e <= now) return { problem: 'expired' };
-  return { id: data.i, expiresAt: data.e };
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return INVALID;
+  const i = Object.hasOwn(data, 'i') ? (data as { i: unknown }).i : undefined;
+  const e = Object.hasOwn(data, 'e') ? (data as { e: unknown }).e : undefined;
+  if (typeof i !== 'string' || i === '' || typeof e !== 'number' || !Number.isFinite(e)) return INVALID;
+  if (e <= now) return { problem: 'expired' };
+  return { id: i, expiresAt: e };
 }
+
+const INVALID: { problem: TokenProblem } = Object.freeze({ problem: 'invalid_token' });
 
 function mac(payload: string, secret: string): string {
   return createHmac('sha256', secret).update(payload).digest('base64url');
@@ -40,9 +67,15 @@ export function hashContext(context: unknown): string {
   return createHash('sha256').update(stableStringify(context)).digest('hex');
 }
 
-function stableStringify(value: unknown): string {
+function stableStringify(value: unknown, ancestors: object[] = []): string {
+  if (typeof value === 'bigint') return `${value}n`; // JSON.stringify would throw; not valid JSON, so it cannot collide with a string
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'undefined';
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
-  const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  // A cycle (possible only through a schema that passes objects through) hashes as a marker, not a stack overflow.
+  if (ancestors.includes(value) || ancestors.length > 256) return '"[Circular]"';
+  ancestors.push(value);
+  const text = Array.isArray(value)
+    ? `[${value.map((v) => stableStringify(v, ancestors)).join(',')}]`
+    : `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableStringify((value as Record<string, unknown>)[k], ancestors)}`).join(',')}}`;
+  ancestors.pop();
+  return text;
 }

@@ -12,12 +12,13 @@ import { alternativesFor } from '../guidance/alternatives.js';
 import { learn } from '../guidance/learn.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
-import { redact } from '../observe/redact.js';
+import { maskError, maskFailedRun, redact, secretMask } from '../observe/redact.js';
 import type { ToolTransition, Trace, TraceStep } from '../observe/trace.js';
 import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { compensate } from '../policies/compensate.js';
 import { callStore } from '../stores/guard.js';
-import { abortAtDeadline, AbortScope, untilAborted } from './abort.js';
+import { CheckpointEncodeError } from '../stores/serialize.js';
+import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from './abort.js';
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { ConfirmationRequest, Core, RunOptions, RunResult } from './types.js';
@@ -42,6 +43,8 @@ export interface Execution {
   confirm?: RunOptions['confirm'];
   signal?: AbortSignal;
   resumed: boolean;
+  /** When this segment's deadline clock started (a resume counts its store reads); default: now. */
+  segmentStart?: number;
 }
 
 type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
@@ -63,6 +66,8 @@ let lastIso = '';
 const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString())));
 const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+const SKIPPED: StepOutcome = Object.freeze({ kind: 'ok', value: undefined, skipped: true });
+const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
 
 /**
  * A step in flight: what it learns on the way (its call context and, with full traces, its input)
@@ -122,8 +127,9 @@ class Run {
   private pumping = false;
   private rescan = false;
   private lastToolIndex = -1;
+  private firstPending = 0;
   private resolve: ((result: Promise<RunResult>) => void) | undefined;
-  private onCallerAbort: (() => void) | undefined;
+  private offCallerAbort: (() => void) | undefined;
 
   constructor(private readonly core: Core, private readonly x: Execution) {
     this.chain = x.chain;
@@ -132,12 +138,16 @@ class Run {
     this.state = new Array<number>(this.plan.length).fill(PENDING);
     this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
 
-    this.segmentStart = core.now();
+    this.segmentStart = x.segmentStart ?? core.now();
     this.deadlineAt = this.segmentStart + x.chain.timeoutMs;
     this.sessionKey = x.sessionId ?? x.runId;
     if (x.resumed) {
       if (x.sessionId === undefined) this.lastCall = core.transitions.take(x.runId);
-      for (const id of x.done) this.state[this.plan.findIndex((p) => p.id === id)] = DONE;
+      const index = new Map(this.plan.map((p) => [p.id, p.index]));
+      for (const id of x.done) {
+        const i = index.get(id);
+        if (i !== undefined) this.state[i] = DONE;
+      }
       for (const t of x.priorTrace) this.traceSteps[t.stepNumber - 1] = t;
     }
   }
@@ -146,11 +156,7 @@ class Run {
   execute(): Promise<RunResult> {
     const { core, x, chain } = this;
     core.active.add(this.abort);
-    if (x.signal) {
-      this.onCallerAbort = () => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.'));
-      if (x.signal.aborted) this.onCallerAbort();
-      else x.signal.addEventListener('abort', this.onCallerAbort);
-    }
+    if (x.signal) this.offCallerAbort = onSignalAbort(x.signal, () => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.')));
     if (listening(core.events, 'chain:start')) {
       safeEmit(core.events, 'chain:start', { runId: x.runId, traceId: x.traceId, chain: chain.name, ...(x.sessionId !== undefined && { sessionId: x.sessionId }), resumed: x.resumed });
     }
@@ -167,9 +173,10 @@ class Run {
   private async conclude(): Promise<RunResult> {
     const { core, x, chain } = this;
     const { events, logger } = core;
-    if (this.onCallerAbort) x.signal?.removeEventListener('abort', this.onCallerAbort);
+    this.offCallerAbort?.();
     core.active.delete(this.abort);
     const result = await this.result();
+    if (result.status === 'failed') maskFailedRun(result, secretMask(core.redact, x.input, x.context)); // before events and logs
     if (x.sessionId === undefined) {
       if (result.status !== 'awaiting_confirmation') core.advisor.forget(x.runId);
       else if (this.lastCall) core.transitions.park(x.runId, this.lastCall); // for the transition after the resume
@@ -229,7 +236,9 @@ class Run {
   private launchReady(): void {
     const { plan, state } = this;
     if (!this.stop) {
-      for (let i = 0; i < plan.length; i++) {
+      // Steps before the first pending one never need looking at again: long chains stay linear.
+      while (this.firstPending < plan.length && state[this.firstPending] !== PENDING) this.firstPending++;
+      for (let i = this.firstPending; i < plan.length; i++) {
         if (state[i] !== PENDING) continue;
         const deps = plan[i]!.deps;
         let ready = true;
@@ -292,7 +301,11 @@ class Run {
       : { stepNumber: p.index + 1, id: p.id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
     if (step.input !== undefined) entry.input = step.input;
     this.traceSteps[p.index] = entry;
-    this.record(p, entry, outcome, started, ended, ctx !== undefined, ctx ? complexityOf(ctx.input) : 1);
+    try {
+      this.record(p, entry, outcome, started, ended, ctx !== undefined, ctx ? complexityOf(ctx.input) : 1);
+    } catch {
+      // Recording (trace detail, learning, logs) observes the run: whatever it meets, the step still settles.
+    }
     this.settle(p, outcome);
   }
 
@@ -301,6 +314,8 @@ class Run {
     const details = { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? 0, ...(error instanceof StepError && error.extra) };
     const info = toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable);
     info.alternatives = alternativesFor(this.core.guidance, info, ctx ? { complexity: complexityOf(ctx.input) } : {});
+    // Secrets of the call's input, the chain's input and context leave in no text (API.md §6); failures only.
+    maskError(info, secretMask(this.core.redact, ctx?.input, this.x.input, this.x.context));
     return { kind: 'failed', error: info };
   }
 
@@ -318,7 +333,7 @@ class Run {
       if (p.index > this.lastToolIndex) this.lastToolIndex = p.index;
       const tool = p.tool.name;
       const error = outcome.kind === 'failed' ? outcome.error : undefined;
-      learn(core, this.sessionKey, this.transition(tool, started, ended, outcome.kind === 'ok'), tool, 'chain', started, ended, error, complexity);
+      learn(core, this.sessionKey, this.transition(tool, started, ended, outcome.kind === 'ok'), tool, 'chain', started, ended, error, complexity, this.x.runId);
     }
     if (listening(core.events, 'step:end')) {
       safeEmit(core.events, 'step:end', {
@@ -345,14 +360,25 @@ class Run {
     const { scope } = this;
     const step = p.step;
     if (step.when) {
-      let go: boolean;
-      try {
-        go = step.when(scope) !== false;
-      } catch (error) {
+      const whenFailed = (error: unknown): never => {
+        if (error instanceof RunAbortReason) throw error;
         throw new StepError({ category: 'internal', code: 'when_failed', message: `Step ${p.id}: \`when\` threw: ${describeThrown(error)}` });
+      };
+      let go: unknown;
+      try {
+        go = step.when(scope);
+      } catch (error) {
+        whenFailed(error);
       }
-      if (!go) return { kind: 'ok', value: undefined, skipped: true };
+      // An async `when` is awaited (a pending Promise is not `false`), within the run's deadline.
+      if (isThenable(go)) return this.bounded(go, `\`when\` of step ${p.id}`).then((v) => (v === false ? SKIPPED : this.kindBody(p, inFlight)), whenFailed);
+      if (go === false) return SKIPPED;
     }
+    return this.kindBody(p, inFlight);
+  }
+
+  private kindBody(p: PlannedStep, inFlight: StepRun): StepOutcome | Promise<unknown> {
+    const step = p.step;
     if (p.kind === 'compute') return this.compute(p, step as ComputeStep);
     if (p.kind === 'select') return this.select(p, step as SelectStep);
     return this.callTool(p, step as ToolStep, inFlight);
@@ -360,6 +386,7 @@ class Run {
 
   private compute(p: PlannedStep, step: ComputeStep): StepOutcome | Promise<StepOutcome> {
     const threw = (error: unknown): never => {
+      if (error instanceof RunAbortReason) throw error;
       throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${p.id}: compute threw: ${describeThrown(error)}` });
     };
     let value: unknown;
@@ -368,8 +395,17 @@ class Run {
     } catch (error) {
       threw(error);
     }
-    if (value instanceof Promise) return value.then((v) => this.computed(p, step, v), threw);
+    if (isThenable(value)) return this.bounded(value, `compute step ${p.id}`).then((v) => this.computed(p, step, v), threw);
     return this.computed(p, step, value);
+  }
+
+  /**
+   * Local async work (a compute step, an async `when`) ends with the run: at its deadline, on the
+   * caller's signal or on `close()`, whether or not the promise ever settles.
+   */
+  private bounded<T>(work: PromiseLike<T>, what: string): Promise<T> {
+    const cancel = abortAtDeadline(this.abort, this.deadlineAt, this.core.now, `Chain ${this.chain.name} passed its deadline in ${what}.`);
+    return untilAborted(Promise.resolve(work), this.abort).finally(cancel);
   }
 
   private computed(p: PlannedStep, step: ComputeStep, value: unknown): StepOutcome {
@@ -445,7 +481,8 @@ class Run {
       chain: this.chain.name,
       step: p.id,
       context: x.context,
-      idempotencyKey: tool.effect === 'read' ? undefined : step.idempotencyKey ? step.idempotencyKey(scope) : `${x.runId}:${p.id}`,
+      idempotencyKey: tool.effect === 'read' ? undefined : step.idempotencyKey ? step.idempotencyKey(scope)
+        : tool.idempotencyKey ? tool.idempotencyKey(input, { tool: tool.name, runId: x.runId, step: p.id, sessionId: x.sessionId, context: x.context }) : `${x.runId}:${p.id}`,
       run: this.abort,
       deadlineAt: this.deadlineAt,
       retry: core.retryFor(tool, step.retry),
@@ -566,9 +603,10 @@ class Run {
         createdAt,
         expiresAt,
         trace: base.trace.steps.filter((t) => t.id !== p.id),
-      }), createdAt + STORE_WAIT_MS, core.now, 'checkpoint');
+      }), Math.min(createdAt + STORE_WAIT_MS, this.deadlineAt), core.now, 'checkpoint');
     } catch (error) {
-      return failed(toErrorInfo({ category: 'unavailable', code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` }, { step: p.id, tool: p.tool!.name }, core.retryTable));
+      const why = error instanceof CheckpointEncodeError ? error.info : { category: 'unavailable' as const, code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` };
+      return failed(toErrorInfo(why, { step: p.id, tool: p.tool!.name }, core.retryTable));
     }
     const confirmation: ConfirmationRequest = { step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: iso(expiresAt) };
     if (gate.details !== undefined) confirmation.details = gate.details;

@@ -6,9 +6,9 @@ import { alternativesFor } from '../guidance/alternatives.js';
 import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
-import { redact } from '../observe/redact.js';
+import { maskError, redact, secretMask } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
-import { AbortScope } from './abort.js';
+import { AbortScope, onSignalAbort } from './abort.js';
 import { learn } from '../guidance/learn.js';
 import { newId } from './ids.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
@@ -30,12 +30,16 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
     const ended = core.now();
     entry.latencyMs = ended - started;
     entry.status = body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error';
-    if (body.status === 'failed') entry.error = body.error;
-    else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
+    if (body.status === 'failed') {
+      // Secrets of the input and context leave in no text (API.md §6); built on failure only.
+      const mask = secretMask(core.redact, input, opts.context);
+      entry.error = maskError(body.error, mask);
+      if (entry.input !== undefined) entry.input = mask.data(entry.input);
+    } else if (core.traceDetail === 'full') entry.output = redact(body.output, core.redact);
     if (ctx) {
       entry.attempts = ctx.attempt;
       const transition = opts.sessionId !== undefined ? core.transitions.record(opts.sessionId, name, started, ended, body.status === 'completed') : undefined;
-      learn(core, session, transition, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input));
+      learn(core, session, transition, name, 'direct', started, ended, body.status === 'failed' ? body.error : undefined, complexityOf(ctx.input), runId);
     }
     const trace: Trace = {
       traceId, runId, chain: '', ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
@@ -61,6 +65,7 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
       context.wasEscalated = true;
       context.originalTier = opts.tier;
       if (listening(core.events, 'tier:escalation')) safeEmit(core.events, 'tier:escalation', { tool: name, from: opts.tier, to: found });
+      core.logger?.info({ runId, tool: name, from: opts.tier, to: found }, `tool ${name} escalated from tier ${opts.tier} to ${found}`);
     }
   }
   if (!tool) return notFound('unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...core.tools.keys()].join(', ') || 'none'}).`);
@@ -73,14 +78,12 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
   const deadlineMs = opts.timeoutMs ?? Math.max(MIN_INVOKE_DEADLINE_MS, tool.timeoutMs * 3);
   const scope = new AbortScope();
   core.active.add(scope);
-  const onCallerAbort = (): void => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.'));
-  if (opts.signal?.aborted) onCallerAbort();
-  else opts.signal?.addEventListener('abort', onCallerAbort);
+  const offCallerAbort = opts.signal && onSignalAbort(opts.signal, () => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.')));
   ctx = {
     tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, run: scope,
     deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
-    ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? `${runId}:${name}` }),
+    ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? (tool.idempotencyKey ? tool.idempotencyKey(parsed.data, { tool: name, runId, step: name, ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }), context: opts.context ?? {} }) : `${runId}:${name}`) }),
   };
   if (listening(core.events, 'step:start')) safeEmit(core.events, 'step:start', { runId, traceId, step: name, tool: name, stepNumber: 1 });
   let result: InvokeResult<O>;
@@ -91,7 +94,7 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
     info.alternatives = alternativesFor(core.guidance, info, { complexity: complexityOf(ctx.input) });
     result = finish({ status: 'failed', error: info });
   } finally {
-    opts.signal?.removeEventListener('abort', onCallerAbort);
+    offCallerAbort?.();
     core.active.delete(scope);
   }
   if (listening(core.events, 'step:end')) {

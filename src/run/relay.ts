@@ -1,13 +1,18 @@
 // A run's result as a model should see it: plain JSON with what happened and what to do next.
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { ResponseMetadata } from '../guidance/metadata.js';
+import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from './types.js';
+
+// The runner masked the error with the run's own secrets already; this pass catches `key=value`
+// secrets in a result built or changed elsewhere. It copies: the caller's result stays as it was.
+const PATTERN_MASK = secretMask(undefined);
 
 /** A {@link RunResult} reduced to what an agent's model needs (no trace), JSON-safe. */
 export type ModelResult =
   | { status: 'completed'; output: unknown; metadata: ResponseMetadata }
   | { status: 'awaiting_confirmation'; resumeToken: string; prompt: string; step: string; tool: string; expiresAt: string; instructions: string; metadata: ResponseMetadata }
-  | { status: 'declined'; step: string; message: string }
+  | { status: 'declined'; step: string; message: string; metadata: ResponseMetadata }
   | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata };
 
 /** Options of {@link toModelResult}. */
@@ -37,9 +42,9 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       return { status: 'awaiting_confirmation', resumeToken: result.resumeToken, prompt, step, tool, expiresAt, instructions, metadata: result.metadata };
     }
     case 'declined':
-      return { status: 'declined', step: result.step, message: 'The user declined; nothing more was done.' };
+      return { status: 'declined', step: result.step, message: 'The user declined; nothing more was done.', metadata: result.metadata };
     case 'failed':
-      return { status: 'failed', error: result.error, compensated: result.compensated, metadata: result.metadata };
+      return { status: 'failed', error: maskError({ ...result.error }, PATTERN_MASK), compensated: result.compensated, metadata: result.metadata };
   }
 }
 

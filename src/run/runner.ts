@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { newId } from './ids.js';
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import { checkRetry, isTool, type Tool } from '../define/tool.js';
+import { checkMs, checkRetry, isTool, type Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ChainErrorInfo, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
@@ -15,7 +15,7 @@ import { nextTools, relevantChains } from '../guidance/suggest.js';
 import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
 import { TimingModel } from '../guidance/timing.js';
 import { createEmitter, listening, safeEmit, type Hooks, type RunnerEmitter } from '../observe/events.js';
-import type { RedactRule } from '../observe/redact.js';
+import { maskError, secretMask, type RedactRule } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { TransitionTracker } from '../observe/transitions.js';
 import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
@@ -31,7 +31,7 @@ import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { invokeOne } from './invoke.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
-import type { Core, InvokeOptions, InvokeResult, Logger, ResumeOptions, RunOptions, RunResult } from './types.js';
+import type { Core, InvokeOptions, InvokeResult, Logger, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
 const NONE: readonly never[] = Object.freeze([]);
@@ -77,8 +77,11 @@ export interface Runner {
   /** Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`, `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`. */
   readonly events: RunnerEmitter;
   /** Runs a chain. Never throws for run-time failures: the result says what happened. */
-  run<I, C, O>(chain: Chain<I, C, O>, input: I, options?: RunOptions<C>): Promise<RunResult<O>>;
-  /** Resumes a run stopped at a confirmation gate; a token resumes at most once. */
+  // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
+  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): Promise<RunResult<O>>;
+  /** Resumes a run stopped at a confirmation gate; a token resumes at most once. The output is typed from `chain`. */
+  resume<Ch extends Chain | readonly Chain[]>(token: string, decision: { approved: boolean }, options: ResumeOptions & { chain: Ch }): Promise<RunResult<ResumedOutput<Ch>>>;
+  /** Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most once. */
   resume<O = unknown>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
   /** Calls one tool by name through the same pipeline as a chain step. */
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
@@ -99,6 +102,8 @@ export interface Runner {
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
 /** How long a checkpoint store may take to answer. */
 const STORE_WAIT_MS = 10_000;
+/** How long `close()` waits for each store to flush and release. */
+const CLOSE_WAIT_MS = 5_000;
 
 /**
  * Creates a runner.
@@ -116,15 +121,15 @@ export function createRunner(options: RunnerOptions): Runner {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
   if (typeof options.invoker !== 'function') issues.add('invoker', 'Expected `invoker` to be a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...}).');
   const ttl = options.confirmationTtlMs ?? DEFAULT_CONFIRMATION_TTL_MS;
-  if (!(typeof ttl === 'number' && ttl > 0 && Number.isFinite(ttl))) issues.add('confirmationTtlMs', 'Expected `confirmationTtlMs` to be a positive number.');
+  checkMs(ttl, 'confirmationTtlMs', 'confirmationTtlMs', issues);
   if (options.traceDetail !== undefined && options.traceDetail !== 'summary' && options.traceDetail !== 'full') issues.add('traceDetail', "Expected `traceDetail` to be 'summary' or 'full'.");
   for (const k of ['random', 'now', 'redact'] as const) {
     if (options[k] !== undefined && typeof options[k] !== 'function') issues.add(k, `Expected \`${k}\` to be a function.`);
   }
   const threshold = options.breaker?.threshold ?? 5;
   const openMs = options.breaker?.openMs ?? 60_000;
-  if (!(Number.isInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
-  if (!(typeof openMs === 'number' && openMs > 0)) issues.add('breaker.openMs', 'Expected `openMs` to be a positive number.');
+  if (!(Number.isSafeInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
+  checkMs(openMs, 'breaker.openMs', 'openMs', issues);
   if (options.retry !== undefined) {
     if (typeof options.retry !== 'object' || options.retry === null) issues.add('retry', 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.');
     else for (const [category, rule] of Object.entries(options.retry)) {
@@ -165,7 +170,8 @@ export function createRunner(options: RunnerOptions): Runner {
     if (listening(events, 'step:retry')) {
       safeEmit(events, 'step:retry', {
         runId: ctx.runId, traceId: ctx.traceId, ...(ctx.chain && { chain: ctx.chain }), ...(ctx.step && { step: ctx.step }),
-        tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code, message: failure.message,
+        tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code,
+        message: secretMask(options.redact, ctx.input, ctx.context).text(failure.message), // API.md §6
       });
     }
     logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code }, `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`);
@@ -250,10 +256,19 @@ export function createRunner(options: RunnerOptions): Runner {
   };
   const failure = (category: ChainErrorInfo['category'], code: string, message: string, userMessage?: string): { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] } => ({
     status: 'failed',
-    error: toErrorInfo({ category, code, message }, userMessage ? { userMessage } : {}, retryTable),
+    // Early failures quote outside text (a getter's error, a store's answer): masked by key pattern.
+    error: maskError(toErrorInfo({ category, code, message }, userMessage ? { userMessage } : {}, retryTable), secretMask(options.redact)),
     completed: {},
     compensated: [],
   });
+
+  /** How long a resume may wait for the checkpoint store before its chain is known. */
+  const resumeBudget = (given: ResumeOptions['chain']): number => {
+    if (given !== undefined && !Array.isArray(given)) return (given as Chain).timeoutMs;
+    let longest = 0;
+    for (const c of Array.isArray(given) ? (given as readonly Chain[]) : chains.values()) longest = Math.max(longest, c.timeoutMs);
+    return longest > 0 ? longest : STORE_WAIT_MS;
+  };
 
   const validateContext = (chain: Chain, context: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } => {
     if (!chain.context) return { ok: true, value: (context ?? {}) as Record<string, unknown> };
@@ -262,41 +277,63 @@ export function createRunner(options: RunnerOptions): Runner {
     return { ok: false, message: schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema`, parsed.error.issues).message };
   };
 
+  /** `run` once the chain is known; throws only on input or options that cannot be read. */
+  const start = <I, C, O>(chain: Chain<I, C, O>, input: I, opts: RunOptions<C>): Promise<RunResult<O>> => {
+    chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
+    const runId = opts.runId ?? newId();
+    const traceId = newId();
+    const parsed = chain.input.safeParse(input);
+    if (!parsed.success) {
+      const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
+      const body = failure('invalid_input', 'invalid_input', f.message);
+      (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+      return Promise.resolve(settled<O>(chain.name, runId, traceId, body, [], now(), opts.sessionId, chain));
+    }
+    const context = validateContext(chain, opts.context);
+    if (!context.ok) {
+      return Promise.resolve(settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain));
+    }
+    const x: Execution = {
+      // Step ids come from definitions but are looked up by name: results keep no prototype.
+      chain, runId, traceId, input: parsed.data, context: context.value, results: Object.create(null) as Record<string, unknown>, done: NONE, priorTrace: NONE,
+      startedAt: now(), resumed: false,
+      ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
+      ...(opts.confirm && { confirm: opts.confirm }),
+      ...(opts.signal && { signal: opts.signal }),
+    };
+    return execute<O>(core, x);
+  };
+
   const runner: Runner = {
     events,
 
     // Not async: an async wrapper would stay suspended for the whole run, for every run in flight.
-    run<I, C, O>(chain: Chain<I, C, O>, input: I, opts: RunOptions<C> = {}): Promise<RunResult<O>> {
+    run<O>(chain: Chain<any, any, O>, input: unknown, opts: RunOptions<any> = {}): Promise<RunResult<O>> {
       if (closed) return Promise.reject(closedError());
-      if (!isChain(chain)) return Promise.reject(new TypeError('Expected a chain made by defineChain().'));
-      chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
-      const runId = opts.runId ?? newId();
-      const traceId = newId();
-      const parsed = chain.input.safeParse(input);
-      if (!parsed.success) {
-        const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
-        const body = failure('invalid_input', 'invalid_input', f.message);
-        (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
-        return Promise.resolve(settled<O>(chain.name, runId, traceId, body, [], now(), opts.sessionId, chain));
+      let known: boolean;
+      try {
+        known = isChain(chain);
+      } catch {
+        known = false; // a Proxy whose traps throw is no chain either
       }
-      const context = validateContext(chain, opts.context);
-      if (!context.ok) {
-        return Promise.resolve(settled<O>(chain.name, runId, traceId, failure('invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'), [], now(), opts.sessionId, chain));
+      if (!known) return Promise.reject(new TypeError('Expected a chain made by defineChain().'));
+      try {
+        return start(chain, input, opts);
+      } catch (error) {
+        // A throwing getter or a hostile Proxy in the input or options: a result, never a throw.
+        const message = `The input or options of chain ${chain.name} could not be read: ${error instanceof Error ? error.message : String(error)}`;
+        return Promise.resolve(settled<O>(chain.name, newId(), newId(), failure('invalid_input', 'unreadable_input', message), [], now(), undefined, chain));
       }
-      const x: Execution = {
-        chain, runId, traceId, input: parsed.data, context: context.value, results: {}, done: NONE, priorTrace: NONE,
-        startedAt: now(), resumed: false,
-        ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
-        ...(opts.confirm && { confirm: opts.confirm }),
-        ...(opts.signal && { signal: opts.signal }),
-      };
-      return execute<O>(core, x);
     },
 
     async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
       const traceId = newId();
+      const resumeStart = now();
+      // The resumed segment's deadline counts from here, store reads included. Until the checkpoint
+      // names its chain, the reads are bounded by the chain given (or the longest known one).
+      let waitUntil = resumeStart + Math.min(STORE_WAIT_MS, resumeBudget(opts.chain));
       const refuse = (code: string, message: string, cp?: { chain: string; runId: string; sessionId?: string }): RunResult<O> =>
         settled<O>(cp?.chain ?? '', cp?.runId ?? '', traceId, failure('confirmation', code, message), [], now(), cp?.sessionId);
 
@@ -309,7 +346,7 @@ export function createRunner(options: RunnerOptions): Runner {
       const read = async (op: 'peek' | 'take'): Promise<Checkpoint | RunResult<O>> => {
         let found: TakeResult;
         try {
-          found = await callStore(() => core.checkpoints[op](verified.id), now() + STORE_WAIT_MS, now, 'checkpoint');
+          found = await callStore(() => core.checkpoints[op](verified.id), waitUntil, now, 'checkpoint');
         } catch (error) {
           return settled<O>('', '', traceId, failure('unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
         }
@@ -324,6 +361,7 @@ export function createRunner(options: RunnerOptions): Runner {
         ? ((given as readonly Chain[]).find((c) => c.name === peeked.chain) ?? chains.get(peeked.chain))
         : ((given as Chain | undefined) ?? chains.get(peeked.chain));
       if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
+      waitUntil = resumeStart + chain.timeoutMs;
       if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
       const context = validateContext(chain, opts.context);
       if (!context.ok || hashContext(context.value) !== peeked.contextHash) return refuse('context_mismatch', 'The resume was attempted with a different trusted context than the original run.', peeked);
@@ -336,8 +374,9 @@ export function createRunner(options: RunnerOptions): Runner {
         return settled<O>(chain.name, cp.runId, cp.traceId, { status: 'declined', step: cp.gate }, [...cp.trace, declinedStep], cp.startedAt, cp.sessionId, chain);
       }
       return execute<O>(core, {
-        chain, runId: cp.runId, traceId: cp.traceId, input: cp.input, context: context.value, results: cp.results,
-        done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true,
+        chain, runId: cp.runId, traceId: cp.traceId, input: cp.input, context: context.value,
+        results: Object.assign(Object.create(null) as Record<string, unknown>, cp.results),
+        done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true, segmentStart: resumeStart,
         ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
         ...(opts.signal && { signal: opts.signal }),
       });
@@ -369,11 +408,18 @@ export function createRunner(options: RunnerOptions): Runner {
       for (const c of core.active) c.abort(reason);
       core.active.clear();
       core.transitions.clear();
-      await rateLimits.close();
-      await learning?.flush();
-      await learning?.ready;
-      await options.stores?.metrics?.close?.();
-      await core.checkpoints.close?.();
+      // Each release is bounded: a hung store (Redis not answering) must not hang close().
+      const release = async (what: string, fn: () => unknown): Promise<void> => {
+        try {
+          await callStore(fn, now() + CLOSE_WAIT_MS, now, what);
+        } catch (error) {
+          logger?.warn({ err: error, store: what }, `close(): the ${what} store did not finish in time`);
+        }
+      };
+      await release('rate-limit', () => rateLimits.close());
+      if (learning) await release('learning', () => learning.ready.then(() => learning.flush()));
+      if (options.stores?.metrics?.close) await release('learning', () => options.stores!.metrics!.close!());
+      if (core.checkpoints.close) await release('checkpoint', () => core.checkpoints.close!());
       events.removeAllListeners();
     },
   };
@@ -384,22 +430,36 @@ export function createRunner(options: RunnerOptions): Runner {
 export type RunChainOptions<C> = RunOptions<C> & ({ invoker: ToolInvoker; runner?: never } & Omit<RunnerOptions, 'invoker'> | { runner: Runner; invoker?: never });
 
 /**
- * Runs a chain once. With `invoker`, a runner is created and closed around the run (so a
- * confirmation gate needs the `confirm` callback); with `runner`, that runner is used.
+ * Runs a chain once. With `invoker`, a runner is created and closed around the run; with `runner`,
+ * that runner is used. A chain with a confirmation gate needs a way to answer it: `confirm`
+ * (in-process), a long-lived `runner`, or `secret` plus a shared `stores.checkpoints` (so another
+ * runner can resume the token) — otherwise `runChain` rejects with a `TypeError` before running.
  *
  * @example
  * ```ts
  * const r = await runChain(findAndComplete, { match: 'milk' }, { invoker, context: { userId } });
  * ```
  */
-export async function runChain<I, C, O>(chain: Chain<I, C, O>, input: I, options: RunChainOptions<C>): Promise<RunResult<O>> {
+export function runChain<I, C, O, In, CIn>(
+  chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, options: RunChainOptions<NoInfer<CIn>> & (undefined extends CIn ? unknown : { context: NoInfer<CIn> }),
+): Promise<RunResult<O>>;
+export async function runChain<I, C, O>(chain: Chain<I, any, O>, input: I, options: RunChainOptions<C>): Promise<RunResult<O>> {
   const { context, sessionId, runId, signal, confirm, runner: given, ...rest } = options as RunOptions<C> & { runner?: Runner } & Partial<RunnerOptions>;
   const runOptions: RunOptions<C> = {
     ...(context !== undefined && { context }), ...(sessionId !== undefined && { sessionId }), ...(runId !== undefined && { runId }),
     ...(signal && { signal }), ...(confirm && { confirm }),
   };
   if (given) return given.run(chain, input, runOptions);
-  const runner = createRunner(rest as RunnerOptions);
+  const runnerOptions = rest as RunnerOptions;
+  // The one-shot runner is closed after the run: a token it issued could only be resumed by a runner
+  // sharing its secret and checkpoint store.
+  if (!confirm && !(runnerOptions.secret && runnerOptions.stores?.checkpoints) && chain.plan.some((p) => p.step.confirm)) {
+    throw new TypeError(
+      `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, so its resume token could not be used. ` +
+        'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',
+    );
+  }
+  const runner = createRunner(runnerOptions);
   try {
     return await runner.run(chain, input, runOptions);
   } finally {

@@ -91,6 +91,27 @@ export interface ResumeOptions<C = Record<string, unknown>> {
   signal?: AbortSignal;
 }
 
+/**
+ * The options argument of `run` for a chain whose context input type is `CIn`: optional when the
+ * chain declares no context schema, required with its `context` when it does.
+ *
+ * @example
+ * ```ts
+ * type A = RunOptionsArgs<{ userId: string }>; // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
+ * ```
+ */
+export type RunOptionsArgs<CIn> = undefined extends CIn ? [options?: RunOptions<CIn>] : [options: RunOptions<CIn> & { context: CIn }];
+
+/**
+ * The output type of a resumed run, given what was passed as `chain` (one chain or several).
+ *
+ * @example
+ * ```ts
+ * type O = ResumedOutput<typeof findAndDelete>; // { task_id: string; title: string; deleted: true }
+ * ```
+ */
+export type ResumedOutput<Ch> = Ch extends readonly (infer X)[] ? import('../define/chain.js').ChainOutput<X> : import('../define/chain.js').ChainOutput<Ch>;
+
 /** Options of `runner.invoke`. */
 export interface InvokeOptions {
   context?: Record<string, unknown>;

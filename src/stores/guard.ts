@@ -6,21 +6,43 @@ import type { MaybePromise } from './types.js';
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * A chainkit-side store (idempotency, breaker, rate-limit, checkpoint) failed or fell silent:
+ * `unavailable` / `store_unavailable`. The tool was not reached, so the retry policy never retries
+ * it (waiting on a down store only delays the answer) and the breaker never counts it against the tool.
+ */
+export class StoreFailure extends ToolFailure {}
+
+/**
+ * The failure of a store call, with the store named in the message.
+ *
+ * @example
+ * ```ts
+ * throw storeFailure('rate-limit', new Error('READONLY You can\'t write against a read only replica.'));
+ * ```
+ */
+export function storeFailure(what: string, why: unknown): StoreFailure {
+  return new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The ${what} store is unavailable: ${why instanceof Error ? why.message : String(why)}` });
+}
+
+/**
  * Calls a store. A synchronous answer passes through untouched (memory stores cost nothing); an
  * asynchronous one must settle before `deadlineAt`; any failure — thrown, rejected or too late —
- * becomes `unavailable` / `store_unavailable`.
+ * becomes a {@link StoreFailure} (`unavailable` / `store_unavailable`).
+ *
+ * @example
+ * ```ts
+ * const claim = await callStore(() => store.begin(key), ctx.deadlineAt, now, 'idempotency');
+ * ```
  */
 export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now: () => number, what: string): MaybePromise<T> {
-  const fail = (why: unknown): ToolFailure =>
-    new ToolFailure({ category: 'unavailable', code: 'store_unavailable', message: `The ${what} store is unavailable: ${why instanceof Error ? why.message : String(why)}` });
   let answer: MaybePromise<T>;
   try {
     answer = fn();
   } catch (error) {
-    return Promise.reject(fail(error));
+    return Promise.reject(storeFailure(what, error));
   }
   if (!(answer instanceof Promise)) return answer;
-  const late = fail('no answer before the deadline');
+  const late = storeFailure(what, 'no answer before the deadline');
   // p-timeout builds a TimeoutError on every call; without a stack it costs next to nothing.
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
@@ -31,6 +53,6 @@ export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now:
     Error.stackTraceLimit = limit;
   }
   return bounded.then(undefined, (error: unknown) => {
-    throw error === late ? late : fail(error);
+    throw error === late || error instanceof StoreFailure ? error : storeFailure(what, error);
   });
 }

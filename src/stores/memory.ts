@@ -1,6 +1,6 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
-import { evictOldest } from './bounded.js';
-import type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
+import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
+import type { BreakerChange, BreakerDecision, BreakerStore, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
 
 /** Options of the memory stores. */
 export interface MemoryStoreOptions {
@@ -12,51 +12,97 @@ export interface MemoryStoreOptions {
   now?: () => number;
 }
 
+/** Options of {@link memoryCheckpointStore}. */
+export interface MemoryCheckpointStoreOptions extends MemoryStoreOptions {
+  /**
+   * Pending checkpoints kept per trusted context (per user); past it, that context's own oldest is
+   * evicted, so one user's gates never push out another's. Default 100.
+   */
+  maxPerContext?: number;
+}
+
 interface Entry {
-  checkpoint: Checkpoint | undefined; // undefined once taken: a tombstone that answers 'used'
+  data: string | undefined; // the encoded checkpoint; undefined once taken: a tombstone that answers 'used'
   expiresAt: number;
+  contextHash: string;
 }
 
 /**
- * A checkpoint store in memory: one process only. Taken checkpoints leave a tombstone until they
- * expire, so a reused token says `already_used` rather than `invalid_token`.
+ * A checkpoint store in memory: one process only. Checkpoints are kept encoded (the same codec as
+ * the Redis store, so both keep and refuse the same values) and every read is a fresh copy. Taken
+ * checkpoints leave a tombstone until they expire, so a reused token says `already_used` rather
+ * than `invalid_token`. Bounded in total (`maxEntries`, oldest evicted first) and per context
+ * (`maxPerContext` pending, that context's oldest evicted first).
  *
  * @example
  * ```ts
  * const runner = createRunner({ invoker, stores: { checkpoints: memoryCheckpointStore({ maxEntries: 1000 }) } });
  * ```
  */
-export function memoryCheckpointStore(options: MemoryStoreOptions = {}): CheckpointStore {
+export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}): CheckpointStore {
   const max = options.maxEntries ?? 10_000;
+  const perContext = options.maxPerContext ?? 100;
   if (!(Number.isInteger(max) && max > 0)) throw new TypeError('Expected `maxEntries` to be a positive integer.');
+  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPerContext` to be a positive integer.');
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>(); // insertion order = age
+  const pending = new Map<string, Set<string>>(); // context hash → ids of its pending checkpoints, oldest first
 
+  const unlist = (id: string, e: Entry): void => {
+    if (e.data === undefined) return;
+    const ids = pending.get(e.contextHash);
+    ids?.delete(id);
+    if (ids?.size === 0) pending.delete(e.contextHash);
+  };
+  const drop = (id: string, e: Entry): void => {
+    unlist(id, e);
+    entries.delete(id);
+  };
+  // Expired entries first, then the oldest tenth: batches keep eviction O(1) amortised.
   const sweep = (): void => {
     const t = now();
+    for (const [id, e] of entries) if (e.expiresAt <= t) drop(id, e);
+    let excess = entries.size > max ? entries.size - Math.floor(max * 0.9) : 0;
     for (const [id, e] of entries) {
-      if (e.expiresAt <= t) entries.delete(id);
+      if (excess-- <= 0) break;
+      drop(id, e);
     }
-    if (entries.size > max) evictOldest(entries, max);
+  };
+  // One context over its bound: its expired checkpoints go, then its own oldest.
+  const trim = (ids: Set<string>): void => {
+    const t = now();
+    for (const id of ids) if (entries.get(id)!.expiresAt <= t) drop(id, entries.get(id)!);
+    for (const id of ids) {
+      if (ids.size <= perContext) break;
+      drop(id, entries.get(id)!);
+    }
   };
 
   return {
     async save(checkpoint) {
-      entries.set(checkpoint.id, { checkpoint, expiresAt: checkpoint.expiresAt });
+      const data = encodeCheckpoint(checkpoint); // refuses what it cannot keep, before anything is stored
+      const old = entries.get(checkpoint.id);
+      if (old) drop(checkpoint.id, old);
+      entries.set(checkpoint.id, { data, expiresAt: checkpoint.expiresAt, contextHash: checkpoint.contextHash });
+      let ids = pending.get(checkpoint.contextHash);
+      if (!ids) pending.set(checkpoint.contextHash, (ids = new Set()));
+      ids.add(checkpoint.id);
+      if (ids.size > perContext) trim(ids);
       if (entries.size > max) sweep();
     },
     async peek(id): Promise<TakeResult> {
       const e = entries.get(id);
       if (!e || e.expiresAt <= now()) return { status: 'missing' };
-      return e.checkpoint ? { status: 'taken', checkpoint: e.checkpoint } : { status: 'used' };
+      return e.data === undefined ? { status: 'used' } : { status: 'taken', checkpoint: decodeCheckpoint(e.data) };
     },
     async take(id): Promise<TakeResult> {
       const e = entries.get(id);
       if (!e || e.expiresAt <= now()) return { status: 'missing' };
-      if (!e.checkpoint) return { status: 'used' };
-      const checkpoint = e.checkpoint;
-      e.checkpoint = undefined; // synchronous: no other take can interleave
-      return { status: 'taken', checkpoint };
+      if (e.data === undefined) return { status: 'used' };
+      const data = e.data;
+      unlist(id, e);
+      e.data = undefined; // synchronous: no other take can interleave
+      return { status: 'taken', checkpoint: decodeCheckpoint(data) };
     },
   };
 }
@@ -82,7 +128,7 @@ export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): Idempo
   const max = options.maxEntries ?? 10_000;
   const ttl = options.ttlMs ?? 24 * 3_600_000;
   if (!(Number.isInteger(max) && max > 0)) throw new TypeError('Expected `maxEntries` to be a positive integer.');
-  if (!(ttl > 0)) throw new TypeError('Expected `ttlMs` to be a positive number.');
+  if (!(Number.isFinite(ttl) && ttl > 0)) throw new TypeError('Expected `ttlMs` to be a positive, finite number of ms.');
   const now = options.now ?? Date.now;
   const entries = new Map<string, IdempotencyEntry>(); // insertion order = age
 
@@ -114,10 +160,10 @@ export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): Idempo
       if (entries.size > max) evict();
       return { status: 'new' };
     },
-    complete(key, value) {
+    complete(key, value, ttlMs) {
       const e = entries.get(key);
       entries.delete(key);
-      entries.set(key, { expiresAt: now() + ttl, done: true, value });
+      entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
       e?.waiters?.resolve(value);
     },
     fail(key, error) {
@@ -169,6 +215,10 @@ export function memoryBreakerStore(): BreakerStore {
         return 'opened';
       }
       return undefined;
+    },
+    release(tool) {
+      const s = state.get(tool);
+      if (s) s.probing = false;
     },
     isOpen(tool, now) {
       const s = state.get(tool);

@@ -51,7 +51,16 @@ export type MaybePromise<T> = T | Promise<T>;
 export type IdempotencyClaim =
   | { status: 'new' }
   | { status: 'done'; value: unknown }
-  | { status: 'pending'; settled: Promise<unknown> };
+  | {
+      status: 'pending';
+      /** The outcome of the call in flight (its value, or its failure). */
+      settled: Promise<unknown>;
+      /**
+       * The waiter gave up (its deadline, cancel, `runner.close()`): stop whatever `settled` needs
+       * (polling, timers) at once. `settled` may then stay pending; nobody awaits it any more.
+       */
+      cancel?: () => void;
+    };
 
 /**
  * Keeps the results of write/destructive calls by idempotency key. `begin` claims a key: the
@@ -61,8 +70,8 @@ export type IdempotencyClaim =
 export interface IdempotencyStore {
   /** Claims a key (atomically). */
   begin(key: string): MaybePromise<IdempotencyClaim>;
-  /** Keeps the successful result of the claimed call. */
-  complete(key: string, value: unknown): MaybePromise<void>;
+  /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
+  complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
   /** Releases the claim after a failure; waiters get the same error, a later call runs again. */
   fail(key: string, error: unknown): MaybePromise<void>;
 }
@@ -81,6 +90,11 @@ export interface BreakerStore {
   success(tool: string): MaybePromise<BreakerChange>;
   /** Records a transient failure; opens after `threshold` in a row, or when a probe fails. */
   failure(tool: string, now: number, threshold: number, openMs: number): MaybePromise<BreakerChange>;
+  /**
+   * Gives back a probe that never reached the tool (chainkit's own rate limiter refused it): the
+   * breaker stays open and the next call may probe. Without it, such a probe reopens the breaker.
+   */
+  release?(tool: string): MaybePromise<void>;
   /** Whether the breaker is open at `now` (for offering tools to a model). */
   isOpen(tool: string, now: number): MaybePromise<boolean>;
 }

@@ -6,38 +6,112 @@ import { completeTask, deleteTask, listTasks, updateTask, type Task } from './to
 
 const userContext = z.object({ userId: z.string().uuid() });
 const user = ref('context', 'userId');
-const findByTitle = { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } } as const;
-const pickOne = { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } } as const;
+const findAll = { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } } as const;
 const needsMatch = { check: (s: { input: { match: string } }) => s.input.match.trim().length > 0, message: 'Which task do you mean?' };
 
+/** What the pick steps read of a run's scope. */
+interface PickScope {
+  readonly input: { match: string };
+  readonly results: Readonly<Record<string, any>>;
+}
+
+const listed = (s: PickScope): Task[] => s.results.find.tasks;
+
 /**
- * Finds one task by (part of) its title and renames it. Input `{ match, title }`.
+ * The position a `match` names, 1-based: `#3`, `3`, `task 3` and `task #3` (any case, spaces
+ * around) mean the 3rd task of the list, in list order; anything else is `undefined` (a title).
+ *
+ * @example
+ * ```ts
+ * taskPosition('task #3'); // 3
+ * taskPosition('Buy 3 apples'); // undefined
+ * ```
+ */
+export function taskPosition(match: string): number | undefined {
+  const m = /^\s*(?:task\s*)?#?\s*(\d{1,9})\s*$/i.exec(match);
+  return m ? Number(m[1]) : undefined;
+}
+
+// The pick runs once per listed task with the same `match`: parse it once (a one-entry cache).
+let parsedFor: string | undefined;
+let parsed: { position: number | undefined; needle: string } = { position: undefined, needle: '' };
+const parse = (match: string): typeof parsed => {
+  if (match !== parsedFor) {
+    parsedFor = match;
+    parsed = { position: taskPosition(match), needle: match.toLowerCase() };
+  }
+  return parsed;
+};
+const titleHas = (task: Task, needle: string): boolean => task.title.toLowerCase().includes(needle);
+
+// Position wins over title: a match that is only a number names a position, never a title.
+const picked = (task: Task, s: PickScope): boolean => {
+  const { position, needle } = parse(s.input.match);
+  return position === undefined ? titleHas(task, needle) : listed(s)[position - 1] === task;
+};
+
+// For completing: a title that matches a pending task and a completed one means the pending one.
+const pickedToComplete = (task: Task, s: PickScope): boolean => {
+  if (!picked(task, s)) return false;
+  const { position, needle } = parse(s.input.match);
+  if (!task.completed || position !== undefined) return true;
+  return !listed(s).some((t) => !t.completed && titleHas(t, needle));
+};
+
+const pickOne = { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } } as const;
+const PICK_RULE = 'by (part of) its title, or by its position in the list (`#3`, `3` or `task 3`: the 3rd task, 1-based)';
+
+/** What {@link findAndComplete} returns: the task, and whether it had been completed before. */
+export type CompletedTask = Task & {
+  /** True when the task was already completed: nothing was changed. */
+  already_completed: boolean;
+};
+
+/**
+ * Finds one task (by title or position) and changes its title, priority and/or description.
+ * Input `{ match, title?, priority?, description? }`: at least one of the three.
  *
  * @example
  * ```ts
  * await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm' }, { context: { userId } });
+ * await runner.run(findAndUpdate, { match: 'task 2', priority: 'high' }, { context: { userId } });
  * ```
  */
 export const findAndUpdate = defineChain({
   name: 'find_and_update',
-  version: '1',
-  description: 'Find a task by title and change its title',
-  keywords: ['update', 'rename', 'change', 'edit'],
-  useCases: ['Rename the dentist task to "Dentist at 3pm"'],
-  input: z.object({ match: z.string().min(1), title: z.string().min(1).max(200) }),
+  version: '2',
+  description: `Find a task ${PICK_RULE} and change its title, priority or description`,
+  keywords: ['update', 'rename', 'change', 'edit', 'priority', 'description'],
+  useCases: ['Rename the dentist task to "Dentist at 3pm"', 'Make task 2 high priority'],
+  input: z.object({
+    match: z.string().min(1),
+    title: z.string().min(1).max(200).optional(),
+    priority: z.enum(['low', 'medium', 'high']).optional(),
+    description: z.string().max(2000).optional(),
+  }),
   context: userContext,
   steps: [
-    findByTitle,
+    findAll,
     pickOne,
-    { id: 'update', tool: updateTask, input: { user_id: user, task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
+    {
+      id: 'update',
+      tool: updateTask,
+      input: { user_id: user, task_id: ref('target', 'task_id'), title: ref('input', 'title'), priority: ref('input', 'priority'), description: ref('input', 'description') },
+    },
   ],
   output: (s): Task => s.results.update.task,
   timeoutMs: 7000,
-  preconditions: [needsMatch],
+  preconditions: [
+    needsMatch,
+    {
+      check: (s) => s.input.title !== undefined || s.input.priority !== undefined || s.input.description !== undefined,
+      message: 'What should I change: the title, the priority or the description?',
+    },
+  ],
 });
 
 /**
- * Finds one task by title, asks for confirmation, then deletes it. Input `{ match }`.
+ * Finds one task (by title or position), asks for confirmation, then deletes it. Input `{ match }`.
  *
  * @example
  * ```ts
@@ -47,14 +121,14 @@ export const findAndUpdate = defineChain({
  */
 export const findAndDelete = defineChain({
   name: 'find_and_delete',
-  version: '1',
-  description: 'Find a task by title, confirm, then delete it',
+  version: '2',
+  description: `Find a task ${PICK_RULE}, confirm, then delete it`,
   keywords: ['delete', 'remove'],
   useCases: ['Delete the grocery task'],
   input: z.object({ match: z.string().min(1) }),
   context: userContext,
   steps: [
-    findByTitle,
+    findAll,
     pickOne,
     {
       id: 'delete',
@@ -72,27 +146,35 @@ export const findAndDelete = defineChain({
 });
 
 /**
- * Finds one task by title and marks it completed. Input `{ match }`.
+ * Finds one task (by title or position) and marks it completed. Input `{ match }`. A title that
+ * matches a pending and a completed task means the pending one; a task that was already completed
+ * is returned with `already_completed: true` and nothing is written (the goal already holds, and
+ * there is nothing to retry).
  *
  * @example
  * ```ts
- * await runner.run(findAndComplete, { match: 'milk' }, { context: { userId } });
+ * const r = await runner.run(findAndComplete, { match: 'milk' }, { context: { userId } });
+ * if (r.status === 'completed' && r.output.already_completed) say(`'${r.output.title}' was already done.`);
  * ```
  */
 export const findAndComplete = defineChain({
   name: 'find_and_complete',
-  version: '1',
-  description: 'Find a task by title and mark it as done',
+  version: '2',
+  description: `Find a task ${PICK_RULE} and mark it as done; says so if it already was`,
   keywords: ['complete', 'done', 'finish', 'check off'],
   useCases: ['Mark the milk task as done'],
   input: z.object({ match: z.string().min(1) }),
   context: userContext,
   steps: [
-    { id: 'find', tool: listTasks, input: { user_id: user, status: 'pending' } },
-    pickOne,
-    { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') } },
+    findAll,
+    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one' } },
+    { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') }, when: (s) => !s.results.target.completed },
   ],
-  output: (s): Task => s.results.complete.task,
+  // A skipped step leaves no result: then the task as found, flagged.
+  output: (s): CompletedTask => {
+    const done = s.results.complete;
+    return done ? { ...done.task, already_completed: false } : { ...s.results.target, already_completed: true };
+  },
   timeoutMs: 7000,
   preconditions: [needsMatch],
 });
@@ -149,7 +231,7 @@ export const taskSummary = defineChain({
     },
   ],
   output: (s): TaskSummary => s.results.summary,
-  timeoutMs: 7000,
+  timeoutMs: 8000, // the reference's summary budget
 });
 
 /**

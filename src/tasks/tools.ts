@@ -1,4 +1,5 @@
 // The task domain's tools: the reference use case of chainkit (list, add, update, complete, delete).
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { defineTool } from '../define/tool.js';
 
@@ -7,13 +8,15 @@ import { defineTool } from '../define/tool.js';
  *
  * @example
  * ```ts
- * type Task = z.infer<typeof Task>; // { task_id, title, completed, priority, … }
+ * type Task = z.infer<typeof Task>; // { task_id, title, description?, completed, priority, … }
  * ```
  */
 export const Task = z.object({
   task_id: z.string().uuid(),
   user_id: z.string().uuid(),
   title: z.string(),
+  /** Optional: backends without descriptions stay valid. */
+  description: z.string().optional(),
   completed: z.boolean(),
   priority: z.enum(['low', 'medium', 'high']),
   created_at: z.string(),
@@ -21,6 +24,25 @@ export const Task = z.object({
 export type Task = z.infer<typeof Task>;
 
 const minute = 60_000;
+const hour = 60 * minute;
+// The reference's budgets: a read may take 3 s, a write 2 s (per attempt).
+const READ_TIMEOUT_MS = 3000;
+const WRITE_TIMEOUT_MS = 2000;
+const title = z.string().min(1).max(200);
+const description = z.string().max(2000);
+const priority = z.enum(['low', 'medium', 'high']);
+
+/** Text as a person would compare it: trimmed, inner whitespace collapsed, case and Unicode forms folded. */
+const normal = (text: string | undefined): string => (text ?? '').normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase();
+
+/**
+ * The content key of `add_task`: the same user adding the same title (whitespace and case aside),
+ * priority and description. Hashed so a long description never makes a long store key.
+ */
+function sameTask(input: { user_id: string; title: string; priority?: string; description?: string }): string {
+  const content = `${normal(input.title)}\u0000${input.priority ?? 'medium'}\u0000${normal(input.description)}`;
+  return `add_task:${input.user_id}:${createHash('sha256').update(content).digest('base64url').slice(0, 32)}`;
+}
 
 /**
  * Lists a user's tasks, optionally by status.
@@ -36,7 +58,7 @@ export const listTasks = defineTool({
   input: z.object({ user_id: z.string().uuid(), status: z.enum(['all', 'pending', 'completed']).default('all') }),
   output: z.object({ tasks: z.array(Task) }),
   effect: 'read',
-  timeoutMs: 3000,
+  timeoutMs: READ_TIMEOUT_MS,
   expectedDurationMs: 150,
   rateLimit: { limit: 500, intervalMs: minute, per: 'user' },
   suggests: [
@@ -46,7 +68,9 @@ export const listTasks = defineTool({
 });
 
 /**
- * Adds a task.
+ * Adds a task. The same user adding an identical task (title — whitespace and case aside —,
+ * priority and description) within an hour gets the first task back (`cached`), not a second one;
+ * an explicit `idempotencyKey` on the call or step decides instead.
  *
  * @example
  * ```ts
@@ -55,18 +79,20 @@ export const listTasks = defineTool({
  */
 export const addTask = defineTool({
   name: 'add_task',
-  description: 'Add a task for a user',
-  input: z.object({ user_id: z.string().uuid(), title: z.string().min(1).max(200), priority: z.enum(['low', 'medium', 'high']).default('medium') }),
+  description: 'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
+  input: z.object({ user_id: z.string().uuid(), title, priority: priority.default('medium'), description: description.optional() }),
   output: z.object({ task: Task }),
   effect: 'write',
-  timeoutMs: 3000,
+  idempotencyKey: sameTask,
+  idempotencyTtlMs: hour,
+  timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
   suggests: [{ tool: 'list_tasks', reason: 'See the updated list' }],
 });
 
 /**
- * Updates a task's title, priority or completion.
+ * Updates a task's title, priority, description or completion.
  *
  * @example
  * ```ts
@@ -75,17 +101,18 @@ export const addTask = defineTool({
  */
 export const updateTask = defineTool({
   name: 'update_task',
-  description: "Update a task's title, priority or completion",
+  description: "Update a task's title, priority, description or completion",
   input: z.object({
     user_id: z.string().uuid(),
     task_id: z.string().uuid(),
-    title: z.string().min(1).max(200).optional(),
-    priority: z.enum(['low', 'medium', 'high']).optional(),
+    title: title.optional(),
+    priority: priority.optional(),
+    description: description.optional(),
     completed: z.boolean().optional(),
   }),
   output: z.object({ task: Task }),
   effect: 'write',
-  timeoutMs: 3000,
+  timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
   suggests: [{ tool: 'list_tasks', reason: 'Check the change' }],
@@ -105,7 +132,7 @@ export const completeTask = defineTool({
   input: z.object({ user_id: z.string().uuid(), task_id: z.string().uuid() }),
   output: z.object({ task: Task }),
   effect: 'write',
-  timeoutMs: 3000,
+  timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
   suggests: [{ tool: 'list_tasks', reason: 'See what is still pending' }],
@@ -125,7 +152,7 @@ export const deleteTask = defineTool({
   input: z.object({ user_id: z.string().uuid(), task_id: z.string().uuid() }),
   output: z.object({ task_id: z.string().uuid(), title: z.string(), deleted: z.literal(true) }),
   effect: 'destructive',
-  timeoutMs: 3000,
+  timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 50, intervalMs: minute, per: 'user' },
   suggests: [{ tool: 'list_tasks', reason: 'See the remaining tasks' }],

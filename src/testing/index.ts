@@ -1,4 +1,6 @@
 // chainkit/testing: drive chains against scripted tools or the in-memory task backend.
-export { createMockInvoker, type MockAnswer, type MockCall, type MockFunction, type MockInvoker, type MockScript } from './mock-invoker.js';
+export {
+  createMockInvoker, type MockAnswer, type MockCall, type MockFunction, type MockInvoker, type MockScript, type TypedMockAnswer, type TypedMockFunction, type TypedMockScript,
+} from './mock-invoker.js';
 export { createTaskStore, type InBandError, type SeedTask, type TaskStore, type TaskStoreOptions } from './task-store.js';
 export { fixtures } from './fixtures.js';

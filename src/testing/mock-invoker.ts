@@ -1,4 +1,6 @@
 // A scripted invoker for tests: answers, failures, delays and hangs per tool, with a call log.
+import type { Tool, ToolInput, ToolOutput } from '../define/tool.js';
+import { implementationsFor, type ToolErrorResult, type ToolResultOf } from '../invokers/function.js';
 import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
 
 /** One scripted answer. */
@@ -12,6 +14,41 @@ export type MockFunction = (input: any, call: ToolCall) => unknown;
 
 /** What a tool answers: one answer, answers in order (the last repeats; functions allowed), or a function. */
 export type MockScript = Record<string, MockAnswer | (MockAnswer | MockFunction)[] | MockFunction>;
+
+/**
+ * One scripted answer of tool `T`: its output (or an in-band error result), a thrown error, or a hang.
+ *
+ * @example
+ * ```ts
+ * const answer: TypedMockAnswer<typeof listTasks> = { ok: { tasks: [] }, delayMs: 50 };
+ * ```
+ */
+export type TypedMockAnswer<T> =
+  | { ok: ToolOutput<T> | ToolErrorResult; delayMs?: number }
+  | { error: unknown; delayMs?: number }
+  | { hang: true };
+
+/**
+ * A scripted function of tool `T`: its input typed, returning its output (or a promise of it); throw to fail.
+ *
+ * @example
+ * ```ts
+ * const fn: TypedMockFunction<typeof listTasks> = ({ status }) => ({ tasks: status === 'completed' ? [] : [task] });
+ * ```
+ */
+export type TypedMockFunction<T> = (input: ToolInput<T>, call: ToolCall) => ToolResultOf<T>;
+
+/**
+ * A script typed by `Tools`: only their names, each answer typed by its tool's schemas.
+ *
+ * @example
+ * ```ts
+ * const script: TypedMockScript<[typeof listTasks]> = { list_tasks: [{ error: new Error('busy') }, { ok: { tasks: [] } }] };
+ * ```
+ */
+export type TypedMockScript<Tools extends readonly Tool[]> = {
+  [T in Tools[number] as T['name']]?: TypedMockAnswer<T> | TypedMockFunction<T> | (TypedMockAnswer<T> | TypedMockFunction<T>)[];
+};
 
 /** A call the mock received. */
 export interface MockCall {
@@ -48,7 +85,22 @@ function delay(ms: number): Promise<void> {
  * });
  * ```
  */
-export function createMockInvoker(script: MockScript): MockInvoker {
+export function createMockInvoker(script: MockScript): MockInvoker;
+/**
+ * Creates a scripted invoker typed by the tools: the script may only name those tools, and each
+ * answer (`ok` values, functions' inputs and returns) is typed by its tool's schemas.
+ *
+ * @example
+ * ```ts
+ * const invoker = createMockInvoker([listTasks, deleteTask], {
+ *   list_tasks: { ok: { tasks: [] } },
+ *   delete_task: (input) => ({ task_id: input.task_id, title: 'Milk', deleted: true }),
+ * });
+ * ```
+ */
+export function createMockInvoker<const Tools extends readonly Tool[]>(tools: Tools, script: NoInfer<TypedMockScript<Tools>>): MockInvoker;
+export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], typed?: object): MockInvoker {
+  const script = implementationsFor(scriptOrTools, typed, 'script') as MockScript;
   if (typeof script !== 'object' || script === null) throw new TypeError('Expected a script object { [tool]: answer }.');
   const calls: MockCall[] = [];
   const position = new Map<string, number>();
@@ -57,7 +109,7 @@ export function createMockInvoker(script: MockScript): MockInvoker {
     const entry: MockCall = { tool: call.tool, input: call.input, attempt: call.attempt, at: Date.now() };
     if (call.idempotencyKey !== undefined) entry.idempotencyKey = call.idempotencyKey;
     calls.push(entry);
-    const spec = script[call.tool];
+    const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined; // a tool named `toString` is not scripted by Object
     if (spec === undefined) throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
     if (typeof spec === 'function') return spec(call.input, call);
     let answer: MockAnswer | MockFunction;

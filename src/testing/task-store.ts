@@ -6,6 +6,7 @@ import type { Task } from '../tasks/tools.js';
 /** A seeded task. */
 export interface SeedTask {
   title: string;
+  description?: string;
   completed?: boolean;
   priority?: Task['priority'];
 }
@@ -60,7 +61,10 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   let clock = Date.UTC(2026, 0, 1);
   for (const [userId, list] of Object.entries(options.users ?? {})) {
     for (const t of list) {
-      seed.push({ task_id: randomUUID(), user_id: userId, title: t.title, completed: t.completed ?? false, priority: t.priority ?? 'medium', created_at: new Date((clock += 60_000)).toISOString() });
+      seed.push({
+        task_id: randomUUID(), user_id: userId, title: t.title, ...(t.description !== undefined && { description: t.description }),
+        completed: t.completed ?? false, priority: t.priority ?? 'medium', created_at: new Date((clock += 60_000)).toISOString(),
+      });
     }
   }
   const byId = new Map<string, Task>();
@@ -86,14 +90,18 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   };
   const isError = (v: Task | InBandError): v is InBandError => (v as InBandError).status === 'error';
 
-  const handlers: Record<string, (input: Input) => unknown> = {
+  // Looked up by the called tool's name: a Map, so `constructor` or `toString` is just an unknown tool.
+  const handlers = new Map<string, (input: Input) => unknown>(Object.entries({
     list_tasks: (input) => ({
       tasks: [...byId.values()]
         .filter((t) => t.user_id === input.user_id && (input.status === 'all' || input.status === undefined || (input.status === 'completed') === t.completed))
         .map((t) => ({ ...t })),
     }),
     add_task: (input) => {
-      const task: Task = { task_id: randomUUID(), user_id: input.user_id, title: input.title, completed: false, priority: input.priority ?? 'medium', created_at: new Date(now()).toISOString() };
+      const task: Task = {
+        task_id: randomUUID(), user_id: input.user_id, title: input.title, ...(input.description !== undefined && { description: input.description }),
+        completed: false, priority: input.priority ?? 'medium', created_at: new Date(now()).toISOString(),
+      };
       byId.set(task.task_id, task);
       return { task: { ...task } };
     },
@@ -102,6 +110,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
       if (isError(task)) return task;
       if (input.title !== undefined) task.title = input.title;
       if (input.priority !== undefined) task.priority = input.priority;
+      if (input.description !== undefined) task.description = input.description;
       if (input.completed !== undefined) task.completed = input.completed;
       return { task: { ...task } };
     },
@@ -117,7 +126,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
       byId.delete(task.task_id);
       return { task_id: task.task_id, title: task.title, deleted: true };
     },
-  };
+  }));
 
   const limited = (tool: string, userId: string): InBandError | undefined => {
     const rl = options.rateLimit;
@@ -131,7 +140,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   };
 
   const invoker: ToolInvoker = async (call: ToolCall) => {
-    const handler = handlers[call.tool];
+    const handler = handlers.get(call.tool);
     if (!handler) throw Object.assign(new Error(`The task store has no tool '${call.tool}'.`), { status: 404 });
     callCount[call.tool] = (callCount[call.tool] ?? 0) + 1;
     const queue = failures.get(call.tool);
@@ -150,7 +159,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
     tasks: (userId) => [...byId.values()].filter((t) => t.user_id === userId).map((t) => ({ ...t })),
     reset,
     failNext(tool, failure, times = 1) {
-      if (!handlers[tool]) throw new TypeError(`Unknown task tool '${tool}'.`);
+      if (!handlers.has(tool)) throw new TypeError(`Unknown task tool '${tool}'.`);
       if (!(Number.isInteger(times) && times > 0)) throw new TypeError('Expected `times` to be a positive integer.');
       const queue = failures.get(tool) ?? [];
       queue.push({ failure, times });

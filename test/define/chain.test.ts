@@ -29,7 +29,8 @@ describe('defineChain static validation', () => {
         { id: 'sum', compute: (s) => s.results.e2.value.length },
       ],
     });
-    expect(chain.plan.map((p) => p.deps)).toEqual([[], [], [0], [2], [0, 1, 2, 3]]);
+    // `sum` sees every earlier step: it waits for e1 and e2, and through them for c and pick.
+    expect(chain.plan.map((p) => p.deps)).toEqual([[], [], [0], [2], [1, 3]]);
     expect(chain.fingerprint).toMatch(/^[0-9a-f]{32}$/);
   });
 
@@ -98,5 +99,37 @@ describe('defineChain static validation', () => {
     const make = (prompt: string) => defineChain({ name: 'fp', input, context, steps: [{ id: 'a', tool: remove, input: { id: ref('context', 'userId') }, confirm: { prompt } }] });
     expect(make('Sure?').fingerprint).toBe(make('Sure?').fingerprint);
     expect(make('Sure?').fingerprint).not.toBe(make('Really sure?').fingerprint);
+  });
+});
+
+describe('definition messages say what to write instead', () => {
+  const messageAt = (spec: unknown, path: string): string => {
+    const issues = issuesOf(spec);
+    const hit = issues.find((i) => i.path === path);
+    expect(hit, `issues were: ${JSON.stringify(issues)}`).toBeDefined();
+    return hit!.message;
+  };
+
+  it('a missing ref path lists the fields that do exist', () => {
+    expect(messageAt({ name: 'x', input, steps: [{ id: 'a', tool: echo, input: { value: ref('input', 'txt') } }] }, 'steps[0].input.value'))
+      .toBe("path 'txt' does not exist in the chain input (fields: text, n).");
+    expect(messageAt({ name: 'x', input, steps: [ok, { id: 'a', tool: echo, input: { value: ref('c', 'items.0.nope') } }] }, 'steps[1].input.value'))
+      .toBe("path 'items.0.nope' does not exist in the output of step 'c' (tool count) (fields of items.0: id, label).");
+  });
+
+  it("a field read on an array suggests an index ('contacts.id' → 'contacts.0.id')", () => {
+    expect(messageAt({ name: 'x', input, steps: [ok, { id: 'a', tool: echo, input: { value: ref('c', 'items.label') } }] }, 'steps[1].input.value'))
+      .toBe("path 'items.label' does not exist in the output of step 'c' (tool count): 'items' is an array, so an index comes next; did you mean 'items.0.label'?");
+  });
+
+  it('a bad select.from does not hide the where errors', () => {
+    const where = { lable: { equals: 'x' }, label: { like: 'x' } };
+    for (const from of [ref('c'), ref('c', 'itemz'), ref('c', 'n')]) {
+      const issues = issuesOf({ name: 'x', input, steps: [ok, { id: 's', select: { from, where, expect: 'one' } }] });
+      const at = (path: string) => issues.filter((i) => i.path === path).map((i) => i.message).join(' | ');
+      expect(at('steps[1].select.from')).toMatch(/did you mean ref\('c', 'items'\)\?/);
+      expect(at('steps[1].select.where.lable')).toMatch(/'lable' is not a field of the selected items \(fields: id, label\)/);
+      expect(at('steps[1].select.where.label')).toMatch(/Expected one of equals, contains, in; got like/);
+    }
   });
 });

@@ -126,3 +126,62 @@ describe('tool tiers', () => {
     expect((await runner.toolsFor(registry, 'medium')).map((t) => t.name)).toEqual(['add_task', 'complete_task']);
   });
 });
+
+describe('guidance reaches the logger', () => {
+  const logger = () => {
+    const lines: { level: string; obj: Record<string, unknown>; msg?: string }[] = [];
+    const at = (level: string) => (obj: object, msg?: string) => { lines.push({ level, obj: obj as Record<string, unknown>, msg }); };
+    return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
+  };
+
+  it('logs fallback advice at warn with the run id and tool', async () => {
+    const { lines, logger: log } = logger();
+    const invoker = createMockInvoker({ search: { error: Object.assign(new Error('gone'), { status: 404 }) } });
+    const { defineTool } = await import('chainkit');
+    const search = defineTool({ name: 'search', description: 's', input: z.object({}), output: z.object({}), effect: 'read' });
+    const runner = createRunner({ invoker, tools: [search], logger: log, fallbacks: [{ tool: 'search', category: 'not_found', advice: 'List first.' }] });
+    await runner.invoke('search', {}, { sessionId: 'adv' });
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    const second = await runner.invoke('search', {}, { sessionId: 'adv' });
+    const warned = lines.filter((l) => l.level === 'warn');
+    expect(warned).toEqual([expect.objectContaining({ obj: expect.objectContaining({ runId: second.trace.runId, sessionId: 'adv', tool: 'search', category: 'not_found', advice: ['List first.'] }) })]);
+    expect(warned[0]!.msg).toContain('List first.');
+  });
+
+  it('logs a tier escalation at info', async () => {
+    const { lines, logger: log } = logger();
+    const store = createTaskStore({ users: fixtures.users });
+    const registry = createToolRegistry([...taskTools], { tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task'], complex: 'all' } });
+    const runner = createRunner({ invoker: store.invoker, registry, logger: log });
+    const r = await runner.invoke('add_task', { user_id: fixtures.alice, title: 'Escalate me' }, { tier: 'simple' });
+    expect(lines.filter((l) => l.level === 'info')).toEqual([expect.objectContaining({ obj: { runId: r.trace.runId, tool: 'add_task', from: 'simple', to: 'medium' } })]);
+  });
+});
+
+describe('tools named like Object.prototype members', () => {
+  it('are learned, estimated and suggested like any other tool', async () => {
+    const { defineTool } = await import('chainkit');
+    const make = (name: string) => defineTool({ name, description: name, input: z.object({}), output: z.object({}), effect: 'read' });
+    const invoker = createMockInvoker({ constructor: { ok: {} }, toString: { ok: {} } });
+    const runner = createRunner({ invoker, tools: [make('constructor'), make('toString')] });
+    for (let i = 0; i < 5; i++) {
+      await runner.invoke('constructor', {}, { sessionId: `o${i}` });
+      await runner.invoke('toString', {}, { sessionId: `o${i}` });
+    }
+    expect(runner.suggest('constructor').nextTools).toEqual([expect.objectContaining({ tool: 'toString', reason: expect.stringContaining('5 times') })]);
+    expect(runner.metrics.chainSummary().entryTools).toEqual({ constructor: 5 });
+    expect(runner.timing.estimate('toString').samples).toBe(5);
+    expect(Object.keys(runner.timing.export().tools).sort()).toEqual(['constructor', 'toString']);
+    expect(() => createTaskStore().failNext('constructor', { status: 'error', error: 'x' })).toThrow(TypeError);
+  });
+
+  it('round-trip through timing export/import, even as __proto__ in stored data', () => {
+    const runner = createRunner({ invoker: createMockInvoker({}) });
+    const data = JSON.parse('{"version":1,"tools":{"__proto__":[{"durationMs":5,"complexity":1}],"constructor":[{"durationMs":7,"complexity":1}]}}');
+    runner.timing.import(data);
+    expect(runner.timing.estimate('__proto__').estimatedDurationMs).toBe(5);
+    const out = runner.timing.export();
+    expect(Object.keys(out.tools).sort()).toEqual(['__proto__', 'constructor']);
+    expect(JSON.parse(JSON.stringify(out)).tools.constructor).toEqual([{ durationMs: 7, complexity: 1 }]);
+  });
+});

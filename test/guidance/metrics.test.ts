@@ -56,3 +56,34 @@ describe('MetricsCollector', () => {
     expect(summary.commonChains[0]).toEqual({ tools: ['a', 'b', 'c', 'd', 'a'], occurrences: 2500, avgSuccessRate: 1, avgTotalDurationMs: 35 });
   });
 });
+
+describe('common chains and own keys', () => {
+  // 5 sessions of a → b → c whose second move succeeds in `ok` of them.
+  const sessions = (m: MetricsCollector, ok: number, names = ['a', 'b', 'c']) => {
+    for (let s = 0; s < 5; s++) {
+      m.recordTransition(t(`s${s}`, names[0]!, names[1]!, true));
+      m.recordTransition(t(`s${s}`, names[1]!, names[2]!, s < ok));
+    }
+  };
+
+  it('lists a sequence only with an average success rate of at least 70 %', () => {
+    const low = new MetricsCollector();
+    sessions(low, 1); // one session at 1, four at 0.5: 0.6
+    expect(low.chainSummary().commonChains).toEqual([]);
+    const edge = new MetricsCollector();
+    sessions(edge, 2); // 0.7 exactly
+    expect(edge.chainSummary().commonChains).toEqual([expect.objectContaining({ tools: ['a', 'b', 'c'], occurrences: 5, avgSuccessRate: 0.7 })]);
+  });
+
+  it('counts tools named like Object.prototype members as any other tool', () => {
+    const m = new MetricsCollector();
+    sessions(m, 5, ['constructor', 'toString', 'valueOf']);
+    const summary = m.chainSummary();
+    expect(summary.entryTools).toEqual({ constructor: 5 });
+    expect(summary.terminalTools).toEqual({ valueOf: 5 });
+    expect(Object.keys(summary.transitions).sort()).toEqual(['constructor', 'toString']);
+    expect(summary.transitions.constructor!.toString).toEqual({ count: 5, successRate: 1, avgGapMs: 10 });
+    expect(summary.commonChains[0]!.tools).toEqual(['constructor', 'toString', 'valueOf']);
+    expect(Object.hasOwn(Object, 'toString')).toBe(false); // nothing written onto built-ins
+  });
+});

@@ -7,15 +7,47 @@ import { createRunner, defineTool, httpInvoker } from 'chainkit';
 // A real HTTP server on 127.0.0.1: the tool name picks the behaviour.
 let server: Server;
 let baseUrl: string;
-const seen: { url: string; headers: Record<string, unknown>; body: string }[] = [];
+const seen: { method: string; url: string; headers: Record<string, unknown>; body: string }[] = [];
+// A second origin (another port): a redirect there must never be followed.
+let other: Server;
+let otherUrl: string;
+const otherSeen: { method: string; headers: Record<string, unknown>; body: string }[] = [];
+/** Streams 64 KiB chunks until the client goes away: a body that is never read whole. */
+function endless(res: import('node:http').ServerResponse, status = 200): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  const chunk = Buffer.alloc(64 * 1024, 'a');
+  const pump = (): void => {
+    while (!res.destroyed && res.write(chunk));
+    if (!res.destroyed) res.once('drain', pump);
+  };
+  res.on('error', () => {});
+  pump();
+}
 beforeAll(async () => {
+  other = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      otherSeen.push({ method: req.method!, headers: req.headers, body });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"stolen":true}');
+    });
+  });
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}/api/tools/ok`;
   server = createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {
-      seen.push({ url: req.url!, headers: req.headers, body });
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
       const tool = req.url!.split('/').pop()!;
       const status = Number(/^s(\d{3})$/.exec(tool)?.[1] ?? 200);
+      const redirect = /^r(30\d)(cross)?$/.exec(tool);
+      if (redirect) return res.writeHead(Number(redirect[1]), { location: redirect[2] ? otherUrl : '/api/tools/ok' }).end('moved');
+      if (tool === 'loop') return res.writeHead(307, { location: './loop' }).end();
+      if (tool === 'huge') return endless(res);
+      if (tool === 'biglen') return res.writeHead(200, { 'content-type': 'application/json', 'content-length': 200 * 1024 * 1024 }).write('{"a":'); // then nothing
+      if (tool === 'big500') return endless(res, 500);
+      if (req.method !== 'POST') return res.writeHead(200, { 'content-type': 'application/json' }).end('{"method":"GET"}');
       if (tool === 'hang') return; // never answers
       if (tool === 'reset') return req.socket.destroy();
       if (tool === 'text') return res.writeHead(200, { 'content-type': 'text/plain' }).end('plain words');
@@ -29,12 +61,15 @@ beforeAll(async () => {
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/`;
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+  for (const s of [server, other]) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
 });
 
 const tool = (name: string, timeoutMs = 2000) => defineTool({ name, description: name, input: z.object({ q: z.string() }), output: z.unknown(), effect: 'write', timeoutMs, retry: false });
-const names = ['ok', 's400', 's401', 's403', 's404', 's429', 's500', 's503', 's504', 'text', 'hang', 'reset'];
+const names = ['ok', 's400', 's401', 's403', 's404', 's429', 's500', 's503', 's504', 'text', 'hang', 'reset',
+  'r301', 'r302', 'r303', 'r307', 'r308', 'r307cross', 'r308cross', 'r303cross', 'loop', 'huge', 'biglen', 'big500'];
 
 describe('httpInvoker against a real HTTP server', () => {
   const runner = () => createRunner({
@@ -89,5 +124,79 @@ describe('httpInvoker against a real HTTP server', () => {
 
   it('rejects a bad baseUrl', () => {
     expect(() => httpInvoker({ baseUrl: 'tools.internal' })).toThrow(/http\(s\) URL/);
+  });
+});
+
+describe('httpInvoker redirects: never to another origin, never a write turned into a GET', () => {
+  const runner = (options: Partial<Parameters<typeof httpInvoker>[0]> = {}) => createRunner({
+    invoker: httpInvoker({ baseUrl, headers: { 'x-api-key': 'key-123' }, ...options }),
+    tools: names.map((n) => tool(n)),
+  });
+
+  it.each(['r307cross', 'r308cross', 'r303cross'])('%s: refuses a redirect to another origin; the other origin sees nothing', async (name) => {
+    otherSeen.length = 0;
+    const r = await runner().invoke(name, { q: 'secret body' }, { idempotencyKey: 'k-cross' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'validation', code: 'redirect_refused', retryable: false, attempts: 1 });
+    expect(r.status === 'failed' && r.error.message).toMatch(/another origin/);
+    expect(otherSeen).toEqual([]);
+  });
+
+  it.each(['r301', 'r302', 'r303'])('%s: refuses to turn the POST into a GET, even on the same origin', async (name) => {
+    const before = seen.length;
+    const r = await runner().invoke(name, { q: 'x' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'validation', code: 'redirect_refused', retryable: false });
+    expect(seen.slice(before).map((s) => `${s.method} ${s.url}`)).toEqual([`POST /api/tools/${name}`]);
+  });
+
+  it.each(['r307', 'r308'])('%s on the same origin: follows it with the same method, body and headers', async (name) => {
+    const before = seen.length;
+    const r = await runner().invoke(name, { q: 'again' }, { idempotencyKey: 'k-same' });
+    expect(r.status === 'completed' && r.output).toEqual({ echo: { q: 'again' } });
+    const hops = seen.slice(before);
+    expect(hops.map((s) => `${s.method} ${s.url}`)).toEqual([`POST /api/tools/${name}`, 'POST /api/tools/ok']);
+    expect(hops[1]!.body).toBe('{"q":"again"}');
+    expect(hops[1]!.headers).toMatchObject({ 'idempotency-key': 'k-same', 'x-api-key': 'key-123' });
+  });
+
+  it('stops a redirect loop after 5 hops', async () => {
+    const before = seen.length;
+    const r = await runner().invoke('loop', { q: 'x' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ code: 'redirect_refused', message: expect.stringMatching(/more than 5 redirects/) });
+    expect(seen.length - before).toBe(6);
+  });
+});
+
+describe('httpInvoker response size: capped while streaming', () => {
+  const runner = (options: Partial<Parameters<typeof httpInvoker>[0]> = {}) => createRunner({
+    invoker: httpInvoker({ baseUrl, ...options }),
+    tools: names.map((n) => tool(n, 10_000)),
+  });
+
+  it('fails an endless body past the default 10 MiB cap instead of reading it whole', async () => {
+    const r = await runner().invoke('huge', { q: 'x' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'validation', code: 'response_too_large', retryable: false, attempts: 1 });
+    expect(r.status === 'failed' && r.error.message).toContain('10485760 bytes');
+  });
+
+  it('takes a configured cap', async () => {
+    const r = await runner({ maxBodyBytes: 100_000 }).invoke('huge', { q: 'x' });
+    expect(r.status === 'failed' && r.error.message).toContain('100000 bytes');
+    const small = await runner({ maxBodyBytes: 100_000 }).invoke('ok', { q: 'x' });
+    expect(small.status).toBe('completed');
+  });
+
+  it('refuses a declared Content-Length over the cap before reading anything', async () => {
+    const r = await runner().invoke('biglen', { q: 'x' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ code: 'response_too_large', message: expect.stringContaining('Content-Length 209715200') });
+  });
+
+  it('keeps the status of an error answer whose body is too large', async () => {
+    const r = await runner({ maxBodyBytes: 1000 }).invoke('big500', { q: 'x' });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'internal', code: 'http_500' });
+  });
+
+  it('refuses a bad maxBodyBytes', () => {
+    expect(() => httpInvoker({ baseUrl, maxBodyBytes: 0 })).toThrow(/maxBodyBytes/);
+    expect(() => httpInvoker({ baseUrl, maxBodyBytes: Infinity })).toThrow(/maxBodyBytes/);
   });
 });

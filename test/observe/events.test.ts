@@ -104,6 +104,18 @@ describe('traces and redaction', () => {
     expect(r.status === 'completed' && r.output).toMatchObject({ token: 'tok-123' });
   });
 
+  it('full traces hide credentials by key segment but keep look-alikes such as max_tokens and passenger', async () => {
+    const ask = defineTool({
+      name: 'ask', description: 'a', effect: 'read',
+      input: z.object({ max_tokens: z.number(), passenger: z.string(), privateKey: z.string(), session_token: z.string(), sessionId: z.string() }),
+      output: z.object({ tokens_used: z.number(), jwt: z.string(), dsn: z.string() }),
+    });
+    const chain = defineChain({ name: 'ask_chain', input: z.object({}), steps: [{ id: 'a', tool: ask, input: { max_tokens: 100, passenger: 'Ann', privateKey: 'pk-1', session_token: 'st-1', sessionId: 'conv-7' } }] });
+    const r = await createRunner({ invoker: createMockInvoker({ ask: { ok: { tokens_used: 42, jwt: 'eyJ.x.y', dsn: 'https://k@sentry.io/1' } } }), traceDetail: 'full' }).run(chain, {});
+    expect(r.trace.steps[0]!.input).toEqual({ max_tokens: 100, passenger: 'Ann', privateKey: '[REDACTED]', session_token: '[REDACTED]', sessionId: 'conv-7' });
+    expect(r.trace.steps[0]!.output).toEqual({ tokens_used: 42, jwt: '[REDACTED]', dsn: '[REDACTED]' });
+  });
+
   it('redact() handles cycles and leaves the original untouched', () => {
     const o: Record<string, unknown> = { a: 1, secret: 's' };
     o.self = o;

@@ -67,6 +67,59 @@ describe('circuit breaker', () => {
     expect(invoker.calls).toHaveLength(3);
   });
 
+  it("counts a remote 429 (the tool's own rate_limited failure)", async () => {
+    const invoker = createMockInvoker({ flaky: { error: http(429, 'slow down', { headers: { 'retry-after': '1' } }) } });
+    const runner = createRunner({ invoker, tools: [flaky] });
+    for (let i = 0; i < 5; i++) {
+      const r = await runner.invoke('flaky', {});
+      expect(r.status === 'failed' && r.error.category).toBe('rate_limited');
+    }
+    const fast = await runner.invoke('flaky', {});
+    expect(fast.status === 'failed' && fast.error.category).toBe('circuit_open');
+    expect(invoker.calls).toHaveLength(5);
+  });
+
+  it("neither counts nor resets on chainkit's own limiter refusals", async () => {
+    let release: (v: unknown) => void = () => {};
+    const limited = defineTool({
+      name: 'limited', description: 'l', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      rateLimit: { limit: 100, intervalMs: 1000, per: 'global', maxConcurrent: 1, maxQueue: 0 },
+    });
+    const down = { error: http(503) };
+    const invoker = createMockInvoker({ limited: [down, down, down, down, () => new Promise((res) => { release = res; })] });
+    const runner = createRunner({ invoker, tools: [limited], breaker: { threshold: 5, openMs: 1000 } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    for (let i = 0; i < 4; i++) await runner.invoke('limited', {});
+    const fifth = runner.invoke('limited', {});
+    await vi.advanceTimersByTimeAsync(0);
+    const refused = await runner.invoke('limited', {}); // the slot is taken and no call may wait
+    expect(refused.status === 'failed' && refused.error.category).toBe('queue_full');
+    release({ status: 'error', error: 'service_unavailable' });
+    expect((await fifth).status).toBe('failed');
+    expect(changes).toEqual(['open']); // five real failures in a row: the refusal between them did not reset the count
+  });
+
+  it('gives back a probe that the limiter refused, without closing or reopening the breaker', async () => {
+    const perUser = defineTool({
+      name: 'per_user', description: 'p', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      rateLimit: { limit: 1, intervalMs: 60_000, per: 'user' },
+    });
+    const invoker = createMockInvoker({ per_user: [{ error: http(503) }, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, tools: [perUser], breaker: { threshold: 1, openMs: 1000 } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    const call = (userId: string) => runner.invoke('per_user', {}, { context: { userId }, timeoutMs: 5000 });
+    expect((await call('alice')).status).toBe('failed'); // uses alice's slot of this window, opens the breaker
+    await vi.advanceTimersByTimeAsync(1000);
+    const refused = await call('alice'); // the probe: refused by alice's own limit, it never reached the tool
+    expect(refused.status === 'failed' && refused.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_wait' });
+    expect(changes).toEqual(['open']); // says nothing about the tool: not closed, not reopened
+    expect((await call('bob')).status).toBe('completed'); // the next call probes, and closes it
+    expect(changes).toEqual(['open', 'closed']);
+    expect(invoker.calls).toHaveLength(2);
+  });
+
   it('rejects bad breaker and retry options', () => {
     expect(() => createRunner({ invoker: async () => ({}), breaker: { threshold: 0, openMs: -1 } })).toThrow(/threshold[\s\S]*openMs/);
     expect(() => createRunner({ invoker: async () => ({}), retry: { internal: { retries: -1, minDelayMs: 0, factor: 0.5, maxDelayMs: 0 }, nonsense: { retries: 1 } } as never }))

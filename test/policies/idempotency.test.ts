@@ -21,8 +21,8 @@ describe('idempotency', () => {
     expect(again.trace.steps[0]!.status).toBe('cached');
     expect(store.callCount.add_task).toBe(1);
     expect(store.tasks(fixtures.alice).filter((t) => t.title === 'Pay rent')).toHaveLength(1);
-    await runner.run(add, { title: 'Pay rent' }, { ...alice, runId: 'req-43' });
-    expect(store.callCount.add_task).toBe(2); // another request is another write
+    await runner.run(add, { title: 'Pay the rent' }, { ...alice, runId: 'req-43' });
+    expect(store.callCount.add_task).toBe(2); // another request is another write (add_task also dedupes identical tasks)
   });
 
   it('findAndDelete run twice concurrently with the same runId deletes once', async () => {
@@ -61,5 +61,39 @@ describe('idempotency', () => {
     await vi.advanceTimersByTimeAsync(10);
     const r = await second;
     expect(r.status === 'completed' && r.output).toEqual({ v: 2 });
+  });
+
+  it('a duplicate waiting for the call in flight ends at its own deadline, or at once on cancel, and leaves no timer', async () => {
+    vi.useFakeTimers();
+    const slow = defineTool({ name: 'slow_write', description: 'w', input: z.object({}), output: z.object({ v: z.number() }), timeoutMs: 30_000 });
+    let finish: (v: { v: number }) => void = () => {};
+    const invoker = createMockInvoker({ slow_write: () => new Promise((r) => { finish = r; }) });
+    const runner = createRunner({ invoker, tools: [slow] });
+    const first = runner.invoke('slow_write', {}, { idempotencyKey: 'same', timeoutMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(0);
+    const timers = vi.getTimerCount();
+    const waiting = runner.invoke('slow_write', {}, { idempotencyKey: 'same', timeoutMs: 1000 });
+    let settled: Awaited<typeof waiting> | undefined;
+    void waiting.then((r) => (settled = r));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(settled).toBeUndefined();
+    await vi.advanceTimersByTimeAsync(1);
+    expect(settled?.status === 'failed' && settled.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
+    expect(vi.getTimerCount()).toBe(timers); // the waiter left nothing behind
+
+    const controller = new AbortController();
+    const cancelled = runner.invoke('slow_write', {}, { idempotencyKey: 'same', timeoutMs: 60_000, signal: controller.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    controller.abort();
+    await vi.advanceTimersByTimeAsync(0);
+    const c = await cancelled;
+    expect(c.status === 'failed' && c.error.category).toBe('cancelled');
+    expect(vi.getTimerCount()).toBe(timers);
+
+    finish({ v: 1 }); // the call in flight is unaffected by its waiters giving up
+    const r = await first;
+    expect(r.status === 'completed' && r.output).toEqual({ v: 1 });
+    expect(invoker.calls).toHaveLength(1);
+    await runner.close();
   });
 });

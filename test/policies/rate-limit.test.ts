@@ -92,3 +92,90 @@ describe('rate limits', () => {
     expect(store.size()).toBe(1);
   });
 });
+
+describe('one user never blocks another (memory store)', () => {
+  beforeEach(() => { vi.useFakeTimers(); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  const tool = (name: string, rateLimit: Parameters<typeof defineTool>[0]['rateLimit']) => defineTool({
+    name, description: 'd', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', rateLimit,
+  });
+
+  /** What `p` settled with once pending timers of this instant ran, or 'pending'. */
+  const settledNow = async <T>(p: Promise<T>): Promise<T | 'pending'> => {
+    let out: T | 'pending' = 'pending';
+    void p.then((v) => { out = v; });
+    await vi.advanceTimersByTimeAsync(0);
+    return out;
+  };
+
+  it('refuses a user past the limit fast, does not count a wait that ran into the deadline, and another user still completes', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => { release = r; });
+    const invoker = async (c: ToolCall) => {
+      if ((c.input as { i: number }).i === 0) await held; // alice's first call holds her only concurrent slot
+      return c.input;
+    };
+    const runner = createRunner({ invoker, tools: [tool('per_user', { limit: 2, intervalMs: 60_000, per: 'user', maxConcurrent: 1 })] });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    const call = (userId: string, i: number, timeoutMs = 1000) => runner.invoke('per_user', { i }, { context: { userId }, timeoutMs });
+    const first = call('alice', 0, 120_000);
+    await vi.advanceTimersByTimeAsync(0);
+    // Blocked by concurrency (the wait cannot be computed): these wait, and the deadline comes while they are queued.
+    const queued = [1, 2, 3, 4, 5].map((i) => call('alice', i));
+    await vi.advanceTimersByTimeAsync(1000);
+    expect((await Promise.all(queued)).map((r) => r.status)).toEqual(Array(5).fill('failed'));
+    expect(changes).toEqual([]); // five deadlines while queued: not the tool's failures
+    release();
+    expect(await settledNow(first)).toMatchObject({ status: 'completed' });
+    expect(await settledNow(call('alice', 6))).toMatchObject({ status: 'completed' }); // her second slot of this window
+    for (let i = 0; i < 10; i++) {
+      // The window is used up: the next slot comes after the deadline, so the call is refused at once.
+      const r = await settledNow(call('alice', 10 + i));
+      expect(r !== 'pending' && r.status === 'failed' && r.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_wait', attempts: 1 });
+    }
+    expect(changes).toEqual([]);
+    expect(await settledNow(call('bob', 0))).toMatchObject({ status: 'completed' });
+    await runner.close();
+  });
+
+  it('gives every limiter a default maxQueue of 50 waiting calls', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => { release = r; });
+    const invoker = async (c: ToolCall) => {
+      if ((c.input as { i: number }).i === 0) await held;
+      return c.input;
+    };
+    const runner = createRunner({ invoker, tools: [tool('busy', { limit: 1000, intervalMs: 1000, per: 'global', maxConcurrent: 1 })] });
+    const calls = Array.from({ length: 51 }, (_, i) => runner.invoke('busy', { i }, { timeoutMs: 60_000 }));
+    await vi.advanceTimersByTimeAsync(0);
+    const last = await settledNow(runner.invoke('busy', { i: 51 }, { timeoutMs: 60_000 }));
+    expect(last !== 'pending' && last.status === 'failed' && last.error).toMatchObject({ category: 'queue_full', code: 'queue_full', message: expect.stringContaining('maxQueue 50') });
+    release();
+    await vi.advanceTimersByTimeAsync(0);
+    expect((await Promise.all(calls)).every((r) => r.status === 'completed')).toBe(true);
+    await runner.close();
+  });
+
+  it('keeps at most 10,000 per-user limiters, evicting the oldest idle ones, never one in use; user ids such as __proto__ are ordinary users', () => {
+    let t = 0;
+    const store = memoryLimiterStore(() => t);
+    const spec = { limit: 1, intervalMs: 60_000, per: 'user' as const };
+    const scope = new AbortScope();
+    const take = (user: string) => store.limiter('chainkit:tool', spec, user).acquire(scope, 1000);
+    const heldLimiter = store.limiter('chainkit:tool', spec, 'held');
+    const held = take('held');
+    expect(typeof held).toBe('function');
+    for (const user of ['__proto__', 'constructor', 'toString']) (take(user) as () => void)(); // one slot each
+    expect(take('__proto__')).toMatchObject({ refused: 'wait' }); // its own window, used up
+    for (let u = 0; u < 25_000; u++) {
+      t++;
+      (take(`user-${u}`) as () => void)();
+    }
+    expect(store.size()).toBeLessThanOrEqual(10_000);
+    expect(store.limiter('chainkit:tool', spec, 'held')).toBe(heldLimiter);
+    expect(store.limiter('chainkit:tool', spec, 'user-24999').acquire(scope, 1000)).toMatchObject({ refused: 'wait' }); // the newest are kept
+    (held as () => void)();
+  });
+});

@@ -115,7 +115,7 @@ describe('chainkit/redis across processes', () => {
     expect(slots.every((s) => typeof s === 'function')).toBe(true); // one slot each: the users do not share a limit
     for (const release of slots) (release as () => void)();
     const keys = await redis.keys(`b_${prefix}:users:*_settings`);
-    expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual(['chainkit:limited-org:1_settings', 'chainkit:limited-org:2_settings']);
+    expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual(['chainkit:limited:org:1_settings', 'chainkit:limited:org:2_settings']);
     await store.close!();
   });
 

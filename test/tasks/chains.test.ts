@@ -21,11 +21,12 @@ describe('built-in task chains on the in-memory store', () => {
     expect(r.status === 'failed' && (r.error.candidates as { title: string }[]).map((c) => c.title)).toEqual(['Buy groceries', 'Buy milk']);
   });
 
-  it('findAndComplete completes a pending task and not a done one', async () => {
+  it('findAndComplete completes a pending task, and says a done one was already completed', async () => {
     const r = await runner.run(findAndComplete, { match: 'milk' }, alice);
-    expect(r.status === 'completed' && r.output).toMatchObject({ title: 'Buy milk', completed: true });
+    expect(r.status === 'completed' && r.output).toMatchObject({ title: 'Buy milk', completed: true, already_completed: false });
     const again = await runner.run(findAndComplete, { match: 'milk' }, alice);
-    expect(again.status === 'failed' && again.error.category).toBe('not_found');
+    expect(again.status === 'completed' && again.output).toMatchObject({ title: 'Buy milk', completed: true, already_completed: true });
+    expect(store.callCount.complete_task).toBe(1);
   });
 
   it('findAndDelete needs confirmation and deletes once', async () => {

@@ -1,0 +1,276 @@
+// The builder form of a chain: each call adds one step and returns a builder whose type carries it
+// (tRPC's procedure builder is the model), so every ref, mapping and option is checked where it is
+// written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
+import type { z } from 'zod';
+import { defineChain, type Chain, type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './chain.js';
+import type { ContextInputOf, ContextOf, ElementOf, MappingOf, PathOf, SelectResult, ValueAt, WhereOf } from './infer.js';
+import { ref, type Ref, type Scope } from './ref.js';
+import type { Tool, ToolOutput } from './tool.js';
+
+/**
+ * What {@link chain} takes: everything of a chain spec but its name, steps and output.
+ *
+ * @example
+ * ```ts
+ * chain('rename', { input: z.object({ match: z.string() }), context: z.object({ userId: z.string() }), timeoutMs: 7000 });
+ * ```
+ */
+export interface ChainOptions<IS extends z.ZodType, CS extends z.ZodType | undefined = undefined> {
+  input: IS;
+  /** The trusted context (authenticated user, tenant): never from the model. */
+  context?: CS;
+  version?: string;
+  description?: string;
+  keywords?: string[];
+  useCases?: string[];
+  /** Whole-chain deadline in ms (default 60 000). */
+  timeoutMs?: number;
+  /** Checked before any step runs, so they see no results. */
+  preconditions?: Precondition<Scope<z.output<IS>, ContextOf<CS>, {}>>[];
+}
+
+/**
+ * What a builder's `ref` can read: the chain input, the context (when declared) and the results so far.
+ *
+ * @example
+ * ```ts
+ * type S = RefSources<typeof input, undefined, { find: { tasks: Task[] } }>; // { input: …; find: { tasks: Task[] } }
+ * ```
+ */
+export type RefSources<IS extends z.ZodType, CS, R> = { input: z.output<IS> } & (CS extends z.ZodType ? { context: z.output<CS> } : unknown) & R;
+
+/**
+ * The `ref` handed to builder callbacks: `source` is `'input'`, `'context'` or an earlier step id,
+ * `path` a dot path that exists in that source's type (numeric indices for arrays); the ref's
+ * value type is the type at that path.
+ *
+ * @example
+ * ```ts
+ * chain('c', { input }).tool('find', listTasks, (ref) => ({ user_id: ref('input', 'userId') }));
+ * ```
+ */
+export type TypedRef<Src> = <S extends keyof Src & string, P extends PathOf<Src[S]> | '' = ''>(source: S, path?: P) => Ref<ValueAt<Src[S], P>, S, P>;
+
+/**
+ * Options of a builder step: the declarative step options, with the scope typed. `compensate`
+ * runs after the step, so it also sees the step's own result.
+ *
+ * @example
+ * ```ts
+ * .tool('delete', deleteTask, (ref) => ({ user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') }), {
+ *   confirm: { prompt: (s) => `Delete '${s.results.target.title}'?` },
+ * })
+ * ```
+ */
+export interface StepOptions<S, SAfter = S> extends Omit<StepCommon<S>, 'id' | 'compensate'> {
+  /** Undo this step if a later step fails. */
+  compensate?: StepCommon<SAfter>['compensate'];
+}
+
+/**
+ * Options of a builder compute step: the step options and an `output` schema its value is checked against.
+ *
+ * @example
+ * ```ts
+ * .compute('total', (s) => s.results.find.tasks.length, { output: z.number().int() })
+ * ```
+ */
+export interface ComputeOptions<S> extends StepOptions<S> {
+  /** Checks (and parses) the computed value; the step's result then has the schema's type. */
+  output?: z.ZodType;
+}
+
+/**
+ * What a builder select step's callback returns: an item of `from` is picked by `where`.
+ *
+ * @example
+ * ```ts
+ * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+ * ```
+ */
+export interface SelectSpec<F, E, S> {
+  /** A ref to an array. */
+  from: F;
+  /**
+   * Field matchers (checked against the items' fields), or a predicate over each item. TypeScript
+   * cannot infer a predicate's `item` from `from` in the same object: annotate it (`(item: Task) =>`),
+   * and the annotation is checked against the items.
+   */
+  where?: WhereOf<ElementOf<RefValue<F>>> | ((item: ElementOf<RefValue<F>>, scope: S) => boolean);
+  /** `'one'` fails with `ambiguous` when several match; `'first'` takes the first; `'all'` keeps every match. */
+  expect: E;
+}
+
+/** The value type of a ref. */
+type RefValue<F> = F extends Ref<infer T, string, string> ? T : unknown;
+/** A new step id, or a readable error: not reserved, not used before. */
+type NewId<Id extends string, R> = Id extends 'input' | 'context' ? `'${Id}' is reserved for ref sources` : Id extends keyof R ? `step id '${Id}' is already used` : Id;
+/** A step with `when` may be skipped, leaving no result. */
+type Skippable<O, V> = O extends { when: unknown } ? V | undefined : V;
+/** The last result after adding a step: a skipped last step leaves the one before. */
+type NextLast<O, V, L> = O extends { when: unknown } ? V | L : V;
+
+/**
+ * A chain under construction (from {@link chain}). `R` holds the results of the steps added so far
+ * by id, `L` the last step's result. Each method returns a new builder; `.output(...)` or
+ * `.build()` makes the {@link Chain}.
+ *
+ * @example
+ * ```ts
+ * const c = chain('weather', { input: z.object({ city: z.string() }) })
+ *   .tool('w', getWeather, (ref) => ({ city: ref('input', 'city') }))
+ *   .build();
+ * ```
+ */
+export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undefined, R, L> {
+  /**
+   * Adds a tool step. `input` receives a typed `ref` and returns the tool's input: each field a
+   * literal of its type or a ref to a value of its type.
+   *
+   * @example
+   * ```ts
+   * .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
+   * ```
+   */
+  tool<Id extends string, T extends Tool, const M extends MappingOf<ToolIn<T>>, O extends StepOptions<Scope<z.output<IS>, ContextOf<CS>, R>, Scope<z.output<IS>, ContextOf<CS>, R & { [K in Id]: ToolOutput<T> }>>>(
+    id: NewId<Id, R>,
+    tool: T,
+    input: (ref: TypedRef<RefSources<IS, CS, R>>) => M & NoExtra<M, ToolIn<T>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, ToolOutput<T>> }, NextLast<O, ToolOutput<T>, L>>;
+
+  /**
+   * Adds a select step: picks items of an earlier array. Its result is the item (`'one'`,
+   * `'first'`) or an array of items (`'all'`).
+   *
+   * @example
+   * ```ts
+   * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+   * ```
+   */
+  select<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, E extends 'one' | 'first' | 'all', O extends StepOptions<Scope<z.output<IS>, ContextOf<CS>, R>>>(
+    id: NewId<Id, R>,
+    select: (ref: TypedRef<RefSources<IS, CS, R>>) => SelectSpec<F, E, Scope<z.output<IS>, ContextOf<CS>, R>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, SelectResult<RefValue<F>, E>> }, NextLast<O, SelectResult<RefValue<F>, E>, L>>;
+
+  /**
+   * Adds a compute step: a pure local function of the scope. Its result is the (awaited) return,
+   * or the type of `options.output` when given.
+   *
+   * @example
+   * ```ts
+   * .compute('count', (s) => s.results.find.tasks.length)
+   * ```
+   */
+  compute<Id extends string, V, O extends ComputeOptions<Scope<z.output<IS>, ContextOf<CS>, R>>>(
+    id: NewId<Id, R>,
+    compute: (scope: Scope<z.output<IS>, ContextOf<CS>, R>) => V,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, Computed<O, V>> }, NextLast<O, Computed<O, V>, L>>;
+
+  /**
+   * Finishes the chain with an output built from the typed results.
+   *
+   * @example
+   * ```ts
+   * .output((s) => ({ celsius: s.results.w.celsius }))
+   * ```
+   */
+  output<O>(output: (scope: Scope<z.output<IS>, ContextOf<CS>, R>) => O): Chain<z.output<IS>, ContextOf<CS>, O, z.input<IS>, ContextInputOf<CS>>;
+
+  /**
+   * Finishes the chain; its output is the last step's result.
+   *
+   * @example
+   * ```ts
+   * const c = chain('one', { input }).tool('w', getWeather, (ref) => ({ city: ref('input', 'city') })).build();
+   * ```
+   */
+  build(): Chain<z.output<IS>, ContextOf<CS>, L, z.input<IS>, ContextInputOf<CS>>;
+}
+
+/** What a tool's input schema accepts. */
+type ToolIn<T> = T extends Tool<any, any, any, infer In> ? In : never;
+/**
+ * Fields of a mapping that the target does not have, as `never` (nested objects too): excess
+ * property checks do not reach a callback's returned object literal, so this does their job.
+ */
+type NoExtra<M, In> = { [K in keyof M]: K extends keyof NonNullable<In> ? (M[K] extends Ref<any, string, string> | readonly unknown[] | Leaf ? unknown : NoExtra<M[K], NonNullable<In>[K]>) : never };
+type Leaf = string | number | boolean | bigint | symbol | null | undefined | Date | ((...args: never[]) => unknown);
+
+/** A compute step's result: its `output` schema's type, else the awaited return. */
+type Computed<O, V> = O extends { output: infer S extends z.ZodType } ? z.output<S> : Awaited<V>;
+
+const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute'] as const;
+
+/** Step options as given; a JavaScript caller's stray step key would silently replace the step's own. */
+function optionsOf(options: unknown, id: unknown): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null) throw new TypeError(`Expected the options of step ${JSON.stringify(id)} to be an object.`);
+  const clash = STEP_KEYS.find((k) => Object.hasOwn(options, k));
+  if (clash) throw new TypeError(`Step ${JSON.stringify(id)}: \`${clash}\` is not a step option; it is the builder method's own argument.`);
+  return options as Record<string, unknown>;
+}
+
+/** Runs at definition time only: the steps it assembles are the declarative ones. */
+class Builder {
+  constructor(
+    private readonly name: string,
+    private readonly options: ChainOptions<z.ZodType, z.ZodType | undefined>,
+    private readonly steps: readonly Step[],
+  ) {}
+
+  private add(step: Step): Builder {
+    return new Builder(this.name, this.options, [...this.steps, step]);
+  }
+
+  tool(id: string, tool: Tool, input: unknown, options?: unknown): Builder {
+    // Key order as a declarative step is usually written ({ id, tool, input, ...options }): same fingerprint.
+    const mapping = typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : (input as InputMapping);
+    return this.add({ id, tool, input: mapping, ...optionsOf(options, id) } as Step);
+  }
+
+  select(id: string, select: unknown, options?: unknown): Builder {
+    const spec = typeof select === 'function' ? (select as (r: typeof ref) => unknown)(ref) : select;
+    return this.add({ id, select: spec, ...optionsOf(options, id) } as Step);
+  }
+
+  compute(id: string, compute: ComputeStep['compute'], options?: unknown): Builder {
+    return this.add({ id, compute, ...optionsOf(options, id) } as Step);
+  }
+
+  output(output: (scope: Scope) => unknown): Chain {
+    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<z.ZodType, z.ZodType | undefined, unknown>);
+  }
+
+  build(): Chain {
+    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<z.ZodType, z.ZodType | undefined, unknown>);
+  }
+}
+
+/**
+ * Starts a chain in the builder form: `.tool`, `.select` and `.compute` add steps, `.output` or
+ * `.build` finishes it. Every `ref` is checked where it is written (its source must be `'input'`,
+ * `'context'` or an earlier step, its path must exist), every mapping against the tool's input,
+ * and step options see the results so far. The chain made is the one {@link defineChain} makes
+ * from the same steps (same validation, same fingerprint).
+ *
+ * @example
+ * ```ts
+ * const findAndDelete = chain('find_and_delete', {
+ *   input: z.object({ match: z.string().min(1) }),
+ *   context: z.object({ userId: z.string().uuid() }),
+ * })
+ *   .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
+ *   .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+ *   .tool('delete', deleteTask, (ref) => ({ user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') }), {
+ *     confirm: { prompt: (s) => `Delete '${s.results.target.title}'?` },
+ *   })
+ *   .output((s) => ({ deleted: s.results.delete.deleted, title: s.results.target.title }));
+ * ```
+ */
+export function chain<IS extends z.ZodType, CS extends z.ZodType | undefined = undefined>(name: string, options: ChainOptions<IS, CS>): ChainBuilder<IS, CS, {}, undefined> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected chain options { input, context?, … } after the name.');
+  return new Builder(name, options, []) as unknown as ChainBuilder<IS, CS, {}, undefined>;
+}

@@ -1,0 +1,88 @@
+// A write whose outcome is unknown (timed out, connection dropped mid-call) is never retried blindly (API.md §6).
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, type ToolCall, type ToolEffect } from 'chainkit';
+import { createMockInvoker, type MockAnswer, type MockFunction } from 'chainkit/testing';
+import { http } from '../helpers.js';
+
+const tool = (effect: ToolEffect, idempotent = false) =>
+  defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect, idempotent, timeoutMs: 1000 });
+const chainOf = (t: ReturnType<typeof tool>) => defineChain({ name: 'act_once', input: z.object({}), steps: [{ id: 'act', tool: t, input: {}, confirm: false }], timeoutMs: 60_000 });
+/** A tool that never answers and ignores its abort signal: attempt 1 is still "running" when a retry would start. */
+const deaf: MockFunction = () => new Promise(() => {});
+const reset = (): Error => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+
+async function runOnce(effect: ToolEffect, answers: (MockAnswer | MockFunction)[], idempotent = false) {
+  const invoker = createMockInvoker({ act: answers });
+  const runner = createRunner({ invoker, random: () => 0 });
+  const done = runner.run(chainOf(tool(effect, idempotent)), {});
+  await vi.advanceTimersByTimeAsync(10_000);
+  const r = await done;
+  await runner.close();
+  return { r, invoker };
+}
+
+describe('no blind retry of a write', () => {
+  beforeEach(() => { vi.useFakeTimers(); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  it.each(['write', 'destructive'] as const)('a %s tool that outlives its timeout, ignoring its signal, is called exactly once', async (effect) => {
+    const { r, invoker } = await runOnce(effect, [deaf, { ok: { ok: true } }]);
+    expect(invoker.calls).toHaveLength(1);
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', attempts: 1, retryable: false, step: 'act', tool: 'act' });
+    if (r.status !== 'failed') return;
+    expect(r.error.message).toMatch(/outcome is unknown/);
+    expect(r.error.userMessage).toMatch(/not known whether/);
+    expect(r.error.suggestions.join(' ')).toMatch(/[Cc]heck whether/);
+    expect(r.error.suggestions.join(' ')).not.toMatch(/^Try again/);
+  });
+
+  it('an idempotent destructive tool is retried once, with the doubled timeout and the same idempotency key', async () => {
+    const { r, invoker } = await runOnce('destructive', [deaf, { ok: { ok: true } }], true);
+    expect(r.status === 'completed' && r.output).toEqual({ ok: true });
+    expect(invoker.calls.map((c) => c.attempt)).toEqual([1, 2]);
+    expect(invoker.calls[0]!.idempotencyKey).toBeDefined();
+    expect(invoker.calls[1]!.idempotencyKey).toBe(invoker.calls[0]!.idempotencyKey);
+  });
+
+  it('a read keeps the retry table: a timeout is retried once', async () => {
+    const { r, invoker } = await runOnce('read', [deaf, { ok: { ok: true } }]);
+    expect(r.status).toBe('completed');
+    expect(invoker.calls).toHaveLength(2);
+  });
+
+  it('a gateway timeout (504) of a write is not retried either', async () => {
+    const { r, invoker } = await runOnce('write', [{ error: http(504) }, { ok: { ok: true } }]);
+    expect(invoker.calls).toHaveLength(1);
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'http_504', retryable: false });
+  });
+
+  it('a connection reset during a write is not retried; a refused connection (nothing sent) is', async () => {
+    const dropped = await runOnce('write', [{ error: reset() }, { ok: { ok: true } }]);
+    expect(dropped.invoker.calls).toHaveLength(1);
+    expect(dropped.r.status === 'failed' && dropped.r.error).toMatchObject({ category: 'network', code: 'ECONNRESET', retryable: false });
+
+    const refused = await runOnce('write', [{ error: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) }, { ok: { ok: true } }]);
+    expect(refused.r.status).toBe('completed');
+    expect(refused.invoker.calls).toHaveLength(2);
+
+    const idempotent = await runOnce('write', [{ error: reset() }, { ok: { ok: true } }], true);
+    expect(idempotent.r.status).toBe('completed');
+    expect(idempotent.invoker.calls).toHaveLength(2);
+
+    const read = await runOnce('read', [{ error: reset() }, { ok: { ok: true } }]);
+    expect(read.r.status).toBe('completed');
+  });
+
+  it('holds for runner.invoke too', async () => {
+    const seen: ToolCall[] = [];
+    const invoker = createMockInvoker({ act: (_: unknown, call: ToolCall) => { seen.push(call); return new Promise(() => {}); } });
+    const runner = createRunner({ invoker, tools: [tool('destructive')] });
+    const done = runner.invoke('act', {});
+    await vi.advanceTimersByTimeAsync(40_000);
+    const r = await done;
+    expect(seen).toHaveLength(1);
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false, attempts: 1 });
+    await runner.close();
+  });
+});

@@ -1,0 +1,90 @@
+// Waiting on another process's in-flight idempotent call, on real Redis: bounded by the deadline, stopped by close().
+import Redis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineTool } from 'chainkit';
+import { createMockInvoker } from 'chainkit/testing';
+import { redisStores } from 'chainkit/redis';
+
+// Real Redis on 127.0.0.1:6379; every key lives under this run's prefix.
+const prefix = `chainkit-test-idem:${process.pid}:${Date.now()}`;
+let redis: Redis; // the stores' connection
+let other: Redis; // "another process": claims keys
+let monitor: Redis; // MONITOR: every command the stores send
+const sent: string[][] = [];
+
+beforeAll(async () => {
+  redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+  other = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await Promise.all([redis.connect(), other.connect()]);
+  monitor = await other.duplicate().monitor();
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    if (args.some((a) => a.startsWith(prefix))) sent.push(args);
+  });
+});
+afterAll(async () => {
+  monitor.disconnect();
+  const keys = await other.keys(`${prefix}*`);
+  if (keys.length) await other.del(...keys);
+  redis.disconnect();
+  other.disconnect();
+});
+
+const write = defineTool({ name: 'pay', description: 'pay', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5000 });
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const polls = (key: string) => sent.filter((a) => a[0]?.toLowerCase() === 'get' && a[1] === `${prefix}:idem:${key}`).length;
+/** Claims `key` as in flight, as another process mid-call would. */
+const claimElsewhere = (key: string) => other.set(`${prefix}:idem:${key}`, '{"s":"p"}', 'PX', 60_000);
+
+describe('redis idempotency: waiting for a call in flight elsewhere', () => {
+  it('ends at the call deadline with deadline_exceeded, not after pendingWaitMs, and stops polling', async () => {
+    await claimElsewhere('k1');
+    const invoker = createMockInvoker({ pay: { ok: { ok: true } } });
+    const runner = createRunner({ invoker, tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }) });
+    const r = await runner.invoke('pay', {}, { idempotencyKey: 'k1', timeoutMs: 60 });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
+    expect(invoker.calls).toHaveLength(0);
+    expect(polls('k1')).toBeLessThanOrEqual(8); // ~60 ms / 10 ms, never 3000 / 10
+    await pause(50);
+    const after = polls('k1');
+    await pause(50);
+    expect(polls('k1')).toBe(after); // nothing polls on behalf of a call that is over
+    await runner.close();
+  });
+
+  it('sends no Redis command after runner.close()', async () => {
+    await claimElsewhere('k2');
+    const runner = createRunner({ invoker: createMockInvoker({ pay: { ok: { ok: true } } }), tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }) });
+    const pending = runner.invoke('pay', {}, { idempotencyKey: 'k2', timeoutMs: 10_000 });
+    while (polls('k2') < 2) await pause(10);
+    await runner.close();
+    const r = await pending;
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'cancelled', code: 'runner_closed' });
+    await pause(30); // a GET already on the wire may still show up in MONITOR
+    const count = sent.length;
+    await pause(60);
+    expect(sent.slice(count)).toEqual([]);
+  });
+
+  it('a duplicate that outlives pendingWaitMs before its deadline fails with conflict', async () => {
+    await claimElsewhere('k3');
+    const runner = createRunner({ invoker: createMockInvoker({ pay: { ok: { ok: true } } }), tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 40 }) });
+    const r = await runner.invoke('pay', {}, { idempotencyKey: 'k3', timeoutMs: 10_000 });
+    expect(r.status === 'failed' && r.error.category).toBe('conflict');
+    await runner.close();
+  });
+
+  it('returns the result the other process keeps', async () => {
+    await claimElsewhere('k4');
+    const invoker = createMockInvoker({ pay: { ok: { ok: false } } });
+    const runner = createRunner({ invoker, tools: [write], stores: redisStores(redis, { prefix, pollMs: 10 }) });
+    const pending = runner.invoke('pay', {}, { idempotencyKey: 'k4', timeoutMs: 10_000 });
+    await pause(30);
+    await other.set(`${prefix}:idem:k4`, JSON.stringify({ s: 'd', v: { ok: true } }), 'PX', 60_000);
+    const r = await pending;
+    expect(r.status === 'completed' && r.output).toEqual({ ok: true });
+    expect(r.trace.steps[0]!.status).toBe('cached');
+    expect(invoker.calls).toHaveLength(0);
+    await runner.close();
+  });
+});

@@ -1,0 +1,136 @@
+// Per-user rate limits on Redis: one user past a limit is refused fast and never blocks another.
+import Redis from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AbortScope, createRunner, defineTool, type Release, type ToolCall } from 'chainkit';
+import { redisLimiterStore, redisStores } from 'chainkit/redis';
+
+// Real Redis on 127.0.0.1:6379; every key lives under this run's prefix.
+const prefix = `chainkit-limits-test:${process.pid}:${Date.now()}`;
+let redis: Redis;
+
+beforeAll(async () => {
+  redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+  await redis.connect();
+});
+afterAll(async () => {
+  const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))]; // ours and bottleneck's
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+const tool = (name: string, rateLimit: Parameters<typeof defineTool>[0]['rateLimit']) => defineTool({
+  name, description: 'd', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', rateLimit,
+});
+
+describe('per-user rate limits on Redis', () => {
+  it('refuses a user past the limit at once with rate_limit_wait; no breaker opens and another user still completes', async () => {
+    const stores = redisStores(redis, { prefix: `${prefix}:window` });
+    const runner = createRunner({ invoker: async (c: ToolCall) => c.input, tools: [tool('per_user', { limit: 1, intervalMs: 60_000, per: 'user' })], stores });
+    const call = (userId: string, i: number) => runner.invoke('per_user', { i }, { context: { userId }, timeoutMs: 1500 });
+    expect((await call('alice', 0)).status).toBe('completed');
+    for (let i = 1; i <= 10; i++) {
+      const r = await call('alice', i);
+      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_wait', attempts: 1, retryAfterMs: expect.any(Number) });
+      if (r.status === 'failed') expect(r.error.retryAfterMs).toBeGreaterThan(1500); // the next window, not a guess
+    }
+    expect(await stores.breakers.isOpen('per_user', Date.now())).toBe(false);
+    expect((await call('bob', 0)).status).toBe('completed');
+    await runner.close();
+  });
+
+  it('a deadline that passes while queued for a slot does not count for the breaker', async () => {
+    const stores = redisStores(redis, { prefix: `${prefix}:queued` });
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => { release = r; });
+    const invoker = async (c: ToolCall) => {
+      if ((c.input as { i: number }).i === 0) await held; // alice's first call holds her only concurrent slot
+      return c.input;
+    };
+    const runner = createRunner({ invoker, tools: [tool('one_at_a_time', { limit: 100, intervalMs: 60_000, per: 'user', maxConcurrent: 1 })], stores });
+    const first = runner.invoke('one_at_a_time', { i: 0 }, { context: { userId: 'alice' }, timeoutMs: 10_000 });
+    await new Promise((r) => setTimeout(r, 50)); // the first call holds the slot
+    const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => runner.invoke('one_at_a_time', { i }, { context: { userId: 'alice' }, timeoutMs: 200 })));
+    expect(queued.map((r) => r.status)).toEqual(Array(5).fill('failed'));
+    expect(await stores.breakers.isOpen('one_at_a_time', Date.now())).toBe(false);
+    const bob = await runner.invoke('one_at_a_time', { i: 9 }, { context: { userId: 'bob' }, timeoutMs: 2000 });
+    expect(bob.status === 'failed' ? bob.error : bob.status).toBe('completed');
+    release();
+    expect((await first).status).toBe('completed');
+    await runner.close();
+  });
+
+  it('gives back a probe that a user limit refused, so the next user probes and closes the breaker', async () => {
+    const stores = redisStores(redis, { prefix: `${prefix}:probe` });
+    let calls = 0;
+    const invoker = async (c: ToolCall) => {
+      if (calls++ === 0) throw Object.assign(new Error('down'), { status: 503 });
+      return c.input;
+    };
+    const perUser = defineTool({ name: 'probed', description: 'd', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', retry: false, rateLimit: { limit: 1, intervalMs: 60_000, per: 'user' } });
+    const runner = createRunner({ invoker, tools: [perUser], stores, breaker: { threshold: 1, openMs: 200 } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    const call = (userId: string) => runner.invoke('probed', { i: 0 }, { context: { userId }, timeoutMs: 2000 });
+    expect((await call('alice')).status).toBe('failed'); // opens the breaker, and uses alice's slot
+    await new Promise((r) => setTimeout(r, 250));
+    const refused = await call('alice'); // the probe, refused by alice's own limit
+    expect(refused.status === 'failed' && refused.error.code).toBe('rate_limit_wait');
+    await new Promise((r) => setTimeout(r, 20)); // breaker records are not awaited by the call
+    expect(changes).toEqual(['open']); // the refusal says nothing about the tool: neither closed nor reopened
+    const bob = await call('bob');
+    expect(bob.status === 'failed' ? bob.error : bob.status).toBe('completed');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(changes).toEqual(['open', 'closed']);
+    expect(await stores.breakers.isOpen('probed', Date.now())).toBe(false);
+    await runner.close();
+  });
+
+  it('treats user ids such as __proto__ and constructor as ordinary users, and keeps a bounded number of limiters', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:users`, maxLimiters: 20 });
+    const spec = { limit: 1, intervalMs: 60_000, per: 'user' as const };
+    const scope = new AbortScope();
+    const take = async (user: string): Promise<Release> => {
+      const slot = await store.limiter('chainkit:limited', spec, user).acquire(scope, Date.now() + 5000);
+      if (typeof slot !== 'function') throw new Error(`refused: ${JSON.stringify(slot)}`);
+      return slot;
+    };
+    for (const user of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) (await take(user))(); // one slot each
+    const heldLimiter = store.limiter('chainkit:limited', spec, 'held');
+    const held = await take('held'); // in flight: never evicted
+    for (let u = 0; u < 60; u++) (await take(`user-${u}`))();
+    expect(store.size()).toBeLessThanOrEqual(21);
+    expect(store.limiter('chainkit:limited', spec, 'held')).toBe(heldLimiter);
+    held();
+    const again = await store.limiter('chainkit:limited', spec, '__proto__').acquire(scope, Date.now() + 5000);
+    expect(again).toMatchObject({ refused: 'wait' }); // its window is used: the state is its own, in Redis
+    await store.close!();
+  });
+
+  it('gives every limiter a default maxQueue of 50 waiting calls', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:queue` });
+    const spec = { limit: 1000, intervalMs: 60_000, per: 'global' as const, maxConcurrent: 1 };
+    const scope = new AbortScope();
+    const limiter = store.limiter('chainkit:busy', spec);
+    const first = await limiter.acquire(scope, Date.now() + 5000);
+    expect(typeof first).toBe('function');
+    const waiting = Array.from({ length: 50 }, () => limiter.acquire(scope, Date.now() + 5000));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await limiter.acquire(scope, Date.now() + 5000)).toEqual({ refused: 'queue_full' });
+    (first as Release)();
+    for (const w of waiting) ((await w) as Release)(); // each takes the slot in turn
+    await store.close!();
+  });
+
+  it('lets a burst that fits the window through at once, refusing only what would wait past the deadline', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:burst` });
+    const spec = { limit: 80, intervalMs: 60_000, per: 'global' as const };
+    const scope = new AbortScope();
+    const limiter = store.limiter('chainkit:burst', spec);
+    const slots = await Promise.all(Array.from({ length: 100 }, () => limiter.acquire(scope, Date.now() + 5000)));
+    expect(slots.filter((s) => typeof s === 'function')).toHaveLength(80); // more than maxQueue at once: none of these waits
+    expect(slots.filter((s) => typeof s !== 'function')).toEqual(Array(20).fill({ refused: 'wait', waitMs: expect.any(Number) }));
+    for (const s of slots) if (typeof s === 'function') s();
+    await store.close!();
+  });
+});
