@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry from 'p-retry';
 import pTimeout from 'p-timeout';
 import Redis from 'ioredis';
+import { parseSchema, type Schema } from '../src/define/schema.js';
 import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
 import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
@@ -41,16 +42,23 @@ const slow: Impl = {
   update_task: async (i) => { await sleep(5); return { task: { ...TASKS[3]!, title: i.title ?? '' } }; },
 };
 
+// What `schema.parse` is for zod: tool schemas are typed structurally (any zod copy or Standard Schema).
+const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
+  const r = parseSchema(schema, value);
+  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
+  return r.data;
+};
+
 /** The hand-written baseline: one find-and-update. */
 async function baseline(impl: Impl, match: string, title: string, minTimeout = 100): Promise<unknown> {
   const call = <T>(fn: () => T, ms: number) => pRetry(() => pTimeout(Promise.resolve(fn()), { milliseconds: ms }), { retries: 3, minTimeout });
-  const listIn = listTasks.input.parse({ user_id: USER, status: 'all' });
-  const list = listTasks.output.parse(await call(() => impl.list_tasks(listIn), 3000));
+  const listIn = parse(listTasks.input, { user_id: USER, status: 'all' });
+  const list = parse(listTasks.output, await call(() => impl.list_tasks(listIn), 3000));
   const needle = match.toLowerCase();
   const found = list.tasks.filter((t) => t.title.toLowerCase().includes(needle));
   if (found.length !== 1) throw new Error('expected one match');
-  const updIn = updateTask.input.parse({ user_id: USER, task_id: found[0]!.task_id, title });
-  return updateTask.output.parse(await call(() => impl.update_task(updIn), 3000));
+  const updIn = parse(updateTask.input, { user_id: USER, task_id: found[0]!.task_id, title });
+  return parse(updateTask.output, await call(() => impl.update_task(updIn), 3000));
 }
 
 function chainkit(impl: Impl, retry?: Parameters<typeof createRunner>[0]['retry']): Runner {

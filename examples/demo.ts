@@ -1,9 +1,9 @@
 // `npm run demo`: the built-in task chains on the in-memory backend, with a few transient failures.
 import {
-  createRunner, findAndComplete, findAndDelete, findAndUpdate, formatTrace, taskChains, taskSummary, taskTools,
+  createRunner, findAndComplete, findAndDelete, findAndUpdate, formatTrace, Task, taskChains, taskSummary, taskTools,
   type RunResult,
-} from '../src/index.js';
-import { createTaskStore, fixtures } from '../src/testing/index.js';
+} from 'chainkit';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 
 const store = createTaskStore({ users: fixtures.users });
 const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [...taskChains] });
@@ -30,7 +30,8 @@ show(await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm'
 title('3. "Mark buy as done" — two tasks match, so the agent must ask which');
 const amb = await runner.run(findAndComplete, { match: 'buy' }, alice);
 show(amb);
-if (amb.status === 'failed') for (const c of (amb.error.candidates ?? []) as { title: string }[]) console.log(`    • ${c.title}`);
+// Candidates are data from outside (`unknown[]`): read them through the Task schema, not a cast.
+if (amb.status === 'failed') for (const c of amb.error.candidates ?? []) console.log(`    • ${Task.parse(c).title}`);
 
 title('4. "Mark buy milk as done" — the list call is unavailable once (HTTP 503), then succeeds');
 store.failNext('list_tasks', { throw: Object.assign(new Error('Service Unavailable'), { status: 503 }) });

@@ -9,14 +9,14 @@ const searchContacts = defineTool({
   name: 'search_contacts',
   description: 'Find contacts by name',
   input: z.object({ query: z.string().min(1) }),
-  output: z.object({ contacts: z.array(z.object({ id: z.string(), name: z.string(), email: z.string().email() })) }),
+  output: z.object({ contacts: z.array(z.object({ id: z.string(), name: z.string(), email: z.email() })) }),
   effect: 'read',
   timeoutMs: 2000,
 });
 const sendEmail = defineTool({
   name: 'send_email',
   description: 'Send an email to a contact',
-  input: z.object({ to: z.string().email(), subject: z.string(), body: z.string() }),
+  input: z.object({ to: z.email(), subject: z.string(), body: z.string() }),
   output: z.object({ messageId: z.string() }),
   effect: 'write',
 });

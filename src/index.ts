@@ -1,4 +1,10 @@
-// chainkit: run multi-step AI-agent tool chains reliably. This file is the table of contents.
+/**
+ * chainkit: run multi-step AI-agent tool chains reliably. Definitions, the runner, errors, events,
+ * guidance, memory stores, built-in task tools and chains, invokers and rendering.
+ *
+ * @module chainkit
+ */
+// This file is the table of contents.
 
 // Definitions
 export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type ToolSuggestion } from './define/tool.js';
@@ -9,6 +15,7 @@ export {
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
+export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
 // Running
 export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';

@@ -28,7 +28,7 @@ export const count = defineTool({
 export const remove = defineTool({
   name: 'remove',
   description: 'Remove a thing',
-  input: z.object({ id: z.string().uuid() }),
+  input: z.object({ id: z.uuid() }),
   output: z.object({ ok: z.boolean() }),
   effect: 'destructive',
 });

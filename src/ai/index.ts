@@ -1,4 +1,8 @@
-// chainkit/ai: a chain as a Vercel AI SDK tool, with confirmation gates as tool approvals.
+/**
+ * chainkit/ai: a chain as a Vercel AI SDK tool, with confirmation gates as tool approvals.
+ *
+ * @module chainkit/ai
+ */
 import { tool, type ModelMessage, type Tool } from 'ai';
 import type { Chain } from '../define/chain.js';
 import { chainToolCore, type AgentContextOption } from '../run/agent-tool.js';

@@ -1,7 +1,7 @@
 // The builder form of a chain: each call adds one step and returns a builder whose type carries it
 // (tRPC's procedure builder is the model), so every ref, mapping and option is checked where it is
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
-import type { z } from 'zod';
+import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { defineChain, type Chain, type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './chain.js';
 import type { ContextInputOf, ContextOf, ElementOf, MappingOf, PathOf, SelectResult, ValueAt, WhereOf } from './infer.js';
 import { ref, type Ref, type Scope } from './ref.js';
@@ -15,7 +15,7 @@ import type { Tool, ToolOutput } from './tool.js';
  * chain('rename', { input: z.object({ match: z.string() }), context: z.object({ userId: z.string() }), timeoutMs: 7000 });
  * ```
  */
-export interface ChainOptions<IS extends z.ZodType, CS extends z.ZodType | undefined = undefined> {
+export interface ChainOptions<IS extends Schema, CS extends Schema | undefined = undefined> {
   input: IS;
   /** The trusted context (authenticated user, tenant): never from the model. */
   context?: CS;
@@ -26,7 +26,7 @@ export interface ChainOptions<IS extends z.ZodType, CS extends z.ZodType | undef
   /** Whole-chain deadline in ms (default 60 000). */
   timeoutMs?: number;
   /** Checked before any step runs, so they see no results. */
-  preconditions?: Precondition<Scope<z.output<IS>, ContextOf<CS>, {}>>[];
+  preconditions?: Precondition<Scope<SchemaOutput<IS>, ContextOf<CS>, {}>>[];
 }
 
 /**
@@ -37,7 +37,7 @@ export interface ChainOptions<IS extends z.ZodType, CS extends z.ZodType | undef
  * type S = RefSources<typeof input, undefined, { find: { tasks: Task[] } }>; // { input: …; find: { tasks: Task[] } }
  * ```
  */
-export type RefSources<IS extends z.ZodType, CS, R> = { input: z.output<IS> } & (CS extends z.ZodType ? { context: z.output<CS> } : unknown) & R;
+export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } & (CS extends Schema ? { context: SchemaOutput<CS> } : unknown) & R;
 
 /**
  * The `ref` handed to builder callbacks: `source` is `'input'`, `'context'` or an earlier step id,
@@ -77,7 +77,7 @@ export interface StepOptions<S, SAfter = S> extends Omit<StepCommon<S>, 'id' | '
  */
 export interface ComputeOptions<S> extends StepOptions<S> {
   /** Checks (and parses) the computed value; the step's result then has the schema's type. */
-  output?: z.ZodType;
+  output?: Schema;
 }
 
 /**
@@ -122,7 +122,7 @@ type NextLast<O, V, L> = O extends { when: unknown } ? V | L : V;
  *   .build();
  * ```
  */
-export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undefined, R, L> {
+export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, R, L> {
   /**
    * Adds a tool step. `input` receives a typed `ref` and returns the tool's input: each field a
    * literal of its type or a ref to a value of its type.
@@ -132,7 +132,7 @@ export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undef
    * .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
    * ```
    */
-  tool<Id extends string, T extends Tool, const M extends MappingOf<ToolIn<T>>, O extends StepOptions<Scope<z.output<IS>, ContextOf<CS>, R>, Scope<z.output<IS>, ContextOf<CS>, R & { [K in Id]: ToolOutput<T> }>>>(
+  tool<Id extends string, T extends Tool, const M extends MappingOf<ToolIn<T>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>, Scope<SchemaOutput<IS>, ContextOf<CS>, R & { [K in Id]: ToolOutput<T> }>>>(
     id: NewId<Id, R>,
     tool: T,
     input: (ref: TypedRef<RefSources<IS, CS, R>>) => M & NoExtra<M, ToolIn<T>>,
@@ -148,9 +148,9 @@ export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undef
    * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
    * ```
    */
-  select<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, E extends 'one' | 'first' | 'all', O extends StepOptions<Scope<z.output<IS>, ContextOf<CS>, R>>>(
+  select<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, E extends 'one' | 'first' | 'all', O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>>(
     id: NewId<Id, R>,
-    select: (ref: TypedRef<RefSources<IS, CS, R>>) => SelectSpec<F, E, Scope<z.output<IS>, ContextOf<CS>, R>>,
+    select: (ref: TypedRef<RefSources<IS, CS, R>>) => SelectSpec<F, E, Scope<SchemaOutput<IS>, ContextOf<CS>, R>>,
     options?: O,
   ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, SelectResult<RefValue<F>, E>> }, NextLast<O, SelectResult<RefValue<F>, E>, L>>;
 
@@ -163,9 +163,9 @@ export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undef
    * .compute('count', (s) => s.results.find.tasks.length)
    * ```
    */
-  compute<Id extends string, V, O extends ComputeOptions<Scope<z.output<IS>, ContextOf<CS>, R>>>(
+  compute<Id extends string, V, O extends ComputeOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>>(
     id: NewId<Id, R>,
-    compute: (scope: Scope<z.output<IS>, ContextOf<CS>, R>) => V,
+    compute: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, R>) => V,
     options?: O,
   ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, Computed<O, V>> }, NextLast<O, Computed<O, V>, L>>;
 
@@ -177,7 +177,7 @@ export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undef
    * .output((s) => ({ celsius: s.results.w.celsius }))
    * ```
    */
-  output<O>(output: (scope: Scope<z.output<IS>, ContextOf<CS>, R>) => O): Chain<z.output<IS>, ContextOf<CS>, O, z.input<IS>, ContextInputOf<CS>>;
+  output<O>(output: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, R>) => O): Chain<SchemaOutput<IS>, ContextOf<CS>, O, SchemaInput<IS>, ContextInputOf<CS>>;
 
   /**
    * Finishes the chain; its output is the last step's result.
@@ -187,7 +187,7 @@ export interface ChainBuilder<IS extends z.ZodType, CS extends z.ZodType | undef
    * const c = chain('one', { input }).tool('w', getWeather, (ref) => ({ city: ref('input', 'city') })).build();
    * ```
    */
-  build(): Chain<z.output<IS>, ContextOf<CS>, L, z.input<IS>, ContextInputOf<CS>>;
+  build(): Chain<SchemaOutput<IS>, ContextOf<CS>, L, SchemaInput<IS>, ContextInputOf<CS>>;
 }
 
 /** What a tool's input schema accepts. */
@@ -200,7 +200,7 @@ type NoExtra<M, In> = { [K in keyof M]: K extends keyof NonNullable<In> ? (M[K] 
 type Leaf = string | number | boolean | bigint | symbol | null | undefined | Date | ((...args: never[]) => unknown);
 
 /** A compute step's result: its `output` schema's type, else the awaited return. */
-type Computed<O, V> = O extends { output: infer S extends z.ZodType } ? z.output<S> : Awaited<V>;
+type Computed<O, V> = O extends { output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>;
 
 const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute'] as const;
 
@@ -217,7 +217,7 @@ function optionsOf(options: unknown, id: unknown): Record<string, unknown> {
 class Builder {
   constructor(
     private readonly name: string,
-    private readonly options: ChainOptions<z.ZodType, z.ZodType | undefined>,
+    private readonly options: ChainOptions<Schema, Schema | undefined>,
     private readonly steps: readonly Step[],
   ) {}
 
@@ -241,11 +241,11 @@ class Builder {
   }
 
   output(output: (scope: Scope) => unknown): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<z.ZodType, z.ZodType | undefined, unknown>);
+    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<Schema, Schema | undefined, unknown>);
   }
 
   build(): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<z.ZodType, z.ZodType | undefined, unknown>);
+    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<Schema, Schema | undefined, unknown>);
   }
 }
 
@@ -270,7 +270,7 @@ class Builder {
  *   .output((s) => ({ deleted: s.results.delete.deleted, title: s.results.target.title }));
  * ```
  */
-export function chain<IS extends z.ZodType, CS extends z.ZodType | undefined = undefined>(name: string, options: ChainOptions<IS, CS>): ChainBuilder<IS, CS, {}, undefined> {
+export function chain<IS extends Schema, CS extends Schema | undefined = undefined>(name: string, options: ChainOptions<IS, CS>): ChainBuilder<IS, CS, {}, undefined> {
   if (typeof options !== 'object' || options === null) throw new TypeError('Expected chain options { input, context?, … } after the name.');
   return new Builder(name, options, []) as unknown as ChainBuilder<IS, CS, {}, undefined>;
 }

@@ -1,5 +1,5 @@
 // Chains: typed multi-step plans over tools, validated statically and compiled once into a run plan.
-import type { z } from 'zod';
+import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import type { RetryRule } from '../errors/categories.js';
 import { DefinitionError, IssueList } from '../errors/definition-error.js';
 import type { ContextInputOf, ContextOf, LastResult, StepResults } from './infer.js';
@@ -68,7 +68,7 @@ export interface SelectStep<S = Scope> extends StepCommon<S> {
 export interface ComputeStep<S = Scope> extends StepCommon<S> {
   /** Computes the step's value from the scope (pure, local). */
   compute: (scope: S) => unknown;
-  output?: z.ZodType;
+  output?: Schema;
 }
 
 /** One step of a chain. */
@@ -86,10 +86,10 @@ export interface Precondition<S = Scope> {
  * result typed by its id.
  */
 export interface ChainSpec<
-  IS extends z.ZodType,
-  CS extends z.ZodType | undefined,
+  IS extends Schema,
+  CS extends Schema | undefined,
   O,
-  Steps extends readonly Step<any>[] = readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[],
+  Steps extends readonly Step<any>[] = readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[],
 > {
   name: string;
   version?: string;
@@ -101,10 +101,10 @@ export interface ChainSpec<
   context?: CS;
   steps: Steps;
   /** The chain's output, from the scope with every step's result typed; default: the last step's result. */
-  output?: (scope: Scope<z.output<IS>, ContextOf<CS>, StepResults<Steps, z.output<IS>, ContextOf<CS>>>) => O;
+  output?: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>>) => O;
   /** Whole-chain deadline in ms (default 60 000). */
   timeoutMs?: number;
-  preconditions?: Precondition<Scope<z.output<IS>, ContextOf<CS>>>[];
+  preconditions?: Precondition<Scope<SchemaOutput<IS>, ContextOf<CS>>>[];
 }
 
 /**
@@ -119,8 +119,8 @@ export interface Chain<I = any, C = any, O = any, In = I, CIn = C> {
   readonly description: string;
   readonly keywords: readonly string[];
   readonly useCases: readonly string[];
-  readonly input: z.ZodType<I, In>;
-  readonly context?: z.ZodType<C, CIn>;
+  readonly input: Schema<I, In>;
+  readonly context?: Schema<C, CIn>;
   readonly steps: readonly Step<Scope<I, C>>[];
   /** Builds the chain's output from the scope. */
   readonly output?: (scope: Scope<I, C>) => O;
@@ -182,21 +182,21 @@ export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
  * ```
  */
 export function defineChain<
-  IS extends z.ZodType,
-  CS extends z.ZodType | undefined = undefined,
+  IS extends Schema,
+  CS extends Schema | undefined = undefined,
   O = never,
   // `const`: step ids stay literal, so `output` sees `s.results.<id>`. Not intersected with any
   // check type: that would widen the ids again.
-  const Steps extends readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[] = readonly Step<Scope<z.output<IS>, ContextOf<CS>>>[],
+  const Steps extends readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[] = readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[],
 >(
   spec: ChainSpec<IS, CS, O, Steps>,
-): Chain<z.output<IS>, ContextOf<CS>, [O] extends [never] ? LastResult<Steps, StepResults<Steps, z.output<IS>, ContextOf<CS>>> : O, z.input<IS>, ContextInputOf<CS>> {
+): Chain<SchemaOutput<IS>, ContextOf<CS>, [O] extends [never] ? LastResult<Steps, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> : O, SchemaInput<IS>, ContextInputOf<CS>> {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();
   const subject = `chain '${typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name)}'`;
   let compiled: ReturnType<typeof compilePlan>;
   try {
-    compiled = compilePlan(spec as unknown as ChainSpec<z.ZodType, z.ZodType, unknown>, issues);
+    compiled = compilePlan(spec as unknown as ChainSpec<Schema, Schema, unknown>, issues);
   } catch (error) {
     // Whatever a definition holds (throwing getters, hostile proxies, absurd nesting), the answer is a DefinitionError.
     if (error instanceof DefinitionError) throw error;

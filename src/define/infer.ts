@@ -1,7 +1,7 @@
 // Types only: the dot paths into a type, the value at a path, and what each step of a chain yields.
 // Every recursion here is bounded (paths: 6 segments) or tail-recursive (the step fold), so a
 // 30-step chain stays far below the compiler's depth and instantiation limits.
-import type { z } from 'zod';
+import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import type { Ref } from './ref.js';
 import type { Tool } from './tool.js';
 
@@ -96,7 +96,7 @@ export type WhereOf<X> = unknown extends X
  * type C = ContextOf<typeof userContext>; // { userId: string }
  * ```
  */
-export type ContextOf<CS> = CS extends z.ZodType ? z.output<CS> : Record<string, unknown>;
+export type ContextOf<CS> = CS extends Schema ? SchemaOutput<CS> : Record<string, unknown>;
 /**
  * What `run` accepts as the context of a chain whose context schema is `CS` (no schema: optional).
  *
@@ -105,7 +105,7 @@ export type ContextOf<CS> = CS extends z.ZodType ? z.output<CS> : Record<string,
  * type C = ContextInputOf<undefined>; // Record<string, unknown> | undefined
  * ```
  */
-export type ContextInputOf<CS> = CS extends z.ZodType ? z.input<CS> : Record<string, unknown> | undefined;
+export type ContextInputOf<CS> = CS extends Schema ? SchemaInput<CS> : Record<string, unknown> | undefined;
 
 /**
  * What a select step yields: the item type of its `from` value, an array of them for `expect: 'all'`.
@@ -133,7 +133,7 @@ type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
   : H extends { readonly select: { readonly from: infer F; readonly expect: infer E } }
     ? SelectResult<RefValue<F, I, C, R>, E>
     : H extends { readonly compute: (...args: never[]) => infer V }
-      ? H extends { readonly output: infer S extends z.ZodType } ? z.output<S> : Awaited<V>
+      ? H extends { readonly output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>
       : unknown;
 
 /** Tail-recursive, so long chains do not deepen the instantiation stack. */

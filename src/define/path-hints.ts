@@ -1,6 +1,6 @@
 // What to tell the author of a ref whose path does not exist: the fields that do, the index an
 // array needs, and, for a select step, which array `from` most likely meant.
-import type { z } from 'zod';
+import type { Schema } from './schema.js';
 import { arrayElement, objectShape, schemaAtPath, schemaKind, type PathSegment } from './path.js';
 
 const dotted = (segments: readonly PathSegment[]): string => segments.join('.');
@@ -10,7 +10,7 @@ const dotted = (segments: readonly PathSegment[]): string => segments.join('.');
  * (`(fields of contacts.0: id, name)`, or `'contacts' is an array … did you mean 'contacts.0.id'?`).
  * Empty when the schema cannot tell (a union, `z.any()`).
  */
-export function missingPathHint(root: z.ZodType, segments: readonly PathSegment[]): string {
+export function missingPathHint(root: Schema, segments: readonly PathSegment[]): string {
   let schema = root;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
@@ -40,9 +40,9 @@ export function missingPathHint(root: z.ZodType, segments: readonly PathSegment[
  * objects in the source (3 levels deep at most), or the only one whose items have every `where`
  * field. Its items let the `where` fields still be checked.
  */
-export function likelyArray(root: z.ZodType, whereFields: readonly string[]): { path: string; element: z.ZodType } | undefined {
-  const found: { path: string; element: z.ZodType; fields: Record<string, z.ZodType> }[] = [];
-  const walk = (schema: z.ZodType, at: PathSegment[], depth: number): void => {
+export function likelyArray(root: Schema, whereFields: readonly string[]): { path: string; element: Schema } | undefined {
+  const found: { path: string; element: Schema; fields: Record<string, Schema> }[] = [];
+  const walk = (schema: Schema, at: PathSegment[], depth: number): void => {
     const element = arrayElement(schema);
     const fields = element && objectShape(element);
     if (element && fields) found.push({ path: dotted(at), element, fields });

@@ -1,5 +1,5 @@
 // Dot paths with numeric indices (`tasks.0.id`, `tasks[0].id`): parsing, reading values, and zod introspection.
-import type { z } from 'zod';
+import type { Schema } from './schema.js';
 
 export type PathSegment = string | number;
 
@@ -83,19 +83,29 @@ export function formatPath(path: readonly PathSegment[]): string {
 export type SchemaKind = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'null' | 'unknown';
 
 type Def = { type: string; [k: string]: unknown };
-const defOf = (s: z.ZodType): Def => (s as unknown as { _zod: { def: Def } })._zod.def;
+const OPAQUE: Def = Object.freeze({ type: 'opaque' });
+// A schema without zod internals (another Standard Schema) cannot be introspected: it reads as unknown.
+const defOf = (s: Schema): Def => (s as unknown as { _zod?: { def?: Def } })._zod?.def ?? OPAQUE;
+
+/**
+ * A def-only array schema around `element`, for static checks of a select step's `expect: 'all'`
+ * result (introspected, never parsed; so no zod copy is needed to build it).
+ */
+export function arrayOf(element: Schema): Schema {
+  return { _zod: { def: { type: 'array', element } } } as unknown as Schema;
+}
 
 /** Strips wrappers that do not change the shape: optional, nullable, default, readonly, catch, prefault. */
-export function unwrap(schema: z.ZodType, side: 'in' | 'out' = 'out'): z.ZodType {
+export function unwrap(schema: Schema, side: 'in' | 'out' = 'out'): Schema {
   let s = schema;
   for (let i = 0; i < 20; i++) {
     const def = defOf(s);
     if (['optional', 'nullable', 'default', 'readonly', 'catch', 'prefault', 'nonoptional'].includes(def.type)) {
-      s = def.innerType as z.ZodType;
+      s = def.innerType as Schema;
     } else if (def.type === 'pipe') {
-      s = (side === 'in' ? def.in : def.out) as z.ZodType;
+      s = (side === 'in' ? def.in : def.out) as Schema;
     } else if (def.type === 'lazy') {
-      s = (def.getter as () => z.ZodType)();
+      s = (def.getter as () => Schema)();
     } else {
       return s;
     }
@@ -104,19 +114,19 @@ export function unwrap(schema: z.ZodType, side: 'in' | 'out' = 'out'): z.ZodType
 }
 
 /** The object shape of a schema, if it is (a wrapped) object. */
-export function objectShape(schema: z.ZodType, side: 'in' | 'out' = 'out'): Record<string, z.ZodType> | undefined {
+export function objectShape(schema: Schema, side: 'in' | 'out' = 'out'): Record<string, Schema> | undefined {
   const def = defOf(unwrap(schema, side));
-  return def.type === 'object' ? (def.shape as Record<string, z.ZodType>) : undefined;
+  return def.type === 'object' ? (def.shape as Record<string, Schema>) : undefined;
 }
 
 /** The element schema of a schema, if it is (a wrapped) array. */
-export function arrayElement(schema: z.ZodType): z.ZodType | undefined {
+export function arrayElement(schema: Schema): Schema | undefined {
   const def = defOf(unwrap(schema));
-  return def.type === 'array' ? (def.element as z.ZodType) : undefined;
+  return def.type === 'array' ? (def.element as Schema) : undefined;
 }
 
 /** Base kind of a schema (after unwrapping). */
-export function schemaKind(schema: z.ZodType, side: 'in' | 'out' = 'out'): SchemaKind {
+export function schemaKind(schema: Schema, side: 'in' | 'out' = 'out'): SchemaKind {
   const def = defOf(unwrap(schema, side));
   switch (def.type) {
     case 'string': case 'number': case 'boolean': case 'object': case 'array': case 'null':
@@ -142,28 +152,28 @@ function kindOfValues(values: unknown[]): SchemaKind {
  * Returns `undefined` when the path does not exist, and `null` when it cannot be known
  * (e.g. a union or `z.any()` on the way), so callers only report paths that surely do not exist.
  */
-export function schemaAtPath(schema: z.ZodType, path: readonly PathSegment[]): z.ZodType | undefined | null {
+export function schemaAtPath(schema: Schema, path: readonly PathSegment[]): Schema | undefined | null {
   let s = schema;
   for (const segment of path) {
     const inner = unwrap(s);
     const def = defOf(inner);
     if (def.type === 'object') {
-      const shape = def.shape as Record<string, z.ZodType>;
+      const shape = def.shape as Record<string, Schema>;
       const next = ownEntry(shape, String(segment));
       if (next) { s = next; continue; }
-      const catchall = def.catchall as z.ZodType | undefined;
+      const catchall = def.catchall as Schema | undefined;
       if (catchall && defOf(catchall).type !== 'never') { s = catchall; continue; }
       return undefined;
     }
     if (def.type === 'array') {
       if (typeof segment !== 'number' && segment !== 'length') return undefined;
-      s = segment === 'length' ? (null as never) : (def.element as z.ZodType);
+      s = segment === 'length' ? (null as never) : (def.element as Schema);
       if (s === null) return null;
       continue;
     }
-    if (def.type === 'record') { s = def.valueType as z.ZodType; continue; }
+    if (def.type === 'record') { s = def.valueType as Schema; continue; }
     if (def.type === 'tuple') {
-      const items = def.items as z.ZodType[];
+      const items = def.items as Schema[];
       const next = typeof segment === 'number' && segment < items.length ? items[segment] : undefined;
       if (!next) return undefined;
       s = next;

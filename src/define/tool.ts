@@ -1,7 +1,9 @@
 // Tools: a named, schema-typed action the agent can take, plus the policies that guard each call.
-import { z } from 'zod';
 import type { RetryRule } from '../errors/categories.js';
 import { IssueList } from '../errors/definition-error.js';
+import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
+
+export { isSchema } from './schema.js';
 
 /** What a tool does to the world: drives confirmation and idempotency. */
 export type ToolEffect = 'read' | 'write' | 'destructive';
@@ -33,8 +35,11 @@ export interface IdempotencyKeyCall {
   readonly context: Readonly<Record<string, unknown>>;
 }
 
-/** What `defineTool` takes. */
-export interface ToolSpec<I extends z.ZodType, O extends z.ZodType, N extends string = string> {
+/**
+ * What `defineTool` takes. `input` and `output` are zod 4 schemas (from the app's own zod, classic
+ * or `zod/mini`) or any Standard Schema (valibot, arktype, …): see {@link Schema}.
+ */
+export interface ToolSpec<I extends Schema, O extends Schema, N extends string = string> {
   /** Matches `/^[A-Za-z][\w.-]{0,63}$/`. Its literal type names the tool in typed invokers. */
   name: N;
   description: string;
@@ -53,7 +58,7 @@ export interface ToolSpec<I extends z.ZodType, O extends z.ZodType, N extends st
    * one's result (`cached`) instead of acting again. A step's `idempotencyKey` or the call's
    * `idempotencyKey` option still wins. Throwing or returning no non-empty string uses the default.
    */
-  idempotencyKey?: (input: z.infer<I>, call: IdempotencyKeyCall) => string;
+  idempotencyKey?: (input: SchemaOutput<I>, call: IdempotencyKeyCall) => string;
   /** How long a result kept under this tool's idempotency keys counts (default: the store's, 24 h). */
   idempotencyTtlMs?: number;
   /** Per attempt, default 10 000 ms. */
@@ -76,8 +81,8 @@ export interface Tool<I = any, O = any, N extends string = string, In = I> {
   readonly kind: 'tool';
   readonly name: N;
   readonly description: string;
-  readonly input: z.ZodType<I, In>;
-  readonly output: z.ZodType<O>;
+  readonly input: Schema<I, In>;
+  readonly output: Schema<O>;
   readonly effect: ToolEffect;
   /** The tool honours `ToolCall.idempotencyKey`: a timed-out write may be retried. */
   readonly idempotent: boolean;
@@ -99,11 +104,6 @@ export type ToolOutput<T> = T extends Tool<any, infer O, any, any> ? O : never;
 
 export const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
-
-/** True for zod v4 schemas. */
-export function isSchema(value: unknown): value is z.ZodType {
-  return value instanceof z.ZodType;
-}
 
 /** The longest delay a timer can wait: Node's `setTimeout` fires at once for anything above it. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -177,13 +177,13 @@ function safeKey(fn: (input: any, call: IdempotencyKeyCall) => string): (input: 
  * });
  * ```
  */
-export function defineTool<I extends z.ZodType, O extends z.ZodType, N extends string = string>(spec: ToolSpec<I, O, N>): Tool<z.output<I>, z.output<O>, N, z.input<I>> {
+export function defineTool<I extends Schema, O extends Schema, N extends string = string>(spec: ToolSpec<I, O, N>): Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>> {
   const issues = new IssueList();
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a tool spec object.');
   if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) issues.add('name', `Expected a name matching ${TOOL_NAME}, got ${JSON.stringify(spec.name)}.`);
   if (typeof spec.description !== 'string' || spec.description.trim() === '') issues.add('description', 'Expected a non-empty description (models choose tools by it).');
-  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema.');
-  if (!isSchema(spec.output)) issues.add('output', 'Expected `output` to be a zod schema.');
+  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema or another Standard Schema.');
+  if (!isSchema(spec.output)) issues.add('output', 'Expected `output` to be a zod schema or another Standard Schema.');
   if (spec.effect !== undefined && !['read', 'write', 'destructive'].includes(spec.effect)) issues.add('effect', "Expected `effect` to be 'read', 'write' or 'destructive'.");
   if (spec.idempotent !== undefined && typeof spec.idempotent !== 'boolean') issues.add('idempotent', 'Expected `idempotent` to be a boolean.');
   if (spec.idempotencyKey !== undefined && typeof spec.idempotencyKey !== 'function') issues.add('idempotencyKey', 'Expected `idempotencyKey` to be a function (input, call) => string.');
@@ -219,7 +219,7 @@ export function defineTool<I extends z.ZodType, O extends z.ZodType, N extends s
     ...(spec.retry !== undefined && { retry: spec.retry === false ? false : Object.freeze({ ...spec.retry }) }),
     suggests: Object.freeze((spec.suggests ?? []).map((s) => Object.freeze({ ...s }))),
     alternatives: Object.freeze([...(spec.alternatives ?? [])]),
-  }) as unknown as Tool<z.output<I>, z.output<O>, N, z.input<I>>;
+  }) as unknown as Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>>;
 }
 
 /**

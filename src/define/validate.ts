@@ -1,13 +1,13 @@
 // Static validation of a chain (API.md §2) and its compilation into a plan: deps, resolvers, fingerprint.
-import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import { sha256, toHex } from '../run/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';
 import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './chain.js';
 import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
-import { arrayElement, FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
+import { arrayElement, arrayOf, FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
 import { likelyArray, missingPathHint } from './path-hints.js';
 import { isRef, ref, type Ref, type Scope } from './ref.js';
-import { checkMs, checkRetry, isSchema, isTool, type Tool } from './tool.js';
+import { isSchema, isZodSchema, parseSchema, schemaToJSONSchema, type Schema as AnySchema } from './schema.js';
+import { checkMs, checkRetry, isTool, type Tool } from './tool.js';
 import { compileWhere } from './where.js';
 
 export type { Resolver } from './mapping.js';
@@ -35,8 +35,8 @@ export interface PlannedStep {
   readonly compensate?: { readonly tool: Tool; readonly resolveInput: Resolver };
 }
 
-type AnySpec = ChainSpec<z.ZodType, z.ZodType, unknown>;
-type Schema = z.ZodType | null | undefined;
+type AnySpec = ChainSpec<AnySchema, AnySchema, unknown>;
+type Schema = AnySchema | null | undefined;
 
 /** Validates a chain spec, adding every problem to `issues`, and compiles its plan. */
 export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedStep[]; fingerprint: string } {
@@ -44,8 +44,8 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
   }
   if (spec.version !== undefined && typeof spec.version !== 'string') issues.add('version', 'Expected `version` to be a string.');
-  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema (use z.object({}) for no input).');
-  if (spec.context !== undefined && !isSchema(spec.context)) issues.add('context', 'Expected `context` to be a zod schema.');
+  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).');
+  if (spec.context !== undefined && !isSchema(spec.context)) issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
   if (spec.output !== undefined && typeof spec.output !== 'function') issues.add('output', 'Expected `output` to be a function of the scope.');
   if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
   for (const [field, v] of [['keywords', spec.keywords], ['useCases', spec.useCases]] as const) {
@@ -113,9 +113,14 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     return found;
   };
 
-  const checkMapping = (mapping: Record<string, unknown>, target: z.ZodType, at: string, stepIndex: number, allowSelf: boolean, toolName: string): void => {
+  const checkMapping = (mapping: Record<string, unknown>, target: AnySchema, at: string, stepIndex: number, allowSelf: boolean, toolName: string): void => {
     const shape = objectShape(target, 'in');
-    if (!shape) return;
+    if (!shape) {
+      // A target that cannot be introspected (another Standard Schema, a union): its fields go
+      // unchecked (run-time validation still applies), the refs into it are still checked.
+      for (const key of Object.keys(mapping)) containsRef(mapping[key], (r) => checkRef(r, `${at}.${key}`, stepIndex, allowSelf));
+      return;
+    }
     for (const key of Object.keys(mapping)) {
       const value = mapping[key];
       const field = ownEntry(shape, key);
@@ -138,19 +143,19 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       } else if (isPlainObject(value) && objectShape(field, 'in')) {
         checkMapping(value, field, fieldAt, stepIndex, allowSelf, toolName);
       } else if (!containsRef(value, (r) => checkRef(r, fieldAt, stepIndex, allowSelf))) {
-        const parsed = field.safeParse(value);
+        const parsed = parseSchema(field, value);
         if (!parsed.success) issues.add(fieldAt, `literal ${show(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
       }
     }
     for (const key of Object.keys(shape)) {
-      if (!Object.hasOwn(mapping, key) && !shape[key]!.safeParse(undefined).success) {
+      if (!Object.hasOwn(mapping, key) && !parseSchema(shape[key]!, undefined).success) {
         issues.add(`${at}.${key}`, `required field '${key}' of ${toolName}'s input is not mapped.`);
       }
     }
   };
 
   // A mapping is checked as a literal first (cycles, depth, `__proto__`): the walks below recurse.
-  const mappingResolver = (mapping: Record<string, unknown>, target: z.ZodType, at: string, stepIndex: number, allowSelf: boolean, toolName: string, refs: Ref[]): Resolver => {
+  const mappingResolver = (mapping: Record<string, unknown>, target: AnySchema, at: string, stepIndex: number, allowSelf: boolean, toolName: string, refs: Ref[]): Resolver => {
     const problem = literalProblem(mapping, at);
     if (problem) {
       issues.add(problem.path, problem.message);
@@ -234,11 +239,11 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       } else {
         issues.add(`${at}.select.where`, 'Expected `where` to be a field matcher object or a function (item, scope) => boolean.');
       }
-      outputs.push(element && sel.expect === 'all' ? z.array(element) : element);
+      outputs.push(element && sel.expect === 'all' ? arrayOf(element) : element);
       planned = { matcher: matcher ?? (() => () => false) };
     } else {
       if (typeof step.compute !== 'function') issues.add(`${at}.compute`, 'Expected `compute` to be a function of the scope.');
-      if (step.output !== undefined && !isSchema(step.output)) issues.add(`${at}.output`, 'Expected `output` to be a zod schema.');
+      if (step.output !== undefined && !isSchema(step.output)) issues.add(`${at}.output`, 'Expected `output` to be a zod schema or another Standard Schema.');
       usesScope = true;
       outputs.push(isSchema(step.output) ? step.output : null);
     }
@@ -321,18 +326,19 @@ function fingerprintOf(spec: AnySpec): string {
       return value;
     },
   );
-  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+  return toHex(sha256(text)).slice(0, 32);
 }
 
 // Schemas are immutable: one rendering each, however many steps use the same tool.
-const schemaTexts = new WeakMap<z.ZodType, string>();
+const schemaTexts = new WeakMap<object, string>();
 
 function schemaText(schema: unknown): string {
   if (!isSchema(schema)) return '';
   let text = schemaTexts.get(schema);
   if (text === undefined) {
     try {
-      text = JSON.stringify(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'input' }));
+      // A Standard Schema without JSON Schema renders as `{}`: its vendor still tells two apart.
+      text = `${isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
     } catch {
       text = 'schema';
     }

@@ -1,5 +1,5 @@
 // Select steps' field matchers (`where: { title: { contains: ref('input', 'match') } }`): checks and compilation.
-import type { z } from 'zod';
+import type { Schema } from './schema.js';
 import type { IssueList } from '../errors/definition-error.js';
 import type { FieldMatcher } from './chain.js';
 import { isPlainObject, literalProblem, type Resolver } from './mapping.js';
@@ -16,7 +16,7 @@ const lower = (v: unknown): string => String(v).toLowerCase();
 export function compileWhere(
   where: Record<string, FieldMatcher>,
   at: string,
-  element: z.ZodType | null | undefined,
+  element: Schema | null | undefined,
   issues: IssueList,
   refs: Ref[],
   checkRef: (r: Ref, at: string) => unknown,

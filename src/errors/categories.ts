@@ -58,6 +58,11 @@ export interface ChainErrorInfo {
   tool?: string;
   attempts: number;
   candidates?: unknown[];
+  /**
+   * What the tool (or compute step) originally threw, where there was such an error. Non-enumerable:
+   * for logs and debugging in this process, never serialized into traces, events or stores.
+   */
+  cause?: unknown;
 }
 
 /**

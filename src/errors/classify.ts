@@ -22,14 +22,29 @@ export type Classifier = (error: unknown) => Classified | undefined;
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
   readonly info: Classified;
-  constructor(info: Classified) {
+  /** @param cause What the tool really threw (kept as the standard `cause`, API.md §9). */
+  constructor(info: Classified, cause?: unknown) {
     // Control flow, never shown with a stack: capturing one would dominate the cost of a retry.
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
-    super(info.message);
+    super(info.message, cause === undefined ? undefined : { cause });
     Error.stackTraceLimit = limit;
     this.info = info;
   }
+}
+
+/**
+ * Keeps what a tool originally threw on a {@link ChainErrorInfo}-like object as a non-enumerable
+ * `cause`: there for `result.error.cause` and loggers, absent from JSON, traces and stores.
+ *
+ * @example
+ * ```ts
+ * keepCause(info, error); // info.cause === the tool's own Error
+ * ```
+ */
+export function keepCause(info: object, error: unknown): void {
+  const cause = error instanceof ToolFailure ? error.cause : error;
+  if (cause !== undefined) Object.defineProperty(info, 'cause', { value: cause, enumerable: false, writable: true, configurable: true });
 }
 
 /** Why a run's signal was aborted; identity-checked by the classifier. */

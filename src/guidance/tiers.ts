@@ -1,5 +1,5 @@
 // Tool tiers: offer a model only the tools a task's complexity needs, and escalate when it asks for more.
-import { z } from 'zod';
+import { schemaToJSONSchema } from '../define/schema.js';
 import type { Tool } from '../define/tool.js';
 import { DefinitionError } from '../errors/definition-error.js';
 
@@ -78,7 +78,7 @@ export function createToolRegistry(tools: readonly Tool[], options: { tiers?: Ti
   const schemaOf = (tool: Tool): Record<string, unknown> => {
     let s = schemaCache.get(tool.name);
     if (!s) {
-      const { $schema: _, ...rest } = z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+      const { $schema: _, ...rest } = schemaToJSONSchema(tool.input, 'input');
       schemaCache.set(tool.name, (s = rest));
     }
     return s;

@@ -159,7 +159,15 @@ async function readCapped(tool: string, res: Response, max: number, strict: bool
     chunks.push(value);
     size += value.byteLength;
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return concatUtf8(chunks);
+}
+
+/** Decodes the chunks read as one UTF-8 text (streaming, so a character split across chunks survives); no `Buffer`, so it runs on any runtime. */
+function concatUtf8(chunks: readonly Uint8Array[]): string {
+  const decoder = new TextDecoder();
+  let text = '';
+  for (const chunk of chunks) text += decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
 }
 
 function parseJson(text: string): unknown {

@@ -140,6 +140,8 @@ export interface ToolsFromMcpOptions {
   effects?: Record<string, ToolEffect>;
   /** Per-attempt timeout of every tool (default: chainkit's default, 10 s). */
   timeoutMs?: number;
+  /** Cancels the listing: the pending `tools/list` request is cancelled and the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -149,7 +151,7 @@ export interface ToolsFromMcpOptions {
  *
  * @example
  * ```ts
- * const tools = await toolsFromMcp(client);
+ * const tools = await toolsFromMcp(client, { signal: AbortSignal.timeout(5000) });
  * const listTasks = tools.find((t) => t.name === 'list_tasks')!;
  * ```
  */
@@ -157,8 +159,10 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
   if (typeof client?.listTools !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
   const listed: McpTool[] = [];
   let cursor: string | undefined;
+  const signal = options.signal;
   do {
-    const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+    signal?.throwIfAborted();
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor }, signal ? { signal } : undefined);
     listed.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);

@@ -4,6 +4,8 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { z } from 'zod';
 import { isChain, type Chain } from '../define/chain.js';
+import { schemaToJSONSchema, type Schema } from '../define/schema.js';
+import { ERROR_CATEGORIES } from '../errors/categories.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { modelSummary, toModelResult } from '../run/relay.js';
 import type { Runner } from '../run/runner.js';
@@ -60,8 +62,10 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
   for (const chain of chains) {
     const effects = chain.plan.flatMap((p) => (p.tool ? [p.tool.effect] : []));
     server.registerTool(chain.name, {
+      title: titleOf(chain.name),
       description: chain.description,
       inputSchema: chain.input as z.ZodObject,
+      outputSchema: resultEnvelope(chain),
       annotations: { readOnlyHint: effects.every((e) => e === 'read'), destructiveHint: effects.includes('destructive'), idempotentHint: false, openWorldHint: true },
     }, async (input: unknown, extra: McpRequestExtra) => {
       const context = await contextOf(extra);
@@ -75,6 +79,9 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
   }
 
   server.registerTool(CONFIRM_TOOL, {
+    title: 'Confirm or cancel an action',
+    // Resumes any of the chains: its result is the envelope with any chain's output.
+    outputSchema: envelope(z.unknown()),
     description: 'Answer a confirmation question that a previous tool call returned (status awaiting_confirmation): approved true to go ahead, false to cancel.',
     inputSchema: z.object({
       resumeToken: z.string().min(1).describe('The resumeToken of the awaiting_confirmation result'),
@@ -87,6 +94,59 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
     return toCallResult(result);
   });
   return server;
+}
+
+/** `find_and_delete` → `Find and delete`: a human-readable tool title from the chain name. */
+function titleOf(name: string): string {
+  const words = name.replace(/[_.-]+/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * The JSON Schema of a chain's result, where the chain declares it: the last step's output schema
+ * (a tool's, or a compute step's `output`). A chain with its own `output` function, or ending in a
+ * select step, has no declared result schema: any value.
+ */
+function chainResultSchema(chain: Chain): Record<string, unknown> {
+  const last = chain.plan.at(-1);
+  if (chain.output !== undefined || !last) return {};
+  const schema: Schema | undefined = last.tool ? last.tool.output : (last.step as { output?: Schema }).output;
+  return schema === undefined ? {} : schemaToJSONSchema(schema, 'output');
+}
+
+function resultEnvelope(chain: Chain): z.ZodObject {
+  const json = chainResultSchema(chain);
+  if (Object.keys(json).length === 0) return envelope(z.unknown());
+  try {
+    // Built back into zod because the MCP SDK takes zod output schemas; it validates results against it.
+    return envelope(z.fromJSONSchema(json as Parameters<typeof z.fromJSONSchema>[0]));
+  } catch {
+    return envelope(z.unknown()); // a schema zod cannot read back: declare the envelope, any output
+  }
+}
+
+/**
+ * What a served tool returns in `structuredContent` (see `toModelResult`): one object whose
+ * `status` says which fields are set; `output` is the chain's result. MCP requires an object schema.
+ */
+function envelope(output: z.ZodType): z.ZodObject {
+  return z.looseObject({
+    status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed']),
+    output: output.optional().describe('completed: the chain\'s result'),
+    resumeToken: z.string().optional().describe('awaiting_confirmation: pass to confirm_action'),
+    prompt: z.string().optional().describe('awaiting_confirmation: the question for the user'),
+    instructions: z.string().optional(),
+    step: z.string().optional(),
+    tool: z.string().optional(),
+    expiresAt: z.string().optional(),
+    message: z.string().optional(),
+    error: z.looseObject({
+      category: z.enum(ERROR_CATEGORIES), code: z.string(), message: z.string(), userMessage: z.string(),
+      suggestions: z.array(z.string()), retryable: z.boolean(),
+    }).optional().describe('failed: what went wrong and what to do'),
+    compensated: z.array(z.string()).optional(),
+    metadata: z.looseObject({}),
+  });
 }
 
 function toCallResult(result: RunResult): CallToolResult {

@@ -2,6 +2,7 @@
 import { EventEmitter } from 'eventemitter3';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Trace, TraceStepStatus, ToolTransition } from './trace.js';
+import type { InvokeWrapper } from '../run/pipeline.js';
 
 /** Emitted when a run or resume starts. */
 export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
@@ -78,6 +79,12 @@ export interface Hooks {
   onTierEscalation?: (e: TierEscalationEvent) => void | Promise<void>;
   /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
+  /**
+   * Not an event: runs around each attempt's invoker call and must call `invoke(call)` once,
+   * returning its result (e.g. to run the tool inside a tracing span's context). Unlike the
+   * callbacks above it is on the call's path: whatever it throws is the attempt's failure.
+   */
+  wrapInvoke?: InvokeWrapper;
 }
 
 const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [

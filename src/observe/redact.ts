@@ -253,6 +253,29 @@ function collect(value: unknown, rule: RedactRule | undefined, secret: boolean, 
 }
 
 /**
+ * The original error of a failure as a logger receives it (pino's `err`): its type, code, and
+ * message and stack masked — a log line is text that leaves, so it gets the same masking.
+ *
+ * @example
+ * ```ts
+ * logger.error({ err: maskedErr(result.error.cause, mask) }, 'chain failed');
+ * ```
+ */
+export function maskedErr(cause: unknown, mask: SecretMask): unknown {
+  try {
+    if (!(cause instanceof Error)) return mask.data(cause);
+    const err = new Error(mask.text(String(cause.message)));
+    err.name = String(cause.name);
+    err.stack = mask.text(String(cause.stack ?? ''));
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' || typeof code === 'number') Object.assign(err, { code });
+    return err;
+  } catch {
+    return { message: '[an error whose fields could not be read]' }; // a throwing getter must not break the run's end
+  }
+}
+
+/**
  * Masks a failure in place: its `message`, `userMessage` and `candidates` (secret-named fields
  * hidden, strings masked). Returns `info`.
  *

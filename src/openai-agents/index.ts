@@ -1,5 +1,9 @@
-// chainkit/openai-agents: a chain as an OpenAI Agents SDK function tool, with confirmation gates
-// as the SDK's tool approvals (run interruptions).
+/**
+ * chainkit/openai-agents: a chain as an OpenAI Agents SDK function tool, with confirmation gates
+ * as the SDK's tool approvals (run interruptions).
+ *
+ * @module chainkit/openai-agents
+ */
 import { randomUUID } from 'node:crypto';
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import type { z } from 'zod';

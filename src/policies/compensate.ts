@@ -10,6 +10,7 @@ import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../run/abort.js';
 import { schemaFailure, type CallContext } from '../run/pipeline.js';
 import type { Core } from '../run/types.js';
+import { parseSchema } from '../define/schema.js';
 
 /** What compensation did: the steps undone, the undos that failed, and their trace entries. */
 export interface CompensationOutcome {
@@ -43,7 +44,7 @@ export async function compensate(core: Core, run: CompensationRun, steps: readon
     core.active.add(scope);
     let ctx: CallContext | undefined;
     try {
-      const parsed = tool.input.safeParse(resolveInput(run.scope));
+      const parsed = parseSchema(tool.input, resolveInput(run.scope));
       if (!parsed.success) throw new ToolFailure(schemaFailure('invalid_step_input', `Compensation input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
       ctx = {
         tool, input: parsed.data, runId: run.runId, traceId: run.traceId, chain: run.chain, step: p.id, context: run.context,

@@ -1,5 +1,9 @@
-// chainkit/redis: shared stores on Redis, so any instance can resume a token, see a kept result
-// or a breaker another instance opened. Every read-modify-write is one Lua script: atomic.
+/**
+ * chainkit/redis: shared stores on Redis, so any instance can resume a token, see a kept result
+ * or a breaker another instance opened. Every read-modify-write is one Lua script: atomic.
+ *
+ * @module chainkit/redis
+ */
 import type { Redis } from 'ioredis';
 import { isTimerMs } from '../define/tool.js';
 import { storeFailure } from '../stores/guard.js';

@@ -1,6 +1,6 @@
 // Resume tokens: HMAC-signed, carrying the checkpoint id and expiry, so tampering and expiry are
 // detected without the store, and the store only has to answer "taken, used or missing".
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { equalConstantTime, fromBase64Url, hmacSha256, sha256, toBase64Url, toHex, utf8 } from './sha256.js';
 
 /** Why a token was refused. */
 export type TokenProblem = 'invalid_token' | 'expired';
@@ -14,7 +14,7 @@ export type TokenProblem = 'invalid_token' | 'expired';
  * ```
  */
 export function signToken(id: string, expiresAt: number, secret: string): string {
-  const payload = Buffer.from(JSON.stringify({ i: id, e: expiresAt })).toString('base64url');
+  const payload = toBase64Url(utf8(JSON.stringify({ i: id, e: expiresAt })));
   return `${payload}.${mac(payload, secret)}`;
 }
 
@@ -38,13 +38,13 @@ export function verifyToken(token: unknown, secret: string, now: number): { id: 
   const parts = TOKEN.exec(token);
   if (!parts) return INVALID;
   const payload = parts[1]!;
-  // Buffer ignores bits past the last byte: only a payload that re-encodes to itself is canonical.
-  const bytes = Buffer.from(payload, 'base64url');
-  if (bytes.toString('base64url') !== payload) return INVALID;
-  if (!timingSafeEqual(Buffer.from(parts[2]!, 'latin1'), Buffer.from(mac(payload, secret), 'latin1'))) return INVALID;
+  // Decoding ignores bits past the last byte: only a payload that re-encodes to itself is canonical.
+  const bytes = fromBase64Url(payload);
+  if (!bytes || toBase64Url(bytes) !== payload) return INVALID;
+  if (!equalConstantTime(parts[2]!, mac(payload, secret))) return INVALID;
   let data: unknown;
   try {
-    data = JSON.parse(bytes.toString('utf8'));
+    data = JSON.parse(decoder.decode(bytes));
   } catch {
     return INVALID;
   }
@@ -57,14 +57,16 @@ export function verifyToken(token: unknown, secret: string, now: number): { id: 
 }
 
 const INVALID: { problem: TokenProblem } = Object.freeze({ problem: 'invalid_token' });
+// fatal: a payload that is not valid UTF-8 is refused rather than read with replacement characters.
+const decoder = new TextDecoder('utf-8', { fatal: true });
 
 function mac(payload: string, secret: string): string {
-  return createHmac('sha256', secret).update(payload).digest('base64url');
+  return toBase64Url(hmacSha256(secret, payload));
 }
 
 /** A stable hash of a context object (keys sorted), to detect a resume under another identity. */
 export function hashContext(context: unknown): string {
-  return createHash('sha256').update(stableStringify(context)).digest('hex');
+  return toHex(sha256(stableStringify(context)));
 }
 
 function stableStringify(value: unknown, ancestors: object[] = []): string {

@@ -5,14 +5,14 @@ import type { Chain, ComputeStep, SelectStep, ToolStep } from '../define/chain.j
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/validate.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { classifyError, RunAbortReason, type Classified } from '../errors/classify.js';
+import { classifyError, keepCause, RunAbortReason, type Classified } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { buildMetadata } from '../guidance/metadata.js';
 import { alternativesFor } from '../guidance/alternatives.js';
 import { learn } from '../guidance/learn.js';
 import { complexityOf } from '../guidance/timing.js';
 import { listening, safeEmit } from '../observe/events.js';
-import { maskError, maskFailedRun, redact, secretMask } from '../observe/redact.js';
+import { maskedErr, maskError, maskFailedRun, redact, secretMask } from '../observe/redact.js';
 import type { ToolTransition, Trace, TraceStep } from '../observe/trace.js';
 import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { compensate } from '../policies/compensate.js';
@@ -22,6 +22,7 @@ import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from './abor
 import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { ConfirmationRequest, Core, RunOptions, RunResult } from './types.js';
+import { parseSchema } from '../define/schema.js';
 
 /** One execution segment of a chain: a fresh run, or the part after a resumed gate. */
 export interface Execution {
@@ -176,7 +177,8 @@ class Run {
     this.offCallerAbort?.();
     core.active.delete(this.abort);
     const result = await this.result();
-    if (result.status === 'failed') maskFailedRun(result, secretMask(core.redact, x.input, x.context)); // before events and logs
+    const mask = result.status === 'failed' ? secretMask(core.redact, x.input, x.context) : undefined;
+    if (mask) maskFailedRun(result as Extract<RunResult, { status: 'failed' }>, mask); // before events and logs
     if (x.sessionId === undefined) {
       if (result.status !== 'awaiting_confirmation') core.advisor.forget(x.runId);
       else if (this.lastCall) core.transitions.park(x.runId, this.lastCall); // for the transition after the resume
@@ -189,7 +191,8 @@ class Run {
       });
     }
     if (logger) {
-      if (result.status === 'failed') logger.error(this.logFields({ step: result.error.step, category: result.error.category, code: result.error.code }), `chain ${chain.name} failed: ${result.error.message}`);
+      // pino's convention: the original error under `err` (type and stack), masked like every text that leaves.
+      if (result.status === 'failed') logger.error(this.logFields({ step: result.error.step, category: result.error.category, code: result.error.code, ...(result.error.cause !== undefined && { err: maskedErr(result.error.cause, mask!) }) }), `chain ${chain.name} failed: ${result.error.message}`);
       else logger.info(this.logFields({ status: result.status, durationMs: result.trace.totalLatencyMs }), `chain ${chain.name} ${result.status}`);
     }
     return result;
@@ -313,6 +316,7 @@ class Run {
     const failure = error instanceof StepError ? error.failure : classifyError(error, this.core.classifiers);
     const details = { step: p.id, ...(p.tool && { tool: p.tool.name }), attempts: ctx?.attempt ?? 0, ...(error instanceof StepError && error.extra) };
     const info = toErrorInfo(failure, details, ctx?.retry ?? this.core.retryTable);
+    if (!(error instanceof StepError)) keepCause(info, error); // the original error (API.md §9)
     info.alternatives = alternativesFor(this.core.guidance, info, ctx ? { complexity: complexityOf(ctx.input) } : {});
     // Secrets of the call's input, the chain's input and context leave in no text (API.md §6); failures only.
     maskError(info, secretMask(this.core.redact, ctx?.input, this.x.input, this.x.context));
@@ -410,7 +414,7 @@ class Run {
 
   private computed(p: PlannedStep, step: ComputeStep, value: unknown): StepOutcome {
     if (step.output) {
-      const parsed = step.output.safeParse(value);
+      const parsed = parseSchema(step.output, value);
       if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${p.id} computed a value that does not match its output schema`, parsed.error.issues));
       value = parsed.data;
     }
@@ -443,7 +447,7 @@ class Run {
     } catch (error) {
       throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${p.id}: building the input threw: ${describeThrown(error)}` });
     }
-    const parsed = tool.input.safeParse(raw);
+    const parsed = parseSchema(tool.input, raw);
     if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${p.id}) does not match its schema`, parsed.error.issues));
     if (core.traceDetail === 'full') inFlight.input = redact(parsed.data, core.redact);
 

@@ -1,6 +1,6 @@
 // One tool call by name (`runner.invoke`): the same pipeline and learning as a chain step.
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { classifyError, RunAbortReason } from '../errors/classify.js';
+import { classifyError, keepCause, RunAbortReason } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { alternativesFor } from '../guidance/alternatives.js';
 import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
@@ -13,6 +13,7 @@ import { learn } from '../guidance/learn.js';
 import { newId } from './ids.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult } from './types.js';
+import { parseSchema } from '../define/schema.js';
 
 const MIN_INVOKE_DEADLINE_MS = 30_000;
 
@@ -70,7 +71,7 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
   }
   if (!tool) return notFound('unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...core.tools.keys()].join(', ') || 'none'}).`);
   entry.tool = tool.name;
-  const parsed = tool.input.safeParse(input);
+  const parsed = parseSchema(tool.input, input);
   if (!parsed.success) {
     return finish({ status: 'failed', error: toErrorInfo(schemaFailure('invalid_input', `Input for tool ${name} does not match its schema`, parsed.error.issues, 'invalid_input'), { tool: name }, core.retryTable) });
   }
@@ -91,6 +92,7 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
     result = finish({ status: 'completed', output: (await core.call(ctx)) as O });
   } catch (error) {
     const info = toErrorInfo(classifyError(error, core.classifiers), { tool: name, step: name, attempts: ctx.attempt }, ctx.retry);
+    keepCause(info, error); // the original error (API.md §9)
     info.alternatives = alternativesFor(core.guidance, info, { complexity: complexityOf(ctx.input) });
     result = finish({ status: 'failed', error: info });
   } finally {

@@ -4,6 +4,7 @@ import { classifyError, inBandFailure, isInBandError, ToolFailure, type Classifi
 import type { Tool } from '../define/tool.js';
 import { formatPath } from '../define/path.js';
 import type { AbortScope } from './abort.js';
+import { parseSchema } from '../define/schema.js';
 
 /** One tool call as the invoker sees it. */
 export interface ToolCall {
@@ -25,6 +26,18 @@ export interface ToolCall {
 
 /** How tools are really called: any transport. */
 export type ToolInvoker = (call: ToolCall) => Promise<unknown>;
+
+/**
+ * Runs around each attempt's invoker call (`hooks.wrapInvoke`): it must call `invoke(call)` once
+ * and return (or await) its result. `step` is the step id (the tool name for `runner.invoke`).
+ * Lets tracing run the tool inside its span's context, so spans the tool starts are its children.
+ *
+ * @example
+ * ```ts
+ * const wrapInvoke: InvokeWrapper = (invoke, call) => context.with(ctx, invoke, undefined, call);
+ * ```
+ */
+export type InvokeWrapper = (invoke: ToolInvoker, call: ToolCall, step: string | undefined) => Promise<unknown>;
 
 /** The state of one logical call (all its attempts), threaded through the policies. */
 export interface CallContext {
@@ -68,21 +81,24 @@ export function compose(policies: readonly Policy[], end: Call): Call {
  * The innermost step: calls the invoker, turns in-band error results into failures and checks the
  * output against the tool's schema (a mismatch is a `validation` failure naming the path).
  */
-export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifier[]): Call {
+export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifier[], wrap?: InvokeWrapper): Call {
   const fail = (error: unknown): never => {
-    throw new ToolFailure(classifyError(error, classifiers));
+    // The original error rides along as `cause` (API.md §9), for ChainErrorInfo.cause and logs.
+    throw new ToolFailure(classifyError(error, classifiers), error instanceof ToolFailure ? error.cause : error);
   };
   // Bound to the call (not a closure per call: a bound function keeps no context while the tool runs).
   function checkOutput(this: CallContext, output: unknown): unknown {
     if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiers));
-    const parsed = this.tool.output.safeParse(output);
+    const parsed = parseSchema(this.tool.output, output);
     if (parsed.success) return parsed.data;
     throw new ToolFailure(schemaFailure('invalid_output', `Tool ${this.tool.name} returned output that does not match its schema`, parsed.error.issues));
   }
   return (ctx) => {
     let pending: Promise<unknown>;
     try {
-      pending = Promise.resolve(invoker(toolCall(ctx, ctx.attemptScope ?? ctx.run)));
+      const call = toolCall(ctx, ctx.attemptScope ?? ctx.run);
+      // One branch when unused: no wrapper, no extra frame or allocation.
+      pending = Promise.resolve(wrap === undefined ? invoker(call) : wrap(invoker, call, ctx.step));
     } catch (error) {
       pending = Promise.reject(error); // an invoker that throws synchronously
     }

@@ -1,5 +1,5 @@
 // The runner: holds the invoker, policies and stores, and runs, resumes and invokes.
-import { randomBytes } from 'node:crypto';
+import { toHex } from './sha256.js';
 import { newId } from './ids.js';
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
@@ -32,6 +32,7 @@ import { execute, type Execution } from './executor.js';
 import { invokeOne } from './invoke.js';
 import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult, Logger, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import { parseSchema } from '../define/schema.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
 const NONE: readonly never[] = Object.freeze([]);
@@ -87,6 +88,8 @@ export interface Runner {
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
   /** Aborts runs in flight, writes what was learned, and releases timers, listeners and stores. */
   close(): Promise<void>;
+  /** Same as `close()`, so `await using runner = createRunner(...)` closes the runner when the block ends. */
+  [Symbol.asyncDispose](): Promise<void>;
   /** Settles when learning data from `stores.learning` is loaded (at once without one). */
   readonly ready: Promise<void>;
   /** What the runner learned about which tool follows which, and call counters. */
@@ -197,7 +200,7 @@ export function createRunner(options: RunnerOptions): Runner {
       rateLimits.policy,
       timeoutPolicy(now),
     ],
-    invokeTool(options.invoker, classifiers),
+    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke),
   );
 
   const core: Core = {
@@ -216,7 +219,7 @@ export function createRunner(options: RunnerOptions): Runner {
     ...(options.redact && { redact: options.redact }),
     ...(logger && { logger }),
     checkpoints: options.stores?.checkpoints ?? memoryCheckpointStore({ now }),
-    secret: options.secret ?? randomBytes(32).toString('hex'),
+    secret: options.secret ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
     confirmationTtlMs: ttl,
     transitions: new TransitionTracker(),
     classifiers,
@@ -272,7 +275,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
   const validateContext = (chain: Chain, context: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } => {
     if (!chain.context) return { ok: true, value: (context ?? {}) as Record<string, unknown> };
-    const parsed = chain.context.safeParse(context ?? {});
+    const parsed = parseSchema(chain.context, context ?? {});
     if (parsed.success) return { ok: true, value: parsed.data as Record<string, unknown> };
     return { ok: false, message: schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema`, parsed.error.issues).message };
   };
@@ -282,7 +285,7 @@ export function createRunner(options: RunnerOptions): Runner {
     chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
     const runId = opts.runId ?? newId();
     const traceId = newId();
-    const parsed = chain.input.safeParse(input);
+    const parsed = parseSchema(chain.input, input);
     if (!parsed.success) {
       const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
       const body = failure('invalid_input', 'invalid_input', f.message);
@@ -421,6 +424,10 @@ export function createRunner(options: RunnerOptions): Runner {
       if (options.stores?.metrics?.close) await release('learning', () => options.stores!.metrics!.close!());
       if (core.checkpoints.close) await release('checkpoint', () => core.checkpoints.close!());
       events.removeAllListeners();
+    },
+
+    [Symbol.asyncDispose](): Promise<void> {
+      return runner.close();
     },
   };
   return runner;

@@ -4,9 +4,8 @@ import { defineChain } from '../define/chain.js';
 import { ref } from '../define/ref.js';
 import { completeTask, deleteTask, listTasks, updateTask, type Task } from './tools.js';
 
-const userContext = z.object({ userId: z.string().uuid() });
+const userContext = z.object({ userId: z.uuid() });
 const user = ref('context', 'userId');
-const findAll = { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } } as const;
 const needsMatch = { check: (s: { input: { match: string } }) => s.input.match.trim().length > 0, message: 'Which task do you mean?' };
 
 /** What the pick steps read of a run's scope. */
@@ -58,7 +57,6 @@ const pickedToComplete = (task: Task, s: PickScope): boolean => {
   return !listed(s).some((t) => !t.completed && titleHas(t, needle));
 };
 
-const pickOne = { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } } as const;
 const PICK_RULE = 'by (part of) its title, or by its position in the list (`#3`, `3` or `task 3`: the 3rd task, 1-based)';
 
 /** What {@link findAndComplete} returns: the task, and whether it had been completed before. */
@@ -91,8 +89,8 @@ export const findAndUpdate = defineChain({
   }),
   context: userContext,
   steps: [
-    findAll,
-    pickOne,
+    { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
     {
       id: 'update',
       tool: updateTask,
@@ -128,8 +126,8 @@ export const findAndDelete = defineChain({
   input: z.object({ match: z.string().min(1) }),
   context: userContext,
   steps: [
-    findAll,
-    pickOne,
+    { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
     {
       id: 'delete',
       tool: deleteTask,
@@ -166,7 +164,7 @@ export const findAndComplete = defineChain({
   input: z.object({ match: z.string().min(1) }),
   context: userContext,
   steps: [
-    findAll,
+    { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
     { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one' } },
     { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') }, when: (s) => !s.results.target.completed },
   ],
@@ -242,4 +240,9 @@ export const taskSummary = defineChain({
  * const runner = createRunner({ invoker, chains: [...taskChains] }); // resume any of them by name
  * ```
  */
-export const taskChains = [findAndUpdate, findAndDelete, findAndComplete, taskSummary] as const;
+export const taskChains: readonly [typeof findAndUpdate, typeof findAndDelete, typeof findAndComplete, typeof taskSummary] = [
+  findAndUpdate,
+  findAndDelete,
+  findAndComplete,
+  taskSummary,
+];

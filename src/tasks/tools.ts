@@ -1,5 +1,5 @@
 // The task domain's tools: the reference use case of chainkit (list, add, update, complete, delete).
-import { createHash } from 'node:crypto';
+import { sha256, toBase64Url } from '../run/sha256.js';
 import { z } from 'zod';
 import { defineTool } from '../define/tool.js';
 
@@ -12,8 +12,8 @@ import { defineTool } from '../define/tool.js';
  * ```
  */
 export const Task = z.object({
-  task_id: z.string().uuid(),
-  user_id: z.string().uuid(),
+  task_id: z.uuid(),
+  user_id: z.uuid(),
   title: z.string(),
   /** Optional: backends without descriptions stay valid. */
   description: z.string().optional(),
@@ -41,7 +41,7 @@ const normal = (text: string | undefined): string => (text ?? '').normalize('NFK
  */
 function sameTask(input: { user_id: string; title: string; priority?: string; description?: string }): string {
   const content = `${normal(input.title)}\u0000${input.priority ?? 'medium'}\u0000${normal(input.description)}`;
-  return `add_task:${input.user_id}:${createHash('sha256').update(content).digest('base64url').slice(0, 32)}`;
+  return `add_task:${input.user_id}:${toBase64Url(sha256(content)).slice(0, 32)}`;
 }
 
 /**
@@ -55,7 +55,7 @@ function sameTask(input: { user_id: string; title: string; priority?: string; de
 export const listTasks = defineTool({
   name: 'list_tasks',
   description: "List a user's tasks, optionally only pending or completed ones",
-  input: z.object({ user_id: z.string().uuid(), status: z.enum(['all', 'pending', 'completed']).default('all') }),
+  input: z.object({ user_id: z.uuid(), status: z.enum(['all', 'pending', 'completed']).default('all') }),
   output: z.object({ tasks: z.array(Task) }),
   effect: 'read',
   timeoutMs: READ_TIMEOUT_MS,
@@ -80,7 +80,7 @@ export const listTasks = defineTool({
 export const addTask = defineTool({
   name: 'add_task',
   description: 'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
-  input: z.object({ user_id: z.string().uuid(), title, priority: priority.default('medium'), description: description.optional() }),
+  input: z.object({ user_id: z.uuid(), title, priority: priority.default('medium'), description: description.optional() }),
   output: z.object({ task: Task }),
   effect: 'write',
   idempotencyKey: sameTask,
@@ -103,8 +103,8 @@ export const updateTask = defineTool({
   name: 'update_task',
   description: "Update a task's title, priority, description or completion",
   input: z.object({
-    user_id: z.string().uuid(),
-    task_id: z.string().uuid(),
+    user_id: z.uuid(),
+    task_id: z.uuid(),
     title: title.optional(),
     priority: priority.optional(),
     description: description.optional(),
@@ -129,7 +129,7 @@ export const updateTask = defineTool({
 export const completeTask = defineTool({
   name: 'complete_task',
   description: 'Mark a task as completed',
-  input: z.object({ user_id: z.string().uuid(), task_id: z.string().uuid() }),
+  input: z.object({ user_id: z.uuid(), task_id: z.uuid() }),
   output: z.object({ task: Task }),
   effect: 'write',
   timeoutMs: WRITE_TIMEOUT_MS,
@@ -149,8 +149,8 @@ export const completeTask = defineTool({
 export const deleteTask = defineTool({
   name: 'delete_task',
   description: 'Delete a task permanently',
-  input: z.object({ user_id: z.string().uuid(), task_id: z.string().uuid() }),
-  output: z.object({ task_id: z.string().uuid(), title: z.string(), deleted: z.literal(true) }),
+  input: z.object({ user_id: z.uuid(), task_id: z.uuid() }),
+  output: z.object({ task_id: z.uuid(), title: z.string(), deleted: z.literal(true) }),
   effect: 'destructive',
   timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
@@ -166,4 +166,10 @@ export const deleteTask = defineTool({
  * const runner = createRunner({ invoker: createTaskStore().invoker, tools: [...taskTools] });
  * ```
  */
-export const taskTools = [listTasks, addTask, updateTask, completeTask, deleteTask] as const;
+export const taskTools: readonly [typeof listTasks, typeof addTask, typeof updateTask, typeof completeTask, typeof deleteTask] = [
+  listTasks,
+  addTask,
+  updateTask,
+  completeTask,
+  deleteTask,
+];

@@ -1,4 +1,8 @@
-// chainkit/testing: drive chains against scripted tools or the in-memory task backend.
+/**
+ * chainkit/testing: drive chains against scripted tools or the in-memory task backend.
+ *
+ * @module chainkit/testing
+ */
 export {
   createMockInvoker, type MockAnswer, type MockCall, type MockFunction, type MockInvoker, type MockScript, type TypedMockAnswer, type TypedMockFunction, type TypedMockScript,
 } from './mock-invoker.js';

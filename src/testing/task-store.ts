@@ -1,5 +1,4 @@
 // An in-memory task backend implementing the five task tools, with realistic in-band errors.
-import { randomUUID } from 'node:crypto';
 import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
 import type { Task } from '../tasks/tools.js';
 
@@ -62,7 +61,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   for (const [userId, list] of Object.entries(options.users ?? {})) {
     for (const t of list) {
       seed.push({
-        task_id: randomUUID(), user_id: userId, title: t.title, ...(t.description !== undefined && { description: t.description }),
+        task_id: crypto.randomUUID(), user_id: userId, title: t.title, ...(t.description !== undefined && { description: t.description }),
         completed: t.completed ?? false, priority: t.priority ?? 'medium', created_at: new Date((clock += 60_000)).toISOString(),
       });
     }
@@ -99,7 +98,7 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
     }),
     add_task: (input) => {
       const task: Task = {
-        task_id: randomUUID(), user_id: input.user_id, title: input.title, ...(input.description !== undefined && { description: input.description }),
+        task_id: crypto.randomUUID(), user_id: input.user_id, title: input.title, ...(input.description !== undefined && { description: input.description }),
         completed: false, priority: input.priority ?? 'medium', created_at: new Date(now()).toISOString(),
       };
       byId.set(task.task_id, task);

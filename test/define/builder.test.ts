@@ -7,7 +7,7 @@ import { createMockInvoker } from 'chainkit/testing';
 import { count, echo, remove, USER } from '../helpers.js';
 
 const input = z.object({ text: z.string(), label: z.string() });
-const context = z.object({ userId: z.string().uuid() });
+const context = z.object({ userId: z.uuid() });
 // Shared by both forms: a function's source text is part of the fingerprint.
 const prompt = (s: Scope): string => `Remove ${String(s.results.pick.id)}?`;
 const summary = (s: Scope): unknown => ({ removed: s.results.remove, text: s.input.text });

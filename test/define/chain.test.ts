@@ -14,7 +14,7 @@ function issuesOf(spec: unknown): DefinitionIssue[] {
 }
 
 const input = z.object({ text: z.string(), n: z.number() });
-const context = z.object({ userId: z.string().uuid() });
+const context = z.object({ userId: z.uuid() });
 const ok = { id: 'c', tool: count, input: {} };
 
 describe('defineChain static validation', () => {

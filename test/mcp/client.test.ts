@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { classifyError, createRunner, defineChain, defineTool, ref, type Tool, type ToolCall } from 'chainkit';
+import { classifyError, createRunner, defineChain, defineTool, parseSchema, ref, type Tool, type ToolCall } from 'chainkit';
 import { McpToolError, mcpInvoker, toolsFromMcp } from 'chainkit/mcp';
 import { createToolsServer, type ServerLog } from '../fixtures/mcp-tools-server.js';
 import { connectStdio } from './stdio.js';
@@ -35,10 +35,22 @@ describe('toolsFromMcp', () => {
     ]);
     const list = byName(tools, 'list_tasks');
     expect(list.description).toBe("List a user's tasks");
-    expect(list.input.safeParse({ user_id: 'u1', status: 'all' }).success).toBe(true);
-    const bad = list.input.safeParse({ user_id: '', status: 'done' });
+    expect(parseSchema(list.input, { user_id: 'u1', status: 'all' }).success).toBe(true);
+    const bad = parseSchema(list.input, { user_id: '', status: 'done' });
     expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join('.')).sort()).toEqual(['status', 'user_id']);
-    expect(list.output.safeParse({ tasks: [{ task_id: 't', title: 'x', completed: 'no' }] }).success).toBe(false);
+    expect(parseSchema(list.output, { tasks: [{ task_id: 't', title: 'x', completed: 'no' }] }).success).toBe(false);
+  });
+});
+
+describe('toolsFromMcp signal', () => {
+  it('rejects with the signal\'s reason when cancelled mid-listing or before it starts', async () => {
+    const { client } = await connectInMemory();
+    const ac = new AbortController();
+    const listing = toolsFromMcp(client, { signal: ac.signal });
+    ac.abort(new Error('user went away'));
+    await expect(listing).rejects.toThrow('user went away');
+    await expect(toolsFromMcp(client, { signal: AbortSignal.abort(new Error('too late')) })).rejects.toThrow('too late');
+    expect((await toolsFromMcp(client, { signal: new AbortController().signal })).length).toBe(6);
   });
 });
 

@@ -3,7 +3,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, DefinitionError, findAndDelete, taskChains } from 'chainkit';
+import { createRunner, defineChain, DefinitionError, findAndDelete, ref, taskChains } from 'chainkit';
 import { serveChains, type McpRequestExtra } from 'chainkit/mcp';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { echo } from '../helpers.js';
@@ -99,6 +99,37 @@ describe('serveChains', () => {
     const invalid = await call(clients.a!, 'find_and_delete', { match: 42 });
     expect(invalid.isError).toBe(true);
     expect((invalid.content[0] as { text: string }).text).toMatch(/match/);
+  });
+
+  it('declares a title and an outputSchema (the result envelope, with the chain\'s result schema where it is declared) that results match', async () => {
+    const { clients } = await serve({ a: 'alice' });
+    const { tools } = await clients.a!.listTools();
+    const del = tools.find((t) => t.name === 'find_and_delete')!;
+    expect(del.title).toBe('Find and delete');
+    expect(tools.find((t) => t.name === 'confirm_action')!.title).toEqual(expect.any(String));
+    for (const tool of tools) {
+      expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object', required: ['status', 'metadata'], properties: { status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed'] }, resumeToken: { type: 'string' }, error: { type: 'object' } } });
+    }
+    // Every kind of result passes the client's validation against the declared schema.
+    expect((await call(clients.a!, 'task_summary', {})).structuredContent.status).toBe('completed');
+    const gate = await call(clients.a!, 'find_and_delete', { match: 'groceries' });
+    expect(gate.structuredContent.status).toBe('awaiting_confirmation');
+    expect((await call(clients.a!, 'confirm_action', { resumeToken: gate.structuredContent.resumeToken, approved: false })).structuredContent.status).toBe('declined');
+    expect((await call(clients.a!, 'find_and_delete', { match: 'no such task anywhere' })).structuredContent.status).toBe('failed');
+
+    // A chain whose result is its last tool's output declares that tool's output schema.
+    const runner = createRunner({ invoker: async (c) => c.input });
+    const say = defineChain({ name: 'say_it', version: '1', description: 'Echo', input: z.object({ value: z.string() }), steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'value') } }] });
+    const server = serveChains(runner, [say], { name: 'echo', version: '1.0.0' });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1.0.0' });
+    await client.connect(clientSide);
+    cleanups.push(() => runner.close(), () => server.close(), () => client.close());
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'say_it')!;
+    expect(listed.title).toBe('Say it');
+    expect(listed.outputSchema!.properties!.output).toMatchObject({ type: 'object', properties: { value: { type: 'string' } }, required: ['value'] });
+    expect((await call(client, 'say_it', { value: 'hi' })).structuredContent).toMatchObject({ status: 'completed', output: { value: 'hi' } });
   });
 
   it('refuses what cannot be served, listing every problem', () => {

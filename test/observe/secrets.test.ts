@@ -204,3 +204,21 @@ describe('secrets in failures', () => {
     expect(result.status === 'failed' && result.error.message).toBe('Error: password=hunter2'); // the result itself is not changed
   });
 });
+
+describe('the original error handed to the logger', () => {
+  it('reaches logger.error as `err` with its type and stack, secrets masked', async () => {
+    const login = defineTool({ name: 'login', description: 'Log in', input: z.object({ user: z.string(), password: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
+    const { runner, seen } = watched({ login: { error: Object.assign(new TypeError('login failed for hunter2-pass: password=hunter2-pass'), { code: 'E_LOGIN' }) } });
+    const chain = defineChain({ name: 'log_in', input: z.object({ password: z.string() }), steps: [{ id: 'in', tool: login, input: { user: 'ada', password: ref('input', 'password') } }] });
+    const r = await runner.run(chain, { password: 'hunter2-pass' });
+    expect(r.status).toBe('failed');
+    const entry = seen.find((s): s is { level: string; obj: { err?: Error & { code?: string } } } => (s as { level?: string }).level === 'error');
+    const err = entry?.obj.err;
+    expect(err).toBeInstanceOf(Error);
+    expect(err?.name).toBe('TypeError');
+    expect(err?.code).toBe('E_LOGIN');
+    expect(`${err?.message} ${err?.stack}`).not.toContain('hunter2');
+    expect(err?.message).toContain('login failed');
+    await runner.close();
+  });
+});

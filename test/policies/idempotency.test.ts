@@ -5,7 +5,7 @@ import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const alice = { context: { userId: fixtures.alice } };
 const add = defineChain({
-  name: 'add_one', input: z.object({ title: z.string() }), context: z.object({ userId: z.string().uuid() }),
+  name: 'add_one', input: z.object({ title: z.string() }), context: z.object({ userId: z.uuid() }),
   steps: [{ id: 'add', tool: taskTools[1], input: { user_id: ref('context', 'userId'), title: ref('input', 'title') } }],
 });
 

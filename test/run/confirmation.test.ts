@@ -125,7 +125,7 @@ describe('confirmation gates', () => {
   });
 
   it('a waived destructive step (confirm: false) runs without a gate', async () => {
-    const chain = defineChain({ name: 'rm', input: z.object({ id: z.string().uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }] });
+    const chain = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }] });
     const runner = createRunner({ invoker: async () => ({ ok: true }) });
     expect((await runner.run(chain, { id: fixtures.alice })).status).toBe('completed');
   });

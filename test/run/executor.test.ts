@@ -40,7 +40,7 @@ describe('executor: data flow and validation', () => {
 
   it('rejects a context that fails the context schema (invalid_context)', async () => {
     const invoker = createMockInvoker({ echo: { ok: { value: 'x' } } });
-    const chain = defineChain({ name: 'c', input: z.object({}), context: z.object({ userId: z.string().uuid() }), steps: [{ id: 'e', tool: echo, input: { value: ref('context', 'userId') } }] });
+    const chain = defineChain({ name: 'c', input: z.object({}), context: z.object({ userId: z.uuid() }), steps: [{ id: 'e', tool: echo, input: { value: ref('context', 'userId') } }] });
     const r = await runChain(chain, {}, { invoker, context: { userId: 'not-a-uuid' } });
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'invalid_input', code: 'invalid_context' });
     expect(invoker.calls).toHaveLength(0);

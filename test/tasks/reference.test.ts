@@ -125,7 +125,7 @@ describe('add_task refuses an identical task of the same user within the hour', 
 
   it('dedupes across chain runs with different run ids, and keeps results an hour', async () => {
     const addOne = defineChain({
-      name: 'add_one_ref', input: z.object({ title: z.string() }), context: z.object({ userId: z.string().uuid() }),
+      name: 'add_one_ref', input: z.object({ title: z.string() }), context: z.object({ userId: z.uuid() }),
       steps: [{ id: 'add', tool: addTask, input: { user_id: ref('context', 'userId'), title: ref('input', 'title') } }],
     });
     const a = await runner.run(addOne, { title: 'Pay rent' }, alice);
