@@ -20,7 +20,7 @@ export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schem
 // Running
 export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';
 export type { RunResult, InvokeResult, RunResultBase, RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
-export type { ToolCall, ToolInvoker } from './run/pipeline.js';
+export type { InvokeWrapper, ToolCall, ToolInvoker } from './run/pipeline.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/relay.js';
 
 // Errors
@@ -47,7 +47,7 @@ export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule
 export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
 
 // Stores
-export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
+export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,

@@ -260,7 +260,7 @@ class Builder {
  * ```ts
  * const findAndDelete = chain('find_and_delete', {
  *   input: z.object({ match: z.string().min(1) }),
- *   context: z.object({ userId: z.string().uuid() }),
+ *   context: z.object({ userId: z.uuid() }),
  * })
  *   .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
  *   .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))

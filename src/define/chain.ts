@@ -171,7 +171,7 @@ export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
  * const rename = defineChain({
  *   name: 'rename_task',
  *   input: z.object({ match: z.string(), title: z.string() }),
- *   context: z.object({ userId: z.string().uuid() }),
+ *   context: z.object({ userId: z.uuid() }),
  *   steps: [
  *     { id: 'find', tool: listTasks, input: { user_id: ref('context', 'userId'), status: 'all' } },
  *     { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },

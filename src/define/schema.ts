@@ -15,6 +15,7 @@ export declare namespace StandardSchemaV1 {
   export interface Props<Input = unknown, Output = Input> {
     readonly version: 1;
     readonly vendor: string;
+    /** Validates a value: its output, or the issues found (sync or async). */
     readonly validate: (value: unknown, options?: { readonly libraryOptions?: Record<string, unknown> | undefined } | undefined) => Result<Output> | Promise<Result<Output>>;
     readonly types?: { readonly input: Input; readonly output: Output } | undefined;
   }

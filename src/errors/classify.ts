@@ -92,7 +92,7 @@ const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
-  [/\bdependenc(?:y|ies)\b[^.;\n]*?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
+  [/\bdependenc(?:y|ies)\b[^.;\n]{0,120}?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
 ];
 
 type Bag = Record<string, unknown>;
@@ -180,9 +180,13 @@ const byInBandCode: Classifier = (error) => {
   return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
 };
 
+const MAX_CLASSIFIED_TEXT = 4096;
+
 /** The category the message patterns give a text, if any. */
 function categoryOfText(text: string): ErrorCategory | undefined {
-  for (const [pattern, category] of PATTERNS) if (pattern.test(text)) return category;
+  // What says what went wrong comes first; a tool's megabyte of text must not cost seconds of regex.
+  const head = text.length > MAX_CLASSIFIED_TEXT ? text.slice(0, MAX_CLASSIFIED_TEXT) : text;
+  for (const [pattern, category] of PATTERNS) if (pattern.test(head)) return category;
   return undefined;
 }
 

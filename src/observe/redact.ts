@@ -43,6 +43,9 @@ export const SECRET_KEY = new RegExp(
     word('signing key', { plural: true }), word('encryption key', { plural: true }), word('session key', { plural: true }),
     word('connection string'),
     word('token', { last: true }), word('otp', { last: true }),
+    // Plural tokens only after a credential word: `access_tokens` hidden, `tokens` / `max_tokens` (counts) shown.
+    word('access token', { plural: true }), word('refresh token', { plural: true }), word('auth token', { plural: true }),
+    word('id token', { plural: true }), word('session token', { plural: true }), word('bearer token', { plural: true }), word('api token', { plural: true }),
     // Short words only as a whole segment: `pass` but not `passenger` or `bypass`.
     word('cookie', { plural: true, start: true }), word('bearer', { start: true }),
     word('pass', { start: true, last: true }), word('pwd', { start: true, last: true }), word('auth', { start: true, last: true }),

@@ -15,9 +15,9 @@ export interface BreakerOptions {
 }
 
 // Failures that say the service is unwell (a remote 429 included: it is overloaded); user errors
-// (not_found, invalid_input, …) do not count, nor do chainkit's own limiter refusals (see `failed`).
+// (not_found, invalid_input, …) do not count, nor do chainkit's own limiter refusals and store
+// failures (see `failed`).
 const COUNTS: ReadonlySet<ErrorCategory> = new Set(['internal', 'unavailable', 'network', 'timeout', 'rate_limited']);
-const NOT_REACHED = { category: 'cancelled' as ErrorCategory };
 
 /** Options of the breaker policy. */
 export interface BreakerPolicyOptions extends Required<BreakerOptions> {
@@ -50,14 +50,14 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   }
   function failed(this: CallContext, error: unknown, probe = false): never {
     const tool = this.tool.name;
-    // chainkit's own limiter kept the attempt from the tool: no verdict on the tool. A probe it kept
-    // back is given back, so the next call probes (one user's limit must not hold the breaker open).
-    if (error instanceof LimiterRefusal) {
+    // chainkit's own limiter, or its own store (e.g. the rate-limit store), kept the attempt from the
+    // tool: no verdict on the tool. A probe it kept back is given back, so the next call probes (one
+    // user's limit or a store hiccup must not hold the breaker open for everyone).
+    if (error instanceof LimiterRefusal || error instanceof StoreFailure) {
       if (probe) giveBack(this);
       throw error;
     }
-    // chainkit's own store failed (e.g. the rate-limit store): the tool was not reached, so neither verdict.
-    const { category } = error instanceof StoreFailure ? NOT_REACHED : error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
+    const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
     // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
     if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), this);
     else if (category !== 'cancelled') report(() => store.success(tool), this);

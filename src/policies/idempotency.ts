@@ -1,5 +1,5 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import type { Call, CallContext, Policy } from '../run/pipeline.js';
 import { callStore } from '../stores/guard.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -76,7 +76,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: CallContext, error: unknown): Promise<never> {
-    const recorded = record(this, () => store.fail(this.idempotencyKey!, error));
+    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (API.md §6).
+    const unknown = error instanceof ToolFailure && error.info.outcomeUnknown === true;
+    const recorded = record(this, () => store.fail(this.idempotencyKey!, error, unknown));
     if (!recorded) throw error;
     return recorded.then(() => Promise.reject(error));
   }

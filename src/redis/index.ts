@@ -6,6 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import { isTimerMs } from '../define/tool.js';
+import { ToolFailure, type Classified } from '../errors/classify.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
@@ -23,7 +24,10 @@ export interface RedisStoresOptions {
   prefix: string;
   /** How long kept results live. Default 24 h. */
   idempotencyTtlMs?: number;
-  /** How long an in-flight marker lives if its process dies mid-call. Default 60 s. */
+  /**
+   * How long an in-flight marker lives if its process dies mid-call, and how long the key of a
+   * write whose outcome is unknown stays claimed after its failure. Default 60 s.
+   */
   pendingTtlMs?: number;
   /**
    * How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s.
@@ -180,7 +184,10 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
   };
 
   const idemKey = (key: string): string => `${p}:idem:${key}`;
-  const parseEntry = (raw: string): { s: 'p' | 'd'; v?: unknown } => JSON.parse(raw) as { s: 'p' | 'd'; v?: unknown };
+  // s: 'p' in flight, 'd' done (v: the result), 'u' a write whose outcome is unknown (e: its failure).
+  type IdemEntry = { s: 'p' | 'd' | 'u'; v?: unknown; e?: Classified };
+  const parseEntry = (raw: string): IdemEntry => JSON.parse(raw) as IdemEntry;
+  const unknownFailure = (entry: IdemEntry): ToolFailure => new ToolFailure({ ...entry.e!, outcomeUnknown: true });
   /**
    * Waits for a call in flight in another process: its result, its failure (key gone) or, after
    * `pendingWaitMs`, `conflict`. `cancel` (the waiter's deadline, cancel or close) stops the polling
@@ -198,7 +205,7 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
           timer = setTimeout(r, pollMs);
         });
         if (stopped) return new Promise<never>(() => {});
-        let entry: { s: 'p' | 'd'; v?: unknown } | undefined;
+        let entry: IdemEntry | undefined;
         try {
           const raw = await redis.get(idemKey(key));
           entry = raw === null ? undefined : parseEntry(raw);
@@ -209,6 +216,7 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
         if (stopped) return new Promise<never>(() => {});
         if (entry === undefined) throw Object.assign(new Error(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`), { status: 409 });
         if (entry.s === 'd') return entry.v;
+        if (entry.s === 'u') throw unknownFailure(entry);
       }
       throw Object.assign(new Error(`A call with idempotency key ${key} is still in flight elsewhere after ${pendingWait} ms.`), { status: 409 });
     };
@@ -230,13 +238,24 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
       if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
       const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };
+      if (entry.s === 'u') {
+        const settled = Promise.reject(unknownFailure(entry));
+        settled.catch(() => undefined); // the waiter attaches later: never an unhandled rejection
+        return { status: 'pending', settled };
+      }
       return waitFor(key);
     },
     async complete(key, value, ttlMs) {
       await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
     },
-    async fail(key) {
-      await redis.del(idemKey(key));
+    async fail(key, error, outcomeUnknown) {
+      if (!outcomeUnknown) {
+        await redis.del(idemKey(key));
+        return;
+      }
+      // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
+      const e: Classified = error instanceof ToolFailure ? error.info : { category: 'timeout', code: 'outcome_unknown', message: String(error) };
+      await redis.set(idemKey(key), JSON.stringify({ s: 'u', e }), 'PX', pendingTtl, 'XX');
     },
   };
 

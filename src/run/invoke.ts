@@ -10,6 +10,7 @@ import { maskError, redact, secretMask } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { AbortScope, onSignalAbort } from './abort.js';
 import { learn } from '../guidance/learn.js';
+import { isTimerMs } from '../define/tool.js';
 import { newId } from './ids.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { Core, InvokeOptions, InvokeResult } from './types.js';
@@ -19,6 +20,7 @@ const MIN_INVOKE_DEADLINE_MS = 30_000;
 
 /** Calls one tool by name; never throws for run-time failures (only for a `tier` without a registry). */
 export async function invokeOne<O>(core: Core, name: string, input: unknown, opts: InvokeOptions): Promise<InvokeResult<O>> {
+  if (opts.timeoutMs !== undefined && !isTimerMs(opts.timeoutMs)) throw new TypeError('Expected `timeoutMs` to be a positive number of ms below 2^31.');
   const started = core.now();
   const runId = newId();
   const traceId = newId();
@@ -71,7 +73,13 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
   }
   if (!tool) return notFound('unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...core.tools.keys()].join(', ') || 'none'}).`);
   entry.tool = tool.name;
-  const parsed = parseSchema(tool.input, input);
+  let parsed: ReturnType<typeof parseSchema>;
+  try {
+    parsed = parseSchema(tool.input, input);
+  } catch (error) {
+    // A throwing getter or a hostile Proxy as input: a result, never a throw.
+    return finish({ status: 'failed', error: toErrorInfo({ category: 'invalid_input', code: 'unreadable_input', message: `The input of tool ${name} could not be read: ${error instanceof Error ? error.message : String(error)}` }, { tool: name }, core.retryTable) });
+  }
   if (!parsed.success) {
     return finish({ status: 'failed', error: toErrorInfo(schemaFailure('invalid_input', `Input for tool ${name} does not match its schema`, parsed.error.issues, 'invalid_input'), { tool: name }, core.retryTable) });
   }

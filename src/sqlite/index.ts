@@ -13,7 +13,9 @@ import type { LearnedData, LearningStore, TimingSample } from '../stores/types.j
  * all read the same way (they differ on several parameters: variadic vs an array).
  */
 export interface SqliteStatement {
+  /** Runs the statement with its parameters (a write). */
   run(...params: any[]): unknown;
+  /** Runs the statement and returns every row (a read). */
   all(...params: any[]): unknown[];
   /** node-sqlite3-wasm frees a statement only when it is finalized; called on `close()` when present. */
   finalize?(): unknown;
@@ -24,8 +26,11 @@ export interface SqliteStatement {
  * or a node-sqlite3-wasm `Database` (no native code) all satisfy it.
  */
 export interface SqliteDatabase {
+  /** Runs SQL without parameters (schema set-up). */
   exec(sql: string): unknown;
+  /** Compiles a statement. */
   prepare(sql: string): SqliteStatement;
+  /** Closes the database (only when the store opened it from a path). */
   close(): unknown;
 }
 

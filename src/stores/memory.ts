@@ -107,26 +107,47 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
   };
 }
 
+/** Options of {@link memoryIdempotencyStore}. */
+export interface MemoryIdempotencyStoreOptions extends MemoryStoreOptions {
+  /**
+   * How long the key of a write whose outcome is unknown (timed out, connection lost) stays
+   * claimed after its failure: duplicates get that failure instead of running it again. Default 60 s.
+   */
+  pendingTtlMs?: number;
+}
+
 interface IdempotencyEntry {
   expiresAt: number;
   done: boolean;
   value?: unknown;
+  /** The failure of a write whose outcome is unknown: the key stays claimed and answers with it. */
+  unknown?: { error: unknown };
   /** While pending: settles waiters with the claimant's outcome. */
   waiters?: { promise: Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
 }
 
+/** A failure for a waiter that attaches its handlers later: marked handled so it never rejects unhandled. */
+function rejected(error: unknown): Promise<never> {
+  const p = Promise.reject(error);
+  p.catch(() => undefined);
+  return p;
+}
+
 /**
  * An idempotency store in memory: one process only, bounded by TTL (default 24 h) and a maximum
- * count (oldest evicted first). Concurrent duplicates of an in-flight call wait for its outcome.
+ * count (oldest evicted first). Concurrent duplicates of an in-flight call wait for its outcome; the
+ * key of a write whose outcome is unknown stays claimed for `pendingTtlMs` after its failure.
  *
  * @example
  * ```ts
  * const runner = createRunner({ invoker, stores: { idempotency: memoryIdempotencyStore({ ttlMs: 3_600_000 }) } });
  * ```
  */
-export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): IdempotencyStore {
+export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = {}): IdempotencyStore {
   const max = options.maxEntries ?? 10_000;
   const ttl = options.ttlMs ?? 24 * 3_600_000;
+  const pendingTtl = options.pendingTtlMs ?? 60_000;
+  if (!(Number.isFinite(pendingTtl) && pendingTtl > 0)) throw new TypeError('Expected `pendingTtlMs` to be a positive, finite number of ms.');
   if (!(Number.isInteger(max) && max > 0)) throw new TypeError('Expected `maxEntries` to be a positive integer.');
   if (!(Number.isFinite(ttl) && ttl > 0)) throw new TypeError('Expected `ttlMs` to be a positive, finite number of ms.');
   const now = options.now ?? Date.now;
@@ -147,6 +168,7 @@ export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): Idempo
       const e = entries.get(key);
       if (e && e.expiresAt > now()) {
         if (e.done) return { status: 'done', value: e.value };
+        if (e.unknown) return { status: 'pending', settled: rejected(e.unknown.error) };
         if (!e.waiters) {
           let resolve!: (v: unknown) => void;
           let reject!: (e: unknown) => void;
@@ -166,9 +188,15 @@ export function memoryIdempotencyStore(options: MemoryStoreOptions = {}): Idempo
       entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
       e?.waiters?.resolve(value);
     },
-    fail(key, error) {
+    fail(key, error, outcomeUnknown) {
       const e = entries.get(key);
-      entries.delete(key);
+      // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
+      if (outcomeUnknown && e && !e.done) {
+        e.unknown = { error };
+        e.expiresAt = now() + pendingTtl;
+      } else {
+        entries.delete(key);
+      }
       e?.waiters?.reject(error);
     },
   };

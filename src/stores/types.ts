@@ -72,8 +72,13 @@ export interface IdempotencyStore {
   begin(key: string): MaybePromise<IdempotencyClaim>;
   /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
   complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
-  /** Releases the claim after a failure; waiters get the same error, a later call runs again. */
-  fail(key: string, error: unknown): MaybePromise<void>;
+  /**
+   * Ends the claim after a failure; waiters get the same error. The key is released, so a later
+   * call runs again — except with `outcomeUnknown` (a write that timed out or lost its connection,
+   * and may still take effect): then the key stays claimed until its pending marker expires
+   * (`pendingTtlMs`, default 60 s), and duplicates until then get the same failure without running.
+   */
+  fail(key: string, error: unknown, outcomeUnknown?: boolean): MaybePromise<void>;
 }
 
 /** Whether a call may go through the breaker now. */
@@ -91,7 +96,8 @@ export interface BreakerStore {
   /** Records a transient failure; opens after `threshold` in a row, or when a probe fails. */
   failure(tool: string, now: number, threshold: number, openMs: number): MaybePromise<BreakerChange>;
   /**
-   * Gives back a probe that never reached the tool (chainkit's own rate limiter refused it): the
+   * Gives back a probe that never reached the tool (chainkit's own rate limiter refused it, or a
+   * chainkit store such as the rate-limit store failed): the
    * breaker stays open and the next call may probe. Without it, such a probe reopens the breaker.
    */
   release?(tool: string): MaybePromise<void>;

@@ -35,9 +35,10 @@ describe('the default secret-key pattern', () => {
     'cookie', 'Cookie', 'set-cookie', 'cookies', 'credential', 'credentials',
     'jwt', 'JWT', 'id_jwt', 'session', 'user_session', 'signature', 'x-amz-signature', 'requestSignature',
     'dsn', 'sentry_dsn', 'SENTRY_DSN', 'bearer', 'bearer_token', 'otp', 'totp', 'connection_string', 'connectionString',
+    'access_tokens', 'refreshTokens', 'auth_tokens', 'id_tokens', 'apiTokens',
   ];
   const shown = [
-    'max_tokens', 'maxTokens', 'MAX_TOKENS', 'tokens_used', 'tokensUsed', 'input_tokens', 'token_count', 'tokenCount', 'token_type', 'tokenizer',
+    'tokens', 'max_tokens', 'maxTokens', 'MAX_TOKENS', 'tokens_used', 'tokensUsed', 'input_tokens', 'token_count', 'tokenCount', 'token_type', 'tokenizer',
     'passenger', 'passengers', 'passed', 'bypass', 'compass', 'pass_count', 'passwordless', 'secretary',
     'sessionId', 'session_id', 'SessionID', 'title', 'description', 'author', 'authored', 'oauth_provider', 'auth_method',
     'key', 'keyword', 'sort_key', 'idempotencyKey', 'idempotency_key', 'monkey', 'keyboard', 'signature_method',

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineTool, type BreakerChangeEvent } from 'chainkit';
+import { createRunner, defineTool, memoryLimiterStore, type BreakerChangeEvent, type LimiterStore } from 'chainkit';
+import { storeFailure } from '../../src/stores/guard.js';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
 
@@ -118,6 +119,38 @@ describe('circuit breaker', () => {
     expect((await call('bob')).status).toBe('completed'); // the next call probes, and closes it
     expect(changes).toEqual(['open', 'closed']);
     expect(invoker.calls).toHaveLength(2);
+  });
+
+  it('gives back a probe whose limiter store failed (store_unavailable): the tool was not reached', async () => {
+    const limited = defineTool({
+      name: 'limited', description: 'l', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      rateLimit: { limit: 100, intervalMs: 1000, per: 'global' },
+    });
+    let down = false;
+    const inner = memoryLimiterStore(Date.now);
+    // A shared limiter store that fails on demand, as a Redis limiter does when Redis is down.
+    const limiter: LimiterStore = {
+      limiter: (id, spec, user) => {
+        const real = inner.limiter(id, spec, user);
+        return { acquire: (scope, deadlineAt, onWait) => (down ? Promise.reject(storeFailure('rate-limit', new Error('ECONNREFUSED'))) : real.acquire(scope, deadlineAt, onWait)) };
+      },
+    };
+    const invoker = createMockInvoker({ limited: [{ error: http(503) }, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, tools: [limited], breaker: { threshold: 1, openMs: 1000 }, stores: { limiter } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    expect((await runner.invoke('limited', {})).status).toBe('failed'); // opens the breaker
+    await vi.advanceTimersByTimeAsync(1000);
+    down = true;
+    const probe = await runner.invoke('limited', {});
+    expect(probe.status === 'failed' && probe.error).toMatchObject({ code: 'store_unavailable' });
+    expect(changes).toEqual(['open']); // not reopened
+    down = false;
+    const next = await runner.invoke('limited', {}); // let through as the probe, not circuit_open
+    expect(next.status).toBe('completed');
+    expect(changes).toEqual(['open', 'closed']);
+    expect(invoker.calls).toHaveLength(2);
+    await runner.close();
   });
 
   it('rejects bad breaker and retry options', () => {

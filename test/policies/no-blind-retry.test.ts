@@ -85,4 +85,37 @@ describe('no blind retry of a write', () => {
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false, attempts: 1 });
     await runner.close();
   });
+  // The key stays claimed after an unknown outcome: the hung attempt may still take effect.
+  it('a write whose outcome is unknown keeps its idempotency key: duplicates get the same failure, the tool runs once', async () => {
+    const invoker = createMockInvoker({ act: [deaf, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, tools: [tool('destructive')] });
+    const call = () => runner.invoke('act', {}, { idempotencyKey: 'req-1', timeoutMs: 5000 });
+    const first = call();
+    const concurrent = call(); // waits for the call in flight
+    await vi.advanceTimersByTimeAsync(2000);
+    const [a, b] = await Promise.all([first, concurrent]);
+    const later = await call(); // after the failure, within the pending TTL
+    expect(invoker.calls).toHaveLength(1);
+    for (const r of [a, b, later]) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', retryable: false });
+    expect(later.status === 'failed' && later.error.message).toMatch(/outcome is unknown/);
+    await vi.advanceTimersByTimeAsync(60_000); // the pending marker expired: the key is free again
+    const again = call();
+    await vi.advanceTimersByTimeAsync(0);
+    expect((await again).status).toBe('completed');
+    expect(invoker.calls).toHaveLength(2);
+    await runner.close();
+  });
+
+  it('re-running a chain with the same runId after an unknown outcome does not call the write again', async () => {
+    const invoker = createMockInvoker({ act: [deaf, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, random: () => 0 });
+    const chain = chainOf(tool('destructive'));
+    const first = runner.run(chain, {}, { runId: 'r1' });
+    await vi.advanceTimersByTimeAsync(2000);
+    const again = runner.run(chain, {}, { runId: 'r1' });
+    await vi.advanceTimersByTimeAsync(2000);
+    for (const r of [await first, await again]) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
+    expect(invoker.calls).toHaveLength(1);
+    await runner.close();
+  });
 });

@@ -87,4 +87,21 @@ describe('redis idempotency: waiting for a call in flight elsewhere', () => {
     expect(invoker.calls).toHaveLength(0);
     await runner.close();
   });
+  it('keeps the key of a write whose outcome is unknown: a duplicate in another process gets that failure, the tool runs once', async () => {
+    const drop = defineTool({ name: 'drop', description: 'drop', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 40 });
+    const invoker = createMockInvoker({ drop: [() => new Promise(() => {}), { ok: { ok: true } }] }); // hangs, ignoring its signal
+    const a = createRunner({ invoker, tools: [drop], stores: redisStores(redis, { prefix, pollMs: 10 }) });
+    const b = createRunner({ invoker, tools: [drop], stores: redisStores(redis, { prefix, pollMs: 10 }) });
+    const first = a.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 });
+    await pause(10);
+    const duplicate = b.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 }); // waits for the call in flight
+    const results = [await first, await duplicate, await b.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 })];
+    for (const r of results) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
+    expect(results[2]!.status === 'failed' && results[2]!.error.message).toMatch(/outcome is unknown/);
+    expect(invoker.calls).toHaveLength(1);
+    const ttl = await other.pttl(`${prefix}:idem:k5`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000); // the pending marker's TTL, not a kept result's 24 h
+    await Promise.all([a.close(), b.close()]);
+  });
 });

@@ -238,3 +238,22 @@ function findAndDeleteSpec() {
     ],
   };
 }
+
+describe('runner.invoke on hostile or out-of-range input', () => {
+  it('returns a failed result for an input it cannot read, and refuses a timeoutMs that is no timer', async () => {
+    const runner = createRunner({ invoker: createMockInvoker({ echo: { ok: { v: 1 } } }), tools: [echo] });
+    const hostile = new Proxy({}, { get() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); }, getOwnPropertyDescriptor() { throw new Error('trap'); } });
+    const r = await runner.invoke('echo', hostile);
+    expect(r.status === 'failed' && r.error.category).toBe('invalid_input');
+    for (const timeoutMs of [NaN, Infinity, -1, 2 ** 31]) await expect(runner.invoke('echo', { v: 1 }, { timeoutMs })).rejects.toThrow(/timeoutMs/);
+    await runner.close();
+  });
+});
+
+describe('classification of a huge message', () => {
+  it('a megabyte of text classifies at once (the patterns read its head only)', async () => {
+    const { classifyError } = await import('chainkit');
+    expect(classifyError(new Error('dependency '.repeat(100_000))).category).toBe('unknown');
+    expect(classifyError(new Error(`upstream dependency unavailable ${'x'.repeat(1_000_000)}`)).category).toBe('unavailable');
+  });
+});

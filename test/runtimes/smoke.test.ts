@@ -129,7 +129,8 @@ const smokeWorker :Workerd.Worker = (
   compatibilityDate = "2026-11-01",
 );
 `);
-    const server: ChildProcess = spawn(bin('workerd'), ['serve', 'config.capnp'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    // Its own process group: the npm `workerd` launcher starts the real binary as a child, and both must go.
+    const server: ChildProcess = spawn(bin('workerd'), ['serve', 'config.capnp'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     let stderr = '';
     server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<void>((done) => server.once('exit', () => done()));
@@ -145,7 +146,7 @@ const smokeWorker :Workerd.Worker = (
       expect(body, stderr).toBeDefined();
       expectSmoke(body!);
     } finally {
-      server.kill();
+      if (server.exitCode === null) process.kill(-server.pid!, 'SIGKILL');
       await exited;
     }
   });
