@@ -77,7 +77,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   }
   function failed(this: CallContext, error: unknown): Promise<never> {
     // A write that may still take effect keeps its key claimed: a duplicate must not run it again (API.md §6).
-    const unknown = error instanceof ToolFailure && error.info.outcomeUnknown === true;
+    // So does one the run's deadline, cancel or close() cut off after the tool was reached.
+    const cutOff = this.reached === true && (this.run.aborted || error instanceof RunAbortReason || (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
+    const unknown = cutOff || (error instanceof ToolFailure && error.info.outcomeUnknown === true);
     const recorded = record(this, () => store.fail(this.idempotencyKey!, error, unknown));
     if (!recorded) throw error;
     return recorded.then(() => Promise.reject(error));

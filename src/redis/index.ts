@@ -6,7 +6,7 @@
  */
 import type { Redis } from 'ioredis';
 import { isTimerMs } from '../define/tool.js';
-import { ToolFailure, type Classified } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure, type Classified } from '../errors/classify.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
@@ -254,7 +254,7 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
         return;
       }
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
-      const e: Classified = error instanceof ToolFailure ? error.info : { category: 'timeout', code: 'outcome_unknown', message: String(error) };
+      const e: Classified = error instanceof ToolFailure ? error.info : { category: 'timeout', code: 'outcome_unknown', message: error instanceof Error || error instanceof RunAbortReason ? error.message : String(error) };
       await redis.set(idemKey(key), JSON.stringify({ s: 'u', e }), 'PX', pendingTtl, 'XX');
     },
   };

@@ -494,6 +494,7 @@ class Run {
       timeoutMs: step.timeoutMs ?? tool.timeoutMs,
       cached: false,
       attemptScope: undefined,
+      reached: false,
     };
     inFlight.ctx = ctx;
     return core.call(ctx);

@@ -90,7 +90,7 @@ export async function invokeOne<O>(core: Core, name: string, input: unknown, opt
   const offCallerAbort = opts.signal && onSignalAbort(opts.signal, () => scope.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.')));
   ctx = {
     tool, input: parsed.data, runId, traceId, context: opts.context ?? {}, run: scope,
-    deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name,
+    deadlineAt: started + deadlineMs, retry: core.retryFor(tool), attempt: 0, timeoutMs: tool.timeoutMs, step: name, reached: false,
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
     ...(tool.effect !== 'read' && { idempotencyKey: opts.idempotencyKey ?? (tool.idempotencyKey ? tool.idempotencyKey(parsed.data, { tool: name, runId, step: name, ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }), context: opts.context ?? {} }) : `${runId}:${name}`) }),
   };

@@ -64,6 +64,8 @@ export interface CallContext {
   cached?: boolean;
   /** The current attempt's abort scope; set by the timeout policy. */
   attemptScope?: AbortScope;
+  /** True once an attempt was handed to the invoker: from then on, an abort leaves the outcome unknown. */
+  reached?: boolean;
 }
 
 /** One call, or one attempt of it. */
@@ -95,6 +97,7 @@ export function invokeTool(invoker: ToolInvoker, classifiers?: readonly Classifi
   }
   return (ctx) => {
     let pending: Promise<unknown>;
+    ctx.reached = true;
     try {
       const call = toolCall(ctx, ctx.attemptScope ?? ctx.run);
       // One branch when unused: no wrapper, no extra frame or allocation.

@@ -119,3 +119,55 @@ describe('no blind retry of a write', () => {
     await runner.close();
   });
 });
+
+describe('a write cut off by the run (deadline, cancel) keeps its key claimed', () => {
+  beforeEach(() => { vi.useFakeTimers(); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  it('a re-run with the same runId after the deadline hit a destructive call in flight does not call it again', async () => {
+    const act = defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 5_000 });
+    const chain = defineChain({ name: 'cut_off', input: z.object({}), steps: [{ id: 'act', tool: act, input: {}, confirm: false }], timeoutMs: 1_000 });
+    const invoker = createMockInvoker({ act: [deaf, { ok: { ok: true } }] });
+    const runner = createRunner({ invoker, random: () => 0 });
+    const first = runner.run(chain, {}, { runId: 'r1' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await first).status === 'failed' && (await first).status).toBe('failed');
+    const again = runner.run(chain, {}, { runId: 'r1' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    const r = await again;
+    expect(r.status).toBe('failed');
+    expect(invoker.callsTo('act')).toHaveLength(1);
+
+    await runner.close();
+
+    // The caller cancels while the destructive call is in flight: the same holds.
+    const hanging = createMockInvoker({ act: [deaf, { ok: { ok: true } }] });
+    const other = createRunner({ invoker: hanging, random: () => 0 });
+    const cancelled = new AbortController();
+    const third = other.run(chain, {}, { runId: 'r2', signal: cancelled.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    cancelled.abort();
+    expect((await third).status).toBe('failed');
+    const fourth = other.run(chain, {}, { runId: 'r2' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect((await fourth).status).toBe('failed');
+    expect(hanging.callsTo('act')).toHaveLength(1);
+    await other.close();
+  });
+
+  it('a write that never reached the tool (cancelled before) is released: the re-run calls it', async () => {
+    const act = defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5_000 });
+    const chain = defineChain({ name: 'never_reached', input: z.object({}), steps: [{ id: 'wait', compute: () => new Promise((r) => setTimeout(r, 100)) }, { id: 'act', tool: act, input: (s) => (s.results.wait, {}) }] });
+    const invoker = createMockInvoker({ act: { ok: { ok: true } } });
+    const runner = createRunner({ invoker });
+    const cancelled = new AbortController();
+    const first = runner.run(chain, {}, { runId: 'r3', signal: cancelled.signal });
+    cancelled.abort();
+    await first;
+    const again = runner.run(chain, {}, { runId: 'r3' });
+    await vi.advanceTimersByTimeAsync(200);
+    expect((await again).status).toBe('completed');
+    expect(invoker.callsTo('act')).toHaveLength(1);
+    await runner.close();
+  });
+});
