@@ -1,4 +1,5 @@
 // Tools: a named, schema-typed action the agent can take, plus the policies that guard each call.
+import { MAX_TIMER_MS } from '../util/timer.js';
 import type { RetryRule } from '../errors/categories.js';
 import { IssueList } from '../errors/definition-error.js';
 import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
@@ -104,9 +105,6 @@ export type ToolOutput<T> = T extends Tool<any, infer O, any, any> ? O : never;
 
 export const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
 export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
-
-/** The longest delay a timer can wait: Node's `setTimeout` fires at once for anything above it. */
-export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A duration that can be handed to a timer: `> 0` (or `>= 0` with `allowZero`) and below 2^31 ms. */
 export function isTimerMs(v: unknown, allowZero = false): v is number {

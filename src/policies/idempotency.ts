@@ -1,4 +1,5 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
+import { delayUntil } from '../util/timer.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import type { Call, CallContext, Policy } from '../run/pipeline.js';
 import { callStore } from '../stores/guard.js';
@@ -6,7 +7,6 @@ import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores
 
 /** How long after the deadline the outcome may still take to be recorded. */
 const SETTLE_GRACE_MS = 5000;
-const MAX_TIMER_MS = 2_147_483_647;
 
 type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
@@ -37,7 +37,7 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
     return Promise.reject(run.reason);
   }
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(passDeadline, Math.max(0, Math.min(ctx.deadlineAt - now(), MAX_TIMER_MS)), ctx);
+    const timer = setTimeout(passDeadline, delayUntil(ctx.deadlineAt, now), ctx);
     const off = run.onAbort((reason) => {
       clearTimeout(timer);
       abandon(claim);

@@ -1,5 +1,6 @@
 // A light abort scope for runs and attempts. AbortController/EventTarget cost more than the rest of
 // a step put together, so the real AbortSignal is only made when a tool actually reads it.
+import { delayUntil } from '../util/timer.js';
 import { RunAbortReason } from '../errors/classify.js';
 
 /**
@@ -115,7 +116,7 @@ export function sleep(ms: number, scope: AbortScope): Promise<void> {
 
 /** Aborts `scope` with a `deadline` reason at `deadlineAt`; returns the function that cancels it. */
 export function abortAtDeadline(scope: AbortScope, deadlineAt: number, now: () => number, message: string): () => void {
-  const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', message)), Math.max(0, Math.min(deadlineAt - now(), 2_147_483_647)));
+  const timer = setTimeout(() => scope.abort(new RunAbortReason('deadline', message)), delayUntil(deadlineAt, now));
   return () => clearTimeout(timer);
 }
 

@@ -1,9 +1,9 @@
 // Store calls that may go over the network: failures and silence become `store_unavailable`, in time.
+import { delayUntil } from '../util/timer.js';
 import pTimeout from 'p-timeout';
 import { ToolFailure } from '../errors/classify.js';
 import type { MaybePromise } from './types.js';
 
-const MAX_TIMER_MS = 2_147_483_647;
 
 /**
  * A chainkit-side store (idempotency, breaker, rate-limit, checkpoint) failed or fell silent:
@@ -48,7 +48,7 @@ export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now:
   Error.stackTraceLimit = 0;
   let bounded: Promise<T>;
   try {
-    bounded = pTimeout(answer, { milliseconds: Math.max(0, Math.min(deadlineAt - now(), MAX_TIMER_MS)), message: late });
+    bounded = pTimeout(answer, { milliseconds: delayUntil(deadlineAt, now), message: late });
   } finally {
     Error.stackTraceLimit = limit;
   }
