@@ -18,7 +18,8 @@ export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathO
 export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
 // Running
-export { createRunner, runChain, type Runner, type RunnerOptions, type RunChainOptions } from './run/runner.js';
+export { createRunner, type Runner, type RunnerOptions } from './run/runner.js';
+export { runChain, type RunChainOptions } from './run/run-chain.js';
 export type { RunResult, InvokeResult, RunResultBase, RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
 export type { InvokeWrapper, ToolCall, ToolInvoker } from './run/pipeline.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/relay.js';

@@ -1,6 +1,5 @@
 // Runs a compiled chain: schedules ready steps (a DAG from refs), stops at confirmation gates,
 // enforces the deadline and cancellation, and turns everything into a result with its trace.
-import { newId } from './ids.js';
 import type { Chain, ComputeStep, SelectStep, ToolStep } from '../define/chain.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/validate.js';
@@ -16,59 +15,15 @@ import { maskedErr, maskError, maskFailedRun, redact, secretMask } from '../obse
 import type { ToolTransition, Trace, TraceStep } from '../observe/trace.js';
 import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { compensate } from '../policies/compensate.js';
-import { callStore } from '../stores/guard.js';
-import { CheckpointEncodeError } from '../stores/serialize.js';
 import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from './abort.js';
-import { hashContext, signToken } from './checkpoint.js';
 import { schemaFailure, type CallContext } from './pipeline.js';
 import type { ConfirmationRequest, Core, RunOptions, RunResult } from './types.js';
 import { parseSchema } from '../define/schema.js';
+import { parkAtGate } from './gate.js';
+import { computedValue, describeThrown, DONE, isThenable, iso, ok, PENDING, RUNNING, selectItems, SKIPPED, StepError, toolsRun, type Execution, type StepOutcome, type Stopped } from './step.js';
 
-/** One execution segment of a chain: a fresh run, or the part after a resumed gate. */
-export interface Execution {
-  chain: Chain;
-  runId: string;
-  traceId: string;
-  sessionId?: string;
-  input: unknown;
-  context: Record<string, unknown>;
-  /** Results of steps completed earlier (on resume). */
-  results: Record<string, unknown>;
-  /** Ids of steps completed or skipped earlier (on resume). */
-  done: readonly string[];
-  priorTrace: readonly TraceStep[];
-  /** Epoch ms the run first started (kept across a resume). */
-  startedAt: number;
-  /** The gate the user approved (on resume). */
-  approvedGate?: string;
-  confirm?: RunOptions['confirm'];
-  signal?: AbortSignal;
-  resumed: boolean;
-  /** When this segment's deadline clock started (a resume counts its store reads); default: now. */
-  segmentStart?: number;
-}
+export type { Execution } from './step.js';
 
-type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
-type StepOutcome =
-  | { kind: 'ok'; value: unknown; skipped: boolean }
-  | { kind: 'failed'; error: ChainErrorInfo }
-  | { kind: 'gate'; prompt: string; details: unknown }
-  | { kind: 'declined' };
-
-/** How long a checkpoint store may take to answer. */
-const STORE_WAIT_MS = 10_000;
-const PENDING = 0;
-const RUNNING = 1;
-const DONE = 2;
-
-// Steps of a run mostly start within the same millisecond: formatting each date once is enough.
-let lastMs = Number.NaN;
-let lastIso = '';
-const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString())));
-const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
-const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-const SKIPPED: StepOutcome = Object.freeze({ kind: 'ok', value: undefined, skipped: true });
-const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
 
 /**
  * A step in flight: what it learns on the way (its call context and, with full traces, its input)
@@ -87,20 +42,6 @@ class StepRun {
 
   rejected(error: unknown): void {
     this.run.endStep(this, this.run.failed(this.p, error, this.ctx));
-  }
-}
-
-/** The tools of a run's steps that were not skipped (a run without a session is its own session). */
-function toolsRun(steps: readonly TraceStep[]): string[] {
-  const tools: string[] = [];
-  for (const t of steps) if (t.tool !== undefined && t.status !== 'skipped' && !tools.includes(t.tool)) tools.push(t.tool);
-  return tools;
-}
-
-/** A failure raised inside a step, already classified. */
-class StepError extends Error {
-  constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
-    super(failure.message);
   }
 }
 
@@ -384,7 +325,7 @@ class Run {
   private kindBody(p: PlannedStep, inFlight: StepRun): StepOutcome | Promise<unknown> {
     const step = p.step;
     if (p.kind === 'compute') return this.compute(p, step as ComputeStep);
-    if (p.kind === 'select') return this.select(p, step as SelectStep);
+    if (p.kind === 'select') return selectItems(p, step as SelectStep, this.scope);
     return this.callTool(p, step as ToolStep, inFlight);
   }
 
@@ -399,8 +340,8 @@ class Run {
     } catch (error) {
       threw(error);
     }
-    if (isThenable(value)) return this.bounded(value, `compute step ${p.id}`).then((v) => this.computed(p, step, v), threw);
-    return this.computed(p, step, value);
+    if (isThenable(value)) return this.bounded(value, `compute step ${p.id}`).then((v) => computedValue(p, step, v), threw);
+    return computedValue(p, step, value);
   }
 
   /**
@@ -412,31 +353,7 @@ class Run {
     return untilAborted(Promise.resolve(work), this.abort).finally(cancel);
   }
 
-  private computed(p: PlannedStep, step: ComputeStep, value: unknown): StepOutcome {
-    if (step.output) {
-      const parsed = parseSchema(step.output, value);
-      if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${p.id} computed a value that does not match its output schema`, parsed.error.issues));
-      value = parsed.data;
-    }
-    return { kind: 'ok', value, skipped: false };
-  }
 
-  private select(p: PlannedStep, step: SelectStep): StepOutcome {
-    const { from, expect } = step.select;
-    const items = from.resolve(this.scope);
-    if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${p.id}: ${from} is not an array.` });
-    const matches = items.filter(p.matcher!(this.scope));
-    if (matches.length === 0) {
-      throw new StepError({ category: 'not_found', code: 'no_match', message: `Step ${p.id}: none of the ${items.length} item(s) in ${from} matched.` });
-    }
-    if (expect === 'one' && matches.length > 1) {
-      throw new StepError(
-        { category: 'ambiguous', code: 'ambiguous', message: `Step ${p.id}: ${matches.length} items in ${from} matched; expected one.` },
-        { candidates: matches, userMessage: `${matches.length} items match. Which one did you mean?` },
-      );
-    }
-    return { kind: 'ok', value: expect === 'all' ? matches : matches[0], skipped: false };
-  }
 
   private callTool(p: PlannedStep, step: ToolStep, inFlight: StepRun): StepOutcome | Promise<unknown> {
     const { core, x, scope } = this;
@@ -553,7 +470,7 @@ class Run {
     } else if (outcome.kind === 'declined') {
       result = { status: 'declined', step: plan[this.stop!.index]!.id, ...base };
     } else {
-      result = await this.checkpoint(plan[this.stop!.index]!, outcome, base, failed);
+      result = await parkAtGate(core, x, chain, plan.filter((s) => this.state[s.index] === DONE).map((s) => s.id), this.deadlineAt, plan[this.stop!.index]!, outcome, base, failed);
     }
     trace.status = result.status;
     return result;
@@ -585,40 +502,5 @@ class Run {
   }
 
   /** Stores the checkpoint of a run stopped at a gate and returns `awaiting_confirmation`. */
-  private async checkpoint(p: PlannedStep, gate: { prompt: string; details: unknown }, base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>, failed: (e: ChainErrorInfo) => RunResult): Promise<RunResult> {
-    const { core, x } = this;
-    const createdAt = core.now();
-    const expiresAt = createdAt + core.confirmationTtlMs;
-    const id = newId();
-    try {
-      await callStore(() => core.checkpoints.save({
-        v: 1,
-        id,
-        runId: x.runId,
-        traceId: x.traceId,
-        chain: this.chain.name,
-        fingerprint: this.chain.fingerprint,
-        ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-        input: x.input,
-        contextHash: hashContext(x.context),
-        results: x.results,
-        done: this.plan.filter((s) => this.state[s.index] === DONE).map((s) => s.id),
-        gate: p.id,
-        startedAt: x.startedAt,
-        createdAt,
-        expiresAt,
-        trace: base.trace.steps.filter((t) => t.id !== p.id),
-      }), Math.min(createdAt + STORE_WAIT_MS, this.deadlineAt), core.now, 'checkpoint');
-    } catch (error) {
-      const why = error instanceof CheckpointEncodeError ? error.info : { category: 'unavailable' as const, code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` };
-      return failed(toErrorInfo(why, { step: p.id, tool: p.tool!.name }, core.retryTable));
-    }
-    const confirmation: ConfirmationRequest = { step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: iso(expiresAt) };
-    if (gate.details !== undefined) confirmation.details = gate.details;
-    if (listening(core.events, 'confirmation:requested')) {
-      safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: this.chain.name, step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: confirmation.expiresAt });
-    }
-    return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, core.secret), confirmation, ...base };
-  }
 }
 

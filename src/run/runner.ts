@@ -3,75 +3,42 @@ import { toHex } from './sha256.js';
 import { newId } from './ids.js';
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import { checkMs, checkRetry, isTool, type Tool } from '../define/tool.js';
-import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ChainErrorInfo, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
+import type { Tool } from '../define/tool.js';
+import { DEFAULT_RETRY_TABLE, type ChainErrorInfo, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { DEFAULT_CLASSIFIERS, RunAbortReason, type Classified, type Classifier } from '../errors/classify.js';
-import { IssueList } from '../errors/definition-error.js';
 import { toErrorInfo } from '../errors/messages.js';
-import { FallbackAdvisor, type FallbackRule } from '../guidance/fallback.js';
+import { FallbackAdvisor } from '../guidance/fallback.js';
 import { buildMetadata, type ResponseMetadata } from '../guidance/metadata.js';
 import { MetricsCollector } from '../guidance/metrics.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
 import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
 import { TimingModel } from '../guidance/timing.js';
-import { createEmitter, listening, safeEmit, type Hooks, type RunnerEmitter } from '../observe/events.js';
-import { maskError, secretMask, type RedactRule } from '../observe/redact.js';
+import { createEmitter, listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
+import { maskError, secretMask } from '../observe/redact.js';
 import type { Trace, TraceStep } from '../observe/trace.js';
 import { TransitionTracker } from '../observe/transitions.js';
 import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
-import { breakerPolicy, type BreakerOptions } from '../policies/breaker.js';
+import { breakerPolicy } from '../policies/breaker.js';
 import { idempotencyPolicy } from '../policies/idempotency.js';
-import { rateLimitPolicy, type LimiterStore } from '../policies/rate-limit.js';
+import { rateLimitPolicy } from '../policies/rate-limit.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
 import { callStore } from '../stores/guard.js';
-import type { BreakerStore, Checkpoint, CheckpointStore, IdempotencyStore, LearningStore, TakeResult } from '../stores/types.js';
+import type { Checkpoint, TakeResult } from '../stores/types.js';
 import { LearningSync } from '../guidance/persist.js';
 import { hashContext, verifyToken } from './checkpoint.js';
 import { execute, type Execution } from './executor.js';
 import { invokeOne } from './invoke.js';
-import { compose, invokeTool, schemaFailure, type CallContext, type ToolInvoker } from './pipeline.js';
-import type { Core, InvokeOptions, InvokeResult, Logger, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import { compose, invokeTool, schemaFailure, type CallContext } from './pipeline.js';
+import type { Core, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
 import { parseSchema } from '../define/schema.js';
+import { checkRunnerOptions, mergeRetryTable, safeLogger, type RunnerOptions } from './runner-options.js';
+
+export type { RunnerOptions } from './runner-options.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
 const NONE: readonly never[] = Object.freeze([]);
 
-/** Options of {@link createRunner}. */
-export interface RunnerOptions {
-  /** How tools are really called. Required. */
-  invoker: ToolInvoker;
-  /** Known tools: for `invoke` by name, timing priors and suggestions. */
-  tools?: Tool[];
-  /** Known chains: for resume by name and chain suggestions. */
-  chains?: Chain[];
-  /** Tool tiers for `invoke(…, { tier })` (its tools are known tools too). */
-  registry?: ToolRegistry;
-  /** Fallback advice rules, merged over the defaults (yours win). */
-  fallbacks?: FallbackRule[];
-  /** Where state lives; memory stores by default. */
-  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore };
-  /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
-  breaker?: BreakerOptions;
-  hooks?: Hooks;
-  /** Extra redaction rule: return true to hide a key's value in traces, events and logs. */
-  redact?: RedactRule;
-  logger?: Logger;
-  /** `'full'` keeps (redacted) inputs and outputs in traces. Default `'summary'`. */
-  traceDetail?: 'summary' | 'full';
-  /** How long a resume token is valid. Default 15 minutes. */
-  confirmationTtlMs?: number;
-  /** Signs resume tokens. Share it between instances that resume each other's tokens. Default: random per runner. */
-  secret?: string;
-  /** Retry rules per category, each merged over the default rule of its category. */
-  retry?: Partial<Record<ErrorCategory, Partial<RetryRule>>>;
-  /** Classifiers tried before the built-in ones. */
-  classifiers?: Classifier[];
-  /** Randomness for jitter (tests pass `() => 0`). Default `Math.random`. */
-  random?: () => number;
-  /** Clock. Default `Date.now`. */
-  now?: () => number;
-}
 
 /** Runs chains and single tool calls with the same policies. */
 export interface Runner {
@@ -102,7 +69,6 @@ export interface Runner {
   toolsFor(registry: ToolRegistry, level: TierLevel): Promise<Tool[]>;
 }
 
-const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
 /** How long a checkpoint store may take to answer. */
 const STORE_WAIT_MS = 10_000;
 /** How long `close()` waits for each store to flush and release. */
@@ -120,39 +86,7 @@ const CLOSE_WAIT_MS = 5_000;
  * ```
  */
 export function createRunner(options: RunnerOptions): Runner {
-  const issues = new IssueList();
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
-  if (typeof options.invoker !== 'function') issues.add('invoker', 'Expected `invoker` to be a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...}).');
-  const ttl = options.confirmationTtlMs ?? DEFAULT_CONFIRMATION_TTL_MS;
-  checkMs(ttl, 'confirmationTtlMs', 'confirmationTtlMs', issues);
-  if (options.traceDetail !== undefined && options.traceDetail !== 'summary' && options.traceDetail !== 'full') issues.add('traceDetail', "Expected `traceDetail` to be 'summary' or 'full'.");
-  for (const k of ['random', 'now', 'redact'] as const) {
-    if (options[k] !== undefined && typeof options[k] !== 'function') issues.add(k, `Expected \`${k}\` to be a function.`);
-  }
-  const threshold = options.breaker?.threshold ?? 5;
-  const openMs = options.breaker?.openMs ?? 60_000;
-  if (!(Number.isSafeInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
-  checkMs(openMs, 'breaker.openMs', 'openMs', issues);
-  if (options.retry !== undefined) {
-    if (typeof options.retry !== 'object' || options.retry === null) issues.add('retry', 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.');
-    else for (const [category, rule] of Object.entries(options.retry)) {
-      if (!ERROR_CATEGORIES.includes(category as ErrorCategory)) issues.add(`retry.${category}`, `Unknown error category '${category}'.`);
-      else checkRetry(rule, `retry.${category}`, issues);
-    }
-  }
-  if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
-  const tools = new Map<string, Tool>();
-  [...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
-    if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
-    else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
-    else tools.set(t.name, t);
-  });
-  const chains = new Map<string, Chain>();
-  (options.chains ?? []).forEach((c, i) => {
-    if (!isChain(c)) issues.add(`chains[${i}]`, 'Expected a chain made by defineChain().');
-    else chains.set(c.name, c);
-  });
-  issues.throwIfAny('runner options');
+  const { tools, chains, ttl, threshold, openMs } = checkRunnerOptions(options);
 
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
@@ -431,66 +365,4 @@ export function createRunner(options: RunnerOptions): Runner {
     },
   };
   return runner;
-}
-
-/** Options of {@link runChain}: an `invoker` (a runner is made and closed for you) or a `runner`. */
-export type RunChainOptions<C> = RunOptions<C> & ({ invoker: ToolInvoker; runner?: never } & Omit<RunnerOptions, 'invoker'> | { runner: Runner; invoker?: never });
-
-/**
- * Runs a chain once. With `invoker`, a runner is created and closed around the run; with `runner`,
- * that runner is used. A chain with a confirmation gate needs a way to answer it: `confirm`
- * (in-process), a long-lived `runner`, or `secret` plus a shared `stores.checkpoints` (so another
- * runner can resume the token) — otherwise `runChain` rejects with a `TypeError` before running.
- *
- * @example
- * ```ts
- * const r = await runChain(findAndComplete, { match: 'milk' }, { invoker, context: { userId } });
- * ```
- */
-export function runChain<I, C, O, In, CIn>(
-  chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, options: RunChainOptions<NoInfer<CIn>> & (undefined extends CIn ? unknown : { context: NoInfer<CIn> }),
-): Promise<RunResult<O>>;
-export async function runChain<I, C, O>(chain: Chain<I, any, O>, input: I, options: RunChainOptions<C>): Promise<RunResult<O>> {
-  const { context, sessionId, runId, signal, confirm, runner: given, ...rest } = options as RunOptions<C> & { runner?: Runner } & Partial<RunnerOptions>;
-  const runOptions: RunOptions<C> = {
-    ...(context !== undefined && { context }), ...(sessionId !== undefined && { sessionId }), ...(runId !== undefined && { runId }),
-    ...(signal && { signal }), ...(confirm && { confirm }),
-  };
-  if (given) return given.run(chain, input, runOptions);
-  const runnerOptions = rest as RunnerOptions;
-  // The one-shot runner is closed after the run: a token it issued could only be resumed by a runner
-  // sharing its secret and checkpoint store.
-  if (!confirm && !(runnerOptions.secret && runnerOptions.stores?.checkpoints) && chain.plan.some((p) => p.step.confirm)) {
-    throw new TypeError(
-      `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, so its resume token could not be used. ` +
-        'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',
-    );
-  }
-  const runner = createRunner(runnerOptions);
-  try {
-    return await runner.run(chain, input, runOptions);
-  } finally {
-    await runner.close();
-  }
-}
-
-/** A logger whose failures cannot reach a run: logging is never worth a broken run. */
-function safeLogger(logger: Logger): Logger {
-  const wrap = (level: keyof Logger) => (obj: object, msg?: string): void => {
-    try {
-      logger[level](obj, msg);
-    } catch {
-      // swallowed on purpose
-    }
-  };
-  return { debug: wrap('debug'), info: wrap('info'), warn: wrap('warn'), error: wrap('error') };
-}
-
-/** The runner's retry table: each given rule completes the default of its category (or no waits). */
-function mergeRetryTable(overrides: Partial<Record<ErrorCategory, Partial<RetryRule>>>): RetryTable {
-  const table: RetryTable = { ...DEFAULT_RETRY_TABLE };
-  for (const [category, rule] of Object.entries(overrides) as [ErrorCategory, Partial<RetryRule>][]) {
-    table[category] = { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0, ...DEFAULT_RETRY_TABLE[category], ...rule };
-  }
-  return table;
 }
