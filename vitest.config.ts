@@ -9,6 +9,7 @@ export default defineConfig({
       'chainkit/ai': fileURLToPath(new URL('./src/ai/index.ts', import.meta.url)),
       'chainkit/openai-agents': fileURLToPath(new URL('./src/openai-agents/index.ts', import.meta.url)),
       'chainkit/redis': fileURLToPath(new URL('./src/redis/index.ts', import.meta.url)),
+      'chainkit/postgres': fileURLToPath(new URL('./src/postgres/index.ts', import.meta.url)),
       'chainkit/sqlite': fileURLToPath(new URL('./src/sqlite/index.ts', import.meta.url)),
       'chainkit/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)),
       chainkit: fileURLToPath(new URL('./src/index.ts', import.meta.url)),

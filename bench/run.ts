@@ -9,6 +9,7 @@ import Redis from 'ioredis';
 import { parseSchema, type Schema } from '../src/define/schema.js';
 import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
+import { durableBench } from './durable.js';
 import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
 
 const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
@@ -167,7 +168,9 @@ redis.on('error', () => {});
 try {
   await redis.connect();
   const prefix = `chainkit-bench:${process.pid}`;
-  const onRedis = createRunner({ invoker: functionInvoker(instant), tools: [list, update], stores: redisStores(redis, { prefix }) });
+  // The stores a run uses, without `.runs` (durable runs have their own table below).
+  const { runs: _durable, ...shared } = redisStores(redis, { prefix });
+  const onRedis = createRunner({ invoker: functionInvoker(instant), tools: [list, update], stores: shared });
   onRedis.events.on('step:end', () => {});
   await sequential(200, () => onRedis.run(chain, { match: 'dentist', title: 'x' }, context));
   const mem: number[] = [];
@@ -220,3 +223,6 @@ await fast.close();
 await flaky.close();
 await slowRunner.close();
 if (failures.length || failed) process.exitCode = 1;
+
+// Second table: durable runs on PostgreSQL and Redis against a hand-written pg journal and DBOS (bench/durable.ts).
+if (await durableBench({ chain, tools: [list, update], impl: instant, userId: USER })) process.exitCode = 1;

@@ -7,7 +7,7 @@
 // This file is the table of contents.
 
 // Definitions
-export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type ToolSuggestion } from './define/tool.js';
+export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type RateLimitKeyCall, type ToolSuggestion } from './define/tool.js';
 export {
   defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
   type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
@@ -19,19 +19,22 @@ export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schem
 
 // Running
 export { createRunner, type Runner, type RunnerOptions } from './run/runner.js';
+export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
-export type { RunResult, InvokeResult, RunResultBase, RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, ConfirmationRequest, Logger } from './run/types.js';
-export type { InvokeWrapper, ToolCall, ToolInvoker } from './run/pipeline.js';
-export { toModelResult, type ModelResult, type ModelResultOptions } from './run/relay.js';
+export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest } from './observe/result.js';
+export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions } from './run/types.js';
+export type { Logger } from './observe/logger.js';
+export type { InvokeWrapper, ToolCall, ToolInvoker } from './invokers/types.js';
+export { toModelResult, type ModelResult, type ModelResultOptions } from './run/model-result.js';
 
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
 export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
-export { classifyError, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
+export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
 
 // Events, traces, rendering
 export type {
-  RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent,
+  RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent, RunRecoveredEvent, RunEndEvent,
   StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent, TierEscalationEvent,
 } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
@@ -39,7 +42,7 @@ export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
 export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
 
 // Guidance
-export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './guidance/metadata.js';
+export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './observe/result.js';
 export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
 export { TimingModel, complexityOf, type TimingEstimate, type TimingData, type Confidence } from './guidance/timing.js';
 export { alternativesFor } from './guidance/alternatives.js';
@@ -52,15 +55,16 @@ export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
+  RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, IdempotencyBeginOptions,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';
-export { AbortScope } from './run/abort.js';
+export { AbortScope } from './policies/abort.js';
 
 // Invokers
 export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImplementations, type ToolResultOf } from './invokers/function.js';
 export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
-export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools } from './tasks/tools.js';
+export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';

@@ -1,19 +1,38 @@
 // Tools: a named, schema-typed action the agent can take, plus the policies that guard each call.
 import { MAX_TIMER_MS } from '../util/timer.js';
 import type { RetryRule } from '../errors/categories.js';
+import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
+import { z } from 'zod';
+import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
 
 export { isSchema } from './schema.js';
 
 /** What a tool does to the world: drives confirmation and idempotency. */
 export type ToolEffect = 'read' | 'write' | 'destructive';
 
-/** Per-tool rate limit (fixed windows): at most `limit` attempts start per `intervalMs`. */
+/**
+ * Per-tool rate limit (fixed windows): at most `limit` attempts start per `intervalMs`, for the
+ * whole tool (`per: 'global'`) or separately per key (`key`, or `per: 'user'`). Give `per` or `key`.
+ *
+ * @example
+ * ```ts
+ * rateLimit: { limit: 100, intervalMs: 60_000, per: 'user' }                                          // per context.userId
+ * rateLimit: { limit: 1000, intervalMs: 60_000, key: (call) => String(call.context.tenantId ?? '') } // per tenant
+ * ```
+ */
 export interface RateLimitSpec {
   limit: number;
   intervalMs: number;
-  per: 'global' | 'user';
+  /** `'global'`: one limit for the tool; `'user'`: one per `context.userId` (sugar for `key: (call) => call.context.userId`). */
+  per?: 'global' | 'user';
+  /**
+   * One limit per key this returns for a call (instead of `per`). A call it gives no non-empty
+   * string for (or that it throws for) shares the key `'anonymous'` with every such call.
+   * Keys come from the trusted context, never the model-chosen input, so a model cannot step around a limit.
+   */
+  key?: (call: RateLimitKeyCall) => string | undefined;
   maxConcurrent?: number;
   /** Calls allowed to wait for a slot (default 50); more fail at once with `queue_full`. */
   maxQueue?: number;
@@ -35,6 +54,9 @@ export interface IdempotencyKeyCall {
   /** The trusted context (e.g. `userId`). */
   readonly context: Readonly<Record<string, unknown>>;
 }
+
+/** What a rate limit's `key` function sees of the call: the same as an idempotency key function. */
+export type RateLimitKeyCall = IdempotencyKeyCall;
 
 /**
  * What `defineTool` takes. `input` and `output` are zod 4 schemas (from the app's own zod, classic
@@ -72,6 +94,12 @@ export interface ToolSpec<I extends Schema, O extends Schema, N extends string =
   suggests?: readonly ToolSuggestion[];
   /** Tools or chains (by name) that can do the same job: offered as alternatives when this one fails. */
   alternatives?: readonly string[];
+  /**
+   * How this tool's backend names its failures: classifiers tried first on what it throws and on
+   * its in-band error results (`{ status: 'error', error: code }`), before the runner's and the
+   * built-in ones. A domain's own error codes go here, e.g. `classifiers: [codeClassifier({ card_declined: 'invalid_input' })]`.
+   */
+  classifiers?: readonly Classifier[];
 }
 
 /**
@@ -96,6 +124,8 @@ export interface Tool<I = any, O = any, N extends string = string, In = I> {
   readonly retry?: Readonly<Partial<RetryRule>> | false;
   readonly suggests: readonly ToolSuggestion[];
   readonly alternatives: readonly string[];
+  /** This tool's own classifiers (see {@link ToolSpec.classifiers}). */
+  readonly classifiers?: readonly Classifier[];
 }
 
 /** The input type of a tool. */
@@ -116,35 +146,30 @@ export function checkMs(value: unknown, path: string, field: string, issues: Iss
   if (!isTimerMs(value, allowZero)) issues.add(path, `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`);
 }
 
-const count = (v: unknown, min: number): boolean => Number.isSafeInteger(v) && (v as number) >= min;
-
-/** Checks a retry override; shared by tools and steps. */
+/** Checks a retry override (the {@link retryRule} schema); shared by tools, steps and the runner's table. */
 export function checkRetry(retry: unknown, path: string, issues: IssueList): void {
-  if (retry === undefined || retry === false) return;
-  if (typeof retry !== 'object' || retry === null) {
-    issues.add(path, 'Expected `retry` to be an object or false.');
-    return;
-  }
-  const r = retry as Record<string, unknown>;
-  if (r.retries !== undefined && !count(r.retries, 0)) issues.add(`${path}.retries`, 'Expected `retries` to be a non-negative integer.');
-  if (r.minDelayMs !== undefined) checkMs(r.minDelayMs, `${path}.minDelayMs`, 'minDelayMs', issues, true);
-  if (r.maxDelayMs !== undefined) checkMs(r.maxDelayMs, `${path}.maxDelayMs`, 'maxDelayMs', issues, true);
-  if (r.factor !== undefined && !(typeof r.factor === 'number' && Number.isFinite(r.factor) && r.factor >= 1)) issues.add(`${path}.factor`, 'Expected `factor` to be a finite number ≥ 1.');
+  for (const i of optionIssues(retryRule, retry, path)) issues.add(i.path, i.message);
 }
 
-/** Checks a rate-limit spec. */
+const RATE_LIMIT = z.object(
+  {
+    limit: integer('limit', 1),
+    intervalMs: timerMs('intervalMs'),
+    key: fn('key', 'a function (call) => string | undefined').optional(),
+    maxConcurrent: integer('maxConcurrent', 1).optional(),
+    maxQueue: integer('maxQueue', 0).optional(),
+  },
+  { error: 'Expected `rateLimit` to be an object { limit, intervalMs, per }.' },
+);
+
+/** Checks a rate-limit spec: its fields by schema, then `per` and `key`, which decide together. */
 export function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
   if (rl === undefined) return;
-  if (typeof rl !== 'object' || rl === null) {
-    issues.add(path, 'Expected `rateLimit` to be an object { limit, intervalMs, per }.');
-    return;
-  }
-  const r = rl as Record<string, unknown>;
-  if (!count(r.limit, 1)) issues.add(`${path}.limit`, 'Expected `limit` to be a positive integer.');
-  checkMs(r.intervalMs, `${path}.intervalMs`, 'intervalMs', issues);
-  if (r.per !== 'global' && r.per !== 'user') issues.add(`${path}.per`, "Expected `per` to be 'global' or 'user'.");
-  if (r.maxConcurrent !== undefined && !count(r.maxConcurrent, 1)) issues.add(`${path}.maxConcurrent`, 'Expected `maxConcurrent` to be a positive integer.');
-  if (r.maxQueue !== undefined && !count(r.maxQueue, 0)) issues.add(`${path}.maxQueue`, 'Expected `maxQueue` to be a non-negative integer.');
+  for (const i of optionIssues(RATE_LIMIT, rl, path)) issues.add(i.path, i.message);
+  if (typeof rl !== 'object' || rl === null || Array.isArray(rl)) return; // said above: not an object at all
+  const { per, key } = rl as Record<string, unknown>;
+  if (key === undefined && per !== 'global' && per !== 'user') issues.add(`${path}.per`, "Expected `per` to be 'global' or 'user'.");
+  if (key !== undefined && per !== undefined) issues.add(`${path}.per`, "Give either `per` or `key`, not both: `per: 'user'` is `key: (call) => call.context.userId`.");
 }
 
 // The key only dedupes: a broken key function must neither fail the write nor make `invoke` throw.
@@ -200,6 +225,9 @@ export function defineTool<I extends Schema, O extends Schema, N extends string 
   if (spec.alternatives !== undefined && !(Array.isArray(spec.alternatives) && spec.alternatives.every((a) => typeof a === 'string' && a !== ''))) {
     issues.add('alternatives', 'Expected `alternatives` to be an array of tool or chain names.');
   }
+  if (spec.classifiers !== undefined && !(Array.isArray(spec.classifiers) && spec.classifiers.every((c) => typeof c === 'function'))) {
+    issues.add('classifiers', 'Expected `classifiers` to be an array of functions (error) => Classified | undefined.');
+  }
   issues.throwIfAny(`tool '${String(spec.name)}'`);
   return Object.freeze({
     kind: 'tool' as const,
@@ -217,6 +245,7 @@ export function defineTool<I extends Schema, O extends Schema, N extends string 
     ...(spec.retry !== undefined && { retry: spec.retry === false ? false : Object.freeze({ ...spec.retry }) }),
     suggests: Object.freeze((spec.suggests ?? []).map((s) => Object.freeze({ ...s }))),
     alternatives: Object.freeze([...(spec.alternatives ?? [])]),
+    ...(spec.classifiers !== undefined && spec.classifiers.length > 0 && { classifiers: Object.freeze([...spec.classifiers]) }),
   }) as unknown as Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>>;
 }
 

@@ -1,7 +1,7 @@
-// Static validation of a chain (API.md §2) and its compilation into a plan: deps, resolvers, fingerprint.
-import { sha256, toHex } from '../run/sha256.js';
+// Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps, resolvers, fingerprint.
+import { sha256, toHex } from '../util/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';
-import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './chain.js';
+import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './spec.js';
 import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
 import { arrayElement, arrayOf, FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
 import { likelyArray, missingPathHint } from './path-hints.js';

@@ -1,6 +1,6 @@
-// Turns anything a tool throws or returns as an error into a category and code (API.md §4).
+// Turns anything a tool throws or returns as an error into a category and code (docs/guides/policies.md, Errors).
 import { ERROR_CATEGORIES, type ErrorCategory } from './categories.js';
-import { describeValue } from '../observe/redact.js';
+import { describeValue } from '../util/redact.js';
 
 /** The classifier's verdict on one failure, before step/tool/attempt details are added. */
 export interface Classified {
@@ -16,13 +16,13 @@ export interface Classified {
 export type Classifier = (error: unknown) => Classified | undefined;
 
 /**
- * A failure that already carries its classification. Thrown inside the call pipeline so retry
- * logic (p-retry) sees a real `Error`, whatever the tool threw.
+ * A failure that already carries its classification. Thrown inside the call pipeline so every
+ * layer (and a logger that meets one) sees a real `Error`, whatever the tool threw.
  */
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
   readonly info: Classified;
-  /** @param cause What the tool really threw (kept as the standard `cause`, API.md §9). */
+  /** @param cause What the tool really threw (kept as the standard `cause`, docs/ARCHITECTURE.md, One call). */
   constructor(info: Classified, cause?: unknown) {
     // Control flow, never shown with a stack: capturing one would dominate the cost of a retry.
     const limit = Error.stackTraceLimit;
@@ -65,10 +65,13 @@ const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCate
   ['ENETUNREACH', 'network'], ['ETIMEDOUT', 'timeout'], ['UND_ERR_CONNECT_TIMEOUT', 'timeout'],
 ]);
 
-/** In-band error codes returned by tools as `{ status: 'error', error: code }`. */
+/**
+ * In-band error codes any service may return as `{ status: 'error', error: code }`. A domain's own
+ * codes (the task domain's `invalid_task_id`, yours) are not here: its tools carry them as a
+ * {@link codeClassifier} in their `classifiers`.
+ */
 export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
-  ['invalid_task_id', 'not_found'], ['not_found', 'not_found'], ['task_not_found', 'not_found'], ['database_error', 'internal'],
-  ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
+  ['not_found', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
   ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
   ['invalid_input', 'invalid_input'], ['malformed_input', 'invalid_input'], ['conflict', 'conflict'], ['timeout', 'timeout'],
 ]);
@@ -82,7 +85,7 @@ export function isErrorCategory(value: unknown): value is ErrorCategory {
 
 // Words match at a word start ("runtime output" is no timeout). A status number counts only as a
 // whole token: "HTTP 404" and "404 Not Found" match, an id like 4041, a-404-b or v1.404.2 does not.
-/** API.md §4's message patterns, in order; first match wins. */
+/** The message patterns of docs/guides/policies.md (Errors), in order; first match wins. */
 const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/\btime[ds]?[ -]?out|\bdeadline[ _]exceeded|\bETIMEDOUT\b/i, 'timeout'],
   [/\bnot found\b|\bno such\b|\bdoes not exist|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
@@ -171,14 +174,43 @@ const byNodeCode: Classifier = (error) => {
   return undefined;
 };
 
-const byInBandCode: Classifier = (error) => {
-  if (!isBag(error)) return undefined;
-  const code = typeof error.code === 'string' ? error.code : typeof error.error === 'string' ? error.error : undefined;
-  const category = code === undefined ? undefined : inBandCategory(code);
+/** The code an error or in-band result carries: its `code`, else its `error` (a string). */
+function codeOf(error: Bag): string | undefined {
+  return typeof error.code === 'string' ? error.code : typeof error.error === 'string' ? error.error : undefined;
+}
+
+/** The verdict for a code found in a table. */
+function byCode(error: Bag, codes: ReadonlyMap<string, ErrorCategory>): Classified | undefined {
+  const code = codeOf(error);
+  const category = code === undefined ? undefined : codes.get(code);
   if (!category) return undefined;
   const retryAfterMs = retryAfterOf(error);
   return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
-};
+}
+
+const byInBandCode: Classifier = (error) => (isBag(error) ? byCode(error, IN_BAND_CODES) : undefined);
+
+/**
+ * A classifier for a domain's own error codes: a thrown error's `code` (or `error`), or an in-band
+ * result's `error` code, looked up in `codes` (own keys only: `constructor` is just unknown).
+ * Give it to the tools of that domain (`defineTool({ classifiers: [...] })`), or to every call
+ * (`createRunner({ classifiers: [...] })`). The task domain's tools carry theirs this way.
+ *
+ * @example
+ * ```ts
+ * const billingErrors = codeClassifier({ card_declined: 'invalid_input', ledger_locked: 'conflict' });
+ * const charge = defineTool({ name: 'charge', description: 'Charge a card', input, output, classifiers: [billingErrors] });
+ * ```
+ */
+export function codeClassifier(codes: Readonly<Record<string, ErrorCategory>>): Classifier {
+  if (typeof codes !== 'object' || codes === null) throw new TypeError('Expected an object of error codes and their categories, e.g. { card_declined: \'invalid_input\' }.');
+  const table = new Map<string, ErrorCategory>();
+  for (const [code, category] of Object.entries(codes)) {
+    if (!isErrorCategory(category)) throw new TypeError(`Expected the category of code '${code}' to be one of ${ERROR_CATEGORIES.join(', ')}; got ${String(category)}.`);
+    table.set(code, category);
+  }
+  return (error) => (isBag(error) ? byCode(error, table) : undefined);
+}
 
 const MAX_CLASSIFIED_TEXT = 4096;
 
@@ -196,15 +228,27 @@ const byMessage: Classifier = (error) => {
   return category && { category, code: category, message: describe(error) };
 };
 
+/** The words of a code (`user_not_found` → "user not found") read with the message patterns. */
+const wordsOf = (code: string): ErrorCategory | undefined => categoryOfText(code.replace(/_/g, ' '));
+
+// Last: a code no table knows may still say what happened in its words, as in-band codes do.
+const byCodeWords: Classifier = (error) => {
+  const code = isBag(error) ? codeOf(error) : undefined;
+  const category = code === undefined ? undefined : wordsOf(code);
+  return category && { category, code: code!, message: describe(error) };
+};
+
 /**
- * The built-in classifiers, in the order of API.md §4, after errors that declare their `category`.
+ * The built-in classifiers, in the order docs/guides/policies.md (Errors) gives, after errors that declare their `category`;
+ * last, the words of an unknown code (`user_not_found` → not_found), as for in-band codes.
  *
  * @example
  * ```ts
  * createRunner({ invoker, classifiers: [myClassifier, ...DEFAULT_CLASSIFIERS] });
  * ```
  */
-export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byDeclaredCategory, byStatus, byNodeCode, byInBandCode, byMessage];
+export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byDeclaredCategory, byStatus, byNodeCode, byInBandCode, byMessage, byCodeWords];
+const BUILT_IN: ReadonlySet<Classifier> = new Set(DEFAULT_CLASSIFIERS);
 
 function describe(error: unknown): string {
   try {
@@ -253,10 +297,11 @@ export function classifyError(error: unknown, classifiers: readonly Classifier[]
 }
 
 /**
- * Builds the failure for an in-band error result `{ status: 'error', error, message?, retry_after? }`:
- * a known code decides; else its message, else the words of its code (`user_not_found`).
+ * Builds the failure for an in-band error result `{ status: 'error', error, message?, retry_after? }`.
+ * Custom classifiers (a tool's, the runner's) see the result itself first: a domain names its own
+ * codes. Then a code any service uses decides; else its message, else the words of its code (`user_not_found`).
  */
-export function inBandFailure(result: Bag, classifiers?: readonly Classifier[]): Classified {
+export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS): Classified {
   const code = String(result.error);
   let text = code;
   let retryAfterMs: number | undefined;
@@ -266,8 +311,22 @@ export function inBandFailure(result: Bag, classifiers?: readonly Classifier[]):
   } catch {
     // A getter that throws leaves the code as the only text.
   }
-  let category = inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
-  if (category === 'unknown') category = categoryOfText(code.replace(/_/g, ' ')) ?? 'unknown';
+  let category: ErrorCategory | undefined;
+  for (const classify of classifiers) {
+    if (BUILT_IN.has(classify)) continue;
+    try {
+      const verdict = classify(result);
+      if (wellFormed(verdict)) {
+        category = verdict.category;
+        retryAfterMs = verdict.retryAfterMs ?? retryAfterMs;
+        break;
+      }
+    } catch {
+      // as in classifyError: a broken classifier leaves the decision to the next one
+    }
+  }
+  category ??= inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
+  if (category === 'unknown') category = wordsOf(code) ?? 'unknown';
   return { category, code, message: `${code}: ${text}`, ...(retryAfterMs !== undefined && { retryAfterMs }) };
 }
 

@@ -1,6 +1,6 @@
 // Fallback advice: after repeated failures in a session, tell the agent what to try instead.
 import type { ErrorCategory } from '../errors/categories.js';
-import { evictOldest } from '../stores/bounded.js';
+import { evictOldest } from '../util/bounded.js';
 
 /** One advice rule: for failures of `tool` (or any, `'*'`) with `category` (or any, `'*'`). */
 export interface FallbackRule {

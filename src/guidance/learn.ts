@@ -1,36 +1,79 @@
 // What one finished tool call teaches: transition, call counters, duration, failures per session.
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { listening, safeEmit } from '../observe/events.js';
+import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
+import type { Logger } from '../observe/logger.js';
 import type { ToolTransition } from '../observe/trace.js';
-import type { Core } from '../run/types.js';
+import type { FallbackAdvisor } from './fallback.js';
+import type { MetricsCollector } from './metrics.js';
+import type { LearningSync } from './persist.js';
+import type { TimingModel } from './timing.js';
+
+/** Where what a call teaches goes: the runner's collectors, and the learning store when there is one. */
+export interface Learners {
+  readonly metrics: MetricsCollector;
+  readonly timing: TimingModel;
+  readonly advisor: FallbackAdvisor;
+  /** Persists what is learned, when a learning store is configured. */
+  readonly learning: LearningSync | undefined;
+  /** For `tool:transition`. */
+  readonly events: RunnerEmitter;
+  /** For fallback advice after a failure. */
+  readonly logger: Logger | undefined;
+}
+
+/** One finished tool call, as learning sees it. */
+export interface CallLesson {
+  readonly tool: string;
+  /** A chain step or a direct `runner.invoke`. */
+  readonly mode: 'chain' | 'direct';
+  /** The session, or the run id for a run without one. */
+  readonly session: string;
+  readonly runId: string | undefined;
+  /** From the session's previous call, if any. */
+  readonly transition: ToolTransition | undefined;
+  readonly started: number;
+  readonly ended: number;
+  /** The failure; `undefined` when the call succeeded. */
+  readonly error: ChainErrorInfo | undefined;
+  /** How big the input was (see `complexityOf`): durations are learned per complexity. */
+  readonly complexity: number;
+}
 
 /**
  * Feeds what one finished tool call teaches: its transition from the session's previous call (if
- * any), counters, duration (successes only), failures. `session` is the run id for runs without one.
- * A failure that earns fallback advice logs it at `warn` (with `runId` when given).
+ * any), counters, duration (successes only), failures. A failure that earns fallback advice logs
+ * it at `warn` (with `runId` when given).
+ *
+ * @example
+ * ```ts
+ * learn(learners, { tool: 'list_tasks', mode: 'direct', session, runId, transition: undefined, started, ended, error: undefined, complexity: 1 });
+ * ```
  */
-export function learn(core: Core, session: string, transition: ToolTransition | undefined, tool: string, mode: 'chain' | 'direct', started: number, ended: number, error: ChainErrorInfo | undefined, complexity: number, runId?: string): void {
+export function learn(to: Learners, call: CallLesson): void {
+  const { tool, transition, error } = call;
   const ok = error === undefined;
+  const durationMs = call.ended - call.started;
   if (transition) {
-    core.metrics.recordTransition(transition);
-    core.learning?.transition(transition);
-    if (listening(core.events, 'tool:transition')) safeEmit(core.events, 'tool:transition', transition);
+    to.metrics.recordTransition(transition);
+    to.learning?.transition(transition);
+    if (listening(to.events, 'tool:transition')) safeEmit(to.events, 'tool:transition', transition);
   }
-  core.metrics.recordCall(tool, mode, ok, ended - started);
+  to.metrics.recordCall(tool, call.mode, ok, durationMs);
   if (ok) {
-    core.timing.record(tool, ended - started, complexity);
-    core.learning?.sample(tool, ended - started, complexity);
+    to.timing.record(tool, durationMs, call.complexity);
+    to.learning?.sample(tool, durationMs, call.complexity);
   }
-  core.advisor.record(session, tool, error?.category);
-  if (error && core.logger) logAdvice(core, session, tool, error, runId);
+  to.advisor.record(call.session, tool, error?.category);
+  if (error && to.logger) logAdvice(to, call, error);
 }
 
 // Failure path only, and only with a logger: what the agent is told to do instead, for operators.
-function logAdvice(core: Core, session: string, tool: string, error: ChainErrorInfo, runId: string | undefined): void {
-  const advice = core.advisor.advice(session, tool);
+function logAdvice(to: Learners, call: CallLesson, error: ChainErrorInfo): void {
+  const { session, tool, runId } = call;
+  const advice = to.advisor.advice(session, tool);
   if (advice.length === 0) return;
   try {
-    core.logger!.warn(
+    to.logger!.warn(
       { ...(runId !== undefined && { runId }), sessionId: session, tool, ...(error.step !== undefined && error.step !== tool && { step: error.step }), category: error.category, code: error.code, advice },
       `fallback advice for ${tool}: ${advice.join(' ')}`,
     );

@@ -1,29 +1,10 @@
-// The `metadata` every result carries: timing, next-step suggestions, advice and context (API.md §7).
+// The `metadata` every result carries: timing, next-step suggestions, advice and context (docs/guides/guidance.md).
 import type { Chain } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
+import type { ResponseMetadata, TimingMetadata } from '../observe/result.js';
 import { nextTools, relevantChains, type GuidanceSources } from './suggest.js';
 
-/** Timing of a result, estimated and actual. */
-export interface TimingMetadata {
-  estimatedDurationMs: number;
-  actualDurationMs: number;
-  confidence: 'high' | 'medium' | 'low';
-  willTimeout: boolean;
-  timeoutMs: number;
-}
-
-/** A tool worth calling next. */
-export interface NextToolSuggestion { tool: string; reason: string; estimatedDurationMs: number }
-/** A chain (preset) relevant to what the agent is doing. */
-export interface ChainSuggestion { chain: string; description: string; estimatedDurationMs: number }
-
-/** What every `run`, `resume` and `invoke` result carries besides its outcome. */
-export interface ResponseMetadata {
-  timing: TimingMetadata;
-  suggestions: { nextTools: NextToolSuggestion[]; relevantChains: ChainSuggestion[] };
-  advice: string[];
-  context: { chain?: string; tool?: string; toolCount?: number; tier?: string; wasEscalated?: boolean; originalTier?: string };
-}
+export type { ChainSuggestion, NextToolSuggestion, ResponseMetadata, TimingMetadata } from '../observe/result.js';
 
 /** What a result's metadata is built from. */
 export interface MetadataInput {

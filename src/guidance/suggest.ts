@@ -1,7 +1,7 @@
 // What to do next: tools that usually follow (declared and learned) and chains that fit the session.
 import type { Chain } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
-import type { ChainSuggestion, NextToolSuggestion } from './metadata.js';
+import type { ChainSuggestion, NextToolSuggestion } from '../observe/result.js';
 import type { MetricsCollector } from './metrics.js';
 import type { TimingModel } from './timing.js';
 

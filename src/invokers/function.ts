@@ -1,6 +1,6 @@
 // Tools implemented as local functions: the simplest invoker, also handy in tests.
 import type { Tool, ToolInput, ToolOutput } from '../define/tool.js';
-import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
+import type { ToolCall, ToolInvoker } from './types.js';
 
 /** A local implementation of one tool. */
 export type ToolFunction = (input: any, call: ToolCall) => unknown | Promise<unknown>;

@@ -1,6 +1,6 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
 import { parseRetryAfter } from '../errors/classify.js';
-import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
+import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
 export interface HttpInvokerOptions {

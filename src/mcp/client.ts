@@ -2,9 +2,10 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import type { Schema } from '../define/schema.js';
 import { defineTool, type Tool, type ToolEffect } from '../define/tool.js';
 import type { ErrorCategory } from '../errors/categories.js';
-import type { ToolInvoker } from '../run/pipeline.js';
+import type { ToolInvoker } from '../invokers/types.js';
 
 /**
  * A failed MCP tool call: an `isError` result or a protocol error. `category` (when the failure
@@ -147,7 +148,10 @@ export interface ToolsFromMcpOptions {
 /**
  * Tool definitions for every tool an MCP server lists, so chains can be declared over them. Input
  * is validated with a zod schema built from the server's JSON Schema (`z.fromJSONSchema`); the
- * output schema too, when the server declares one (else any output is accepted).
+ * output schema too, when the server declares one (else any output is accepted). With zod 4.1
+ * (no `z.fromJSONSchema`; it came in 4.2), or a schema zod cannot read, a tool keeps the server's
+ * JSON Schema as is (what a model is offered) but checks only that its input is an object and not
+ * its output: the server enforces its own schema, and refs into the output are not checked statically.
  *
  * @example
  * ```ts
@@ -169,18 +173,38 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
   return listed.map((t) => defineTool({
     name: t.name,
     description: t.description ?? t.title ?? t.name,
-    input: fromSchema(t.inputSchema, z.record(z.string(), z.unknown())),
-    output: t.outputSchema ? fromSchema(t.outputSchema, z.unknown()) : z.unknown(),
+    input: fromSchema(t.inputSchema, 'input'),
+    output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
     effect: options.effects?.[t.name] ?? (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
   }));
 }
 
-function fromSchema(schema: object, fallback: z.ZodType): z.ZodType {
-  try {
-    return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
-  } catch {
-    // A schema zod cannot read is left to the server to enforce, rather than refusing the tool.
-    return fallback;
+function fromSchema(schema: object, io: 'input' | 'output'): Schema {
+  // `z.fromJSONSchema` is zod 4.2+; the peer range starts at 4.1.
+  if (typeof z.fromJSONSchema === 'function') {
+    try {
+      return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    } catch {
+      // A schema zod cannot read is left to the server to enforce, rather than refusing the tool.
+    }
   }
+  return jsonSchemaOnly(schema, io);
+}
+
+const NOT_AN_OBJECT = [{ message: 'Expected an object (the MCP server checks the rest of its input schema).' }];
+
+/**
+ * The server's JSON Schema as a Standard Schema with Standard JSON Schema: exported unchanged (what a
+ * model is offered), while validation accepts any object as input and any output.
+ */
+function jsonSchemaOnly(schema: object, io: 'input' | 'output'): Schema {
+  const asJson = (): Record<string, unknown> => ({ ...schema });
+  const standard = {
+    version: 1 as const,
+    vendor: 'chainkit-mcp',
+    validate: (value: unknown) => (io === 'output' || (typeof value === 'object' && value !== null && !Array.isArray(value)) ? { value } : { issues: NOT_AN_OBJECT }),
+    jsonSchema: { input: asJson, output: asJson },
+  };
+  return { '~standard': standard };
 }

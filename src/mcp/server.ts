@@ -7,7 +7,7 @@ import { isChain, type Chain } from '../define/chain.js';
 import { schemaToJSONSchema, type Schema } from '../define/schema.js';
 import { ERROR_CATEGORIES } from '../errors/categories.js';
 import { DefinitionError } from '../errors/definition-error.js';
-import { modelSummary, toModelResult } from '../run/relay.js';
+import { modelSummary, toModelResult } from '../run/model-result.js';
 import type { Runner } from '../run/runner.js';
 import type { RunResult } from '../run/types.js';
 

@@ -2,20 +2,20 @@
 import { EventEmitter } from 'eventemitter3';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Trace, TraceStepStatus, ToolTransition } from './trace.js';
-import type { InvokeWrapper } from '../run/pipeline.js';
+import type { InvokeWrapper } from '../invokers/types.js';
 
 /** Emitted when a run or resume starts. */
 export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
-/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (API.md §6). */
+/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (docs/ARCHITECTURE.md, Secrets). */
 export interface ChainEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; durationMs: number; error?: ChainErrorInfo; trace: Trace }
 /** Emitted before a step (or an `invoke` call) starts. */
 export interface StepStartEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; stepNumber: number }
-/** Emitted when a step ends; a failure's `error` is already masked (API.md §6). */
+/** Emitted when a step ends; a failure's `error` is already masked (docs/ARCHITECTURE.md, Secrets). */
 export interface StepEndEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo }
 /** Emitted before a retry's wait starts. */
 export interface StepRetryEvent {
   runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string;
-  /** The failed attempt's message, secret values of the call's input and context masked (API.md §6). */
+  /** The failed attempt's message, secret values of the call's input and context masked (docs/ARCHITECTURE.md, Secrets). */
   message: string;
 }
 /** Emitted when a run stops at a confirmation gate. */
@@ -24,6 +24,10 @@ export interface ConfirmationRequestedEvent { runId: string; traceId: string; ch
 export interface BreakerChangeEvent { tool: string; state: 'open' | 'closed'; at: number }
 /** Emitted when `invoke(…, { tier })` had to use a higher tier. */
 export interface TierEscalationEvent { tool: string; from: string; to: string }
+/** Emitted when a runner took over a durable run whose owner died (`recover()`, or its run id run again). */
+export interface RunRecoveredEvent { runId: string; traceId: string; chain: string; sessionId?: string; previousOwner: string; owner: string; journaled: string[] }
+/** Emitted when a durable run ends or parks at a gate, with its result (masked like every result). */
+export interface RunEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; recovered: boolean; result: import('./result.js').RunResult }
 /** Emitted when a hook threw or rejected; the run went on unaffected. */
 export interface HookErrorEvent { event: string; error: unknown }
 
@@ -47,6 +51,10 @@ export interface RunnerEvents {
   'breaker:change': (e: BreakerChangeEvent) => void;
   /** `invoke(…, { tier })` escalated to a higher tier. */
   'tier:escalation': (e: TierEscalationEvent) => void;
+  /** A durable run was taken over from an owner that died. */
+  'run:recovered': (e: RunRecoveredEvent) => void;
+  /** A durable run ended or parked at a gate (its original caller may be gone). */
+  'run:end': (e: RunEndEvent) => void;
   /** A hook or listener threw; the run went on. */
   'hook:error': (e: HookErrorEvent) => void;
 }
@@ -77,6 +85,10 @@ export interface Hooks {
   onBreakerChange?: (e: BreakerChangeEvent) => void | Promise<void>;
   /** On `tier:escalation`. */
   onTierEscalation?: (e: TierEscalationEvent) => void | Promise<void>;
+  /** On `run:recovered`. */
+  onRunRecovered?: (e: RunRecoveredEvent) => void | Promise<void>;
+  /** On `run:end`. */
+  onRunEnd?: (e: RunEndEvent) => void | Promise<void>;
   /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
   /**
@@ -90,7 +102,8 @@ export interface Hooks {
 const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
   ['onChainStart', 'chain:start'], ['onChainEnd', 'chain:end'], ['onStepStart', 'step:start'],
   ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
-  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onTierEscalation', 'tier:escalation'], ['onHookError', 'hook:error'],
+  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onTierEscalation', 'tier:escalation'],
+  ['onRunRecovered', 'run:recovered'], ['onRunEnd', 'run:end'], ['onHookError', 'hook:error'],
 ];
 
 /** Creates the emitter and subscribes `hooks`, each isolated so it cannot affect a run. */

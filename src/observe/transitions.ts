@@ -1,5 +1,5 @@
 // Remembers each session's last tool so `tool:transition` can say which tool followed which.
-import { evictOldest } from '../stores/bounded.js';
+import { evictOldest } from '../util/bounded.js';
 import type { ToolTransition } from './trace.js';
 
 const MAX_RECENT = 10;

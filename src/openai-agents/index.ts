@@ -9,11 +9,11 @@ import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import type { z } from 'zod';
 import type { Chain } from '../define/chain.js';
 import { chainToolCore, type AgentContextOption } from '../run/agent-tool.js';
-import type { ModelResult } from '../run/relay.js';
+import type { ModelResult } from '../run/model-result.js';
 import type { Runner } from '../run/runner.js';
 
 export type { AgentContextOption } from '../run/agent-tool.js';
-export type { ModelResult } from '../run/relay.js';
+export type { ModelResult } from '../run/model-result.js';
 
 /** Options of {@link asOpenAIAgentsTool}. */
 export interface OpenAIAgentsToolOptions<TContext> {

@@ -108,7 +108,7 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
       const pending = context.with(trace.setSpan(context.active(), span), invoke, undefined, call);
       return Promise.resolve(pending).then(undefined, (error: unknown) => {
         // The original error (type, message, stack), each failed attempt one exception event; secret
-        // values of the call's input and context masked as everywhere else (API.md §5).
+        // values of the call's input and context masked as everywhere else (docs/ARCHITECTURE.md, Secrets).
         span.recordException(asException(error, secretMask(undefined, call.input, call.context)));
         recorded.add(span);
         throw error;

@@ -4,7 +4,7 @@ import { classifyError, ToolFailure, type Classifier } from '../errors/classify.
 import { callStore, StoreFailure } from '../stores/guard.js';
 import { LimiterRefusal } from './rate-limit.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
-import type { Call, CallContext, Policy } from '../run/pipeline.js';
+import type { Call, CallContext, Policy } from './types.js';
 
 /** Breaker settings. */
 export interface BreakerOptions {

@@ -1,7 +1,7 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
-import { delayUntil } from '../util/timer.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
-import type { Call, CallContext, Policy } from '../run/pipeline.js';
+import { abortAtDeadline, untilAborted } from './abort.js';
+import type { Call, CallContext, Policy } from './types.js';
 import { callStore } from '../stores/guard.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
 
@@ -11,12 +11,6 @@ const SETTLE_GRACE_MS = 5000;
 type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
 function noop(): void {}
-
-/** The deadline came while waiting for a duplicate: the run fails as when it comes mid-attempt. */
-function passDeadline(ctx: CallContext): void {
-  const where = ctx.chain ? `Chain ${ctx.chain} passed its deadline` : 'The call passed its deadline';
-  ctx.run.abort(new RunAbortReason('deadline', `${where} while waiting for a duplicate call (same idempotency key) still in flight.`));
-}
 
 /** Stops a claim nobody will act on: its waiting ends, a late rejection is handled. */
 function abandon(claim: Pending): void {
@@ -36,24 +30,22 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
     abandon(claim);
     return Promise.reject(run.reason);
   }
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(passDeadline, delayUntil(ctx.deadlineAt, now), ctx);
-    const off = run.onAbort((reason) => {
-      clearTimeout(timer);
-      abandon(claim);
-      reject(reason);
-    });
-    claim.settled.then(
-      (value) => { clearTimeout(timer); off(); resolve(value); },
-      (error: unknown) => { clearTimeout(timer); off(); reject(error); },
-    );
-  });
+  const where = ctx.chain ? `Chain ${ctx.chain} passed its deadline` : 'The call passed its deadline';
+  const cancelDeadline = abortAtDeadline(run, ctx.deadlineAt, now, `${where} while waiting for a duplicate call (same idempotency key) still in flight.`);
+  const off = run.onAbort(() => abandon(claim));
+  const done = (): void => {
+    cancelDeadline();
+    off();
+  };
+  const outcome = untilAborted(claim.settled, run);
+  outcome.then(done, done);
+  return outcome;
 }
 
 /**
  * Wraps the whole call (all attempts). Calls without `ctx.idempotencyKey` (reads) pass straight
  * through. A kept result, or the outcome of a concurrent call in flight, marks the call `cached`.
- * Waiting for a call in flight ends at this call's deadline or abort (API.md §4: nothing waits
+ * Waiting for a call in flight ends at this call's deadline or abort (docs/guides/policies.md: nothing waits
  * past the deadline); a store that fails or falls silent fails the call with `store_unavailable`.
  *
  * @example
@@ -76,7 +68,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: CallContext, error: unknown): Promise<never> {
-    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (API.md §6).
+    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (docs/guides/policies.md, no blind retry of a write).
     // So does one the run's deadline, cancel or close() cut off after the tool was reached.
     const cutOff = this.reached === true && (this.run.aborted || error instanceof RunAbortReason || (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
     const unknown = cutOff || (error instanceof ToolFailure && error.info.outcomeUnknown === true);
@@ -99,9 +91,13 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   return (next) => (ctx) => {
     const key = ctx.idempotencyKey;
     if (key === undefined) return next(ctx);
+    const durable = ctx.durable;
+    // A durable run's step under its own key (`runId:step`) is kept by the run's journal, and the run
+    // store lets one owner at a time run it: a second record would cost two round trips and add nothing.
+    if (durable !== undefined && ctx.step !== undefined && key.length === ctx.runId.length + 1 + ctx.step.length && key === `${ctx.runId}:${ctx.step}`) return next(ctx);
     // Without a claim the tool is never called: an unavailable store fails the call.
     let begun: MaybePromise<IdempotencyClaim> | undefined;
-    const claimed = callStore(() => (begun = store.begin(key)), ctx.deadlineAt, now, 'idempotency');
+    const claimed = callStore(() => (begun = durable === undefined ? store.begin(key) : store.begin(key, durable)), ctx.deadlineAt, now, 'idempotency');
     if (!(claimed instanceof Promise)) return decide(next, ctx, claimed);
     return claimed.then((claim) => decide(next, ctx, claim), (error: unknown) => {
       // A claim that arrives after the call gave up on the store: release it, stop its waiting.

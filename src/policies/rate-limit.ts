@@ -3,15 +3,16 @@
 // Written by hand for the in-process case: bottleneck passes every job through several
 // setTimeout(0) hops (measured here: ~4.5 ms per job, 23 s for 10,000 concurrent jobs), which is
 // far above what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
-import type { RateLimitSpec, Tool } from '../define/tool.js';
+import type { RateLimitKeyCall, RateLimitSpec, Tool } from '../define/tool.js';
 import { classifyError, RunAbortReason, ToolFailure } from '../errors/classify.js';
-import { abortAtDeadline, type AbortScope } from '../run/abort.js';
-import type { CallContext, Policy } from '../run/pipeline.js';
+import { abortAtDeadline, type AbortScope } from './abort.js';
+import type { CallContext, Policy } from './types.js';
 import { StoreFailure } from '../stores/guard.js';
+import { BoundedLru } from '../util/lru.js';
 
-/** Waiting calls a limiter holds when the tool sets no `maxQueue` (API.md §6). */
+/** Waiting calls a limiter holds when the tool sets no `maxQueue` (docs/guides/policies.md). */
 export const DEFAULT_MAX_QUEUE = 50;
-/** Limiters a store keeps at once by default; beyond, the oldest idle ones are dropped. */
+/** Limiters a store keeps at once by default; beyond, the least recently used idle ones are dropped. */
 export const DEFAULT_MAX_LIMITERS = 10_000;
 
 /**
@@ -61,8 +62,8 @@ export interface Limiter {
 /** Where limiters live. The default keeps them in this process; a shared store (e.g. Redis) returns its own. */
 export interface LimiterStore {
   /**
-   * The limiter for one tool (`id`), and for one user of it when the limit is `per: 'user'`
-   * (`user`: the context's `userId`, or `'anonymous'`).
+   * The limiter for one tool (`id`), and for one key of it when the limit is per key (`user`: what
+   * the spec's `key` returned, the context's `userId` for `per: 'user'`, or `'anonymous'` without one).
    */
   limiter(id: string, spec: RateLimitSpec, user?: string): Limiter;
   /** Releases timers and connections. */
@@ -203,8 +204,8 @@ class WindowLimiter implements Limiter {
 /** Options of {@link memoryLimiterStore}. */
 export interface MemoryLimiterOptions {
   /**
-   * Most limiters kept at once (default 10,000). Past it the longest-idle ones are dropped (a
-   * dropped user starts a fresh window); one with calls waiting or in flight never is.
+   * Most limiters kept at once (default 10,000). Past it the least recently used idle ones are
+   * dropped (a dropped user starts a fresh window); one with calls waiting or in flight never is.
    */
   maxLimiters?: number;
 }
@@ -221,37 +222,23 @@ export interface MemoryLimiterOptions {
 export function memoryLimiterStore(now: () => number = Date.now, options: MemoryLimiterOptions = {}): MemoryLimiterStore {
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
   if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
-  // Keyed by tool id (and user): a Map, so a user id such as `__proto__` is just another key.
-  const limiters = new Map<string, WindowLimiter>();
+  // Keyed by tool id (and key): a Map inside, so a user id such as `__proto__` is just another key.
+  // Past the cap the least recently used idle limiter goes (a dropped user starts a fresh window).
+  const limiters = new BoundedLru<string, WindowLimiter>(max, { evictable: (l) => l.idle });
   let created = 0;
-  let trimAbove = max;
   const sweep = (): void => {
     const t = now();
-    for (const [id, l] of limiters) {
+    for (const [id, l] of limiters.entries()) {
       if (l.idle && t - l.lastActive > Math.max(2 * l.spec.intervalMs, 60_000)) limiters.delete(id);
     }
-  };
-  // Past the cap: drop expired ones, then the longest idle down to 90 % of it (amortised: one sort per
-  // max/10 creations). If too many are busy to get under it, wait for another max/10 before trying again.
-  const trim = (keep: WindowLimiter): void => {
-    sweep();
-    if (limiters.size > max) {
-      const idle = [...limiters].filter(([, l]) => l.idle && l !== keep).sort((a, b) => a[1].lastActive - b[1].lastActive);
-      const target = Math.floor(max * 0.9);
-      for (let i = 0; i < idle.length && limiters.size > target; i++) limiters.delete(idle[i]![0]);
-    }
-    trimAbove = Math.max(max, limiters.size + Math.ceil(max / 10));
   };
   return {
     limiter(id, spec, user) {
       const key = user === undefined ? id : `${id}:${user}`; // tool names hold no ':', so keys cannot collide
-      let l = limiters.get(key);
-      if (!l) {
-        if (++created % 1024 === 0) sweep(); // amortised: memory stays bounded with many users
-        limiters.set(key, (l = new WindowLimiter(spec, now)));
-        if (limiters.size > trimAbove) trim(l);
-      }
-      return l;
+      const known = limiters.get(key);
+      if (known) return known;
+      if (++created % 1024 === 0) sweep(); // amortised: idle limiters expire, memory stays bounded with many users
+      return limiters.set(key, new WindowLimiter(spec, now));
     },
     async close() {
       const reason = new RunAbortReason('closed', 'The runner was closed.');
@@ -262,7 +249,37 @@ export function memoryLimiterStore(now: () => number = Date.now, options: Memory
   };
 }
 
+/** The shared key of the calls a per-key limit finds no key for. */
 const ANONYMOUS = 'anonymous';
+
+/**
+ * The key a per-key limit counts a call under: the spec's `key` function's answer, or for
+ * `per: 'user'` (sugar for `key: (call) => call.context.userId`) the context's `userId`. No
+ * non-empty string — or a key function that throws — is the shared `'anonymous'` key; `undefined`
+ * means one limit for the whole tool (`per: 'global'`).
+ *
+ * @example
+ * ```ts
+ * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx); // 'acme' (or 'anonymous')
+ * ```
+ */
+export function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | undefined {
+  let key: unknown;
+  if (spec.key !== undefined) {
+    const { tool, runId, step = tool.name, sessionId, context } = ctx;
+    const call: RateLimitKeyCall = sessionId === undefined ? { tool: tool.name, runId, step, context } : { tool: tool.name, runId, step, sessionId, context };
+    try {
+      key = spec.key(call);
+    } catch {
+      key = undefined; // a broken key function must not lose the call: it is limited with the keyless ones
+    }
+  } else if (spec.per === 'user') {
+    key = ctx.context.userId; // the sugar, read directly: no call object per attempt
+  } else {
+    return undefined;
+  }
+  return typeof key === 'string' && key !== '' ? key : ANONYMOUS;
+}
 
 /**
  * Takes one slot per attempt (the downstream API counts every attempt) before the timeout starts,
@@ -276,9 +293,8 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
   const limiterFor = (ctx: CallContext, spec: RateLimitSpec): Limiter => {
     let id = ids.get(ctx.tool);
     if (id === undefined) ids.set(ctx.tool, (id = `chainkit:${ctx.tool.name}`));
-    if (spec.per !== 'user') return store.limiter(id, spec);
-    const user = ctx.context.userId;
-    return store.limiter(id, spec, typeof user === 'string' && user !== '' ? user : ANONYMOUS);
+    const key = limitKey(spec, ctx);
+    return key === undefined ? store.limiter(id, spec) : store.limiter(id, spec, key);
   };
 
   // Bound to the call (not a closure per call). Why a wait for a slot ended without one.

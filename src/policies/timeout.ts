@@ -4,8 +4,8 @@
 // wrapper, a finally chain, an eager TimeoutError, a timers object) and settles on a run's abort
 // only through a real AbortSignal; one Attempt object below does all of it (bench: heap row).
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
-import { AbortScope } from '../run/abort.js';
-import type { CallContext, Policy } from '../run/pipeline.js';
+import { AbortScope } from './abort.js';
+import type { CallContext, Policy } from './types.js';
 
 /**
  * One attempt: its abort scope (the tool's `signal`), its timer and the settling of its promise.

@@ -4,19 +4,24 @@
  *
  * @module chainkit/redis
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import { isTimerMs } from '../define/tool.js';
 import { RunAbortReason, ToolFailure, type Classified } from '../errors/classify.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import { redisLimiterStore } from './limiter.js';
+import { beginForRun, redisRunStore } from './runs.js';
+import type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, TakeResult, TimingSample,
 } from '../stores/types.js';
 
+export type { RedisClient, RedisTransaction } from './client.js';
 export { redisLimiterStore, type RedisLimiterOptions, type RedisLimiterStore } from './limiter.js';
+export { redisRunStore, type RedisRunStoreOptions } from './runs.js';
+export type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {
@@ -54,6 +59,8 @@ export interface RedisStores {
   metrics: LearningStore;
   /** Rate limits shared by every process (bottleneck's Redis clustering). */
   limiter: LimiterStore;
+  /** Durable runs (docs/guides/durable-runs.md): `journal(…, complete)` keeps results in `idempotency`, in the same round trip. */
+  runs: RunStore;
 }
 
 // KEYS: checkpoint, tombstone. Returns the checkpoint (and leaves a tombstone for its remaining TTL),
@@ -145,7 +152,7 @@ return ''`;
  * const runner = createRunner({ invoker, secret: process.env.CHAINKIT_SECRET, stores: redisStores(redis, { prefix: 'myapp' }) });
  * ```
  */
-export function redisStores(redis: Redis, options: RedisStoresOptions): RedisStores {
+export function redisStores(redis: RedisClient, options: RedisStoresOptions): RedisStores {
   if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
   const p = options.prefix;
   const idemTtl = options.idempotencyTtlMs ?? 24 * 3_600_000;
@@ -231,11 +238,18 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
     };
   };
   const idempotency: IdempotencyStore = {
-    async begin(key): Promise<IdempotencyClaim> {
-      const claimed = await redis.set(idemKey(key), '{"s":"p"}', 'PX', pendingTtl, 'NX');
-      if (claimed === 'OK') return { status: 'new' };
-      const raw = await redis.get(idemKey(key));
-      if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
+    async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {
+      let raw: string | null;
+      if (run) {
+        // A durable run's call: its marker names the run and owner; a dead owner's claim may be taken over.
+        raw = await beginForRun(redis, idemKey(key), pendingTtl, run);
+        if (raw === null) return { status: 'new' };
+      } else {
+        const claimed = await redis.set(idemKey(key), '{"s":"p"}', 'PX', pendingTtl, 'NX');
+        if (claimed === 'OK') return { status: 'new' };
+        raw = await redis.get(idemKey(key));
+        if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
+      }
       const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };
       if (entry.s === 'u') {
@@ -289,6 +303,7 @@ export function redisStores(redis: Redis, options: RedisStoresOptions): RedisSto
     breakers,
     metrics: redisLearningStore(redis, { prefix: p }),
     limiter: redisLimiterStore(redis, { prefix: p, now }),
+    runs: redisRunStore(redis, { prefix: p, idempotencyTtlMs: idemTtl, idempotency }),
   };
 }
 
@@ -310,7 +325,7 @@ export interface RedisLearningOptions {
  * await runner.ready; // estimates and suggestions now include what other instances learned
  * ```
  */
-export function redisLearningStore(redis: Redis, options: RedisLearningOptions): LearningStore {
+export function redisLearningStore(redis: RedisClient, options: RedisLearningOptions): LearningStore {
   const transitionsKey = `${options.prefix}:learn:transitions`;
   const samplesKey = `${options.prefix}:learn:samples`;
   const maxT = options.maxTransitions ?? 10_000;

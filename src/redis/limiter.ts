@@ -2,9 +2,11 @@
 // refused fast like the memory limiter's, a queue bound, and a bounded number of local limiters.
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
+import type { RedisClient } from './client.js';
 import type { RateLimitSpec } from '../define/tool.js';
-import { abortAtDeadline, type AbortScope } from '../run/abort.js';
+import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
 import { storeFailure } from '../stores/guard.js';
+import { BoundedLru } from '../util/lru.js';
 import { DEFAULT_MAX_LIMITERS, earliestSlot, maxQueueOf, type Limiter, type LimiterStore, type Refusal, type Release } from '../policies/rate-limit.js';
 
 /** Options of {@link redisLimiterStore}. */
@@ -15,8 +17,8 @@ export interface RedisLimiterOptions {
   now?: () => number;
   /**
    * Most limiters this process keeps at once (default 10,000): each is a bottleneck limiter with a
-   * subscription and a heartbeat. Past it the longest-unused idle one is dropped; its windows stay in
-   * Redis. One with calls waiting or in flight never is.
+   * subscription and a heartbeat. Past it the least recently used idle one is dropped; its windows
+   * stay in Redis. One with calls waiting or in flight never is.
    */
   maxLimiters?: number;
 }
@@ -62,7 +64,7 @@ interface Instance {
 
 /** What a {@link ClusterLimiter} needs from its store. */
 interface Cluster {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly now: () => number;
   open(limiter: ClusterLimiter): Bottleneck;
 }
@@ -88,7 +90,7 @@ class ClusterLimiter implements Limiter {
   private current: Instance | undefined;
   private readonly maxQueue: number;
 
-  constructor(private readonly cluster: Cluster, readonly key: string, readonly bid: string, readonly spec: Readonly<RateLimitSpec>, readonly ttlMs: number | undefined) {
+  constructor(private readonly cluster: Cluster, readonly bid: string, readonly spec: Readonly<RateLimitSpec>, readonly ttlMs: number | undefined) {
     this.lastActive = cluster.now();
     this.maxQueue = maxQueueOf(spec);
   }
@@ -252,7 +254,7 @@ function detach(b: Bottleneck): void {
  * const runner = createRunner({ invoker, tools, stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) } });
  * ```
  */
-export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): RedisLimiterStore {
+export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptions): RedisLimiterStore {
   if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
   if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
@@ -293,17 +295,19 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): R
     }),
   };
 
-  // Keyed by tool id, or tool id and user: a Map, so a user id such as `__proto__` is just another
-  // key (bottleneck's Group keeps its limiters in a plain object). Kept in order of last use.
-  const limiters = new Map<string, ClusterLimiter>();
+  // Keyed by tool id, or tool id and user: a Map inside, so a user id such as `__proto__` is just
+  // another key (bottleneck's Group keeps its limiters in a plain object). Past the cap, the least
+  // recently used idle one is dropped (its windows stay in Redis).
+  const limiters = new BoundedLru<string, ClusterLimiter>(max, { evictable: (l) => l.idle, onEvict: (l) => l.close() });
   let sweeper: ReturnType<typeof setInterval> | undefined;
-  const drop = (l: ClusterLimiter): void => {
-    limiters.delete(l.key);
-    l.close();
-  };
   const sweep = (): void => {
     const t = now();
-    for (const l of limiters.values()) if (l.idle && t - l.lastActive > LOCAL_IDLE_MS) drop(l);
+    for (const [key, l] of limiters.entries()) {
+      if (l.idle && t - l.lastActive > LOCAL_IDLE_MS) {
+        limiters.delete(key);
+        l.close();
+      }
+    }
     if (limiters.size === 0) {
       clearInterval(sweeper);
       sweeper = undefined;
@@ -313,23 +317,10 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): R
   return {
     limiter(id, spec, user) {
       const key = user === undefined ? id : `${id}\n${user}`;
-      let l = limiters.get(key);
-      if (l) {
-        limiters.delete(key); // most recently used last: one Map re-insert, next to a Redis round trip
-        limiters.set(key, l);
-        return l;
-      }
+      const known = limiters.get(key);
+      if (known) return known;
       // `:` cannot occur in a tool name, so tool `a` + user `b-c` never shares a window with tool `a-b` + user `c`.
-      l = new ClusterLimiter(cluster, key, user === undefined ? `${options.prefix}:${id}` : `${options.prefix}:${id}:${user}`, spec, user === undefined ? undefined : Math.max(2 * spec.intervalMs, 60_000));
-      limiters.set(key, l);
-      if (limiters.size > max) {
-        for (const old of limiters.values()) {
-          if (old !== l && old.idle) {
-            drop(old);
-            break;
-          }
-        }
-      }
+      const l = limiters.set(key, new ClusterLimiter(cluster, user === undefined ? `${options.prefix}:${id}` : `${options.prefix}:${id}:${user}`, spec, user === undefined ? undefined : Math.max(2 * spec.intervalMs, 60_000)));
       if (!sweeper) {
         sweeper = setInterval(sweep, SWEEP_MS);
         sweeper.unref();
@@ -339,7 +330,8 @@ export function redisLimiterStore(redis: Redis, options: RedisLimiterOptions): R
     async close() {
       clearInterval(sweeper);
       sweeper = undefined;
-      for (const l of [...limiters.values()]) drop(l);
+      for (const l of [...limiters.values()]) l.close();
+      limiters.clear();
       await conn?.disconnect(false);
       conn = undefined;
     },

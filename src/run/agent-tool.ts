@@ -2,7 +2,7 @@
 // the framework's approval step.
 import { isChain, type Chain } from '../define/chain.js';
 import type { Runner } from './runner.js';
-import { toModelResult, type ModelResult } from './relay.js';
+import { toModelResult, type ModelResult } from './model-result.js';
 import type { ConfirmationRequest, RunOptions } from './types.js';
 
 /** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
@@ -35,7 +35,7 @@ export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentCon
     return runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm });
   };
   return {
-    gated: chain.plan.some((p) => p.kind === 'tool' && (p.step as { confirm?: unknown }).confirm !== undefined),
+    gated: chain.plan.some((step) => step.kind === 'tool' && (step.step as { confirm?: unknown }).confirm !== undefined),
     async needsApproval(input, callId, f) {
       let asked: ConfirmationRequest | undefined;
       await runCall(input, callId, f, (request) => ((asked = request), false));

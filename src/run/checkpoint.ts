@@ -1,6 +1,6 @@
 // Resume tokens: HMAC-signed, carrying the checkpoint id and expiry, so tampering and expiry are
 // detected without the store, and the store only has to answer "taken, used or missing".
-import { equalConstantTime, fromBase64Url, hmacSha256, sha256, toBase64Url, toHex, utf8 } from './sha256.js';
+import { equalConstantTime, fromBase64Url, hmacSha256, sha256, toBase64Url, toHex, utf8 } from '../util/sha256.js';
 
 /** Why a token was refused. */
 export type TokenProblem = 'invalid_token' | 'expired';

@@ -1,58 +1,108 @@
-// A run stopped at a confirmation gate: its checkpoint stored, its resume token signed.
-import type { Chain } from '../define/chain.js';
+// Confirmation gates: the question a gated step asks, answered in-process (`confirm`) within the
+// deadline, or the run parked — its checkpoint stored, its resume token signed.
+import type { ConfirmSpec } from '../define/chain.js';
 import type { PlannedStep } from '../define/validate.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
-import { listening, safeEmit } from '../observe/events.js';
+import type { ConfirmationRequest, RunResult } from '../observe/result.js';
 import { callStore } from '../stores/guard.js';
 import { CheckpointEncodeError } from '../stores/serialize.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext, signToken } from './checkpoint.js';
+import { describeThrown, iso, StepError } from './execution.js';
 import { newId } from './ids.js';
-import { describeThrown, iso, type Execution } from './step.js';
-import type { ConfirmationRequest, Core, RunResult } from './types.js';
+import type { StepHost } from './step-host.js';
 
-/** How long a checkpoint store may take to answer (and never past the deadline). */
-const STORE_WAIT_MS = 10_000;
+/** What a gate asks. */
+export interface GateQuestion {
+  prompt: string;
+  details: unknown;
+}
 
 /**
- * Stores the checkpoint of a run stopped before step `p` and returns `awaiting_confirmation`; a
+ * The question of a gated step, from its `confirm` spec and the scope; a prompt or details
+ * builder that throws is the step's failure.
+ *
+ * @example
+ * ```ts
+ * const { prompt } = gateQuestion(host, step, def.confirm);
+ * ```
+ */
+export function gateQuestion(host: StepHost, step: PlannedStep, confirm: ConfirmSpec): GateQuestion {
+  try {
+    const prompt = typeof confirm.prompt === 'function' ? confirm.prompt(host.scope) : confirm.prompt;
+    return { prompt, details: confirm.details?.(host.scope) };
+  } catch (error) {
+    throw new StepError({ category: 'internal', code: 'confirm_failed', message: `Step ${step.id}: building the confirmation threw: ${describeThrown(error)}` });
+  }
+}
+
+/**
+ * Asks the run's in-process `confirm` callback, within the deadline: only `true` approves.
+ *
+ * @example
+ * ```ts
+ * if (await askInProcess(host, step, question)) startCall(...);
+ * ```
+ */
+export function askInProcess(host: StepHost, step: PlannedStep, question: GateQuestion): Promise<boolean> {
+  const { exec } = host;
+  const tool = step.tool!.name;
+  const request: ConfirmationRequest = { step: step.id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
+  host.recorder.confirmationRequested(host, step.id, tool, question.prompt, request.expiresAt);
+  let answer: boolean | PromiseLike<boolean>;
+  try {
+    answer = exec.confirm!(request);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return host.bounded(Promise.resolve(answer), `Chain ${exec.chain.name} passed its deadline while waiting for confirmation.`).then((yes) => yes === true);
+}
+
+/**
+ * Stores the checkpoint of a run stopped before `step` and returns `awaiting_confirmation`; a
  * store that fails or cannot keep the results makes it `failed` (no token handed out).
+ *
+ * @example
+ * ```ts
+ * return parkAtGate(host, doneIds, step, question, base, failed);
+ * ```
  */
 export async function parkAtGate(
-  core: Core, x: Execution, chain: Chain, done: string[], deadlineAt: number,
-  p: PlannedStep, gate: { prompt: string; details: unknown },
+  host: StepHost, done: string[], step: PlannedStep, gate: GateQuestion,
   base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>, failed: (e: ChainErrorInfo) => RunResult,
 ): Promise<RunResult> {
-  const createdAt = core.now();
-  const expiresAt = createdAt + core.confirmationTtlMs;
+  const { exec, calls, gates } = host;
+  const { chain } = exec;
+  const tool = step.tool!.name;
+  const createdAt = calls.now();
+  const expiresAt = createdAt + gates.confirmationTtlMs;
   const id = newId();
   try {
-    await callStore(() => core.checkpoints.save({
+    await callStore(() => gates.checkpoints.save({
       v: 1,
       id,
-      runId: x.runId,
-      traceId: x.traceId,
+      runId: exec.runId,
+      traceId: exec.traceId,
       chain: chain.name,
       fingerprint: chain.fingerprint,
-      ...(x.sessionId !== undefined && { sessionId: x.sessionId }),
-      input: x.input,
-      contextHash: hashContext(x.context),
-      results: x.results,
-      done: done,
-      gate: p.id,
-      startedAt: x.startedAt,
+      ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
+      input: exec.input,
+      contextHash: hashContext(exec.context),
+      results: exec.results,
+      done,
+      gate: step.id,
+      startedAt: exec.startedAt,
       createdAt,
       expiresAt,
-      trace: base.trace.steps.filter((t) => t.id !== p.id),
-    }), Math.min(createdAt + STORE_WAIT_MS, deadlineAt), core.now, 'checkpoint');
+      trace: base.trace.steps.filter((t) => t.id !== step.id),
+    }), Math.min(createdAt + STORE_WAIT_MS, host.deadlineAt), calls.now, 'checkpoint');
   } catch (error) {
     const why = error instanceof CheckpointEncodeError ? error.info : { category: 'unavailable' as const, code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` };
-    return failed(toErrorInfo(why, { step: p.id, tool: p.tool!.name }, core.retryTable));
+    return failed(toErrorInfo(why, { step: step.id, tool }, calls.retryTable));
   }
-  const confirmation: ConfirmationRequest = { step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: iso(expiresAt) };
+  const confirmation: ConfirmationRequest = { step: step.id, tool, prompt: gate.prompt, expiresAt: iso(expiresAt) };
   if (gate.details !== undefined) confirmation.details = gate.details;
-  if (listening(core.events, 'confirmation:requested')) {
-    safeEmit(core.events, 'confirmation:requested', { runId: x.runId, traceId: x.traceId, chain: chain.name, step: p.id, tool: p.tool!.name, prompt: gate.prompt, expiresAt: confirmation.expiresAt });
-  }
-  return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, core.secret), confirmation, ...base };
+  host.recorder.confirmationRequested(host, step.id, tool, gate.prompt, confirmation.expiresAt);
+  return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, gates.secret), confirmation, ...base };
 }

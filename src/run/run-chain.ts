@@ -32,7 +32,7 @@ export async function runChain<I, C, O>(chain: Chain<I, any, O>, input: I, optio
   const runnerOptions = rest as RunnerOptions;
   // The one-shot runner is closed after the run: a token it issued could only be resumed by a runner
   // sharing its secret and checkpoint store.
-  if (!confirm && !(runnerOptions.secret && runnerOptions.stores?.checkpoints) && chain.plan.some((p) => p.step.confirm)) {
+  if (!confirm && !(runnerOptions.secret && runnerOptions.stores?.checkpoints) && chain.plan.some((step) => step.step.confirm)) {
     throw new TypeError(
       `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, so its resume token could not be used. ` +
         'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',

@@ -1,8 +1,10 @@
 // The runner's options: what they are, how they are checked, and the small pieces built from them.
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import { checkMs, checkRetry, isTool, type Tool } from '../define/tool.js';
+import { z } from 'zod';
+import { isTool, type Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
+import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
 import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import type { FallbackRule } from '../guidance/fallback.js';
@@ -11,7 +13,7 @@ import type { Hooks } from '../observe/events.js';
 import type { RedactRule } from '../observe/redact.js';
 import type { BreakerOptions } from '../policies/breaker.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
-import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
+import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore, RunStore } from '../stores/types.js';
 import type { ToolInvoker } from './pipeline.js';
 import type { Logger } from './types.js';
 
@@ -29,8 +31,15 @@ export interface RunnerOptions {
   registry?: ToolRegistry;
   /** Fallback advice rules, merged over the defaults (yours win). */
   fallbacks?: FallbackRule[];
-  /** Where state lives; memory stores by default. */
-  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore };
+  /**
+   * Where state lives; memory stores by default. With `runs`, every run is durable: recorded,
+   * journaled step by step, and recoverable by another instance if this one dies (docs/guides/durable-runs.md).
+   */
+  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore; runs?: RunStore };
+  /** Durable runs: how long an owner's silence counts as its death (its lease). Default 30 s. */
+  leaseMs?: number;
+  /** Durable runs: claim and continue runs whose owner died, every `intervalMs` (at most `limit` per poll, default 100). */
+  recover?: { intervalMs: number; limit?: number };
   /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
   breaker?: BreakerOptions;
   hooks?: Hooks;
@@ -53,42 +62,59 @@ export interface RunnerOptions {
   now?: () => number;
 }
 
+// What each option must be, with the message that says so. `null` means "the default" where the
+// option has one (`?? default` below), as it always did.
+const RUNNER_OPTIONS = z.object({
+  invoker: fn('invoker', 'a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...})'),
+  confirmationTtlMs: timerMs('confirmationTtlMs').nullish(),
+  traceDetail: z.enum(['summary', 'full'], "Expected `traceDetail` to be 'summary' or 'full'.").optional(),
+  random: fn('random').optional(),
+  now: fn('now').optional(),
+  redact: fn('redact').optional(),
+  breaker: z.object(
+    { threshold: integer('threshold', 1).nullish(), openMs: timerMs('openMs').nullish() },
+    { error: 'Expected `breaker` to be an object { threshold?, openMs? }.' },
+  ).nullish(),
+  retry: z.object(
+    Object.fromEntries(ERROR_CATEGORIES.map((c) => [c, retryRule])),
+    { error: 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.' },
+  ).catchall(z.custom(() => false, { error: (issue) => `Unknown error category '${String(issue.path?.at(-1))}'.` })).optional(),
+  leaseMs: timerMs('leaseMs').optional(),
+  recover: z.object(
+    { intervalMs: timerMs('intervalMs'), limit: integer('limit', 1).optional() },
+    { error: 'Expected `recover` to be an object { intervalMs, limit? }.' },
+  ).optional(),
+  secret: z.custom<string>((v) => typeof v === 'string' && v.length >= 16, 'Expected `secret` to be a string of at least 16 characters.').optional(),
+});
+
 /** The checked options: known tools and chains by name, and the resolved numbers. Throws `DefinitionError` listing every problem. */
 export function checkRunnerOptions(options: RunnerOptions): { tools: Map<string, Tool>; chains: Map<string, Chain>; ttl: number; threshold: number; openMs: number } {
-const issues = new IssueList();
-if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
-if (typeof options.invoker !== 'function') issues.add('invoker', 'Expected `invoker` to be a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...}).');
-const ttl = options.confirmationTtlMs ?? DEFAULT_CONFIRMATION_TTL_MS;
-checkMs(ttl, 'confirmationTtlMs', 'confirmationTtlMs', issues);
-if (options.traceDetail !== undefined && options.traceDetail !== 'summary' && options.traceDetail !== 'full') issues.add('traceDetail', "Expected `traceDetail` to be 'summary' or 'full'.");
-for (const k of ['random', 'now', 'redact'] as const) {
-  if (options[k] !== undefined && typeof options[k] !== 'function') issues.add(k, `Expected \`${k}\` to be a function.`);
-}
-const threshold = options.breaker?.threshold ?? 5;
-const openMs = options.breaker?.openMs ?? 60_000;
-if (!(Number.isSafeInteger(threshold) && threshold > 0)) issues.add('breaker.threshold', 'Expected `threshold` to be a positive integer.');
-checkMs(openMs, 'breaker.openMs', 'openMs', issues);
-if (options.retry !== undefined) {
-  if (typeof options.retry !== 'object' || options.retry === null) issues.add('retry', 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.');
-  else for (const [category, rule] of Object.entries(options.retry)) {
-    if (!ERROR_CATEGORIES.includes(category as ErrorCategory)) issues.add(`retry.${category}`, `Unknown error category '${category}'.`);
-    else checkRetry(rule, `retry.${category}`, issues);
-  }
-}
-if (options.secret !== undefined && (typeof options.secret !== 'string' || options.secret.length < 16)) issues.add('secret', 'Expected `secret` to be a string of at least 16 characters.');
-const tools = new Map<string, Tool>();
-[...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
-  if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
-  else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
-  else tools.set(t.name, t);
-});
-const chains = new Map<string, Chain>();
-(options.chains ?? []).forEach((c, i) => {
-  if (!isChain(c)) issues.add(`chains[${i}]`, 'Expected a chain made by defineChain().');
-  else chains.set(c.name, c);
-});
-issues.throwIfAny('runner options');
-  return { tools, chains, ttl, threshold, openMs };
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
+  const issues = new IssueList();
+  for (const i of optionIssues(RUNNER_OPTIONS, options)) issues.add(i.path, i.message);
+  // Tools and chains are checked by what made them, and by name across the list.
+  const tools = new Map<string, Tool>();
+  [...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
+    if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
+    else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
+    else tools.set(t.name, t);
+  });
+  const chains = new Map<string, Chain>();
+  (options.chains ?? []).forEach((c, i) => {
+    if (!isChain(c)) issues.add(`chains[${i}]`, 'Expected a chain made by defineChain().');
+    else chains.set(c.name, c);
+  });
+  const runs = options.stores?.runs;
+  if (runs !== undefined && (typeof runs !== 'object' || runs === null || typeof runs.create !== 'function' || typeof runs.claimExpired !== 'function')) issues.add('stores.runs', 'Expected a run store, e.g. redisStores(redis, { prefix }).runs or postgresStores(pool).runs.');
+  if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined)) issues.add(options.recover !== undefined ? 'recover' : 'leaseMs', 'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).');
+  issues.throwIfAny('runner options');
+  return {
+    tools,
+    chains,
+    ttl: options.confirmationTtlMs ?? DEFAULT_CONFIRMATION_TTL_MS,
+    threshold: options.breaker?.threshold ?? 5,
+    openMs: options.breaker?.openMs ?? 60_000,
+  };
 }
 
 /** A logger whose failures cannot reach a run: logging is never worth a broken run. */

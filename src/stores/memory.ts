@@ -124,6 +124,8 @@ interface IdempotencyEntry {
   unknown?: { error: unknown };
   /** While pending: settles waiters with the claimant's outcome. */
   waiters?: { promise: Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  /** The durable run (and its owner) that claimed the key. */
+  run?: { runId: string; owner: string };
 }
 
 /** A failure for a waiter that attaches its handlers later: marked handled so it never rejects unhandled. */
@@ -164,11 +166,16 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   };
 
   return {
-    begin(key): IdempotencyClaim {
+    begin(key, run): IdempotencyClaim {
       const e = entries.get(key);
       if (e && e.expiresAt > now()) {
         if (e.done) return { status: 'done', value: e.value };
         if (e.unknown) return { status: 'pending', settled: rejected(e.unknown.error) };
+        // A recovered run takes over the claim its dead owner left (waiters get the new owner's outcome).
+        if (run?.takeOver && e.run?.runId === run.runId && e.run.owner !== run.owner) {
+          e.run = { runId: run.runId, owner: run.owner };
+          return { status: 'new' };
+        }
         if (!e.waiters) {
           let resolve!: (v: unknown) => void;
           let reject!: (e: unknown) => void;
@@ -178,7 +185,7 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
         return { status: 'pending', settled: e.waiters.promise };
       }
       entries.delete(key);
-      entries.set(key, { expiresAt: now() + ttl, done: false });
+      entries.set(key, run ? { expiresAt: now() + ttl, done: false, run: { runId: run.runId, owner: run.owner } } : { expiresAt: now() + ttl, done: false });
       if (entries.size > max) evict();
       return { status: 'new' };
     },

@@ -68,8 +68,8 @@ export type IdempotencyClaim =
  * and waits for the same outcome; a later one gets `done` with the kept value.
  */
 export interface IdempotencyStore {
-  /** Claims a key (atomically). */
-  begin(key: string): MaybePromise<IdempotencyClaim>;
+  /** Claims a key (atomically); a durable run's call says which run and owner claims it. */
+  begin(key: string, run?: IdempotencyBeginOptions): MaybePromise<IdempotencyClaim>;
   /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
   complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
   /**
@@ -130,3 +130,125 @@ export interface LearningStore {
   /** Releases what the store opened. */
   close?(): MaybePromise<void>;
 }
+
+/** Where a durable run stands. `running` is the only status with a live owner and lease. */
+export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined';
+
+/** One completed step of a durable run, journaled before any step that depends on it starts. */
+export interface JournalEntry {
+  /** The step id. */
+  step: string;
+  /** The step's result (absent when the step was skipped by its `when`). */
+  value?: unknown;
+  /** The step was skipped: done, with no result. */
+  skipped?: true;
+  /** The step's trace entry, so a recovered run's trace shows the whole run. */
+  trace: TraceStep;
+}
+
+/** What a run store keeps of one durable run. Plain JSON. */
+export interface RunRecord {
+  v: 1;
+  runId: string;
+  traceId: string;
+  chain: string;
+  fingerprint: string;
+  sessionId?: string;
+  input: unknown;
+  /** The trusted context, validated: a recovered run continues with it, its caller being gone. */
+  context: unknown;
+  startedAt: number;
+  /** The run's deadline (epoch ms): a run recovered after it fails with `deadline_exceeded`. */
+  deadlineAt: number;
+  status: RunStatus;
+  /** The runner instance that runs it (meaningful while `running`). */
+  owner: string;
+  /** Epoch ms until which the owner's lease holds; past it, the run may be claimed by another. */
+  leaseUntil: number;
+  /** The confirmation gate the user approved (set by `reopen`): a recovered run does not ask again. */
+  approvedGate?: string;
+  /** The run's result once it has ended or parked at a gate (a `RunResult` as JSON). */
+  result?: unknown;
+}
+
+/** A run record with its journal, oldest entry first. */
+export interface StoredRun extends RunRecord {
+  journal: JournalEntry[];
+}
+
+/** The answer to {@link RunStore.create}. */
+export type CreateRunResult =
+  /** Recorded: the caller owns the new run. */
+  | { status: 'created' }
+  /** The run id exists and has ended or parked: `run.result` is its recorded result. */
+  | { status: 'ended'; run: StoredRun }
+  /** The run id is in flight under a live lease held by `run.owner`. */
+  | { status: 'busy'; run: StoredRun }
+  /** The run id was in flight under an expired lease: the caller has taken it over (atomically). */
+  | { status: 'taken'; run: StoredRun };
+
+/**
+ * Keeps durable runs: the run record, its step journal, the owner's lease and the result. Every
+ * change of ownership (create/take over, claim, reopen) is atomic across processes; writes by an
+ * owner that has lost its lease are refused (they return `false`) and change nothing.
+ */
+export interface RunStore {
+  /**
+   * Records a new run (owned by `record.owner` until `record.leaseUntil`) unless its `runId`
+   * exists; an existing one is reported, and taken over when its lease expired before `now`.
+   */
+  create(record: RunRecord, now: number): Promise<CreateRunResult>;
+  /**
+   * Appends a completed step. With `complete`, also keeps that call's idempotency result in the
+   * same round trip (stores that hold both). `false`: `owner` no longer holds the run.
+   */
+  journal(runId: string, owner: string, entry: JournalEntry, complete?: { key: string; value: unknown; ttlMs?: number }): Promise<boolean>;
+  /** Extends the lease of every listed run `owner` still holds, to `leaseUntil`: one round trip per runner tick. */
+  renew(owner: string, runIds: readonly string[], leaseUntil: number): Promise<void>;
+  /**
+   * Records how a run ended (`completed`, `failed`, `declined`) or that it parked at a gate
+   * (`awaiting_confirmation`: no owner, no lease). Kept for `retentionMs`. `entries` are journaled in
+   * the same atomic write (steps no other step depends on: nothing waits for them). `false`: not the owner.
+   */
+  finish(runId: string, owner: string, status: Exclude<RunStatus, 'running'>, result: unknown, retentionMs: number, entries?: readonly JournalEntry[]): Promise<boolean>;
+  /**
+   * Makes a run parked at a gate `running` again under `owner` (a resume): records the approved
+   * gate (a recovered run does not ask again) and the resumed segment's deadline, clears the stored
+   * `result`. `false`: the run is not parked (missing, running or ended).
+   */
+  reopen(runId: string, owner: string, update: { leaseUntil: number; approvedGate: string; deadlineAt: number }): Promise<boolean>;
+  /**
+   * Claims up to `limit` `running` runs whose lease expired before `now`, atomically (one claimer
+   * wins each run across processes), for `owner` until `leaseUntil`; returns them with their journals.
+   */
+  claimExpired(owner: string, now: number, leaseUntil: number, limit: number): Promise<StoredRun[]>;
+  /** The run and its journal, or `undefined`. */
+  get(runId: string): Promise<StoredRun | undefined>;
+  /**
+   * The idempotency store `journal(…, complete)` writes into, with its encoding (absent: `complete`
+   * is refused). A runner passes `complete` only when this is its `stores.idempotency`.
+   */
+  readonly idempotency?: IdempotencyStore;
+  /** Releases what the store opened. */
+  close?(): Promise<void>;
+}
+
+/**
+ * The second argument of `IdempotencyStore.begin` for a call made by a durable run. The pending
+ * marker records `runId` and `owner`. With `takeOver`, a pending claim of the same `runId` recorded
+ * by another `owner` is taken over: `begin` answers `new` at once (the marker now names this owner)
+ * instead of waiting for a call nobody will finish. Only a runner that owns the run through the run
+ * store (it created it, took it over or claimed it after its lease expired) may pass `takeOver`:
+ * the run store makes that ownership exclusive, so the other owner is gone or fenced off. A result
+ * (`done`), a write whose outcome is unknown, a claim of another run or a marker without a run
+ * (written by a plain `begin(key)`) is never taken over.
+ */
+export interface IdempotencyBeginOptions {
+  /** The durable run making the call. */
+  runId: string;
+  /** The runner that owns the run now (`RunRecord.owner`); unique per runner instance. */
+  owner: string;
+  /** Take over a pending claim of this run left by another owner. Default `false`. */
+  takeOver?: boolean;
+}
+

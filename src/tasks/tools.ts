@@ -1,7 +1,8 @@
 // The task domain's tools: the reference use case of chainkit (list, add, update, complete, delete).
-import { sha256, toBase64Url } from '../run/sha256.js';
+import { sha256, toBase64Url } from '../util/sha256.js';
 import { z } from 'zod';
 import { defineTool } from '../define/tool.js';
+import { codeClassifier } from '../errors/classify.js';
 
 /**
  * A task as the task tools return it.
@@ -22,6 +23,18 @@ export const Task = z.object({
   created_at: z.string(),
 });
 export type Task = z.infer<typeof Task>;
+
+/**
+ * The task service's own error codes, registered on every task tool through `classifiers` — the
+ * hook any domain uses for its codes. Give it to your own tools that call a task backend.
+ *
+ * @example
+ * ```ts
+ * const archiveTask = defineTool({ name: 'archive_task', description: 'Archive a task', input, output, classifiers: [taskErrors] });
+ * ```
+ */
+export const taskErrors = codeClassifier({ invalid_task_id: 'not_found', task_not_found: 'not_found' });
+const classifiers = [taskErrors];
 
 const minute = 60_000;
 const hour = 60 * minute;
@@ -61,6 +74,7 @@ export const listTasks = defineTool({
   timeoutMs: READ_TIMEOUT_MS,
   expectedDurationMs: 150,
   rateLimit: { limit: 500, intervalMs: minute, per: 'user' },
+  classifiers,
   suggests: [
     { tool: 'update_task', reason: 'Change a task you found' },
     { tool: 'complete_task', reason: 'Mark a task you found as done' },
@@ -88,6 +102,7 @@ export const addTask = defineTool({
   timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
+  classifiers,
   suggests: [{ tool: 'list_tasks', reason: 'See the updated list' }],
 });
 
@@ -115,6 +130,7 @@ export const updateTask = defineTool({
   timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
+  classifiers,
   suggests: [{ tool: 'list_tasks', reason: 'Check the change' }],
 });
 
@@ -135,6 +151,7 @@ export const completeTask = defineTool({
   timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 100, intervalMs: minute, per: 'user' },
+  classifiers,
   suggests: [{ tool: 'list_tasks', reason: 'See what is still pending' }],
 });
 
@@ -155,6 +172,7 @@ export const deleteTask = defineTool({
   timeoutMs: WRITE_TIMEOUT_MS,
   expectedDurationMs: 200,
   rateLimit: { limit: 50, intervalMs: minute, per: 'user' },
+  classifiers,
   suggests: [{ tool: 'list_tasks', reason: 'See the remaining tasks' }],
 });
 

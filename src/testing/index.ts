@@ -8,3 +8,4 @@ export {
 } from './mock-invoker.js';
 export { createTaskStore, type InBandError, type SeedTask, type TaskStore, type TaskStoreOptions } from './task-store.js';
 export { fixtures } from './fixtures.js';
+export { memoryRunStore, type MemoryRunStoreOptions } from '../stores/memory-runs.js';

@@ -1,7 +1,7 @@
 // A scripted invoker for tests: answers, failures, delays and hangs per tool, with a call log.
 import type { Tool, ToolInput, ToolOutput } from '../define/tool.js';
 import { implementationsFor, type ToolErrorResult, type ToolResultOf } from '../invokers/function.js';
-import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
+import type { ToolCall, ToolInvoker } from '../invokers/types.js';
 
 /** One scripted answer. */
 export type MockAnswer =

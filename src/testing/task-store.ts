@@ -1,5 +1,5 @@
 // An in-memory task backend implementing the five task tools, with realistic in-band errors.
-import type { ToolCall, ToolInvoker } from '../run/pipeline.js';
+import type { ToolCall, ToolInvoker } from '../invokers/types.js';
 import type { Task } from '../tasks/tools.js';
 
 /** A seeded task. */

@@ -7,3 +7,6 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 export function delayUntil(deadlineAt: number, now: () => number): number {
   return Math.max(0, Math.min(deadlineAt - now(), MAX_TIMER_MS));
 }
+
+/** How long one call to a store (checkpoints, runs) may take to answer; never past the run's deadline. */
+export const STORE_WAIT_MS = 10_000;

@@ -1,6 +1,7 @@
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { createRunner, findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asAiSdkTool } from 'chainkit/ai';
 import { createTaskStore, fixtures } from 'chainkit/testing';
@@ -31,7 +32,7 @@ describe('asAiSdkTool', () => {
     const model = scriptedModel('task_summary', {});
     const result = await generateText({
       model, prompt: 'How am I doing?', stopWhen: stepCountIs(3),
-      tools: { task_summary: asAiSdkTool(runner, taskSummary, { context: (c) => ({ userId: (c as { userId: string }).userId }) }) },
+      tools: { task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }) },
       experimental_context: { userId: fixtures.bob },
     });
     const output = result.steps[0]!.toolResults[0]!.output as { status: string; output: { total: number } };
@@ -39,6 +40,27 @@ describe('asAiSdkTool', () => {
     expect(result.text).toContain('"total":2');
     // The model was offered the chain's input schema.
     expect(model.doGenerateCalls[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description })]);
+  });
+
+  it('reads the tool context from v7\'s `context` (the tool\'s `toolsContext` entry) or v6\'s `experimental_context`', async () => {
+    const { runner } = setup();
+    const seen: unknown[] = [];
+    const tool = asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => (seen.push(c), { userId: c.userId }) });
+    const v7 = await tool.execute({}, { toolCallId: 'v7', messages: [], context: { userId: fixtures.bob } });
+    const v6 = await tool.execute({}, { toolCallId: 'v6', messages: [], experimental_context: { userId: fixtures.alice } });
+    expect(seen).toEqual([{ userId: fixtures.bob }, { userId: fixtures.alice }]);
+    expect(v7).toMatchObject({ status: 'completed', output: { total: 2 } });
+    expect(v6).toMatchObject({ status: 'completed', output: { total: 5 } });
+  });
+
+  it('passes contextSchema on (v7 validates toolsContext with it; v6 ignores it) and types the context function from it', async () => {
+    const { runner } = setup();
+    const contextSchema = z.object({ userId: z.string() });
+    const tool = asAiSdkTool(runner, taskSummary, { contextSchema, context: (c) => ({ userId: c.userId }) });
+    expect(tool.contextSchema).toBe(contextSchema);
+    expect('contextSchema' in asAiSdkTool(runner, taskSummary, { context: { userId: fixtures.bob } })).toBe(false);
+    const result = await generateText({ model: scriptedModel('task_summary', {}), prompt: 'How am I doing?', tools: { task_summary: tool }, experimental_context: { userId: fixtures.bob } });
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'completed', output: { total: 2 } });
   });
 
   it('a gate is the SDK\'s tool approval: nothing past it runs until the call is approved', async () => {

@@ -25,7 +25,7 @@ describe('classifyError', () => {
   });
 
   it.each([
-    ['invalid_task_id', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'],
+    ['record_not_found', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'],
     ['rate_limit_exceeded', 'rate_limited'], ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
   ])('maps in-band code %s to %s', (code, category) => {
     expect(classifyError({ error: code }).category).toBe(category);

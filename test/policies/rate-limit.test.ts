@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineTool, memoryLimiterStore, taskTools, type ToolCall } from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
-import { AbortScope } from '../../src/run/abort.js';
+import { AbortScope } from '../../src/policies/abort.js';
 
 describe('rate limits', () => {
   beforeEach(() => { vi.useFakeTimers(); });

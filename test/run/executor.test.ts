@@ -80,7 +80,7 @@ describe('executor: data flow and validation', () => {
     ['an in-band error result', null, 'not_found'],
   ])('turns a tool that throws %s into a classified failure', async (_, thrown, category) => {
     const invoker = thrown === null
-      ? createMockInvoker({ echo: { ok: { status: 'error', error: 'invalid_task_id', message: 'gone' } } })
+      ? createMockInvoker({ echo: { ok: { status: 'error', error: 'record_not_found', message: 'gone' } } })
       : createMockInvoker({ echo: () => { throw thrown; } });
     const chain = defineChain({ name: 'c', input: z.object({}), steps: [{ id: 'e', tool: echo, input: { value: 'v' } }] });
     const r = await runChain(chain, {}, { invoker, random: () => 0, retry: { internal: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fromBase64Url, hmacSha256, sha256, toBase64Url, toHex } from '../../src/run/sha256.js';
+import { fromBase64Url, hmacSha256, sha256, toBase64Url, toHex } from '../../src/util/sha256.js';
 import { newId } from '../../src/run/ids.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -1,0 +1,279 @@
+// `npm run bench`, second table: the cost of durable runs (API.md §10) on the find-and-update chain
+// of run.ts with instant tools, against a hand-written pg journal measured in the same run, and DBOS
+// Transact on the same local PostgreSQL. Store round trips are counted, not estimated: pg through a
+// counting `Client` class in each pool (every `client.query` is one round trip, `pool.query`
+// included), Redis by wrapping `sendCommand` (a pipeline or MULTI block is one round trip).
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry from 'p-retry';
+import pTimeout from 'p-timeout';
+import pg from 'pg';
+import Redis from 'ioredis';
+import { DBOS } from '@dbos-inc/dbos-sdk';
+import { parseSchema, type Schema } from '../src/define/schema.js';
+import { postgresStores } from '../src/postgres/index.js';
+import { redisStores } from '../src/redis/index.js';
+import { createRunner, functionInvoker, listTasks, updateTask, type Chain, type Runner, type RunnerOptions, type Tool } from '../src/index.js';
+import type { RunStore } from '../src/stores/types.js';
+
+type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
+/** What run.ts hands over: its chain, the rate-limit-free tool copies, the instant implementations. */
+export interface DurableBenchInput { chain: Chain; tools: Tool[]; impl: Impl; userId: string }
+
+const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SEQ = Number(process.env.BENCH_DURABLE_SEQ ?? 100);
+const CONC = Number(process.env.BENCH_DURABLE_CONC ?? 256);
+const IN_FLIGHT = 32;
+const WARM = 30;
+const COUNT_N = 20; // chains of the counting pass
+const IDLE_MS = 1000; // DBOS polls its queues and schedules in the background: its idle rate is measured and subtracted
+const STEPS = 3; // find, target (select), update: chainkit journals all three
+
+const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
+  const r = parseSchema(schema, value);
+  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
+  return r.data;
+};
+
+interface Counter { rt: number; cmds: number }
+/** A pool whose every query is counted: pg's Pool runs `pool.query` on a client of this class too. */
+function countingPool(counter: Counter): pg.Pool {
+  class Counted extends pg.Client {}
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  (Counted.prototype as { query: unknown }).query = function (this: pg.Client, ...args: unknown[]) {
+    counter.rt++;
+    counter.cmds++;
+    return query.apply(this, args);
+  };
+  const pool = new pg.Pool({ connectionString: PG_URL, max: 10, Client: Counted });
+  pool.on('error', () => {});
+  return pool;
+}
+
+/** Counts Redis commands, and round trips: a pipeline (MULTI included) writes all its commands at once. */
+function countRedis(redis: Redis, counter: Counter): void {
+  const send = redis.sendCommand.bind(redis);
+  const seen = new WeakSet<object>();
+  redis.sendCommand = ((command: Parameters<Redis['sendCommand']>[0], stream?: { isPipeline?: boolean }) => {
+    counter.cmds++;
+    if (!stream?.isPipeline) counter.rt++;
+    else if (!seen.has(stream)) { seen.add(stream); counter.rt++; }
+    return send(command, stream as never);
+  }) as Redis['sendCommand'];
+}
+
+interface Row { name: string; run: () => Promise<unknown>; counter?: Counter; background?: boolean; chains: number; failed: number; seq: number[]; conc: number[]; rtPerChain?: number; cmdsPerChain?: number; recorded?: string; notDurable?: boolean }
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const ok = (row: Row, r: unknown): void => {
+  row.chains++;
+  const status = (r as { status?: string } | undefined)?.status;
+  if (status !== undefined && status !== 'completed') {
+    if (row.failed++ === 0) console.error(`${row.name}: ${JSON.stringify((r as { error?: unknown }).error)}`);
+  }
+};
+async function sequential(row: Row, n: number): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) ok(row, await row.run());
+  return Number(process.hrtime.bigint() - t0) / 1000 / n;
+}
+/** `n` chains, `IN_FLIGHT` at a time: µs of wall time per chain (throughput). */
+async function concurrent(row: Row, n: number): Promise<number> {
+  let next = 0;
+  const worker = async (): Promise<void> => { while (next++ < n) ok(row, await row.run()); };
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  return Number(process.hrtime.bigint() - t0) / 1000 / n;
+}
+
+/** Runs the durable rows and prints their table. Skips (and says so) what PostgreSQL or Redis cannot run. */
+export async function durableBench({ chain, tools, impl, userId }: DurableBenchInput): Promise<number> {
+  const tag = `chainkit_bench_${process.pid}`;
+  const schemas = { hand: `${tag}_hand`, chainkit: `${tag}_ck`, dbos: `${tag}_dbos` };
+  const prefix = `chainkit-bench-durable:${process.pid}`;
+  const input = { match: 'dentist', title: 'Dentist 3pm' };
+  const options = { context: { userId } };
+  const notes: string[] = [];
+  const rows: Row[] = [];
+  const runners: Runner[] = [];
+  const row = (name: string, run: () => Promise<unknown>, counter?: Counter, background = false): Row => {
+    const r: Row = { name, run, chains: 0, failed: 0, seq: [], conc: [], background, ...(counter && { counter }) };
+    rows.push(r);
+    return r;
+  };
+  const runner = (stores?: RunnerOptions['stores']): Runner => {
+    const r = createRunner({ invoker: functionInvoker(impl), tools, ...(stores && { stores }) });
+    r.events.on('step:end', () => {}); // as in run.ts: listeners attached, payloads built
+    runners.push(r);
+    return r;
+  };
+  const runOn = (r: Runner) => () => r.run(chain, input, options);
+  /** "N of M runs; check run: completed, 3 steps journaled": a run with a known id, read back through `RunStore.get`. */
+  const recorded = async (row: Row, r: Runner, runs: RunStore, count: number): Promise<void> => {
+    const runId = `bench-verify-${randomUUID()}`;
+    await r.run(chain, input, { ...options, runId });
+    const rec = await runs.get(runId);
+    row.notDurable = rec?.status !== 'completed' || rec.journal.length !== STEPS || count < row.chains;
+    row.recorded = `${count} of ${row.chains} runs; check run: ${rec ? `${rec.status}, ${rec.journal.length} steps journaled` : 'NOT RECORDED'}`;
+  };
+
+  const pgCount: Counter = { rt: 0, cmds: 0 };
+  const dbosCount: Counter = { rt: 0, cmds: 0 };
+  const redisCount: Counter = { rt: 0, cmds: 0 };
+  const pool = countingPool(pgCount);
+  const dbosPool = countingPool(dbosCount);
+  const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  redis.on('error', () => {});
+  let pgUp = false;
+  let dbosUp = false;
+  let redisUp = false;
+  const durable: { row: Row; runner: Runner; runs: RunStore; count: () => Promise<number> }[] = [];
+  let pgStores: ReturnType<typeof postgresStores> | undefined;
+  try {
+    try {
+      await pool.query(`CREATE SCHEMA ${schemas.hand}; CREATE TABLE ${schemas.hand}.runs (run_id uuid PRIMARY KEY, chain text NOT NULL, input jsonb NOT NULL, status text NOT NULL, result jsonb, started_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz);
+        CREATE TABLE ${schemas.hand}.steps (run_id uuid NOT NULL, step text NOT NULL, output jsonb NOT NULL, PRIMARY KEY (run_id, step));`);
+      pgUp = true;
+    } catch (error) {
+      notes.push(`PostgreSQL rows skipped: nothing usable at ${PG_URL} (${error instanceof Error ? error.message : String(error)})`);
+    }
+
+    row('chainkit, memory stores (no run store)', runOn(runner()));
+
+    if (pgUp) {
+      const h = schemas.hand;
+      const call = <T>(fn: () => T) => pRetry(() => pTimeout(Promise.resolve(fn()), { milliseconds: 3000 }), { retries: 3, minTimeout: 100 });
+      // The baseline: run.ts's hand-written chain plus a journal (run row, one row per step output, final update).
+      const handWritten = async (): Promise<unknown> => {
+        const runId = randomUUID();
+        await pool.query(`INSERT INTO ${h}.runs (run_id, chain, input, status) VALUES ($1, $2, $3, 'running')`, [runId, chain.name, input]);
+        const listIn = parse(listTasks.input, { user_id: userId, status: 'all' });
+        const list = parse(listTasks.output, await call(() => impl.list_tasks(listIn)));
+        await pool.query(`INSERT INTO ${h}.steps (run_id, step, output) VALUES ($1, 'find', $2)`, [runId, list]);
+        const needle = input.match.toLowerCase();
+        const found = list.tasks.filter((t) => t.title.toLowerCase().includes(needle));
+        if (found.length !== 1) throw new Error('expected one match');
+        const updIn = parse(updateTask.input, { user_id: userId, task_id: found[0]!.task_id, title: input.title });
+        const updated = parse(updateTask.output, await call(() => impl.update_task(updIn)));
+        await pool.query(`INSERT INTO ${h}.steps (run_id, step, output) VALUES ($1, 'update', $2)`, [runId, updated]);
+        await pool.query(`UPDATE ${h}.runs SET status = 'completed', result = $2, ended_at = now() WHERE run_id = $1`, [runId, updated]);
+        return updated;
+      };
+      row('hand-written pg journal (baseline)', handWritten, pgCount);
+
+      try {
+        // DBOS Transact: its system tables in a schema of ours, on a pool of ours (so its queries are counted).
+        DBOS.setConfig({ name: 'chainkit-bench', systemDatabaseUrl: PG_URL, systemDatabasePool: dbosPool, systemDatabaseSchemaName: schemas.dbos, logLevel: 'error' });
+        const workflow = DBOS.registerWorkflow(async (match: string, title: string) => {
+          const listIn = parse(listTasks.input, { user_id: userId, status: 'all' });
+          const list = await DBOS.runStep(async () => parse(listTasks.output, await impl.list_tasks(listIn)), { name: 'list_tasks' });
+          const found = list.tasks.filter((t) => t.title.toLowerCase().includes(match.toLowerCase()));
+          if (found.length !== 1) throw new Error('expected one match');
+          const updIn = parse(updateTask.input, { user_id: userId, task_id: found[0]!.task_id, title });
+          return DBOS.runStep(async () => parse(updateTask.output, await impl.update_task(updIn)), { name: 'update_task' });
+        }, { name: 'find_and_update' });
+        await DBOS.launch();
+        dbosUp = true;
+        row('DBOS Transact 5 (registerWorkflow + 2 runStep)', () => workflow(input.match, input.title), dbosCount, true);
+      } catch (error) {
+        notes.push(`DBOS row skipped: ${error instanceof Error ? error.message : String(error)}`);
+      }
+
+      pgStores = postgresStores(pool, { schema: schemas.chainkit });
+      await pgStores.migrate();
+      const onPg = runner(pgStores);
+      const pgRuns = `${schemas.chainkit}.runs`;
+      durable.push({ row: row('chainkit, postgresStores (durable)', runOn(onPg), pgCount), runner: onPg, runs: pgStores.runs, count: async () => Number((await pool.query(`SELECT count(*) AS n FROM ${pgRuns}`)).rows[0].n) });
+      row('chainkit, postgresStores without .runs', runOn(runner({ checkpoints: pgStores.checkpoints, idempotency: pgStores.idempotency })), pgCount);
+    }
+
+    try {
+      await redis.connect();
+      redisUp = true;
+      countRedis(redis, redisCount);
+      const rStores = redisStores(redis, { prefix });
+      const { runs, ...withoutRuns } = rStores;
+      const onRedis = runner(rStores);
+      durable.push({ row: row('chainkit, redisStores (durable)', runOn(onRedis), redisCount), runner: onRedis, runs, count: async () => (await scanKeys(redis, `${prefix}:run:*`)).length });
+      row('chainkit, redisStores without .runs', runOn(runner(withoutRuns)), redisCount);
+    } catch (error) {
+      notes.push(`Redis rows skipped: no Redis on 127.0.0.1:6379 (${error instanceof Error ? error.message : String(error)})`);
+    }
+
+    for (const r of rows) await sequential(r, WARM); // warm-up (and tables, scripts, pools)
+    for (const r of rows) { // the counting pass, on its own
+      if (!r.counter) continue;
+      await sleep(20); // let background writes of the previous row (learning batches) settle
+      let idlePerMs = 0;
+      if (r.background) {
+        const idle = r.counter.rt;
+        await sleep(IDLE_MS);
+        idlePerMs = (r.counter.rt - idle) / IDLE_MS;
+      }
+      const before = { ...r.counter };
+      const t0 = performance.now();
+      await sequential(r, COUNT_N);
+      const idle = idlePerMs * (performance.now() - t0);
+      r.rtPerChain = (r.counter.rt - before.rt - idle) / COUNT_N;
+      r.cmdsPerChain = (r.counter.cmds - before.cmds - idle) / COUNT_N;
+    }
+    for (let round = 0; round < 3; round++) { // interleaved rounds: machine noise hits all rows alike
+      for (const r of rows) r.seq.push(await sequential(r, SEQ));
+      for (const r of rows) r.conc.push(await concurrent(r, CONC));
+    }
+
+    // Honesty check: did each durable row record its runs, with their journals?
+    for (const d of durable) await recorded(d.row, d.runner, d.runs, await d.count());
+    const hand = rows.find((r) => r.name.startsWith('hand-written'));
+    if (hand) hand.recorded = `${(await pool.query(`SELECT count(*) AS n FROM ${schemas.hand}.runs WHERE status = 'completed'`)).rows[0].n} of ${hand.chains} runs`;
+    const dbos = rows.find((r) => r.name.startsWith('DBOS'));
+    if (dbos) dbos.recorded = `${(await pool.query(`SELECT count(*) AS n FROM ${schemas.dbos}.workflow_status WHERE status = 'SUCCESS'`)).rows[0].n} of ${dbos.chains} runs`;
+  } finally {
+    for (const r of runners) await r.close();
+    if (dbosUp) await DBOS.shutdown();
+    await pgStores?.close();
+    if (pgUp) await pool.query(`DROP SCHEMA IF EXISTS ${schemas.hand} CASCADE; DROP SCHEMA IF EXISTS ${schemas.chainkit} CASCADE; DROP SCHEMA IF EXISTS ${schemas.dbos} CASCADE`).catch((e: unknown) => notes.push(`dropping the bench schemas failed: ${String(e)}`));
+    await Promise.all([pool.end(), dbosPool.end()]);
+    if (redisUp) {
+      const keys = await scanKeys(redis, `${prefix}*`);
+      for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+    }
+    redis.disconnect();
+  }
+  print(rows, notes);
+  return rows.reduce((n, r) => n + r.failed, 0);
+}
+
+async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys;
+}
+
+function print(rows: Row[], notes: string[]): void {
+  const base = rows.find((r) => r.name.startsWith('hand-written'));
+  const ratio = (x: number, b: number | undefined): string => (b ? `${(x / b).toFixed(x / b < 0.1 ? 3 : 2)}×` : 'n/a');
+  const header = ['durable runs: find-and-update, 0 ms tools', 'µs / chain', 'vs hand-written', `µs / chain, ${IN_FLIGHT} in flight`, 'vs hand-written', 'round trips / chain', `per step (÷ ${STEPS})`];
+  const table = rows.map((r) => {
+    const seq = median(r.seq);
+    const conc = median(r.conc);
+    const rt = r.rtPerChain === undefined ? 'n/a' : `${r.rtPerChain.toFixed(1)}${r.cmdsPerChain !== r.rtPerChain ? ` (${r.cmdsPerChain!.toFixed(1)} cmds)` : ''}`;
+    return [r.name, seq.toFixed(0), ratio(seq, base && median(base.seq)), conc.toFixed(0), ratio(conc, base && median(base.conc)), rt, r.rtPerChain === undefined ? 'n/a' : (r.rtPerChain / STEPS).toFixed(2)];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  console.log('\nDurable runs');
+  console.log(line(header));
+  console.log(`|${widths.map((w, i) => (i === 0 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
+  for (const r of table) console.log(line(r));
+  for (const r of rows) if (r.recorded) console.log(`recorded by ${r.name}: ${r.recorded}`);
+  for (const r of rows) if (r.notDurable) console.log(`WARNING: ${r.name} did not record its runs: its figures are not those of durable runs`);
+  for (const r of rows) if (r.failed) console.log(`${r.name}: ${r.failed} of ${r.chains} chains did not complete`);
+  console.log(`${SEQ} sequential chains and ${CONC} with ${IN_FLIGHT} in flight per row and round, median of 3 rounds; round trips counted over ${COUNT_N} sequential chains (pg: statements on the row's pool, BEGIN/COMMIT included, DBOS on its own pool less its idle background polling; Redis: a pipeline or MULTI counts once, commands in parentheses)`);
+  for (const n of notes) console.log(n);
+}

@@ -1,0 +1,45 @@
+// What a policy is: a step around one tool call, and the call's state threaded through the pipeline.
+import type { Tool } from '../define/tool.js';
+import type { RetryTable } from '../errors/categories.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
+import type { AbortScope } from './abort.js';
+
+/** The state of one logical call (all its attempts), threaded through the policies. */
+export interface CallContext {
+  readonly tool: Tool;
+  readonly input: unknown;
+  readonly runId: string;
+  readonly traceId: string;
+  readonly sessionId?: string;
+  readonly chain?: string;
+  readonly step?: string;
+  readonly context: Readonly<Record<string, unknown>>;
+  readonly idempotencyKey?: string;
+  /** The run's abort scope: aborted at the deadline, on caller cancel, or when the runner closes. */
+  readonly run: AbortScope;
+  /** Epoch ms after which nothing may be waited for. */
+  readonly deadlineAt: number;
+  /** Retry rules for this call. */
+  readonly retry: Readonly<RetryTable>;
+  /** Current attempt number (1-based); set by the retry policy. */
+  attempt: number;
+  /** Current per-attempt timeout; the retry policy doubles it after a timeout. */
+  timeoutMs: number;
+  /** Set by the idempotency policy when the result came from the store (or a duplicate in flight). */
+  cached?: boolean;
+  /** The current attempt's abort scope; set by the timeout policy. */
+  attemptScope?: AbortScope;
+  /** True once an attempt was handed to the invoker: from then on, an abort leaves the outcome unknown. */
+  reached?: boolean;
+  /**
+   * The durable run making the call and the runner that owns it (docs/guides/durable-runs.md): its
+   * idempotency claims name the owner, and a new owner takes over a claim its dead predecessor left.
+   */
+  readonly durable: IdempotencyBeginOptions | undefined;
+}
+
+/** One call, or one attempt of it. */
+export type Call = (ctx: CallContext) => Promise<unknown>;
+
+/** A policy wraps the rest of the pipeline. */
+export type Policy = (next: Call) => Call;

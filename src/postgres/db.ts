@@ -1,0 +1,104 @@
+// One schema on the user's pool: named statements (parsed once per connection), tables created on
+// first use, every failure a `store_unavailable`, and expired rows swept now and then off the hot path.
+import { createHash } from 'node:crypto';
+import type { Pool, QueryResult, QueryResultRow } from 'pg';
+import { storeFailure, StoreFailure } from '../stores/guard.js';
+import { migration, quoteSchema, SCHEMA_VERSION } from './schema.js';
+
+/** A statement of one schema: its SQL and the name it is prepared under. */
+export interface Statement {
+  readonly name: string;
+  readonly text: string;
+}
+
+/** Rows deleted per table per sweep: a sweep stays short, the next one takes the rest. */
+const SWEEP_BATCH = 1000;
+
+/** The pool, the schema and what every store on them shares. */
+export class Db {
+  /** The schema, quoted. */
+  readonly s: string;
+  private ready: Promise<void> | undefined;
+  private migrated = false;
+  private lastSweep = -Infinity;
+  private sweeping: Promise<void> | undefined;
+  private readonly sweepStatement: Statement;
+
+  constructor(
+    readonly pool: Pool,
+    readonly schema: string,
+    readonly now: () => number,
+    private readonly sweepEveryMs: number,
+    private readonly prepare = true,
+  ) {
+    this.s = quoteSchema(schema);
+    const s = this.s;
+    // Expired rows of every table, a bounded batch each; rows another session holds are skipped, never waited for.
+    this.sweepStatement = this.sql(`
+WITH i AS (DELETE FROM ${s}.idempotency WHERE key IN (SELECT key FROM ${s}.idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+c AS (DELETE FROM ${s}.checkpoints WHERE id IN (SELECT id FROM ${s}.checkpoints WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+u AS (DELETE FROM ${s}.checkpoints_used WHERE id IN (SELECT id FROM ${s}.checkpoints_used WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+r AS (DELETE FROM ${s}.runs WHERE run_id IN (SELECT run_id FROM ${s}.runs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
+DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
+  }
+
+  /** A statement; its name is a hash of its text, so equal statements share one preparation per connection. */
+  sql(text: string): Statement {
+    return { name: `ck_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`, text };
+  }
+
+  /**
+   * Runs a statement (after the tables exist); any failure becomes a `store_unavailable` naming
+   * `what`. Values that hold the time are given as a function: read once the tables exist, so a
+   * slow first migration does not shorten a TTL.
+   */
+  async query<R extends QueryResultRow>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<QueryResult<R>> {
+    if (!this.migrated) await this.migrate(what);
+    try {
+      const args = typeof values === 'function' ? values() : values;
+      return await this.pool.query<R>(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args });
+    } catch (error) {
+      throw storeFailure(what, error);
+    }
+  }
+
+  /** Creates the schema and tables unless they exist at this version; concurrent calls share one attempt. */
+  migrate(what = 'postgres'): Promise<void> {
+    if (this.migrated) return Promise.resolve();
+    this.ready ??= this.createTables().then(
+      () => { this.migrated = true; },
+      (error: unknown) => {
+        this.ready = undefined; // a later call tries again (the server may be back)
+        throw error instanceof StoreFailure ? error : storeFailure(what, error);
+      },
+    );
+    return this.ready;
+  }
+
+  /** Deletes expired rows at most once per `sweepEveryMs`, in the background (a failure waits for the next one). */
+  sweepSoon(): void {
+    const at = this.now();
+    if (this.sweeping || at - this.lastSweep < this.sweepEveryMs || this.sweepEveryMs === Infinity) return;
+    this.lastSweep = at;
+    this.sweeping = this.query('postgres (sweep)', this.sweepStatement, [at, SWEEP_BATCH]).then(
+      () => { this.sweeping = undefined; },
+      () => { this.sweeping = undefined; },
+    );
+  }
+
+  /** Waits for a sweep in flight: afterwards the store holds no connection of the pool. */
+  async close(): Promise<void> {
+    await this.sweeping;
+  }
+
+  // A process that finds the tables at its version runs no DDL (and takes no lock); otherwise one
+  // multi-statement query creates what is missing under an advisory lock.
+  private async createTables(): Promise<void> {
+    const found = await this.pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${this.s}.meta`]);
+    if (found.rows[0]?.present) {
+      const version = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.s}.meta WHERE key = 'version'`);
+      if (Number(version.rows[0]?.value) >= SCHEMA_VERSION) return;
+    }
+    await this.pool.query(migration(this.s));
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * chainkit/postgres: durable runs, confirmation checkpoints and idempotency on PostgreSQL, so a run
+ * survives the death of the process running it (docs/guides/durable-runs.md) on the database an app already runs.
+ *
+ * ## Set-up
+ *
+ * Install `pg` (a peer dependency) and hand `postgresStores` a `pg.Pool`. The stores create their
+ * tables in a schema of their own (default `chainkit`) on first use, or when you call
+ * `await stores.migrate()` at start-up (processes that migrate at once take an advisory lock: the
+ * tables are created once). The pool stays yours: `stores.close()` only waits for what the stores
+ * started; end the pool yourself after `runner.close()`.
+ *
+ * ## What each store does
+ *
+ * - `runs`: the run record, its step journal and its owner's lease. Each step's result is journaled
+ *   in one statement, together with its idempotency result; claims (`create`, `claimExpired`,
+ *   `reopen`) and `finish` are single statements, so two processes never own one run.
+ * - `checkpoints`: a confirmation gate's checkpoint, taken at most once (a reused token says
+ *   `already_used`), at most `maxPendingPerContext` pending per user.
+ * - `idempotency`: kept results of write calls; a duplicate of a call in flight waits for its
+ *   outcome (polling, `pendingWaitMs`), and a durable run re-run after a crash takes over the claim
+ *   its dead owner left instead of waiting for it.
+ *
+ * Every failure of the database (down, unreachable, a statement refused) is `store_unavailable`.
+ * Expired rows are deleted by the stores themselves, a bounded batch at most once per `sweepIntervalMs`.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * import { createRunner } from 'chainkit';
+ * import { postgresStores } from 'chainkit/postgres';
+ *
+ * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const stores = postgresStores(pool, { schema: 'chainkit' });
+ * await stores.migrate(); // optional: otherwise on first use
+ * const runner = createRunner({ invoker, chains, secret: process.env.CHAINKIT_SECRET, stores, recover: { intervalMs: 5_000 } });
+ * // …
+ * await runner.close();
+ * await pool.end();
+ * ```
+ *
+ * @module chainkit/postgres
+ */
+import type { Pool } from 'pg';
+import { isTimerMs } from '../define/tool.js';
+import type { CheckpointStore, IdempotencyStore, RunStore } from '../stores/types.js';
+import { postgresCheckpointStore } from './checkpoints.js';
+import { Db } from './db.js';
+import { postgresIdempotencyStore } from './idempotency.js';
+import { postgresRunStore } from './runs.js';
+
+export type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
+
+/** Options of {@link postgresStores}. */
+export interface PostgresStoresOptions {
+  /** The schema holding chainkit's tables (created when missing): letters, digits and `_`. Default `chainkit`. */
+  schema?: string;
+  /** How long kept idempotency results live. Default 24 h. */
+  idempotencyTtlMs?: number;
+  /**
+   * How long an in-flight marker lives if its process dies mid-call, and how long the key of a
+   * write whose outcome is unknown stays claimed after its failure. Default 60 s.
+   */
+  pendingTtlMs?: number;
+  /** How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s. */
+  pendingWaitMs?: number;
+  /** Poll interval while waiting. Default 50 ms. */
+  pollMs?: number;
+  /** Pending checkpoints kept per trusted context (per user); past it, that context's oldest are deleted. Default 100. */
+  maxPendingPerContext?: number;
+  /** How often, at most, expired rows are deleted (in the background of a write). `Infinity`: never. Default 60 s. */
+  sweepIntervalMs?: number;
+  /**
+   * Prepare each statement once per connection (named statements). Turn off behind a pooler that
+   * does not keep them (PgBouncer in transaction mode before 1.21). Default `true`.
+   */
+  preparedStatements?: boolean;
+  /** Clock (expiry, retention). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The PostgreSQL-backed stores, for `createRunner({ stores })`. */
+export interface PostgresStores {
+  /** Durable runs: `journal(…, complete)` keeps results in `idempotency`, in the same statement. */
+  runs: RunStore;
+  checkpoints: CheckpointStore;
+  idempotency: IdempotencyStore;
+  /** Creates the schema and tables unless they exist (otherwise done on first use). Safe to call from many processes at once. */
+  migrate(): Promise<void>;
+  /** Waits for what the stores started (a background sweep). The pool stays open: it is yours. */
+  close(): Promise<void>;
+}
+
+/**
+ * Run, checkpoint and idempotency stores on PostgreSQL, in tables of one schema created on first
+ * use. Every claim and finish is one statement; the pool stays yours to end.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * import { postgresStores } from 'chainkit/postgres';
+ * const stores = postgresStores(new pg.Pool(), { schema: 'myapp_chainkit' });
+ * const runner = createRunner({ invoker, chains, stores });
+ * ```
+ */
+export function postgresStores(pool: Pool, options: PostgresStoresOptions = {}): PostgresStores {
+  if (typeof pool?.query !== 'function') throw new TypeError('Expected a pg Pool (new pg.Pool(...)).');
+  const ttlMs = options.idempotencyTtlMs ?? 24 * 3_600_000;
+  const pendingTtlMs = options.pendingTtlMs ?? 60_000;
+  const pendingWaitMs = options.pendingWaitMs ?? 30_000;
+  const pollMs = options.pollMs ?? 50;
+  const perContext = options.maxPendingPerContext ?? 100;
+  const sweepMs = options.sweepIntervalMs ?? 60_000;
+  for (const [name, v] of [['idempotencyTtlMs', ttlMs], ['pendingTtlMs', pendingTtlMs]] as const) {
+    if (!(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`Expected \`${name}\` to be a positive integer number of ms.`);
+  }
+  for (const [name, v] of [['pendingWaitMs', pendingWaitMs], ['pollMs', pollMs]] as const) {
+    if (!isTimerMs(v)) throw new TypeError(`Expected \`${name}\` to be a positive number of ms below 2^31.`);
+  }
+  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPendingPerContext` to be a positive integer.');
+  if (!(typeof sweepMs === 'number' && sweepMs > 0)) throw new TypeError('Expected `sweepIntervalMs` to be a positive number of ms (or Infinity).');
+
+  const db = new Db(pool, options.schema ?? 'chainkit', options.now ?? Date.now, sweepMs, options.preparedStatements !== false);
+  const idempotency = postgresIdempotencyStore(db, { ttlMs, pendingTtlMs, pendingWaitMs, pollMs });
+  return {
+    runs: postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency }),
+    checkpoints: postgresCheckpointStore(db, perContext),
+    idempotency,
+    migrate: () => db.migrate(),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,162 @@
+// Durable runs on PostgreSQL. Every claim and finish is one statement (INSERT … ON CONFLICT, UPDATE …
+// WHERE … RETURNING): no read-then-write race. A journal write locks its run row (FOR SHARE), so it
+// either lands before a take-over or is refused after it; whoever takes a run over reads the journal
+// in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
+import { StoreFailure } from '../stores/guard.js';
+import { encodeRunValue, storedRun } from '../stores/run-codec.js';
+import type { RunStore } from '../stores/types.js';
+import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
+import type { Db } from './db.js';
+
+interface RunRow {
+  run_id: string;
+  status: RunStatus;
+  owner: string;
+  lease_until: number;
+  deadline_at: number;
+  approved_gate: string | null;
+  record: string;
+  result: string | null;
+}
+
+const COLUMNS = 'run_id, status, owner, lease_until, deadline_at, approved_gate, record, result';
+
+const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
+  storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil: row.lease_until, deadlineAt: row.deadline_at, approvedGate: row.approved_gate, result: row.result }, journal);
+
+/** Options of the Postgres run store. */
+export interface PostgresRunStoreOptions {
+  /** How long a result kept by `journal(…, complete)` lives when the call gives no TTL. */
+  idempotencyTtlMs: number;
+  /** The idempotency store of the same schema, advertised as `runs.idempotency`. */
+  idempotency: IdempotencyStore;
+}
+
+/**
+ * The run store of `postgresStores()`: tables `runs` and `run_journal` of its schema.
+ *
+ * @example
+ * ```ts
+ * const runs = postgresRunStore(db, { idempotencyTtlMs: 86_400_000, idempotency });
+ * ```
+ */
+export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunStore {
+  const { s } = db;
+  const insert = db.sql(`
+INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record) VALUES ($1, 'running', $2, $3, $4, $5)
+ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+WHERE r.status = 'running' AND r.lease_until < $6
+RETURNING (xmax = 0) AS created, ${COLUMNS}`);
+  const readJournal = db.sql(`SELECT entry FROM ${s}.run_journal WHERE run_id = $1 ORDER BY seq`);
+  const readJournals = db.sql(`SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`);
+  const read = db.sql(`
+SELECT ${COLUMNS}, expires_at, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = r.run_id ORDER BY seq) AS journal
+FROM ${s}.runs r WHERE run_id = $1`);
+  const dropExpired = db.sql(`
+WITH gone AS (DELETE FROM ${s}.runs WHERE run_id = $1 AND expires_at <= $2 RETURNING run_id)
+DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM gone)`);
+  const append = `INSERT INTO ${s}.run_journal (run_id, entry) SELECT run_id, $3 FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status = 'running' FOR SHARE`;
+  const journal = db.sql(append);
+  // The idempotency store's row and encoding, written in the same statement: one round trip per step.
+  // It is kept even when the owner lost the run: the call happened, a re-run must find it done.
+  const journalAndKeep = db.sql(`
+WITH kept AS (
+  INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($4, 'd', $5, NULL, NULL, $6)
+  ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
+)
+${append}`);
+  const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running'`);
+  // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
+  const finish = db.sql(`
+WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
+j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
+SELECT run_id FROM f`);
+  const reopen = db.sql(`
+UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5, result = NULL, expires_at = NULL
+WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
+  // SKIP LOCKED: claimers never wait for each other (nor for a journal write), and each row goes to one.
+  const claim = db.sql(`
+UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3
+FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
+WHERE r.run_id = c.run_id
+RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
+
+  type Read = RunRow & { expires_at: number | null; journal: string[] };
+  const get = async (runId: string, what: string): Promise<Read | undefined> =>
+    (await db.query<Read>(what, read, [runId])).rows[0];
+
+  const create = async (data: string, record: Parameters<RunStore['create']>[0], now: number): Promise<CreateRunResult> => {
+    // A run id seen at once by create, finish and the sweep settles in a few rounds; more means something is wrong.
+    for (let round = 0; round < 5; round++) {
+      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now])).rows[0];
+      if (inserted?.created) return { status: 'created' };
+      if (inserted) {
+        const entries = await db.query<{ entry: string }>('run (create)', readJournal, [record.runId]);
+        return { status: 'taken', run: fromRow(inserted, entries.rows.map((r) => r.entry)) };
+      }
+      const row = await get(record.runId, 'run (create)');
+      if (!row) continue; // deleted meanwhile: record it now
+      if (row.expires_at !== null && row.expires_at <= db.now()) {
+        await db.query('run (create)', dropExpired, [record.runId, db.now()]); // past its retention: as if gone
+        continue;
+      }
+      if (row.status !== 'running') return { status: 'ended', run: fromRow(row, row.journal) };
+      if (row.lease_until >= now) return { status: 'busy', run: fromRow(row, row.journal) };
+    }
+    throw new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.` });
+  };
+
+  return {
+    idempotency: options.idempotency,
+    async create(record, now) {
+      const data = encodeRunValue(record);
+      return create(data, record, now);
+    },
+    async journal(runId, owner, entry, complete) {
+      const data = encodeRunValue(entry);
+      let kept: string | null | undefined;
+      if (complete) {
+        try {
+          kept = JSON.stringify(complete.value) ?? null;
+        } catch {
+          kept = undefined; // a result JSON cannot hold is not kept, as by the idempotency store itself
+        }
+      }
+      db.sweepSoon();
+      const done = kept === undefined
+        ? await db.query('run (journal)', journal, [runId, owner, data])
+        : await db.query('run (journal)', journalAndKeep, () => [runId, owner, data, complete!.key, kept, db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs)]);
+      return done.rowCount === 1;
+    },
+    async renew(owner, runIds, leaseUntil) {
+      if (runIds.length > 0) await db.query('run (renew)', renew, [owner, runIds, leaseUntil]);
+    },
+    async finish(runId, owner, status, result, retentionMs, entries = []) {
+      const data = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      db.sweepSoon();
+      return (await db.query('run (finish)', finish, () => [runId, owner, status, data, db.now() + retentionMs, journaled])).rowCount === 1;
+    },
+    async reopen(runId, owner, update) {
+      return (await db.query('run (reopen)', reopen, [runId, owner, update.leaseUntil, update.approvedGate, update.deadlineAt, db.now()])).rowCount === 1;
+    },
+    async claimExpired(owner, now, leaseUntil, limit) {
+      if (!(limit >= 1)) return [];
+      const claimed = (await db.query<RunRow>('run (claim)', claim, [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1)])).rows;
+      if (claimed.length === 0) return [];
+      const entries = new Map<string, string[]>();
+      for (const row of (await db.query<{ run_id: string; entry: string }>('run (claim)', readJournals, [claimed.map((r) => r.run_id)])).rows) {
+        let list = entries.get(row.run_id);
+        if (!list) entries.set(row.run_id, (list = []));
+        list.push(row.entry);
+      }
+      return claimed.map((row) => fromRow(row, entries.get(row.run_id) ?? []));
+    },
+    async get(runId) {
+      const row = await get(runId, 'run (get)');
+      if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;
+      return fromRow(row, row.journal);
+    },
+    close: () => db.close(),
+  };
+}

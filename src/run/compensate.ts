@@ -1,0 +1,89 @@
+// Compensation: when a later step fails, undo the completed steps that declare `compensate`, newest
+// first. It belongs to the run (it acts on what the run did), not to the policies around one call.
+import type { Scope } from '../define/ref.js';
+import { parseSchema } from '../define/schema.js';
+import type { PlannedStep } from '../define/validate.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { toErrorInfo } from '../errors/messages.js';
+import { maskError, secretMask } from '../observe/redact.js';
+import type { RunResult } from '../observe/result.js';
+import type { TraceStep } from '../observe/trace.js';
+import { AbortScope } from '../policies/abort.js';
+import type { CallContext } from '../policies/types.js';
+import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
+import { iso } from './execution.js';
+import { schemaFailure } from './pipeline.js';
+import { traceEntry, type Recorder } from './recorder.js';
+
+/** The run a compensation belongs to: its ids, its context and its scope (what undo inputs read). */
+export interface CompensationRun extends Omit<CallSite, 'abort' | 'deadline'> {
+  readonly scope: Scope;
+  /** Epoch ms the run first started: the trace's total latency counts from it. */
+  readonly startedAt: number;
+}
+
+type FailedRun = Extract<RunResult, { status: 'failed' }>;
+
+/**
+ * After a failure: undoes `steps` (pass them newest first) and writes what happened into the failed
+ * result — `compensated`, `compensationFailures` and the undos' trace entries. A runner being closed
+ * undoes nothing: each step is reported as not compensated.
+ *
+ * @example
+ * ```ts
+ * await compensateRun(calls, recorder, run, todo, result);
+ * ```
+ */
+export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly PlannedStep[], result: FailedRun, closedBy: unknown): Promise<void> {
+  if (steps.length === 0) return;
+  if (closedBy instanceof RunAbortReason && closedBy.kind === 'closed') {
+    result.compensationFailures = steps.map((step) => ({
+      step: step.id,
+      error: toErrorInfo({ category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' }, { step: step.id, tool: step.compensate!.tool.name }),
+    }));
+    return;
+  }
+  const { trace } = result;
+  const failures: { step: string; error: ChainErrorInfo }[] = [];
+  for (const step of steps) {
+    const { entry, error } = await undo(calls, recorder, run, step);
+    if (error) failures.push({ step: step.id, error });
+    else result.compensated.push(step.id);
+    trace.steps.push(entry);
+  }
+  if (failures.length > 0) result.compensationFailures = failures;
+  const ended = calls.now();
+  trace.endedAt = iso(ended);
+  trace.totalLatencyMs = ended - run.startedAt;
+}
+
+/**
+ * Undoes one step through the same pipeline as a step, with a deadline of its own — the run's may
+ * have passed, and an undo must still be attempted. A failed undo is reported, never hidden.
+ */
+async function undo(calls: Calls, recorder: Recorder, run: CompensationRun, step: PlannedStep): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
+  const { tool, resolveInput } = step.compensate!;
+  const started = calls.now();
+  const abort = new AbortScope();
+  const site: CallSite = { runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, chain: run.chain, context: run.context, abort, deadline: { floorMs: UNDO_FLOOR_MS, from: started }, durable: run.durable };
+  calls.active.add(abort);
+  let ctx: CallContext | undefined;
+  let error: ChainErrorInfo | undefined;
+  try {
+    const parsed = parseSchema(tool.input, resolveInput(run.scope));
+    if (!parsed.success) throw new ToolFailure(schemaFailure('invalid_step_input', `Compensation input for tool ${tool.name} (step ${step.id}) does not match its schema`, parsed.error.issues));
+    ctx = callContext(calls, site, step.id, tool, parsed.data, `${run.runId}:${step.id}:compensate`);
+    await calls.call(ctx);
+  } catch (thrown) {
+    // Before the trace, the event and the log line see it: secrets leave in no text (docs/ARCHITECTURE.md, Secrets).
+    error = maskError(failureInfo(calls, thrown, { step: step.id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx, false), secretMask(calls.redact, ctx?.input, run.scope.input, run.context));
+    recorder.logger?.error({ runId: run.runId, traceId: run.traceId, chain: run.chain, step: step.id, tool: tool.name, code: error.code }, `compensation of step ${step.id} failed: ${error.message}`);
+  } finally {
+    calls.active.delete(abort);
+  }
+  const entry = traceEntry(step.index + 1, step.id, tool.name, error ? 'error' : 'compensated', ctx?.attempt ?? 0, started, calls.now());
+  if (error) entry.error = error;
+  recorder.stepEnded(site, entry);
+  return { entry, error };
+}

@@ -1,0 +1,99 @@
+// One execution segment of a chain (a fresh run, the part after an approved gate, or a run continued
+// from its journal), the outcomes of its steps, and the small helpers the executor's parts share.
+import type { Chain } from '../define/chain.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { Classified } from '../errors/classify.js';
+import type { RunResult } from '../observe/result.js';
+import type { TraceStep } from '../observe/trace.js';
+import type { IdempotencyBeginOptions, JournalEntry } from '../stores/types.js';
+import type { RunOptions } from './types.js';
+
+/**
+ * Records a step that ended ok (or skipped) before it counts as done. A promise holds the step (and
+ * so every step that depends on it) until it settles; throwing, rejecting or answering `false` stops
+ * the run as failed, the rejection classified as any failure (a `store_unavailable` passes through).
+ */
+export type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | boolean>;
+
+/** One execution segment of a chain: a fresh run, the part after an approved gate, or a continued run. */
+export interface Execution {
+  chain: Chain;
+  runId: string;
+  traceId: string;
+  sessionId?: string;
+  input: unknown;
+  context: Record<string, unknown>;
+  /** Results of steps completed earlier (resume, continued run). */
+  results: Record<string, unknown>;
+  /** Ids of steps completed or skipped earlier (resume, continued run): not run again. */
+  done: readonly string[];
+  priorTrace: readonly TraceStep[];
+  /** Epoch ms the run first started (kept across a resume). */
+  startedAt: number;
+  /** The gate the user approved (on resume). */
+  approvedGate?: string;
+  confirm?: RunOptions['confirm'];
+  signal?: AbortSignal;
+  /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */
+  resumed: boolean;
+  /** When this segment's deadline clock started (a resume counts its store reads); default: now. */
+  segmentStart?: number;
+  /** The segment's deadline (epoch ms); default: `segmentStart` + the chain's `timeoutMs`. */
+  deadlineAt?: number;
+  /** Called for each step that ends ok or skipped, before any step that depends on it starts. */
+  journal?: Journal;
+  /**
+   * Awaited with the result before it is returned (after compensation and parking), e.g. to record
+   * it; a result it returns replaces it (a durable run whose end could not be recorded fails).
+   */
+  onEnd?: (result: RunResult) => void | RunResult | PromiseLike<void | RunResult>;
+  /** A durable run: the run and the runner that owns it, named by its calls' idempotency claims. */
+  durable?: IdempotencyBeginOptions;
+  /**
+   * True when the run stopped without ending (a durable run whose store failed or whose lease was
+   * lost): it stays recorded as in flight for recovery, so nothing is compensated.
+   */
+  interrupted?: () => boolean;
+}
+
+/** How a step ended other than ok: what stops the run. */
+export type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
+/** How a step ended. */
+export type StepOutcome =
+  | { kind: 'ok'; value: unknown; skipped: boolean }
+  | { kind: 'failed'; error: ChainErrorInfo }
+  | { kind: 'gate'; prompt: string; details: unknown }
+  | { kind: 'declined' };
+
+/** Step states, one number per step in a flat array: not started, in flight, done (ok or skipped). */
+export const PENDING = 0;
+export const RUNNING = 1;
+export const DONE = 2;
+
+// Steps of a run mostly start within the same millisecond: formatting each date once is enough.
+let lastMs = Number.NaN;
+let lastIso = '';
+/** `new Date(ms).toISOString()`, cached for the last value. */
+export const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString())));
+/** The outcome of a step that produced `value`. */
+export const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
+/** The message of anything thrown. */
+export const describeThrown = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+/** The outcome of a step skipped by its `when`. */
+export const SKIPPED: StepOutcome = Object.freeze({ kind: 'ok', value: undefined, skipped: true });
+/** Whether `v` is a promise or any other thenable (user callbacks may return either). */
+export const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
+
+/** The tools of a run's steps that were not skipped (a run without a session is its own session). */
+export function toolsRun(steps: readonly TraceStep[]): string[] {
+  const tools: string[] = [];
+  for (const t of steps) if (t.tool !== undefined && t.status !== 'skipped' && !tools.includes(t.tool)) tools.push(t.tool);
+  return tools;
+}
+
+/** A failure raised inside a step, already classified. */
+export class StepError extends Error {
+  constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
+    super(failure.message);
+  }
+}

@@ -1,0 +1,139 @@
+// What comes before a run's first step: its input and context checked, or a resume token verified
+// and its checkpoint taken. The answer is the execution to run, or a result decided already.
+import type { Chain } from '../define/chain.js';
+import { parseSchema } from '../define/schema.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { RunResult } from '../observe/result.js';
+import { callStore } from '../stores/guard.js';
+import type { Checkpoint, TakeResult } from '../stores/types.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
+import { hashContext, verifyToken } from './checkpoint.js';
+import { earlyFailure, earlyResult, type EarlySite } from './early-result.js';
+import { iso, type Execution } from './execution.js';
+import { newId } from './ids.js';
+import type { RunnerParts } from './parts.js';
+import { schemaFailure } from './pipeline.js';
+import type { ResumeOptions, RunOptions } from './types.js';
+
+/** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
+const NONE: readonly never[] = Object.freeze([]);
+
+/**
+ * A fresh run of `chain`: its execution, or a failed result for input or context that do not match
+ * the chain's schemas. Throws only on input or options that cannot be read.
+ *
+ * @example
+ * ```ts
+ * const prepared = prepareRun(parts, chain, input, { context });
+ * return 'status' in prepared ? prepared : execute(parts, prepared);
+ * ```
+ */
+export function prepareRun(parts: RunnerParts, chain: Chain, input: unknown, opts: RunOptions<unknown>): Execution | RunResult {
+  const { calls } = parts;
+  parts.chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
+  const runId = opts.runId ?? newId();
+  const traceId = newId();
+  const parsed = parseSchema(chain.input, input);
+  if (!parsed.success) {
+    const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
+    const body = earlyFailure(calls, 'invalid_input', 'invalid_input', f.message);
+    (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    return earlyResult(parts, earlySite(chain, runId, traceId, opts, calls.now()), body);
+  }
+  const context = validateContext(chain, opts.context);
+  if (!context.ok) {
+    return earlyResult(parts, earlySite(chain, runId, traceId, opts, calls.now()), earlyFailure(calls, 'invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'));
+  }
+  return {
+    // Step ids come from definitions but are looked up by name: results keep no prototype.
+    chain, runId, traceId, input: parsed.data, context: context.value, results: Object.create(null) as Record<string, unknown>, done: NONE, priorTrace: NONE,
+    startedAt: calls.now(), resumed: false,
+    ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
+    ...(opts.confirm && { confirm: opts.confirm }),
+    ...(opts.signal && { signal: opts.signal }),
+  };
+}
+
+/**
+ * The execution after an approved gate, or the result of a refused or declined resume. The
+ * resumed segment's deadline counts from the call, store reads included.
+ *
+ * @example
+ * ```ts
+ * const prepared = await prepareResume(parts, token, { approved: true }, {});
+ * return 'status' in prepared ? prepared : execute(parts, prepared);
+ * ```
+ */
+export async function prepareResume(parts: RunnerParts, token: string, decision: { approved: boolean }, opts: ResumeOptions): Promise<Execution | RunResult> {
+  const { calls, gates } = parts;
+  const { now } = calls;
+  const traceId = newId();
+  const resumeStart = now();
+  // Until the checkpoint names its chain, the reads are bounded by the chain given (or the longest known one).
+  let waitUntil = resumeStart + Math.min(STORE_WAIT_MS, resumeBudget(parts, opts.chain));
+  const refuse = (code: string, message: string, cp?: { chain: string; runId: string; sessionId?: string }): RunResult =>
+    earlyResult(parts, { chain: cp?.chain ?? '', runId: cp?.runId ?? '', traceId, sessionId: cp?.sessionId }, earlyFailure(calls, 'confirmation', code, message));
+
+  const verified = verifyToken(token, gates.secret, now());
+  if ('problem' in verified) {
+    return refuse(verified.problem, verified.problem === 'expired' ? 'The resume token has expired.' : 'The resume token is not valid (tampered, truncated or from another deployment).');
+  }
+  // Check the request against the checkpoint first, then take it atomically: a refused request
+  // never touches it, so it cannot get in the way of the rightful resume.
+  const read = async (op: 'peek' | 'take'): Promise<Checkpoint | RunResult> => {
+    let found: TakeResult;
+    try {
+      found = await callStore(() => gates.checkpoints[op](verified.id), waitUntil, now, 'checkpoint');
+    } catch (error) {
+      return earlyResult(parts, { chain: '', runId: '', traceId, sessionId: undefined }, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+    }
+    if (found.status === 'used') return refuse('already_used', 'This resume token has already been used.');
+    if (found.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
+    return found.checkpoint;
+  };
+  const peeked = await read('peek');
+  if ('status' in peeked) return peeked;
+  const given = opts.chain;
+  const chain: Chain | undefined = Array.isArray(given)
+    ? ((given as readonly Chain[]).find((c) => c.name === peeked.chain) ?? parts.chains.get(peeked.chain))
+    : ((given as Chain | undefined) ?? parts.chains.get(peeked.chain));
+  if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
+  waitUntil = resumeStart + chain.timeoutMs;
+  if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
+  const context = validateContext(chain, opts.context);
+  if (!context.ok || hashContext(context.value) !== peeked.contextHash) return refuse('context_mismatch', 'The resume was attempted with a different trusted context than the original run.', peeked);
+  const cp = await read('take');
+  if ('status' in cp) return cp;
+  const site = { chain: chain.name, runId: cp.runId, traceId: cp.traceId, sessionId: cp.sessionId, definition: chain, startedAt: cp.startedAt };
+  if (!decision.approved) {
+    const gate = chain.plan.find((step) => step.id === cp.gate);
+    const declined = { stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1, id: cp.gate, status: 'declined' as const, attempts: 0, latencyMs: 0, startedAt: iso(now()), ...(gate?.tool && { tool: gate.tool.name }) };
+    return earlyResult(parts, { ...site, priorTrace: [...cp.trace, declined] }, { status: 'declined', step: cp.gate });
+  }
+  return {
+    chain, runId: cp.runId, traceId: cp.traceId, input: cp.input, context: context.value,
+    results: Object.assign(Object.create(null) as Record<string, unknown>, cp.results),
+    done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true, segmentStart: resumeStart,
+    ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
+    ...(opts.signal && { signal: opts.signal }),
+  };
+}
+
+function earlySite(chain: Chain, runId: string, traceId: string, opts: RunOptions<unknown>, startedAt: number): EarlySite {
+  return { chain: chain.name, runId, traceId, sessionId: opts.sessionId, definition: chain, startedAt };
+}
+
+/** How long a resume may wait for the checkpoint store before its chain is known. */
+function resumeBudget(parts: RunnerParts, given: ResumeOptions['chain']): number {
+  if (given !== undefined && !Array.isArray(given)) return (given as Chain).timeoutMs;
+  let longest = 0;
+  for (const c of Array.isArray(given) ? (given as readonly Chain[]) : parts.chains.values()) longest = Math.max(longest, c.timeoutMs);
+  return longest > 0 ? longest : STORE_WAIT_MS;
+}
+
+function validateContext(chain: Chain, context: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
+  if (!chain.context) return { ok: true, value: (context ?? {}) as Record<string, unknown> };
+  const parsed = parseSchema(chain.context, context ?? {});
+  if (parsed.success) return { ok: true, value: parsed.data as Record<string, unknown> };
+  return { ok: false, message: schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema`, parsed.error.issues).message };
+}

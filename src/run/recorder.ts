@@ -1,0 +1,188 @@
+// What runs, direct calls and undos leave behind, recorded in one place: trace entries and traces,
+// the run's events, its log lines, and what each call teaches. Every event payload is built only
+// when someone listens.
+import { learn, type CallLesson, type Learners } from '../guidance/learn.js';
+import { buildMetadata, type MetadataInput } from '../guidance/metadata.js';
+import type { GuidanceSources } from '../guidance/suggest.js';
+import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
+import type { Logger } from '../observe/logger.js';
+import { maskedErr, redact, type RedactRule, type SecretMask } from '../observe/redact.js';
+import type { ResponseMetadata, RunResult } from '../observe/result.js';
+import type { ToolTransition, Trace, TraceStep, TraceStepStatus } from '../observe/trace.js';
+import type { TransitionTracker } from '../observe/transitions.js';
+import type { CallSite } from './call-context.js';
+import { iso, type StepOutcome } from './execution.js';
+
+/** The ids events and logs carry: a run's, or a direct call's (no chain). */
+export type RecordSite = Pick<CallSite, 'runId' | 'traceId' | 'sessionId' | 'chain'>;
+
+/** What a {@link Recorder} records to. */
+export interface RecorderOptions {
+  events: RunnerEmitter;
+  logger: Logger | undefined;
+  /** `'full'` keeps (redacted) inputs and outputs in traces. */
+  traceDetail: 'summary' | 'full';
+  redact: RedactRule | undefined;
+  learners: Learners;
+  /** Which tool followed which, per session. */
+  transitions: TransitionTracker;
+  /** For result metadata. */
+  guidance: GuidanceSources;
+}
+
+/**
+ * The trace entry of a step, a direct call or an undo, made when it ends (nothing in flight holds
+ * trace state). One literal per shape: a field added afterwards would cost every entry a property array.
+ *
+ * @example
+ * ```ts
+ * const entry = traceEntry(1, 'find', 'list_tasks', 'success', 1, started, now());
+ * ```
+ */
+export function traceEntry(stepNumber: number, id: string, tool: string | undefined, status: TraceStepStatus, attempts: number, started: number, ended: number): TraceStep {
+  return tool !== undefined
+    ? { stepNumber, id, tool, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
+    : { stepNumber, id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
+}
+
+/**
+ * A run's (or a direct call's) trace.
+ *
+ * @example
+ * ```ts
+ * const trace = newTrace(site, startedAt, now(), 'completed', steps);
+ * ```
+ */
+export function newTrace(site: RecordSite, startedAt: number, ended: number, status: Trace['status'], steps: TraceStep[]): Trace {
+  const trace: Trace = { traceId: site.traceId, runId: site.runId, chain: site.chain ?? '', startedAt: iso(startedAt), endedAt: iso(ended), totalLatencyMs: ended - startedAt, status, steps };
+  if (site.sessionId !== undefined) trace.sessionId = site.sessionId;
+  return trace;
+}
+
+/** Records what runs, direct calls and undos do: events, logs, learning, metadata. One per runner. */
+export class Recorder {
+  readonly events: RunnerEmitter;
+  readonly logger: Logger | undefined;
+  readonly traceDetail: 'summary' | 'full';
+  readonly redact: RedactRule | undefined;
+  readonly transitions: TransitionTracker;
+  readonly learners: Learners;
+  readonly guidance: GuidanceSources;
+
+  constructor(options: RecorderOptions) {
+    this.events = options.events;
+    this.logger = options.logger;
+    this.traceDetail = options.traceDetail;
+    this.redact = options.redact;
+    this.transitions = options.transitions;
+    this.learners = options.learners;
+    this.guidance = options.guidance;
+  }
+
+  /** What one finished tool call teaches (see guidance/learn.ts). */
+  learn(lesson: CallLesson): void {
+    learn(this.learners, lesson);
+  }
+
+  /** The transition from the session's previous call to this one, recorded for the session. */
+  transition(sessionId: string, tool: string, started: number, ended: number, success: boolean): ToolTransition | undefined {
+    return this.transitions.record(sessionId, tool, started, ended, success);
+  }
+
+  /** The tools a session used lately, for chain suggestions. */
+  sessionTools(sessionId: string): readonly string[] {
+    return this.transitions.recent(sessionId);
+  }
+
+  /** Fallback advice for what `session` should do after `tool`. */
+  advice(session: string, tool: string): string[] {
+    return this.learners.advisor.advice(session, tool);
+  }
+
+  /** Forgets a session that is over (a run or call without a session id is its own). */
+  forget(session: string): void {
+    this.learners.advisor.forget(session);
+  }
+
+  /** The `metadata` of a result. */
+  metadata(input: MetadataInput): ResponseMetadata {
+    return buildMetadata(this.guidance, input);
+  }
+
+  /** A copy of `value` for a full trace or a log line, secret-named keys hidden. */
+  redacted(value: unknown): unknown {
+    return redact(value, this.redact);
+  }
+
+  /** `chain:start` and the log line of a run (or a resumed one) starting. */
+  chainStarted(site: RecordSite, resumed: boolean): void {
+    if (listening(this.events, 'chain:start')) {
+      safeEmit(this.events, 'chain:start', { runId: site.runId, traceId: site.traceId, chain: site.chain!, ...(site.sessionId !== undefined && { sessionId: site.sessionId }), resumed });
+    }
+    this.logger?.info(this.logFields(site, { resumed }), `chain ${site.chain} ${resumed ? 'resumed' : 'started'}`);
+  }
+
+  /** `chain:end` of a run's result (already masked). */
+  chainEnded(site: RecordSite, result: RunResult): void {
+    if (!listening(this.events, 'chain:end')) return;
+    const trace = result.trace;
+    safeEmit(this.events, 'chain:end', {
+      runId: site.runId, traceId: site.traceId, chain: site.chain!, ...(site.sessionId !== undefined && { sessionId: site.sessionId }),
+      status: result.status, durationMs: trace.totalLatencyMs, ...(result.status === 'failed' && { error: result.error }), trace,
+    });
+  }
+
+  /** The log line of a run's end; `mask` (failures) hides the run's secrets in the original error. */
+  logRunEnd(site: RecordSite, result: RunResult, mask: SecretMask | undefined): void {
+    const logger = this.logger;
+    if (!logger) return;
+    // pino's convention: the original error under `err` (type and stack), masked like every text that leaves.
+    if (result.status === 'failed') {
+      const { error } = result;
+      logger.error(this.logFields(site, { step: error.step, category: error.category, code: error.code, ...(error.cause !== undefined && { err: maskedErr(error.cause, mask!) }) }), `chain ${site.chain} failed: ${error.message}`);
+    } else logger.info(this.logFields(site, { status: result.status, durationMs: result.trace.totalLatencyMs }), `chain ${site.chain} ${result.status}`);
+  }
+
+  /** `step:start` of a step or a direct call (no `chain` for one). */
+  stepStarted(site: RecordSite, step: string, tool: string | undefined, stepNumber: number): void {
+    if (!listening(this.events, 'step:start')) return;
+    const { runId, traceId, chain } = site;
+    safeEmit(this.events, 'step:start', chain === undefined ? { runId, traceId, step, ...(tool && { tool }), stepNumber } : { runId, traceId, chain, step, ...(tool && { tool }), stepNumber });
+  }
+
+  /** `step:end` of a step, a direct call or an undo, from its finished trace entry. */
+  stepEnded(site: RecordSite, entry: TraceStep): void {
+    if (!listening(this.events, 'step:end')) return;
+    const { runId, traceId, chain } = site;
+    const { id: step, tool, status, attempts, latencyMs, error } = entry;
+    safeEmit(this.events, 'step:end', chain === undefined
+      ? { runId, traceId, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
+      : { runId, traceId, chain, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) });
+  }
+
+  /** A chain step's log lines: its input and output at `debug`, a timeout at `warn`. */
+  logStep(site: RecordSite, entry: TraceStep, outcome: StepOutcome): void {
+    const log = this.logger;
+    if (!log) return;
+    if (outcome.kind === 'ok') log.debug(this.logFields(site, { step: entry.id, input: entry.input, output: this.redacted(outcome.value) }), `step ${entry.id} ${entry.status}`);
+    else if (outcome.kind === 'failed' && outcome.error.category === 'timeout') log.warn(this.logFields(site, { step: entry.id, code: outcome.error.code }), `step ${entry.id} timed out`);
+  }
+
+  /** `confirmation:requested`: a gate asked in-process, or a run parked at one. */
+  confirmationRequested(site: RecordSite, step: string, tool: string, prompt: string, expiresAt: string): void {
+    if (listening(this.events, 'confirmation:requested')) {
+      safeEmit(this.events, 'confirmation:requested', { runId: site.runId, traceId: site.traceId, chain: site.chain!, step, tool, prompt, expiresAt });
+    }
+  }
+
+  /** `runner.invoke(…, { tier })` found the tool only in a higher tier. */
+  tierEscalated(runId: string, tool: string, from: string, to: string): void {
+    if (listening(this.events, 'tier:escalation')) safeEmit(this.events, 'tier:escalation', { tool, from, to });
+    this.logger?.info({ runId, tool, from, to }, `tool ${tool} escalated from tier ${from} to ${to}`);
+  }
+
+  /** The fields every log line of a run carries, then `extra`. */
+  logFields(site: RecordSite, extra: Record<string, unknown>): Record<string, unknown> {
+    return { runId: site.runId, traceId: site.traceId, chain: site.chain, ...extra };
+  }
+}

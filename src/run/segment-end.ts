@@ -1,0 +1,94 @@
+// How a segment ends: the result of a run whose steps are over — its output, its failure (after
+// compensating what was done), a decline, or the run parked at a gate — with its trace and metadata.
+import type { PlannedStep } from '../define/validate.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import { toErrorInfo } from '../errors/messages.js';
+import type { RunResult } from '../observe/result.js';
+import type { TraceStep } from '../observe/trace.js';
+import { compensateRun } from './compensate.js';
+import { describeThrown, toolsRun, type Stopped } from './execution.js';
+import { parkAtGate } from './gate.js';
+import { newTrace } from './recorder.js';
+import type { StepHost } from './step-host.js';
+
+/** A segment whose steps are over, as its result sees it. */
+export interface EndedSegment extends StepHost {
+  /** What stopped the run (a step's index, -1 before any step), if anything did. */
+  readonly stopped: { index: number; outcome: Stopped } | undefined;
+  /** Epoch ms the run first started (kept across a resume). */
+  readonly startedAt: number;
+  /** When the segment's clock started (its metadata's actual duration counts from it). */
+  readonly segmentStart: number;
+  /** The session advice is kept under: the session id, or the run id. */
+  readonly sessionKey: string;
+  /** The trace entries so far: earlier segments', then this one's, in plan order. */
+  traceEntries(): TraceStep[];
+  /** The last tool step (in plan order) that called its tool. */
+  lastTool(): string | undefined;
+  /** Whether a step is done (completed or skipped). */
+  isDone(step: PlannedStep): boolean;
+  /** The ids of the steps done, in plan order. */
+  doneIds(): string[];
+}
+
+/**
+ * The result of a segment whose steps are over (its `status` also set on the trace).
+ *
+ * @example
+ * ```ts
+ * const result = await segmentResult(run);
+ * ```
+ */
+export async function segmentResult(run: EndedSegment): Promise<RunResult> {
+  const { calls, recorder, exec } = run;
+  const { chain } = exec;
+  const { plan } = chain;
+  const ended = calls.now();
+  const trace = newTrace(run, exec.startedAt, ended, 'completed', run.traceEntries());
+  const lastTool = run.lastTool();
+  const base = {
+    runId: exec.runId,
+    chain: chain.name,
+    trace,
+    metadata: recorder.metadata({
+      chain,
+      ...(lastTool && { lastTool }),
+      actualDurationMs: ended - run.segmentStart,
+      sessionTools: exec.sessionId !== undefined ? recorder.sessionTools(exec.sessionId) : toolsRun(trace.steps),
+      advice: lastTool ? recorder.advice(run.sessionKey, lastTool) : [],
+    }),
+  };
+  const failed = (error: ChainErrorInfo): RunResult => ({ status: 'failed', error, completed: { ...exec.results }, compensated: [], ...base });
+
+  let result: RunResult;
+  const stop = run.stopped;
+  if (!stop) {
+    try {
+      result = { status: 'completed', output: chain.output ? chain.output(run.scope) : lastResult(run), ...base };
+    } catch (error) {
+      result = failed(toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, calls.retryTable));
+    }
+  } else if (stop.outcome.kind === 'failed') {
+    result = failed(stop.outcome.error);
+    // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
+    const undo = exec.interrupted?.() ? [] : plan.filter((step) => step.compensate && run.isDone(step) && step.id in exec.results).reverse();
+    await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason);
+  } else if (stop.outcome.kind === 'declined') {
+    result = { status: 'declined', step: plan[stop.index]!.id, ...base };
+  } else {
+    result = await parkAtGate(run, run.doneIds(), plan[stop.index]!, stop.outcome, base, failed);
+  }
+  trace.status = result.status;
+  return result;
+}
+
+/** A chain without `output` returns its last completed step's result. */
+function lastResult(run: EndedSegment): unknown {
+  const { plan } = run.exec.chain;
+  const { results } = run.exec;
+  for (let i = plan.length - 1; i >= 0; i--) {
+    const step = plan[i]!;
+    if (run.isDone(step) && step.id in results) return results[step.id];
+  }
+  return undefined;
+}

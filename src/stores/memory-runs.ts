@@ -1,0 +1,145 @@
+// A run store in memory: one process only (tests, single-process apps), with the same contract and
+// the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
+import { encodeRunValue, storedRun } from './run-codec.js';
+import type { RunStore } from './types.js';
+import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from './types.js';
+
+/** Options of {@link memoryRunStore}. */
+export interface MemoryRunStoreOptions {
+  /**
+   * The idempotency store that `journal(…, complete)` keeps results in (the one the runner uses).
+   * Without it, a journal write that carries a result to keep is refused.
+   */
+  idempotency?: IdempotencyStore;
+  /** Ended (or parked) runs kept at most; the oldest go first. Runs in flight are never evicted. Default 10 000. */
+  maxEnded?: number;
+  /** Clock for retention. Default `Date.now`. */
+  now?: () => number;
+}
+
+interface MemoryRun {
+  record: string; // encoded as created
+  status: RunStatus;
+  owner: string;
+  leaseUntil: number;
+  deadlineAt: number;
+  approvedGate?: string;
+  result?: string; // encoded
+  journal: string[]; // encoded entries, oldest first
+  expiresAt: number; // retention of an ended or parked run; Infinity while running
+}
+
+/**
+ * A run store in memory: durable across runners of one process, not across a crash. Every write is
+ * encoded (so it refuses what the Redis and Postgres stores refuse) and every read is a fresh copy.
+ * Runs in flight are kept until they end; ended and parked ones for their retention, at most `maxEnded`.
+ *
+ * @example
+ * ```ts
+ * import { memoryIdempotencyStore } from 'chainkit';
+ * import { memoryRunStore } from 'chainkit/testing';
+ * const idempotency = memoryIdempotencyStore();
+ * const runner = createRunner({ invoker, chains, stores: { idempotency, runs: memoryRunStore({ idempotency }) } });
+ * ```
+ */
+export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
+  const maxEnded = options.maxEnded ?? 10_000;
+  if (!(Number.isInteger(maxEnded) && maxEnded > 0)) throw new TypeError('Expected `maxEnded` to be a positive integer.');
+  const now = options.now ?? Date.now;
+  const idempotency = options.idempotency;
+  const runs = new Map<string, MemoryRun>();
+  const ended = new Map<string, true>(); // ids of ended and parked runs, in the order they ended
+
+  const live = (runId: string): MemoryRun | undefined => {
+    const run = runs.get(runId);
+    if (run && run.expiresAt <= now()) {
+      runs.delete(runId);
+      ended.delete(runId);
+      return undefined;
+    }
+    return run;
+  };
+  const view = (runId: string, run: MemoryRun): StoredRun => storedRun(run.record, run, run.journal);
+  // Retentions are usually equal, so end order is expiry order: drop expired ones from the front, then the excess.
+  const trim = (): void => {
+    const t = now();
+    for (const id of ended.keys()) {
+      const run = runs.get(id);
+      if (run && run.expiresAt > t && ended.size <= maxEnded) break;
+      ended.delete(id);
+      if (run && run.status !== 'running') runs.delete(id);
+    }
+  };
+  const owns = (run: MemoryRun | undefined, owner: string): run is MemoryRun => run !== undefined && run.status === 'running' && run.owner === owner;
+
+  return {
+    ...(idempotency && { idempotency }),
+    async create(record, at): Promise<CreateRunResult> {
+      const encoded = encodeRunValue(record); // refuses what it cannot keep, before anything is stored
+      const run = live(record.runId);
+      if (!run) {
+        runs.set(record.runId, { record: encoded, status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity });
+        return { status: 'created' };
+      }
+      if (run.status !== 'running') return { status: 'ended', run: view(record.runId, run) };
+      if (run.leaseUntil >= at) return { status: 'busy', run: view(record.runId, run) };
+      run.owner = record.owner;
+      run.leaseUntil = record.leaseUntil;
+      return { status: 'taken', run: view(record.runId, run) };
+    },
+    async journal(runId, owner, entry, complete) {
+      if (complete && !idempotency) throw new Error('This memory run store keeps no idempotency results: pass `idempotency` to memoryRunStore().');
+      const encoded = encodeRunValue(entry);
+      // The call happened: its result is kept even when this owner has lost the run (a re-run then finds it done).
+      if (complete) await idempotency!.complete(complete.key, complete.value, complete.ttlMs);
+      const run = live(runId);
+      if (!owns(run, owner)) return false;
+      run.journal.push(encoded);
+      return true;
+    },
+    async renew(owner, runIds, leaseUntil) {
+      for (const runId of runIds) {
+        const run = live(runId);
+        if (owns(run, owner)) run.leaseUntil = leaseUntil;
+      }
+    },
+    async finish(runId, owner, status, result, retentionMs, entries = []) {
+      const encoded = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      const run = live(runId);
+      if (!owns(run, owner)) return false;
+      run.journal.push(...journaled);
+      run.status = status;
+      run.result = encoded;
+      run.leaseUntil = 0;
+      run.expiresAt = now() + retentionMs;
+      ended.delete(runId);
+      ended.set(runId, true);
+      trim();
+      return true;
+    },
+    async reopen(runId, owner, update) {
+      const run = live(runId);
+      if (!run || run.status !== 'awaiting_confirmation') return false;
+      Object.assign(run, { status: 'running', owner, leaseUntil: update.leaseUntil, approvedGate: update.approvedGate, deadlineAt: update.deadlineAt, expiresAt: Infinity });
+      delete run.result;
+      ended.delete(runId);
+      return true;
+    },
+    async claimExpired(owner, at, leaseUntil, limit) {
+      const claimed: StoredRun[] = [];
+      for (const [runId, run] of runs) {
+        if (claimed.length >= limit) break;
+        if (run.status !== 'running' || run.leaseUntil >= at) continue;
+        run.owner = owner;
+        run.leaseUntil = leaseUntil;
+        claimed.push(view(runId, run));
+      }
+      return claimed;
+    },
+    async get(runId) {
+      const run = live(runId);
+      return run && view(runId, run);
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// How every run store keeps durable runs: the checkpoint codec (a recovered run sees the Dates and
+// BigInts its steps returned, as a resumed one does), and one way to put a stored run back together.
+import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
+import type { JournalEntry, RunRecord, RunStatus, StoredRun } from './types.js';
+
+// The codec walks any value; its signature names the checkpoint, its first user.
+const encode = encodeCheckpoint as (value: unknown) => string;
+const decode = decodeCheckpoint as (text: string) => unknown;
+
+/**
+ * Encodes a run record, a journal entry or a run's result. Throws `CheckpointEncodeError`
+ * (`validation` / `checkpoint_unserializable`) for what no store can keep, before anything is written.
+ *
+ * @example
+ * ```ts
+ * const text = encodeRunValue(entry); // then store the string
+ * ```
+ */
+export function encodeRunValue(value: unknown): string {
+  return encode(value);
+}
+
+/** What changes of a run after it is recorded; the rest of the record never changes. */
+export interface RunState {
+  status: RunStatus;
+  owner: string;
+  leaseUntil: number;
+  deadlineAt: number;
+  approvedGate?: string | null | undefined;
+  /** The encoded result (as {@link encodeRunValue} made it). */
+  result?: string | null | undefined;
+}
+
+/**
+ * A stored run from its encoded record (as created), its current state and its encoded journal
+ * entries, oldest first. Every call decodes fresh copies.
+ *
+ * @example
+ * ```ts
+ * const run = storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil, deadlineAt }, row.journal);
+ * ```
+ */
+export function storedRun(record: string, state: RunState, journal: readonly string[]): StoredRun {
+  const base = decode(record) as RunRecord;
+  delete base.approvedGate;
+  delete base.result;
+  const run: StoredRun = { ...base, status: state.status, owner: state.owner, leaseUntil: state.leaseUntil, deadlineAt: state.deadlineAt, journal: journal.map((e) => decode(e) as JournalEntry) };
+  if (state.approvedGate !== undefined && state.approvedGate !== null) run.approvedGate = state.approvedGate;
+  if (state.result !== undefined && state.result !== null) run.result = decode(state.result);
+  return run;
+}

@@ -1,0 +1,103 @@
+// A Map with a cap on its size: past it, the least recently used entries that may go are dropped.
+// One mechanism for every cache of per-key objects (the memory and Redis rate limiters' per-user limiters).
+
+/** Options of {@link BoundedLru}. */
+export interface BoundedLruOptions<K, V> {
+  /** Whether an entry may be dropped now (e.g. nothing waits on it); default: always. */
+  evictable?: (value: V) => boolean;
+  /** Called for each entry dropped to stay under the cap (not for `delete` or `clear`). */
+  onEvict?: (value: V, key: K) => void;
+}
+
+interface Slot<V> {
+  readonly value: V;
+  /** Read since it was last passed over: gets a second chance before it is dropped. */
+  used: boolean;
+}
+
+/**
+ * At most `max` entries, evicting the least recently used first ("second chance": a read only
+ * marks its entry, so a hit costs one field write, not a Map re-insert). An entry that is not
+ * `evictable` is kept, whatever its age: the cap can then be passed; after a pass that could not
+ * get back under it, eviction waits until the map grew by another tenth of the cap, so a map full
+ * of busy entries does not cost a full pass per insert.
+ *
+ * @example
+ * ```ts
+ * const limiters = new BoundedLru<string, Limiter>(10_000, { evictable: (l) => l.idle, onEvict: (l) => l.close() });
+ * const limiter = limiters.get(key) ?? limiters.set(key, new Limiter());
+ * ```
+ */
+export class BoundedLru<K, V> {
+  private readonly map = new Map<K, Slot<V>>();
+  private readonly evictable: ((value: V) => boolean) | undefined;
+  private readonly onEvict: ((value: V, key: K) => void) | undefined;
+  /** The size from which the next eviction pass runs (the cap, or more after a pass fell short). */
+  private trimAt: number;
+
+  constructor(readonly max: number, options: BoundedLruOptions<K, V> = {}) {
+    if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected the cap of a BoundedLru to be a positive integer.');
+    this.evictable = options.evictable;
+    this.onEvict = options.onEvict;
+    this.trimAt = max + 1;
+  }
+
+  /** The value under `key`, marked as used. */
+  get(key: K): V | undefined {
+    const slot = this.map.get(key);
+    if (slot === undefined) return undefined;
+    slot.used = true;
+    return slot.value;
+  }
+
+  /** Adds (or replaces) an entry as the most recent one, evicting past the cap; returns `value`. */
+  set(key: K, value: V): V {
+    this.map.delete(key);
+    this.map.set(key, { value, used: false });
+    if (this.map.size >= this.trimAt) this.trim(key);
+    return value;
+  }
+
+  /** Removes an entry (without `onEvict`). */
+  delete(key: K): boolean {
+    const had = this.map.delete(key);
+    if (this.map.size <= this.max) this.trimAt = this.max + 1; // back under the cap: the next insert past it trims
+    return had;
+  }
+
+  /** Removes every entry (without `onEvict`). */
+  clear(): void {
+    this.map.clear();
+    this.trimAt = this.max + 1;
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  /** Entries, least recently added or passed over first; deleting while iterating is safe. */
+  *entries(): IterableIterator<[K, V]> {
+    for (const [key, slot] of this.map) yield [key, slot.value];
+  }
+
+  /** Values, in the order of {@link BoundedLru.entries}. */
+  *values(): IterableIterator<V> {
+    for (const slot of this.map.values()) yield slot.value;
+  }
+
+  /** Drops the oldest unused evictable entries until under the cap (never `keep`, just added); one pass at most. */
+  private trim(keep: K): void {
+    const { map, max, evictable, onEvict } = this;
+    for (let left = map.size; map.size > max && left > 0; left--) {
+      const [key, slot] = map.entries().next().value as [K, Slot<V>];
+      map.delete(key);
+      if (slot.used || key === keep || (evictable !== undefined && !evictable(slot.value))) {
+        slot.used = false; // passed over: to the back, as if just added
+        map.set(key, slot);
+        continue;
+      }
+      onEvict?.(slot.value, key);
+    }
+    this.trimAt = map.size > max ? map.size + Math.ceil(max / 10) : max + 1;
+  }
+}

@@ -1,0 +1,95 @@
+// The soak: 1,000 durable runs over 3 worker processes that are SIGKILLed at random and restarted
+// (the restarted worker retries its unfinished run ids, as a caller would), on Redis and on
+// PostgreSQL. Every run must end, no journaled step may be called again, no effect may happen twice.
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresStores } from '../../src/postgres/index.js';
+import { redisStores } from '../../src/redis/index.js';
+import type { RunStore } from '../../src/stores/types.js';
+import type { OrderInput, WorkerJob } from '../fixtures/durable-worker.js';
+import { Ledger, sleep, Worker } from './harness.js';
+
+const RUNS = 1_000;
+const WORKERS = 3;
+const LEASE_MS = 800;
+const KILLS = 12;
+const ledger = new Ledger();
+const namespaces: string[] = [];
+afterAll(async () => {
+  for (const ns of namespaces) await ledger.clean(ns);
+  await ledger.close();
+});
+
+describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
+  it(`${RUNS} runs, ${WORKERS} processes, ${KILLS} kills: 0 lost, 0 journaled steps called again, 0 duplicate effects`, async () => {
+    const ns = `ck_soak_${store}_${Math.random().toString(36).slice(2, 10)}`;
+    namespaces.push(ns);
+    const runs: RunStore = store === 'postgres' ? postgresStores(ledger.pool, { schema: ns }).runs : redisStores(ledger.redis, { prefix: ns }).runs;
+    const inputs = new Map<string, OrderInput>();
+    for (let i = 0; i < RUNS; i++) inputs.set(`soak-${i}`, { sku: `sku-${i % 37}`, failShip: i % 20 === 7 });
+    const ended = new Set<string>();
+    const assigned: string[][] = Array.from({ length: WORKERS }, (_, w) => [...inputs.keys()].filter((_, i) => i % WORKERS === w));
+    const start = (w: number): Worker => {
+      const todo = assigned[w]!.filter((id) => !ended.has(id)).map((runId) => ({ runId, input: inputs.get(runId)! }));
+      const job: WorkerJob = { store, ns, leaseMs: LEASE_MS, runs: todo, recoverEveryMs: 250, concurrency: 8, delayMs: 2 };
+      const worker = new Worker(job);
+      worker.exited.then(() => undefined, () => undefined);
+      return worker;
+    };
+    const workers = Array.from({ length: WORKERS }, (_, w) => start(w));
+    const collect = (): void => {
+      for (const w of workers) for (const m of w.messages) if ((m.type === 'result' && m.code !== 'run_in_progress') || m.type === 'end') ended.add(m.runId!);
+    };
+
+    let kills = 0;
+    const began = Date.now();
+    while (kills < KILLS) {
+      await sleep(300 + Math.random() * 700);
+      collect();
+      const w = Math.floor(Math.random() * WORKERS);
+      await workers[w]!.kill();
+      kills++;
+      workers[w] = start(w);
+    }
+    // No more kills: every run must end, by its worker or by a recoverer (leases expire, polling claims).
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      collect();
+      if (ended.size >= RUNS) break;
+      // Workers that finished their queue may have results for run ids that another retried: ask the store.
+      const open = [...inputs.keys()].filter((id) => !ended.has(id));
+      for (const id of open.slice(0, 50)) {
+        const run = await runs.get(id);
+        if (run && run.status !== 'running') ended.add(id);
+      }
+      if (Date.now() > deadline) break;
+      await sleep(500);
+    }
+    await Promise.all(workers.map((w) => w.stop()));
+
+    let lost = 0;
+    let failedAsExpected = 0;
+    for (const [runId, input] of inputs) {
+      const run = await runs.get(runId);
+      if (!run || run.status === 'running') lost++;
+      else if (run.status === 'failed' && input.failShip) failedAsExpected++;
+      else expect(run.status, runId).toBe('completed');
+    }
+    const effects = await ledger.effects(ns);
+    const duplicates = [...effects.values()].filter((n) => n > 1).length;
+    const rejournal = await ledger.count(`${ns}:ledger:rejournal`);
+    const calls = await ledger.count(`${ns}:ledger:calls`);
+    // The figures the README quotes.
+    console.log(JSON.stringify({ soak: store, runs: RUNS, processes: WORKERS, kills, lost, duplicates, rejournal, calls, failedAsExpected, seconds: Math.round((Date.now() - began) / 1000) }));
+    expect(lost).toBe(0);
+    expect(duplicates).toBe(0);
+    expect(rejournal).toBe(0);
+    expect(failedAsExpected).toBe(RUNS / 20);
+    // Every completed run's effects happened: reserve, charge and ship once each.
+    for (const [runId, input] of inputs) {
+      expect(effects.get(`${runId}:reserve`), runId).toBe(1);
+      expect(effects.get(`${runId}:charge`), runId).toBe(1);
+      expect(effects.get(`${runId}:ship`) ?? 0, runId).toBe(input.failShip ? 0 : 1);
+      expect(effects.get(`${runId}:reserve:undo`) ?? 0, runId).toBe(input.failShip ? 1 : 0);
+    }
+  }, 240_000);
+});

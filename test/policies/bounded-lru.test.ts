@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { memoryLimiterStore } from 'chainkit';
+import { AbortScope } from '../../src/policies/abort.js';
+import { BoundedLru } from '../../src/util/lru.js';
+
+// The one cap mechanism behind the memory and Redis limiter stores' per-key limiters.
+describe('BoundedLru', () => {
+  const keys = <V>(lru: BoundedLru<string, V>) => [...lru.entries()].map(([k]) => k);
+
+  it('keeps at most max entries, dropping the least recently added unread one, and tells onEvict', () => {
+    const evicted: string[] = [];
+    const lru = new BoundedLru<string, number>(3, { onEvict: (_, key) => evicted.push(key) });
+    for (const k of ['a', 'b', 'c', 'd', 'e']) lru.set(k, 0);
+    expect(lru.size).toBe(3);
+    expect(keys(lru)).toEqual(['c', 'd', 'e']);
+    expect(evicted).toEqual(['a', 'b']);
+  });
+
+  it('gives an entry read since it was added a second chance: the next unread one goes instead', () => {
+    const lru = new BoundedLru<string, number>(3);
+    for (const k of ['a', 'b', 'c']) lru.set(k, 0);
+    expect(lru.get('a')).toBe(0);
+    lru.set('d', 0);
+    expect(keys(lru)).toEqual(['c', 'd', 'a']); // a moved to the back, b dropped
+    lru.set('e', 0);
+    expect(keys(lru)).toEqual(['d', 'a', 'e']);
+  });
+
+  it('never drops an entry that is not evictable, nor the one just added; past the cap it waits for a tenth more before the next pass', () => {
+    let free = false;
+    let looked = 0;
+    const lru = new BoundedLru<string, number>(20, { evictable: () => { looked++; return free; } });
+    for (let i = 0; i < 20; i++) lru.set(`b${i}`, i);
+    lru.set('x1', 0); // everything else busy: nothing can go, and the newcomer never does
+    expect([lru.size, looked]).toEqual([21, 20]);
+    lru.set('x2', 0); // a tenth of 20 is 2: no pass before size 23
+    expect([lru.size, looked]).toEqual([22, 20]);
+    lru.set('x3', 0);
+    expect([lru.size, looked]).toEqual([23, 42]);
+    free = true;
+    lru.set('x4', 0);
+    expect(lru.size).toBe(24);
+    lru.set('x5', 0);
+    expect(lru.size).toBe(20);
+    expect(lru.get('x5')).toBe(0);
+  });
+
+  it('refuses a cap that is not a positive integer; keys such as __proto__ are ordinary keys', () => {
+    expect(() => new BoundedLru(0)).toThrow(TypeError);
+    expect(() => new BoundedLru(1.5)).toThrow(TypeError);
+    const lru = new BoundedLru<string, number>(2);
+    lru.set('__proto__', 1);
+    lru.set('constructor', 2);
+    expect([lru.get('__proto__'), lru.get('constructor'), lru.get('toString')]).toEqual([1, 2, undefined]);
+  });
+});
+
+describe('the memory limiter store keeps its cap through the shared LRU', () => {
+  const spec = { limit: 10, intervalMs: 60_000, per: 'user' as const };
+
+  it('holds exactly maxLimiters past the cap (no batch trim below it) and keeps a limiter in use', () => {
+    const store = memoryLimiterStore(() => 0, { maxLimiters: 10 });
+    const scope = new AbortScope();
+    const held = store.limiter('chainkit:t', spec, 'held');
+    const release = held.acquire(scope, Infinity) as () => void;
+    for (let u = 0; u < 30; u++) (store.limiter('chainkit:t', spec, `u${u}`).acquire(scope, Infinity) as () => void)();
+    expect(store.size()).toBe(10);
+    expect(store.limiter('chainkit:t', spec, 'held')).toBe(held);
+    release();
+  });
+
+  it('keeps a limiter read since it was made over one that was not', () => {
+    const store = memoryLimiterStore(() => 0, { maxLimiters: 3 });
+    const first = store.limiter('chainkit:t', spec, 'first');
+    store.limiter('chainkit:t', spec, 'second');
+    store.limiter('chainkit:t', spec, 'third');
+    expect(store.limiter('chainkit:t', spec, 'first')).toBe(first); // read: a second chance
+    store.limiter('chainkit:t', spec, 'fourth');
+    expect(store.size()).toBe(3);
+    expect(store.limiter('chainkit:t', spec, 'first')).toBe(first);
+  });
+});

@@ -1,0 +1,70 @@
+// The Postgres run store keeps the run-store contract, on a real PostgreSQL; and a recovered run
+// takes over the idempotency claim its dead owner left.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresStores } from '../../src/postgres/index.js';
+import { entry, record, runStoreContract, takeOverContract } from '../stores/run-store-contract.js';
+
+// Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
+const base = `ck_runs_${process.pid}_${Date.now() % 1_000_000}`;
+const connection = { host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test' };
+const pool = new pg.Pool({ ...connection, max: 4 });
+const pools: pg.Pool[] = [pool];
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const p of pools.slice(1)) await p.end();
+  for (const s of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  await pool.end();
+});
+let n = 0;
+const schema = (): string => {
+  const s = `${base}_${++n}`;
+  schemas.push(s);
+  return s;
+};
+
+runStoreContract('postgres', async () => {
+  const s = schema();
+  const { runs, idempotency } = postgresStores(pool, { schema: s, pollMs: 5 });
+  return {
+    runs,
+    idempotency,
+    peers: async (count) => Array.from({ length: count }, () => {
+      const own = new pg.Pool({ ...connection, max: 1 }); // one connection each: three "processes"
+      pools.push(own);
+      return postgresStores(own, { schema: s }).runs;
+    }),
+  };
+});
+
+takeOverContract('postgres', async () => postgresStores(pool, { schema: schema(), pollMs: 5 }).idempotency);
+
+describe('postgres run store', () => {
+  it('takes one statement per operation once its tables exist: journal with its idempotency result included', async () => {
+    const counted = new pg.Pool({ ...connection, max: 1 });
+    pools.push(counted);
+    let statements = 0;
+    const query = counted.query.bind(counted);
+    counted.query = ((...args: Parameters<typeof query>) => {
+      statements++;
+      return query(...args);
+    }) as typeof counted.query;
+    const stores = postgresStores(counted, { schema: schema(), sweepIntervalMs: Infinity });
+    await stores.migrate();
+    const { runs, idempotency } = stores;
+    const rec = record('A', Date.now() + 60_000);
+    const count = async (op: () => Promise<unknown>): Promise<number> => {
+      const before = statements;
+      await op();
+      return statements - before;
+    };
+    expect(await count(() => runs.create(rec, Date.now()))).toBe(1);
+    expect(await count(() => runs.journal(rec.runId, 'A', entry('s1', 1), { key: `${rec.runId}-k`, value: 1 }))).toBe(1);
+    expect(await count(() => runs.journal(rec.runId, 'A', entry('s2', 2)))).toBe(1);
+    expect(await count(() => runs.renew('A', [rec.runId], Date.now() + 90_000))).toBe(1);
+    expect(await count(() => runs.get(rec.runId))).toBe(1);
+    expect(await count(() => runs.finish(rec.runId, 'A', 'completed', {}, 60_000))).toBe(1);
+    expect(await count(() => runs.claimExpired('B', Date.now(), Date.now() + 1000, 10))).toBe(1); // nothing to claim
+    expect(await idempotency.begin(`${rec.runId}-k`)).toEqual({ status: 'done', value: 1 });
+  });
+});

@@ -1,0 +1,364 @@
+// The contract every run store keeps (memory, Redis, Postgres), run by each store's test file.
+import { describe, expect, it } from 'vitest';
+import type { IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
+import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
+import { CheckpointEncodeError } from '../../src/stores/serialize.js';
+
+/** A run store on a store of its own (nothing left by other tests), with the idempotency store its journal writes into. */
+export interface RunStoreSetup {
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+  /** `n` more run stores on the same data over separate connections, as other processes would have. */
+  peers(n: number): Promise<RunStore[]>;
+}
+
+const HOUR = 3_600_000;
+let n = 0;
+const uid = (what: string): string => `${what}-${process.pid}-${++n}-${Math.random().toString(36).slice(2, 8)}`;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A fresh run record owned by `owner` until `leaseUntil`. */
+export function record(owner: string, leaseUntil: number, over: Partial<RunRecord> = {}): RunRecord {
+  const now = Date.now();
+  return {
+    v: 1, runId: uid('run'), traceId: uid('trace'), chain: 'find-and-update', fingerprint: 'fp-1', sessionId: 's-1',
+    input: { match: 'groceries', at: new Date('2024-05-06T07:08:09.010Z') }, context: { userId: 'u-1', tenant: 't' },
+    startedAt: now, deadlineAt: now + HOUR, status: 'running', owner, leaseUntil, ...over,
+  };
+}
+
+/** A journal entry for `step` with `value`. */
+export function entry(step: string, value: unknown, n = 1): JournalEntry {
+  return { step, value, trace: { stepNumber: n, id: step, tool: 'list_tasks', status: 'success', attempts: 1, latencyMs: 3, startedAt: new Date(0).toISOString() } };
+}
+
+const steps = (run: StoredRun | undefined) => run?.journal.map((e) => e.step);
+
+/**
+ * The run-store contract.
+ *
+ * @example
+ * ```ts
+ * runStoreContract('memory', async () => { const idempotency = memoryIdempotencyStore(); … });
+ * ```
+ */
+export function runStoreContract(name: string, setup: () => Promise<RunStoreSetup>): void {
+  describe(`${name} run store: the RunStore contract`, () => {
+    it('records a new run and reads it back whole, Dates included', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR, { approvedGate: 'ignored', result: 'ignored' });
+      expect(await runs.create(rec, Date.now())).toEqual({ status: 'created' });
+      const got = await runs.get(rec.runId);
+      const { approvedGate: _gate, result: _result, ...expected } = rec;
+      expect(got).toEqual({ ...expected, journal: [] });
+      expect((got!.input as { at: Date }).at).toBeInstanceOf(Date);
+      expect(await runs.get(uid('missing'))).toBeUndefined();
+    });
+
+    it('reports a run id in flight on a live lease as busy, and takes over one whose lease expired', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const rec = record('A', t + 1000);
+      await runs.create(rec, t);
+      expect(await runs.journal(rec.runId, 'A', entry('find', [1, 2]))).toBe(true);
+      const busy = await runs.create({ ...rec, owner: 'B', leaseUntil: t + 5000 }, t + 1000); // the lease still holds at its last ms
+      expect(busy.status).toBe('busy');
+      expect(busy.status === 'busy' && busy.run).toMatchObject({ owner: 'A', leaseUntil: t + 1000, status: 'running' });
+      const taken = await runs.create({ ...rec, owner: 'B', leaseUntil: t + 9000 }, t + 1001);
+      expect(taken.status).toBe('taken');
+      expect(taken.status === 'taken' && taken.run).toMatchObject({ owner: 'B', leaseUntil: t + 9000, status: 'running', deadlineAt: rec.deadlineAt, input: rec.input });
+      expect(taken.status === 'taken' && steps(taken.run)).toEqual(['find']);
+      // The old owner is fenced off; the new one writes.
+      expect(await runs.journal(rec.runId, 'A', entry('update', 'a'))).toBe(false);
+      expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, HOUR)).toBe(false);
+      expect(await runs.journal(rec.runId, 'B', entry('update', 'b'))).toBe(true);
+      expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([[1, 2], 'b']);
+    });
+
+    it('reports an ended or parked run id with its recorded result, whatever its lease', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      for (const status of ['completed', 'failed', 'declined', 'awaiting_confirmation'] as const) {
+        const rec = record('A', t + 1000);
+        await runs.create(rec, t);
+        const result = { status, runId: rec.runId, output: { n: 1 } };
+        expect(await runs.finish(rec.runId, 'A', status, result, HOUR)).toBe(true);
+        const again = await runs.create({ ...rec, owner: 'B', leaseUntil: t + 9000 }, t + 5000);
+        expect(again.status).toBe('ended');
+        expect(again.status === 'ended' && again.run).toMatchObject({ status, result, owner: 'A', leaseUntil: 0 });
+      }
+    });
+
+    it('journals in order, keeps what the codec keeps, and refuses writes from anyone but the owner of a running run', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      const values = [{ at: new Date(5) }, 2n ** 70n, undefined, null, 'text'];
+      for (const [i, v] of values.entries()) expect(await runs.journal(rec.runId, 'A', entry(`s${i}`, v, i + 1))).toBe(true);
+      expect(await runs.journal(rec.runId, 'B', entry('intruder', 1))).toBe(false);
+      expect(await runs.journal(uid('missing'), 'A', entry('x', 1))).toBe(false);
+      const skipped: JournalEntry = { step: 'skipped', skipped: true, trace: entry('skipped', 0).trace };
+      expect(await runs.journal(rec.runId, 'A', skipped)).toBe(true);
+      const got = (await runs.get(rec.runId))!;
+      expect(steps(got)).toEqual(['s0', 's1', 's2', 's3', 's4', 'skipped']);
+      expect(got.journal.slice(0, 5).map((e) => e.value)).toEqual(values);
+      expect(got.journal[0]!.value).toEqual({ at: new Date(5) });
+      expect(got.journal[5]).toEqual(skipped);
+      expect(got.journal[4]!.trace).toEqual(entry('s4', 'text', 5).trace);
+      await runs.finish(rec.runId, 'A', 'completed', {}, HOUR);
+      expect(await runs.journal(rec.runId, 'A', entry('late', 1))).toBe(false); // ended: nobody writes
+      expect(steps(await runs.get(rec.runId))).toHaveLength(6);
+    });
+
+    it('refuses a value no store can keep before writing anything', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await expect(runs.create({ ...rec, input: { cb: () => 1 } }, Date.now())).rejects.toThrow(CheckpointEncodeError);
+      expect(await runs.get(rec.runId)).toBeUndefined();
+      await runs.create(rec, Date.now());
+      await expect(runs.journal(rec.runId, 'A', entry('bad', new Map()))).rejects.toThrow(CheckpointEncodeError);
+      expect(steps(await runs.get(rec.runId))).toEqual([]);
+    });
+
+    it('renews only the runs the owner still holds and that are running, in one call', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const [a1, a2, b, ended] = [record('A', t + 100), record('A', t + 100), record('B', t + 100), record('A', t + 100)];
+      for (const r of [a1, a2, b, ended]) await runs.create(r, t);
+      await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
+      await runs.renew('A', [a1.runId, a2.runId, b.runId, ended.runId, uid('missing')], t + 7000);
+      await runs.renew('A', [], t + 8000); // nothing to renew: no error
+      expect((await runs.get(a1.runId))!.leaseUntil).toBe(t + 7000);
+      expect((await runs.get(a2.runId))!.leaseUntil).toBe(t + 7000);
+      expect((await runs.get(b.runId))!).toMatchObject({ owner: 'B', leaseUntil: t + 100 });
+      expect((await runs.get(ended.runId))!).toMatchObject({ status: 'completed', leaseUntil: 0 });
+      expect(await runs.get(uid('missing'))).toBeUndefined();
+      // A renewed lease is live: nobody takes the run over or claims it.
+      expect((await runs.create({ ...a1, owner: 'C' }, t + 5000)).status).toBe('busy');
+      expect((await runs.claimExpired('C', t + 5000, t + 9000, 10)).map((r) => r.runId)).toEqual([b.runId]);
+    });
+
+    it('finishes once, by the owner, and forgets the run after its retention', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      await runs.journal(rec.runId, 'A', entry('find', 1));
+      const result = { status: 'failed', error: { code: 'x', at: new Date(7) } };
+      expect(await runs.finish(rec.runId, 'B', 'failed', result, 40)).toBe(false);
+      expect(await runs.finish(rec.runId, 'A', 'failed', result, 40)).toBe(true);
+      expect(await runs.finish(rec.runId, 'A', 'completed', {}, 40)).toBe(false);
+      expect(await runs.get(rec.runId)).toMatchObject({ status: 'failed', result, journal: [{ step: 'find', value: 1 }] });
+      expect(await runs.finish(uid('missing'), 'A', 'completed', {}, 40)).toBe(false);
+      await pause(120);
+      expect(await runs.get(rec.runId)).toBeUndefined();
+      // The id is free again: a new run with it starts with an empty journal.
+      expect(await runs.create({ ...rec, owner: 'B' }, Date.now())).toEqual({ status: 'created' });
+      expect(await runs.get(rec.runId)).toMatchObject({ owner: 'B', status: 'running', journal: [] });
+    });
+
+    it('finish journals the given entries in the same write, in order, and only for the owner', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      await runs.journal(rec.runId, 'A', entry('find', 1));
+      expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR, [entry('lost', 0)])).toBe(false);
+      expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, HOUR, [entry('pick', 2), entry('update', 3)])).toBe(true);
+      expect((await runs.get(rec.runId))?.journal.map((e) => [e.step, e.value])).toEqual([['find', 1], ['pick', 2], ['update', 3]]);
+    });
+
+    it('reopens only a run parked at a gate: running again under the new owner, journal kept, result cleared', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const rec = record('A', t + HOUR);
+      await runs.create(rec, t);
+      await runs.journal(rec.runId, 'A', entry('find', 1));
+      const update = { leaseUntil: t + 5000, approvedGate: 'delete', deadlineAt: t + 2 * HOUR };
+      expect(await runs.reopen(rec.runId, 'B', update)).toBe(false); // running
+      expect(await runs.reopen(uid('missing'), 'B', update)).toBe(false);
+      await runs.finish(rec.runId, 'A', 'awaiting_confirmation', { status: 'awaiting_confirmation' }, HOUR);
+      expect(await runs.reopen(rec.runId, 'B', update)).toBe(true);
+      expect(await runs.reopen(rec.runId, 'C', update)).toBe(false); // resumed once
+      const got = (await runs.get(rec.runId))!;
+      expect(got).toMatchObject({ status: 'running', owner: 'B', leaseUntil: t + 5000, approvedGate: 'delete', deadlineAt: t + 2 * HOUR });
+      expect(got.result).toBeUndefined();
+      expect(steps(got)).toEqual(['find']);
+      expect(await runs.journal(rec.runId, 'B', entry('delete', true))).toBe(true);
+      expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR)).toBe(true);
+      expect(await runs.reopen(rec.runId, 'C', update)).toBe(false); // ended
+      // A run reopened and then ended again is kept for its retention, not for ever.
+      const kept = await runs.get(rec.runId);
+      expect(kept).toMatchObject({ status: 'completed', approvedGate: 'delete', result: { status: 'completed' } });
+    });
+
+    it('claims only running runs whose lease expired, up to the limit, with their journals, once', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const expired = [0, 1, 2].map((i) => record('A', t - 3000 + i));
+      const live = record('A', t + HOUR);
+      const ended = record('A', t - 5000);
+      for (const r of [...expired, live, ended]) await runs.create(r, t - 10_000);
+      await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
+      await runs.journal(expired[0]!.runId, 'A', entry('find', 'f'));
+      await runs.journal(expired[0]!.runId, 'A', entry('update', 'u'));
+      const first = await runs.claimExpired('B', t, t + HOUR, 2);
+      expect(first).toHaveLength(2);
+      const second = await runs.claimExpired('C', t, t + HOUR, 10);
+      const all = [...first, ...second];
+      expect(all.map((r) => r.runId).sort()).toEqual(expired.map((r) => r.runId).sort());
+      for (const r of first) expect(r).toMatchObject({ owner: 'B', leaseUntil: t + HOUR, status: 'running' });
+      expect(second[0]).toMatchObject({ owner: 'C' });
+      expect(steps(all.find((r) => r.runId === expired[0]!.runId))).toEqual(['find', 'update']);
+      expect(all.find((r) => r.runId === expired[0]!.runId)!.journal.map((e) => e.value)).toEqual(['f', 'u']);
+      expect(await runs.claimExpired('D', t, t + HOUR, 10)).toEqual([]);
+      expect(await runs.claimExpired('D', t, t + HOUR, 0)).toEqual([]);
+      // The claimer owns them now: the old owner is fenced off.
+      expect(await runs.journal(expired[0]!.runId, 'A', entry('late', 1))).toBe(false);
+      expect((await runs.get(live.runId))!.owner).toBe('A');
+      expect(await runs.claimExpired('D', t + 2 * HOUR, t + 3 * HOUR, Infinity)).toHaveLength(4); // no limit: every expired one (the live run's lease too has ended by then)
+    });
+
+    it('claims each of 50 expired runs exactly once when 3 stores on separate connections claim at once', async () => {
+      const { runs, peers } = await setup();
+      const t = Date.now();
+      const ids = new Set<string>();
+      for (let i = 0; i < 50; i++) {
+        const r = record('dead', t - 1000 - i);
+        ids.add(r.runId);
+        await runs.create(r, t - 10_000);
+      }
+      const claimers = await peers(3);
+      const claimed = await Promise.all(claimers.map(async (store, i) => {
+        const mine: string[] = [];
+        for (;;) {
+          const batch = await store.claimExpired(`claimer-${i}`, t, t + HOUR, 7);
+          if (batch.length === 0) return mine;
+          mine.push(...batch.map((r) => r.runId));
+        }
+      }));
+      const flat = claimed.flat();
+      expect(flat).toHaveLength(50);
+      expect(new Set(flat)).toEqual(ids);
+      for (const [i, mine] of claimed.entries()) for (const id of mine.slice(0, 3)) expect((await runs.get(id))!.owner).toBe(`claimer-${i}`);
+    });
+
+    it('a take-over sees every journal entry acknowledged to the old owner, and the old owner none after it', async () => {
+      const { runs, peers } = await setup();
+      const [taker] = await peers(1); // another process, on a connection of its own
+      await Promise.all([runs.get('warm-up'), taker!.get('warm-up')]); // tables and connections ready: the race is between the two writers
+      for (let round = 0; round < 20; round++) {
+        const t = Date.now();
+        const rec = record('A', t + 50);
+        await runs.create(rec, t);
+        // The old owner journals as fast as it can while another owner takes the run over.
+        let acknowledged = 0;
+        const writer = (async () => {
+          for (let i = 0; i < 500; i++) {
+            if (!(await runs.journal(rec.runId, 'A', entry(`s${i}`, i)))) return;
+            acknowledged++;
+            await new Promise((r) => setImmediate(r)); // lets the taker in, even on a store that answers at once
+          }
+        })();
+        while (acknowledged < 1 + (round % 5)) await new Promise((r) => setImmediate(r));
+        const taken = await taker!.create({ ...rec, owner: 'B', leaseUntil: t + 60_000 }, t + 100);
+        await writer;
+        expect(taken.status).toBe('taken');
+        expect(acknowledged).toBeLessThan(500);
+        expect(taken.status === 'taken' && taken.run.journal).toHaveLength(acknowledged);
+        expect((await runs.get(rec.runId))!.journal).toHaveLength(acknowledged);
+      }
+    });
+
+    it('keeps the idempotency result of a journaled step where the idempotency store reads it, even when the owner lost the run', async () => {
+      const { runs, idempotency } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      const key = uid('idem');
+      expect(await idempotency.begin(key)).toEqual({ status: 'new' });
+      expect(await runs.journal(rec.runId, 'A', entry('update', { id: 7 }), { key, value: { id: 7 } })).toBe(true);
+      expect(await idempotency.begin(key)).toEqual({ status: 'done', value: { id: 7 } });
+      expect(steps(await runs.get(rec.runId))).toEqual(['update']);
+      // Lost the run: the step is not journaled, but its call happened: a re-run must find its result.
+      const other = uid('idem');
+      expect(await runs.journal(rec.runId, 'B', entry('again', 1), { key: other, value: 'kept', ttlMs: HOUR })).toBe(false);
+      expect(await idempotency.begin(other)).toEqual({ status: 'done', value: 'kept' });
+      expect(steps(await runs.get(rec.runId))).toEqual(['update']);
+    });
+
+    it('journals a step whose idempotency result JSON cannot hold (a BigInt): the step is never lost for it', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      expect(await runs.journal(rec.runId, 'A', entry('count', 2n ** 70n), { key: uid('idem'), value: 2n ** 70n })).toBe(true);
+      expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([2n ** 70n]);
+    });
+  });
+}
+
+/** A pending claim, settled or not, stops waiting (nothing polls after the test). */
+function stop(claim: IdempotencyClaim): IdempotencyClaim['status'] {
+  if (claim.status === 'pending') {
+    claim.cancel?.();
+    claim.settled.catch(() => undefined);
+  }
+  return claim.status;
+}
+
+/**
+ * The idempotency take-over of a dead owner's claim (`begin(key, { runId, owner, takeOver })`),
+ * for the stores that implement it.
+ *
+ * @example
+ * ```ts
+ * takeOverContract('redis', () => redisStores(redis, { prefix }).idempotency);
+ * ```
+ */
+export function takeOverContract(name: string, make: () => Promise<IdempotencyStore>): void {
+  describe(`${name} idempotency: a recovered run takes over its dead owner's claim`, () => {
+    type Begin = (key: string, options?: IdempotencyBeginOptions) => Promise<IdempotencyClaim>;
+    const as = (store: IdempotencyStore): Begin => store.begin.bind(store) as Begin;
+
+    it("takes over a pending claim of the same run left by another owner, and only with takeOver", async () => {
+      const begin = as(await make());
+      const key = uid('k');
+      expect(await begin(key, { runId: 'r1', owner: 'dead' })).toEqual({ status: 'new' });
+      expect(stop(await begin(key, { runId: 'r1', owner: 'B' }))).toBe('pending'); // no takeOver: waits as before
+      expect(await begin(key, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'new' });
+      // The marker names the new owner now: its own later begin waits for it, a third owner may take it over.
+      expect(stop(await begin(key, { runId: 'r1', owner: 'B', takeOver: true }))).toBe('pending');
+      expect(await begin(key, { runId: 'r1', owner: 'C', takeOver: true })).toEqual({ status: 'new' });
+    });
+
+    it('never takes over a claim of another run, a claim without a run, a kept result or an unknown outcome', async () => {
+      const store = await make();
+      const begin = as(store);
+      const other = uid('k');
+      await begin(other, { runId: 'r1', owner: 'dead' });
+      expect(stop(await begin(other, { runId: 'r2', owner: 'B', takeOver: true }))).toBe('pending');
+      const plain = uid('k');
+      expect(await store.begin(plain)).toEqual({ status: 'new' });
+      expect(stop(await begin(plain, { runId: 'r1', owner: 'B', takeOver: true }))).toBe('pending');
+      const done = uid('k');
+      await begin(done, { runId: 'r1', owner: 'dead' });
+      await store.complete(done, { ok: 1 });
+      expect(await begin(done, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'done', value: { ok: 1 } });
+      const unknown = uid('k');
+      await begin(unknown, { runId: 'r1', owner: 'dead' });
+      await store.fail(unknown, new Error('socket hang up'), true);
+      const claim = await begin(unknown, { runId: 'r1', owner: 'B', takeOver: true });
+      expect(claim.status).toBe('pending');
+      await expect(claim.status === 'pending' && claim.settled).rejects.toMatchObject({ info: { code: 'outcome_unknown', outcomeUnknown: true } });
+    });
+
+    it('a waiter of the taken-over claim gets the new claimant’s result', async () => {
+      const store = await make();
+      const begin = as(store);
+      const key = uid('k');
+      await begin(key, { runId: 'r1', owner: 'dead' });
+      const waiter = await store.begin(key); // a duplicate elsewhere, waiting
+      expect(waiter.status).toBe('pending');
+      expect(await begin(key, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'new' });
+      await store.complete(key, { paid: true });
+      await expect(waiter.status === 'pending' && waiter.settled).resolves.toEqual({ paid: true });
+    });
+  });
+}

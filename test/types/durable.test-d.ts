@@ -1,0 +1,27 @@
+// Durable runs' public types (docs/guides/durable-runs.md), against the built declarations.
+import { describe, expectTypeOf, it } from 'vitest';
+import { createRunner, functionInvoker, type RunInfo, type RunnerOptions, type RunResult, type RunStore, type RunEndEvent, type RunRecoveredEvent } from 'chainkit';
+import { postgresStores, type PostgresStores } from 'chainkit/postgres';
+import { redisStores } from 'chainkit/redis';
+import { memoryRunStore } from 'chainkit/testing';
+
+describe('durable runs', () => {
+  it('types the run store, recover, getRun and their events', () => {
+    const runner = createRunner({ invoker: functionInvoker({}), stores: { runs: memoryRunStore() }, leaseMs: 10_000, recover: { intervalMs: 5_000 } });
+    expectTypeOf(runner.recover()).toEqualTypeOf<Promise<RunResult[]>>();
+    expectTypeOf(runner.getRun('r')).toEqualTypeOf<Promise<RunInfo | undefined>>();
+    expectTypeOf<RunInfo['status']>().toEqualTypeOf<'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined'>();
+    runner.events.on('run:recovered', (e) => expectTypeOf(e).toEqualTypeOf<RunRecoveredEvent>());
+    runner.events.on('run:end', (e) => expectTypeOf(e.result).toEqualTypeOf<RunResult>());
+    expectTypeOf<RunEndEvent['recovered']>().toEqualTypeOf<boolean>();
+  });
+
+  it('takes the Redis and Postgres stores as they come', () => {
+    expectTypeOf(redisStores).returns.toHaveProperty('runs').toExtend<RunStore>();
+    expectTypeOf<PostgresStores['runs']>().toExtend<RunStore>();
+    expectTypeOf(postgresStores).parameter(1).toExtend<{ schema?: string } | undefined>();
+    // @ts-expect-error recover needs its interval
+    const bad: RunnerOptions = { invoker: functionInvoker({}), recover: {} };
+    void bad;
+  });
+});
