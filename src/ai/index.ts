@@ -59,6 +59,7 @@ export interface AiSdkChainTool<I, TContext = unknown> {
   contextSchema?: FlexibleSchema<TContext>;
   /** Present when the chain has a confirmation gate. */
   needsApproval?: (input: I, options: AiSdkToolCallOptions<TContext>) => Promise<boolean>;
+  /** Runs (or resumes, once approved) the chain and answers the model with its result. */
   execute: (input: I, options: AiSdkToolCallOptions<TContext>) => Promise<ModelResult>;
 }
 

@@ -4,8 +4,11 @@ import type { Redis } from 'ioredis';
 
 /** What {@link RedisClient.multi} returns, as far as chainkit chains it. */
 export interface RedisTransaction {
+  /** Queues an RPUSH. */
   rpush(key: string, ...values: string[]): RedisTransaction;
+  /** Queues an LTRIM. */
   ltrim(key: string, start: number, stop: number): RedisTransaction;
+  /** Sends the queued commands as one transaction. */
   exec(): Promise<unknown>;
 }
 
@@ -21,6 +24,8 @@ export interface RedisTransaction {
  * ```
  */
 export interface RedisClient extends Pick<Redis, 'eval' | 'evalsha' | 'get' | 'set' | 'exists' | 'del' | 'hmget' | 'lrange'> {
+  /** Starts a transaction (MULTI … EXEC): the learning store appends in one. */
   multi(): RedisTransaction;
+  /** A new connection with the same options: the rate limiter's own connections. */
   duplicate(override?: { lazyConnect?: boolean }): unknown;
 }
