@@ -55,7 +55,7 @@ export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
-  RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, IdempotencyBeginOptions,
+  RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, IdempotencyBeginOptions,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';

@@ -10,6 +10,9 @@ import type { Db } from './db.js';
 
 interface RunRow {
   run_id: string;
+  chain: string | null;
+  fingerprint: string | null;
+  context_hash: string | null;
   status: RunStatus;
   owner: string;
   lease_until: number;
@@ -19,7 +22,7 @@ interface RunRow {
   result: string | null;
 }
 
-const COLUMNS = 'run_id, status, owner, lease_until, deadline_at, approved_gate, record, result';
+const COLUMNS = 'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result';
 
 const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
   storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil: row.lease_until, deadlineAt: row.deadline_at, approvedGate: row.approved_gate, result: row.result }, journal);
@@ -43,9 +46,10 @@ export interface PostgresRunStoreOptions {
 export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunStore {
   const { s } = db;
   const insert = db.sql(`
-INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record) VALUES ($1, 'running', $2, $3, $4, $5)
+INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash) VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9)
 ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
-WHERE r.status = 'running' AND r.lease_until < $6
+WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain) AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
+  AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
 RETURNING (xmax = 0) AS created, ${COLUMNS}`);
   const readJournal = db.sql(`SELECT entry FROM ${s}.run_journal WHERE run_id = $1 ORDER BY seq`);
   const readJournals = db.sql(`SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`);
@@ -65,7 +69,7 @@ WITH kept AS (
   ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
 )
 ${append}`);
-  const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running'`);
+  const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   const finish = db.sql(`
 WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
@@ -75,11 +79,14 @@ SELECT run_id FROM f`);
 UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5, result = NULL, expires_at = NULL
 WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
   // SKIP LOCKED: claimers never wait for each other (nor for a journal write), and each row goes to one.
+  // With a filter ($5: 'chain|fingerprint' pairs), only runs this runner can continue, or orphaned past $6.
   const claim = db.sql(`
 UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3
-FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2 ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
+FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
+  AND ($5::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($5::text[]) OR deadline_at < $6)
+  ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
 WHERE r.run_id = c.run_id
-RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
+RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
 
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
@@ -88,7 +95,7 @@ RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_
   const create = async (data: string, record: Parameters<RunStore['create']>[0], now: number): Promise<CreateRunResult> => {
     // A run id seen at once by create, finish and the sweep settles in a few rounds; more means something is wrong.
     for (let round = 0; round < 5; round++) {
-      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now])).rows[0];
+      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null])).rows[0];
       if (inserted?.created) return { status: 'created' };
       if (inserted) {
         const entries = await db.query<{ entry: string }>('run (create)', readJournal, [record.runId]);
@@ -100,8 +107,10 @@ RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_
         await db.query('run (create)', dropExpired, [record.runId, db.now()]); // past its retention: as if gone
         continue;
       }
+      const bound = (row.chain === null || row.chain === record.chain) && (row.context_hash === null || record.contextHash === undefined || row.context_hash === record.contextHash);
+      if (!bound) return { status: 'mismatch' };
       if (row.status !== 'running') return { status: 'ended', run: fromRow(row, row.journal) };
-      if (row.lease_until >= now) return { status: 'busy', run: fromRow(row, row.journal) };
+      if (row.lease_until >= now || (row.fingerprint !== null && row.fingerprint !== record.fingerprint)) return { status: 'busy', run: fromRow(row, row.journal) };
     }
     throw new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.` });
   };
@@ -129,7 +138,8 @@ RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_
       return done.rowCount === 1;
     },
     async renew(owner, runIds, leaseUntil) {
-      if (runIds.length > 0) await db.query('run (renew)', renew, [owner, runIds, leaseUntil]);
+      if (runIds.length === 0) return [];
+      return (await db.query<{ run_id: string }>('run (renew)', renew, [owner, runIds, leaseUntil])).rows.map((r) => r.run_id);
     },
     async finish(runId, owner, status, result, retentionMs, entries = []) {
       const data = encodeRunValue(result);
@@ -140,9 +150,10 @@ RETURNING r.run_id, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_
     async reopen(runId, owner, update) {
       return (await db.query('run (reopen)', reopen, [runId, owner, update.leaseUntil, update.approvedGate, update.deadlineAt, db.now()])).rowCount === 1;
     },
-    async claimExpired(owner, now, leaseUntil, limit) {
+    async claimExpired(owner, now, leaseUntil, limit, only) {
       if (!(limit >= 1)) return [];
-      const claimed = (await db.query<RunRow>('run (claim)', claim, [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1)])).rows;
+      const pairs = only ? only.chains.map((c) => `${c.name}|${c.fingerprint}`) : null;
+      const claimed = (await db.query<RunRow>('run (claim)', claim, [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), pairs, only?.orphanedBefore ?? -Infinity])).rows;
       if (claimed.length === 0) return [];
       const entries = new Map<string, string[]>();
       for (const row of (await db.query<{ run_id: string; entry: string }>('run (claim)', readJournals, [claimed.map((r) => r.run_id)])).rows) {

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -50,6 +50,10 @@ CREATE TABLE IF NOT EXISTS ${s}.runs (
   result text,
   expires_at double precision
 );
+-- Version 2: what a run id is bound to, and what a claim filters on.
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS chain text;
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS fingerprint text;
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS context_hash text;
 CREATE INDEX IF NOT EXISTS runs_lease ON ${s}.runs (lease_until) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS runs_expiry ON ${s}.runs (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (

@@ -19,20 +19,23 @@ export interface RedisRunStoreOptions {
   idempotency?: IdempotencyStore;
 }
 
-// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId.
-// Records a new run, or reports the existing one (taken over when its lease ended before now).
+// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash.
+// Records a new run, or reports the existing one (taken over when its lease ended before now). A run
+// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
 const CREATE = `
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4])
+  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
   return 'created'
 end
+local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
+if (b[1] and b[1] ~= ARGV[7]) or (b[2] and b[2] ~= '' and ARGV[9] ~= '' and b[2] ~= ARGV[9]) then return 'mismatch' end
 local kind = 'ended'
 if st == 'running' then
   kind = 'busy'
-  if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) then
+  if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) and (not b[3] or b[3] == ARGV[8]) then
     redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'lease', ARGV[3])
     redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
     kind = 'taken'
@@ -49,17 +52,19 @@ if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1`;
 
-// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run ids… Renews only the owner's runs in flight.
+// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run ids… Renews only the owner's runs in flight; returns their ids.
 const RENEW = `
+local out = {}
 for i = 4, #ARGV do
   local k = ARGV[3] .. ARGV[i]
   local f = redis.call('HMGET', k, 'owner', 'status')
   if f[1] == ARGV[1] and f[2] == 'running' then
     redis.call('HSET', k, 'lease', ARGV[2])
     redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i])
+    out[#out + 1] = ARGV[i]
   end
 end
-return 1`;
+return out`;
 
 // KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, journal entries….
 const FINISH = `
@@ -84,23 +89,37 @@ redis.call('PERSIST', KEYS[2])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[5])
 return 1`;
 
-// KEYS: live set. ARGV: owner, now, leaseUntil, limit, run key prefix, journal key prefix.
-// Members whose run ended or vanished leave the set; a lagging score is corrected.
+// KEYS: live set. ARGV: owner, now, leaseUntil, limit, run key prefix, journal key prefix, orphanedBefore
+// ('' for none), '1' to filter, then chain and fingerprint pairs. Members whose run ended or vanished
+// leave the set; a lagging score is corrected. With a filter, runs of other chains or fingerprints
+// (not orphaned) are passed over untouched; the scan goes on past them, at most 20 pages.
 const CLAIM = `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[4]))
+local allowed = {}
+for i = 9, #ARGV, 2 do allowed[ARGV[i] .. '|' .. ARGV[i + 1]] = true end
+local limit = tonumber(ARGV[4])
+local orphan = tonumber(ARGV[7])
 local out = {}
-for _, id in ipairs(ids) do
-  local k = ARGV[5] .. id
-  local f = redis.call('HMGET', k, 'status', 'lease')
-  if f[1] ~= 'running' then
-    redis.call('ZREM', KEYS[1], id)
-  elseif tonumber(f[2]) >= tonumber(ARGV[2]) then
-    redis.call('ZADD', KEYS[1], f[2], id)
-  else
-    redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
-    redis.call('ZADD', KEYS[1], ARGV[3], id)
-    out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1)}
+local offset = 0
+for page = 1, 20 do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', offset, limit)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local k = ARGV[5] .. id
+    local f = redis.call('HMGET', k, 'status', 'lease', 'chain', 'fp', 'deadline')
+    if f[1] ~= 'running' then
+      redis.call('ZREM', KEYS[1], id)
+    elseif tonumber(f[2]) >= tonumber(ARGV[2]) then
+      redis.call('ZADD', KEYS[1], f[2], id)
+    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')] and not (orphan and tonumber(f[5]) < orphan) then
+      offset = offset + 1
+    else
+      redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
+      redis.call('ZADD', KEYS[1], ARGV[3], id)
+      out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1)}
+      if #out >= limit then return out end
+    end
   end
+  if #ids < limit then break end
 end
 return out`;
 
@@ -212,8 +231,8 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     ...(options.idempotency && { idempotency: options.idempotency }),
     create: (record, now) => guard('create', async (): Promise<CreateRunResult> => {
       const data = encodeRunValue(record);
-      const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId])) as 'created' | [string, string[], string[]];
-      if (r === 'created') return { status: 'created' };
+      const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId, record.chain, record.fingerprint, record.contextHash ?? ''])) as 'created' | 'mismatch' | [string, string[], string[]];
+      if (r === 'created' || r === 'mismatch') return { status: r };
       const [kind, hash, entries] = r;
       return { status: kind as 'ended' | 'busy' | 'taken', run: fromHash(hash, entries) };
     }),
@@ -229,9 +248,8 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       }
       return (await journal(redis, keys, args)) === 1;
     }),
-    renew: (owner, runIds, leaseUntil) => guard('renew', async () => {
-      if (runIds.length > 0) await renew(redis, [live], [owner, leaseUntil, `${p}:run:`, ...runIds]);
-    }),
+    renew: (owner, runIds, leaseUntil) => guard('renew', async () =>
+      runIds.length > 0 ? ((await renew(redis, [live], [owner, leaseUntil, `${p}:run:`, ...runIds])) as string[]) : []),
     finish: (runId, owner, status, result, retentionMs, entries = []) => guard('finish', async () => {
       const data = encodeRunValue(result);
       const journaled = entries.map((e) => encodeRunValue(e));
@@ -240,9 +258,11 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     }),
     reopen: (runId, owner, update) => guard('reopen', async () =>
       (await reopen(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.approvedGate, update.deadlineAt, runId])) === 1),
-    claimExpired: (owner, now, leaseUntil, limit) => guard('claim', async () => {
+    claimExpired: (owner, now, leaseUntil, limit, only) => guard('claim', async () => {
       if (limit <= 0) return [];
-      const rows = (await claim(redis, [live], [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, `${p}:run-j:`])) as [string[], string[]][];
+      const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
+      const args = [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, `${p}:run-j:`, only?.orphanedBefore ?? '', ...filter];
+      const rows = (await claim(redis, [live], args)) as [string[], string[]][];
       return rows.map(([hash, entries]) => fromHash(hash, entries));
     }),
     get: (runId) => guard('get', async () => {

@@ -12,7 +12,7 @@ import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
 import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
-import { iso } from './execution.js';
+import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import { traceEntry, type Recorder } from './recorder.js';
 
@@ -25,17 +25,19 @@ export interface CompensationRun extends Omit<CallSite, 'abort' | 'deadline'> {
 
 type FailedRun = Extract<RunResult, { status: 'failed' }>;
 
+
 /**
  * After a failure: undoes `steps` (pass them newest first) and writes what happened into the failed
  * result — `compensated`, `compensationFailures` and the undos' trace entries. A runner being closed
- * undoes nothing: each step is reported as not compensated.
+ * undoes nothing: each step is reported as not compensated. With `journal`, each undo is recorded
+ * (see {@link UndoJournal}); a `false` from it stops before the next undo.
  *
  * @example
  * ```ts
  * await compensateRun(calls, recorder, run, todo, result);
  * ```
  */
-export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly PlannedStep[], result: FailedRun, closedBy: unknown): Promise<void> {
+export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly PlannedStep[], result: FailedRun, closedBy: unknown, journal?: UndoJournal): Promise<void> {
   if (steps.length === 0) return;
   if (closedBy instanceof RunAbortReason && closedBy.kind === 'closed') {
     result.compensationFailures = steps.map((step) => ({
@@ -45,12 +47,15 @@ export async function compensateRun(calls: Calls, recorder: Recorder, run: Compe
     return;
   }
   const { trace } = result;
-  const failures: { step: string; error: ChainErrorInfo }[] = [];
-  for (const step of steps) {
-    const { entry, error } = await undo(calls, recorder, run, step);
-    if (error) failures.push({ step: step.id, error });
-    else result.compensated.push(step.id);
-    trace.steps.push(entry);
+  const failures: { step: string; error: ChainErrorInfo }[] = result.compensationFailures ? [...result.compensationFailures] : [];
+  if (!journal || (await journal.start(result.error))) {
+    for (const step of steps) {
+      const { entry, error } = await undo(calls, recorder, run, step);
+      if (error) failures.push({ step: step.id, error });
+      else result.compensated.push(step.id);
+      trace.steps.push(entry);
+      if (journal && !(await journal.undone(step.id, entry, error))) break;
+    }
   }
   if (failures.length > 0) result.compensationFailures = failures;
   const ended = calls.now();

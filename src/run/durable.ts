@@ -2,13 +2,18 @@
 // step, each step journaled before a step that depends on it starts, the result recorded at the end.
 // The owner renews its leases with one timer; `recover()` continues runs whose owner died.
 import type { Chain } from '../define/chain.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
 import { ToolFailure } from '../errors/classify.js';
 import { listening, safeEmit } from '../observe/events.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';
-import type { JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/types.js';
+import { encodeRunValue } from '../stores/run-codec.js';
+import { CheckpointEncodeError } from '../stores/serialize.js';
+import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
+import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
+import { hashContext } from './checkpoint.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import type { Execution } from './execution.js';
 import { execute } from './executor.js';
@@ -92,8 +97,10 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const now = calls.now;
   const owner = newId();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  // A lease with less than this left is renewed (one store round trip) before a call or an undo is made.
+  const margin = Math.max(1, Math.floor(leaseMs / 2));
   const retentionMs = Math.max(RETENTION_MS, parts.gates.confirmationTtlMs);
-  const owned = new Set<string>();
+  const leases = new Map<string, Lease>();
   let renewal: ReturnType<typeof setInterval> | undefined;
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
@@ -105,68 +112,151 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const t = now();
     return Promise.resolve(callStore(fn, Math.min(t + STORE_WAIT_MS, Math.max(until, t + 1)), now, `run (${what})`));
   };
-  const hold = (runId: string): void => {
-    owned.add(runId);
+  /** What a renewal answered: the runs still held get their new lease, the others are lost (fenced off). */
+  const renewed = (ids: readonly string[], held: unknown, until: number): void => {
+    // A store predating the answer (void) is taken at its word.
+    const kept = Array.isArray(held) ? new Set<string>(held as string[]) : undefined;
+    for (const id of ids) {
+      const lease = leases.get(id);
+      if (!lease) continue;
+      if (!kept || kept.has(id)) lease.until = Math.max(lease.until, until);
+      else lease.lost = true;
+    }
+  };
+  const hold = (runId: string, until: number): Lease => {
+    const lease: Lease = { until, lost: false, failed: undefined };
+    leases.set(runId, lease);
     // One timer per runner renews every lease it holds in one store call, a third of a lease apart.
     if (renewal === undefined && !closed) {
       renewal = setInterval(() => {
-        if (owned.size > 0) store.renew(owner, [...owned], now() + leaseMs).catch((error: unknown) => warn(error, 'lease renewal failed'));
+        if (leases.size === 0) return;
+        const ids = [...leases.keys()];
+        const until = now() + leaseMs;
+        store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed'));
       }, Math.max(1, Math.floor(leaseMs / 3)));
       renewal.unref?.();
     }
+    return lease;
   };
   const release = (runId: string): void => {
-    owned.delete(runId);
-    if (owned.size === 0 && renewal !== undefined) {
+    leases.delete(runId);
+    if (leases.size === 0 && renewal !== undefined) {
       clearInterval(renewal);
       renewal = undefined;
     }
   };
+  /**
+   * Whether this runner may still act for `runId` (call a tool, undo): its lease holds with room to
+   * spare, or a renewal confirms it now. A lost lease is never regained.
+   */
+  const fence = (runId: string): boolean | Promise<boolean> => {
+    const lease = leases.get(runId);
+    if (!lease || lease.lost || lease.failed) return false;
+    const t = now();
+    if (lease.until - t > margin) return true;
+    const until = t + leaseMs;
+    return bounded('renew', until, () => store.renew(owner, [runId], until)).then((held) => {
+      renewed([runId], held, until);
+      return !lease.lost;
+    }, (error: unknown) => {
+      lease.failed = error;
+      return false;
+    });
+  };
+  const leaseLost = (runId: string): ToolFailure =>
+    new ToolFailure({ category: 'conflict', code: 'lease_lost', message: `Run ${runId} was taken over by another runner (this runner's lease expired); it stopped here.` });
+  /** The calls of durable runs: every tool call and undo passes the lease's fence first. */
+  const fencedCalls: Calls = {
+    ...calls,
+    call(ctx) {
+      const open = fence(ctx.runId);
+      if (open === true) return calls.call(ctx);
+      const refused = (): Promise<never> => Promise.reject(leases.get(ctx.runId)?.failed ?? leaseLost(ctx.runId));
+      return open === false ? refused() : open.then((yes) => (yes ? calls.call(ctx) : refused()));
+    },
+  };
+  const durableParts: RunnerParts = { ...parts, calls: fencedCalls };
 
-  /** Runs `exec` as a durable run this runner owns: journal each step, record the end. */
-  const own = (exec: Execution, deadlineAt: number, recovered: boolean): Promise<RunResult> => {
+  /** Runs `exec` as a durable run this runner owns: journal each step and each undo, record the end. */
+  const own = (exec: Execution, deadlineAt: number, recovered: boolean, leaseUntil: number): Promise<RunResult> => {
     const { runId } = exec;
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
-    let interrupted = false;
-    hold(runId);
+    const lease = hold(runId, leaseUntil);
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
-    exec.interrupted = () => interrupted;
+    exec.interrupted = () => lease.lost || lease.failed !== undefined;
     exec.journal = (entry: JournalEntry) => {
       if (plan.skip.has(entry.step)) return true;
-      if (plan.atEnd.has(entry.step)) return void atEnd.push(entry);
-      return write(entry);
+      if (plan.atEnd.has(entry.step)) {
+        encodeRunValue(entry); // a value no store keeps fails its step now, not the end write
+        return void atEnd.push(entry);
+      }
+      return write(entry).then((kept) => {
+        if (!kept) throw lease.failed ?? leaseLost(runId);
+      });
     };
-    const write = async (entry: JournalEntry): Promise<void> => {
-      let kept: boolean;
+    /** Journals `entry`; `false` when the lease is lost or the store failed (the run is then interrupted). */
+    const write = async (entry: JournalEntry): Promise<boolean> => {
+      if (lease.lost || lease.failed) return false;
       try {
-        kept = await bounded('journal', deadlineAt, () => store.journal(runId, owner, entry));
+        if (await bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () => store.journal(runId, owner, entry))) return true;
+        lease.lost = true;
       } catch (error) {
-        interrupted = true;
-        throw error;
+        // A value the codec refuses fails its step (the run then ends as any failed run); anything else is the store's.
+        if (error instanceof CheckpointEncodeError) throw error;
+        lease.failed = error;
       }
-      if (!kept) {
-        interrupted = true;
-        throw new ToolFailure({ category: 'conflict', code: 'lease_lost', message: `Run ${runId} was taken over by another runner (this runner's lease expired); it stopped here.` });
-      }
+      return false;
+    };
+    let compensating = exec.compensating !== undefined;
+    exec.undoJournal = {
+      start: (error) => {
+        if (compensating) return true;
+        compensating = true;
+        return write({ step: '', compensation: 'start', error, trace: COMPENSATION_TRACE }).catch(() => false);
+      },
+      undone: (step, trace, error) => write({ step, compensation: error ? 'undo_failed' : 'undone', ...(error && { error }), trace }).catch(() => false),
     };
     exec.onEnd = async (result: RunResult) => {
       release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
-      if (interrupted || (result.status === 'failed' && result.error.code === 'runner_closed')) return;
+      if (result.status === 'failed' && result.error.code === 'runner_closed') return;
+      if (lease.lost || lease.failed) return interruptedResult(result, lease);
       let recorded = false;
+      const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
       try {
-        recorded = await bounded('finish', now() + STORE_WAIT_MS, () => store.finish(runId, owner, result.status, result, retentionMs, atEnd));
+        recorded = await bounded('finish', until, () => store.finish(runId, owner, result.status, result, retentionMs, atEnd));
       } catch (error) {
-        warn(error, `could not record the end of run ${runId}`);
+        if (error instanceof CheckpointEncodeError) recorded = await finishPlain(runId, result, until, atEnd);
+        else warn(error, `could not record the end of run ${runId}`);
       }
-      // Steps journaled with the end are done only once it is recorded: otherwise the run stays in
-      // flight (its next owner finishes it from the journal) and this caller is told so.
-      if (!recorded && atEnd.length > 0) return unrecorded(result);
+      // Steps journaled with the end, and a compensation, are done only once the end is recorded:
+      // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
+      if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(result);
       safeRunEnd(result, recovered);
     };
-    return execute(parts, exec);
+    return execute(durableParts, exec);
+  };
+
+  /** The end of a run whose result the codec refused (a value in its trace or `completed`): recorded without them. */
+  const finishPlain = async (runId: string, result: RunResult, until: number, atEnd: readonly JournalEntry[]): Promise<boolean> => {
+    const plain = { ...result, trace: { ...result.trace, steps: result.trace.steps.map(({ input: _i, output: _o, ...step }) => step) }, ...('completed' in result && { completed: {} }), ...('output' in result && { output: undefined }) };
+    try {
+      return await bounded('finish', until, () => store.finish(runId, owner, result.status, plain, retentionMs, atEnd));
+    } catch (error) {
+      warn(error, `could not record the end of run ${runId}`);
+      return false;
+    }
+  };
+
+  /** A run cut off by a lost lease or a failed store: the caller learns that, not a failure that was never recorded. */
+  const interruptedResult = (result: RunResult, lease: Lease): RunResult => {
+    const body = lease.failed !== undefined
+      ? earlyFailure(calls, 'unavailable', 'store_unavailable', lease.failed instanceof Error ? lease.failed.message : String(lease.failed))
+      : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
+    result.trace.status = 'failed';
+    return { ...body, completed: 'completed' in result ? result.completed : {}, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 
   const unrecorded = (result: RunResult): RunResult => {
@@ -180,80 +270,106 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     safeEmit(events, 'run:end', { runId: result.runId, traceId: result.trace.traceId, chain: result.chain, ...(result.trace.sessionId !== undefined && { sessionId: result.trace.sessionId }), status: result.status, recovered, result });
   };
 
-  /** Continues a stored run (taken over or claimed) from its journal; a changed chain cannot continue. */
-  const resumeStored = (run: StoredRun, previousOwner: string, given?: Chain): Promise<RunResult> => {
+  /** Continues a stored run this runner now owns (taken over or claimed) from its journal. */
+  const resumeStored = (run: StoredRun, previousOwner: string, leaseUntil: number, given?: Chain): Promise<RunResult> => {
     const chain = given ?? parts.chains.get(run.chain);
-    if (!chain || chain.fingerprint !== run.fingerprint) {
-      release(run.runId);
-      const why = chain ? `Chain ${run.chain} changed since the run started; it cannot be continued.` : `This runner has no chain named '${run.chain}' to continue run ${run.runId}.`;
-      const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: run.journal.map((e) => e.trace) }, earlyFailure(calls, 'internal', chain ? 'chain_changed' : 'unknown_chain', why));
-      return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, retentionMs)).then(() => result, (error: unknown) => {
-        warn(error, `could not record the end of run ${run.runId}`);
-        return result;
-      });
-    }
+    if (!chain || chain.fingerprint !== run.fingerprint) return endOrphan(run, chain);
     if (listening(events, 'run:recovered')) {
-      safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: run.journal.map((e) => e.step) });
+      safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step) });
     }
-    return own(continuation(run, chain), run.deadlineAt, true);
+    return own(continuation(run, chain), run.deadlineAt, true, leaseUntil);
   };
+
+  /**
+   * A run claimed without its definition here: past its deadline (the claim allows nothing else), it
+   * ends `deadline_exceeded`; nothing can be undone without the definition, and the result says so.
+   */
+  const endOrphan = (run: StoredRun, chain: Chain | undefined): Promise<RunResult> => {
+    const why = chain ? `chain ${run.chain} has changed here` : `this runner has no chain named '${run.chain}'`;
+    const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: run.journal.map((e) => e.trace) },
+      earlyFailure(calls, 'timeout', 'deadline_exceeded', `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`));
+    return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, retentionMs)).then(() => result, (error: unknown) => {
+      warn(error, `could not record the end of run ${run.runId}`);
+      return result;
+    }).finally(() => release(run.runId));
+  };
+
+  /** The chains this runner can continue: what a claim is filtered by. */
+  const claimFilter = (t: number): ClaimFilter => ({
+    chains: [...parts.chains.values()].map((c) => ({ name: c.name, fingerprint: c.fingerprint })),
+    // Runs nobody here can continue are ended once their deadline is well past (their own runners had a lease's worth of polls first).
+    orphanedBefore: t - Math.max(ORPHAN_GRACE_MS, 2 * leaseMs),
+  });
+
+  /** Claims expired runs this runner can continue and starts them; resolves with their results' promises. */
+  const claimAndStart = async (): Promise<Promise<RunResult>[]> => {
+    const t = now();
+    const until = t + leaseMs;
+    const claimed = await bounded('claim', t + STORE_WAIT_MS, () => store.claimExpired(owner, t, until, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
+    if (claimed.length === 0) logger?.debug({ owner }, 'durable runs: recover() found no expired run of a chain (and fingerprint) this runner has');
+    for (const run of claimed) hold(run.runId, until);
+    return claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner, until));
+  };
+
+  const refuse = (exec: Execution, code: string, message: string): RunResult =>
+    earlyResult(parts, { chain: exec.chain.name, runId: exec.runId, traceId: exec.traceId, sessionId: exec.sessionId, definition: exec.chain, startedAt: exec.startedAt }, earlyFailure(calls, code === 'store_unavailable' ? 'unavailable' : 'conflict', code, message));
 
   const durable: Durable = {
     async run(exec) {
       const deadlineAt = exec.startedAt + exec.chain.timeoutMs;
+      const leaseUntil = now() + leaseMs;
       const record: RunRecord = {
         v: 1, runId: exec.runId, traceId: exec.traceId, chain: exec.chain.name, fingerprint: exec.chain.fingerprint,
         ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
-        input: exec.input, context: exec.context, startedAt: exec.startedAt, deadlineAt,
-        status: 'running', owner, leaseUntil: now() + leaseMs,
+        input: exec.input, context: exec.context, contextHash: hashContext(exec.context), startedAt: exec.startedAt, deadlineAt,
+        status: 'running', owner, leaseUntil,
       };
-      const site = { chain: exec.chain.name, runId: exec.runId, traceId: exec.traceId, sessionId: exec.sessionId, definition: exec.chain, startedAt: exec.startedAt };
-      let created;
+      let created: CreateRunResult;
       try {
         created = await bounded('create', deadlineAt, () => store.create(record, now()));
       } catch (error) {
-        return earlyResult(parts, site, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+        return refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
       }
       switch (created.status) {
-        case 'created': return own(exec, deadlineAt, false);
+        case 'created': return own(exec, deadlineAt, false, leaseUntil);
         case 'ended': return created.run.result as RunResult; // the caller's retry: the recorded result, no tool called
-        case 'busy': return earlyResult(parts, site, earlyFailure(calls, 'conflict', 'run_in_progress', `Run ${exec.runId} is in flight on another runner; try again later, or use a new run id.`));
-        case 'taken': return resumeStored(created.run, created.run.owner, exec.chain);
+        case 'busy': return refuse(exec, 'run_in_progress', `Run ${exec.runId} is in flight on another runner; try again later, or use a new run id.`);
+        case 'taken': return resumeStored(created.run, created.run.owner, leaseUntil, exec.chain);
+        case 'mismatch': return refuse(exec, 'run_id_taken', `Run id ${exec.runId} is taken; use a new run id.`);
       }
     },
 
     async resume(exec) {
       const deadlineAt = exec.deadlineAt ?? (exec.segmentStart ?? now()) + exec.chain.timeoutMs;
+      const leaseUntil = now() + leaseMs;
       try {
-        const reopened = await bounded('reopen', deadlineAt, () => store.reopen(exec.runId, owner, { leaseUntil: now() + leaseMs, approvedGate: exec.approvedGate!, deadlineAt }));
+        const reopened = await bounded('reopen', deadlineAt, () => store.reopen(exec.runId, owner, { leaseUntil, approvedGate: exec.approvedGate!, deadlineAt }));
         // Parked before the run store was configured (or its record expired): record it now.
         if (!reopened) {
           const created = await bounded('create', deadlineAt, () => store.create({
             v: 1, runId: exec.runId, traceId: exec.traceId, chain: exec.chain.name, fingerprint: exec.chain.fingerprint,
-            ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }), input: exec.input, context: exec.context, startedAt: exec.startedAt, deadlineAt,
-            status: 'running', owner, leaseUntil: now() + leaseMs, ...(exec.approvedGate !== undefined && { approvedGate: exec.approvedGate }),
+            ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }), input: exec.input, context: exec.context, contextHash: hashContext(exec.context), startedAt: exec.startedAt, deadlineAt,
+            status: 'running', owner, leaseUntil, ...(exec.approvedGate !== undefined && { approvedGate: exec.approvedGate }),
           }, now()));
-          if (created.status !== 'created') return earlyResult(parts, { chain: exec.chain.name, runId: exec.runId, traceId: exec.traceId, sessionId: exec.sessionId, definition: exec.chain }, earlyFailure(calls, 'conflict', 'run_in_progress', `Run ${exec.runId} is recorded as ${created.run.status} elsewhere; it cannot be resumed here.`));
+          if (created.status !== 'created') return refuse(exec, 'run_in_progress', `Run ${exec.runId} is recorded elsewhere; it cannot be resumed here.`);
         }
       } catch (error) {
-        return earlyResult(parts, { chain: exec.chain.name, runId: exec.runId, traceId: exec.traceId, sessionId: exec.sessionId, definition: exec.chain }, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+        return refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
       }
-      return own(exec, deadlineAt, false);
+      return own(exec, deadlineAt, false, leaseUntil);
     },
 
     async recover() {
       if (closed) return [];
-      const t = now();
-      const claimed = await bounded('claim', t + STORE_WAIT_MS, () => store.claimExpired(owner, t, t + leaseMs, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT));
-      for (const run of claimed) hold(run.runId);
-      return Promise.all(claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner)));
+      return Promise.all(await claimAndStart());
     },
 
     async info(runId) {
+      checkRunId(runId);
       const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
       if (!run) return undefined;
       return {
-        runId: run.runId, chain: run.chain, status: run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.map((e) => e.step),
+        runId: run.runId, chain: run.chain, status: run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step),
         ...(run.result !== undefined && { result: run.result as RunResult }),
       };
     },
@@ -263,36 +379,86 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       if (poll !== undefined) clearInterval(poll);
       if (renewal !== undefined) clearInterval(renewal);
       poll = renewal = undefined;
-      owned.clear();
+      leases.clear();
     },
   };
 
   if (options.recover) {
-    // Background recovery never overlaps itself and never keeps the process alive.
+    // Background recovery never overlaps its own claims and never keeps the process alive; the runs
+    // it claims go on by themselves, so one slow run never delays picking up the others.
     poll = setInterval(() => {
-      if (polling) return;
+      if (polling || closed) return;
       polling = true;
-      durable.recover().catch((error: unknown) => warn(error, 'recovery poll failed')).finally(() => (polling = false));
+      claimAndStart().then((started) => {
+        for (const p of started) p.catch((error: unknown) => warn(error, 'a recovered run failed'));
+      }, (error: unknown) => warn(error, 'recovery poll failed')).finally(() => (polling = false));
     }, options.recover.intervalMs);
     poll.unref?.();
   }
   return durable;
 }
 
-/** The execution that continues a stored run from its journal: journaled steps are done, not called again. */
+/** What a runner knows of a lease it holds. */
+interface Lease {
+  /** Epoch ms until which the store last confirmed it. */
+  until: number;
+  /** Another runner owns the run now: this one calls and records nothing more for it. */
+  lost: boolean;
+  /** The store failed while the run was journaled: it stopped here, for recovery. */
+  failed: unknown;
+}
+
+/** The trace entry of a compensation's start (it names no step). */
+const COMPENSATION_TRACE: TraceStep = Object.freeze({ stepNumber: 0, id: '', status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(0).toISOString() }) as TraceStep;
+/** How long past its deadline a run no runner here can continue waits for one that can, before any ends it. */
+const ORPHAN_GRACE_MS = 60_000;
+
+/** The execution that continues a stored run from its journal: journaled steps are done, not called again; a compensating run only undoes. */
 export function continuation(run: StoredRun, chain: Chain): Execution {
   const results = Object.create(null) as Record<string, unknown>;
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
+  let compensating: Execution['compensating'];
   for (const entry of run.journal) {
-    done.push(entry.step);
-    if (entry.skipped !== true) results[entry.step] = entry.value;
-    priorTrace.push(entry.trace);
+    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
+    else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    else {
+      done.push(entry.step);
+      if (entry.skipped !== true) results[entry.step] = entry.value;
+      priorTrace.push(entry.trace);
+    }
   }
   return {
     chain, runId: run.runId, traceId: run.traceId, input: run.input, context: (run.context ?? {}) as Record<string, unknown>,
     results, done, priorTrace, startedAt: run.startedAt, resumed: true,
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
+    ...(compensating && { compensating }),
   };
+}
+
+/** The longest run id accepted. */
+const MAX_RUN_ID = 255;
+// C0 and C1 control characters, DEL, and the line and paragraph separators.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/**
+ * Whether `runId` is one chainkit accepts: a string of 1–255 printable characters (no control
+ * characters). Reads nothing but `typeof` and the string itself: an object or a throwing `toString` is refused.
+ *
+ * @example
+ * ```ts
+ * if (!isValidRunId(opts.runId)) return invalidRunId();
+ * ```
+ */
+export function isValidRunId(runId: unknown): runId is string {
+  return typeof runId === 'string' && runId.length >= 1 && runId.length <= MAX_RUN_ID && !CONTROL.test(runId);
+}
+
+/** The failure of an invalid run id. */
+export const INVALID_RUN_ID = 'A run id must be a string of 1 to 255 printable characters (no control characters).';
+
+/** Throws the `invalid_input` / `invalid_run_id` failure for a run id that is not {@link isValidRunId}. */
+function checkRunId(runId: unknown): void {
+  if (!isValidRunId(runId)) throw new ToolFailure({ category: 'invalid_input', code: 'invalid_run_id', message: INVALID_RUN_ID });
 }

@@ -15,6 +15,18 @@ import type { RunOptions } from './types.js';
  */
 export type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | boolean>;
 
+/**
+ * Durable runs journal their compensation: its start (the run's failure) before the first undo, and
+ * each undo once it ended, so a recovered run finishes the undo instead of running forward. `false`
+ * (the lease is lost, the store failed) stops compensating at once: the run's next owner finishes it.
+ */
+export interface UndoJournal {
+  /** Before the first undo: records that the run compensates, failed with `error`. */
+  start(error: ChainErrorInfo): boolean | Promise<boolean>;
+  /** After each undo: records it, with its failure if it failed. */
+  undone(step: string, entry: TraceStep, error: ChainErrorInfo | undefined): boolean | Promise<boolean>;
+}
+
 /** One execution segment of a chain: a fresh run, the part after an approved gate, or a continued run. */
 export interface Execution {
   chain: Chain;
@@ -54,6 +66,13 @@ export interface Execution {
    * lost): it stays recorded as in flight for recovery, so nothing is compensated.
    */
   interrupted?: () => boolean;
+  /** Durable runs: where compensation is recorded (its start and each undo). */
+  undoJournal?: UndoJournal;
+  /**
+   * A continued run that had begun to compensate: it is not run forward; it ends failed with
+   * `error`, its undos journaled in `undone` (entries of `compensation` `undone`/`undo_failed`) kept, the rest done.
+   */
+  compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[] };
 }
 
 /** How a step ended other than ok: what stops the run. */

@@ -106,6 +106,7 @@ class Run extends Scheduler implements EndedSegment {
     if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.')));
     this.recorder.chainStarted(this, exec.resumed);
     if (!exec.resumed) this.checkPreconditions();
+    else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
     if (this.stop) return this.conclude();
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;

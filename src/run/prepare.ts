@@ -8,6 +8,7 @@ import { callStore } from '../stores/guard.js';
 import type { Checkpoint, TakeResult } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext, verifyToken } from './checkpoint.js';
+import { INVALID_RUN_ID, isValidRunId } from './durable.js';
 import { earlyFailure, earlyResult, type EarlySite } from './early-result.js';
 import { iso, type Execution } from './execution.js';
 import { newId } from './ids.js';
@@ -31,8 +32,13 @@ const NONE: readonly never[] = Object.freeze([]);
 export function prepareRun(parts: RunnerParts, chain: Chain, input: unknown, opts: RunOptions<unknown>): Execution | RunResult {
   const { calls } = parts;
   parts.chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
-  const runId = opts.runId ?? newId();
+  const given: unknown = opts.runId;
   const traceId = newId();
+  // Checked before anything reads it as text or a store is asked: an object's (or a throwing) toString is never called.
+  if (given !== undefined && !isValidRunId(given)) {
+    return earlyResult(parts, earlySite(chain, newId(), traceId, opts, calls.now()), earlyFailure(calls, 'invalid_input', 'invalid_run_id', INVALID_RUN_ID));
+  }
+  const runId = (given as string | undefined) ?? newId();
   const parsed = parseSchema(chain.input, input);
   if (!parsed.success) {
     const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');

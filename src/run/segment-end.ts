@@ -5,6 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
+import type { JournalEntry } from '../stores/types.js';
 import { compensateRun } from './compensate.js';
 import { describeThrown, toolsRun, type Stopped } from './execution.js';
 import { parkAtGate } from './gate.js';
@@ -70,9 +71,10 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     }
   } else if (stop.outcome.kind === 'failed') {
     result = failed(stop.outcome.error);
+    const undone = exec.compensating ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone) : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
-    const undo = exec.interrupted?.() ? [] : plan.filter((step) => step.compensate && run.isDone(step) && step.id in exec.results).reverse();
-    await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason);
+    const undo = exec.interrupted?.() ? [] : plan.filter((step) => step.compensate && run.isDone(step) && step.id in exec.results && !undone?.has(step.id)).reverse();
+    await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason, exec.undoJournal);
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };
   } else {
@@ -80,6 +82,20 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
   }
   trace.status = result.status;
   return result;
+}
+
+/** A recovered run's undos done before: into the result (compensated, failures, trace); their step ids. */
+function priorUndos(result: Extract<RunResult, { status: 'failed' }>, entries: readonly JournalEntry[]): Set<string> {
+  const ids = new Set<string>();
+  const failures: { step: string; error: ChainErrorInfo }[] = [];
+  for (const e of entries) {
+    ids.add(e.step);
+    if (e.compensation === 'undo_failed') failures.push({ step: e.step, error: e.error as ChainErrorInfo });
+    else result.compensated.push(e.step);
+    result.trace.steps.push(e.trace);
+  }
+  if (failures.length > 0) result.compensationFailures = failures;
+  return ids;
 }
 
 /** A chain without `output` returns its last completed step's result. */

@@ -2,7 +2,7 @@
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
 import { encodeRunValue, storedRun } from './run-codec.js';
 import type { RunStore } from './types.js';
-import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from './types.js';
+import type { ClaimFilter, CreateRunResult, IdempotencyStore, RunRecord, RunStatus, StoredRun } from './types.js';
 
 /** Options of {@link memoryRunStore}. */
 export interface MemoryRunStoreOptions {
@@ -19,6 +19,9 @@ export interface MemoryRunStoreOptions {
 
 interface MemoryRun {
   record: string; // encoded as created
+  chain: string;
+  fingerprint: string;
+  contextHash: string | undefined;
   status: RunStatus;
   owner: string;
   leaseUntil: number;
@@ -71,6 +74,8 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     }
   };
   const owns = (run: MemoryRun | undefined, owner: string): run is MemoryRun => run !== undefined && run.status === 'running' && run.owner === owner;
+  const claimable = (run: MemoryRun, only: ClaimFilter | undefined): boolean =>
+    only === undefined || only.chains.some((c) => c.name === run.chain && c.fingerprint === run.fingerprint) || (only.orphanedBefore !== undefined && run.deadlineAt < only.orphanedBefore);
 
   return {
     ...(idempotency && { idempotency }),
@@ -78,11 +83,15 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const encoded = encodeRunValue(record); // refuses what it cannot keep, before anything is stored
       const run = live(record.runId);
       if (!run) {
-        runs.set(record.runId, { record: encoded, status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity });
+        runs.set(record.runId, {
+          record: encoded, chain: record.chain, fingerprint: record.fingerprint, contextHash: record.contextHash,
+          status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity,
+        });
         return { status: 'created' };
       }
+      if (!boundTo(run, record)) return { status: 'mismatch' };
       if (run.status !== 'running') return { status: 'ended', run: view(record.runId, run) };
-      if (run.leaseUntil >= at) return { status: 'busy', run: view(record.runId, run) };
+      if (run.leaseUntil >= at || run.fingerprint !== record.fingerprint) return { status: 'busy', run: view(record.runId, run) };
       run.owner = record.owner;
       run.leaseUntil = record.leaseUntil;
       return { status: 'taken', run: view(record.runId, run) };
@@ -98,10 +107,14 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       return true;
     },
     async renew(owner, runIds, leaseUntil) {
+      const renewed: string[] = [];
       for (const runId of runIds) {
         const run = live(runId);
-        if (owns(run, owner)) run.leaseUntil = leaseUntil;
+        if (!owns(run, owner)) continue;
+        run.leaseUntil = leaseUntil;
+        renewed.push(runId);
       }
+      return renewed;
     },
     async finish(runId, owner, status, result, retentionMs, entries = []) {
       const encoded = encodeRunValue(result);
@@ -126,11 +139,11 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       ended.delete(runId);
       return true;
     },
-    async claimExpired(owner, at, leaseUntil, limit) {
+    async claimExpired(owner, at, leaseUntil, limit, only) {
       const claimed: StoredRun[] = [];
       for (const [runId, run] of runs) {
         if (claimed.length >= limit) break;
-        if (run.status !== 'running' || run.leaseUntil >= at) continue;
+        if (run.status !== 'running' || run.leaseUntil >= at || !claimable(run, only)) continue;
         run.owner = owner;
         run.leaseUntil = leaseUntil;
         claimed.push(view(runId, run));
@@ -142,4 +155,9 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       return run && view(runId, run);
     },
   };
+}
+
+/** Whether a run id's record belongs to the caller's chain and context (a record without a hash predates binding). */
+function boundTo(run: { chain: string; contextHash: string | undefined }, record: RunRecord): boolean {
+  return run.chain === record.chain && (run.contextHash === undefined || record.contextHash === undefined || run.contextHash === record.contextHash);
 }

@@ -144,6 +144,14 @@ export interface JournalEntry {
   skipped?: true;
   /** The step's trace entry, so a recovered run's trace shows the whole run. */
   trace: TraceStep;
+  /**
+   * Compensation, journaled: `start` (the run failed at `step` with `error` and begins to undo; it
+   * is never continued forward again), then one entry per undo of `step`: `undone`, or `undo_failed`
+   * with its `error`. Absent on a completed step.
+   */
+  compensation?: 'start' | 'undone' | 'undo_failed';
+  /** The run's failure (`start`) or the undo's (`undo_failed`), as a `ChainErrorInfo`. */
+  error?: unknown;
 }
 
 /** What a run store keeps of one durable run. Plain JSON. */
@@ -157,6 +165,11 @@ export interface RunRecord {
   input: unknown;
   /** The trusted context, validated: a recovered run continues with it, its caller being gone. */
   context: unknown;
+  /**
+   * A hash of the validated context: the run id is bound to `chain` and this (a caller with another
+   * chain or context gets `mismatch` from {@link RunStore.create}). Absent on records written before it.
+   */
+  contextHash?: string;
   startedAt: number;
   /** The run's deadline (epoch ms): a run recovered after it fails with `deadline_exceeded`. */
   deadlineAt: number;
@@ -185,7 +198,22 @@ export type CreateRunResult =
   /** The run id is in flight under a live lease held by `run.owner`. */
   | { status: 'busy'; run: StoredRun }
   /** The run id was in flight under an expired lease: the caller has taken it over (atomically). */
-  | { status: 'taken'; run: StoredRun };
+  | { status: 'taken'; run: StoredRun }
+  /**
+   * The run id is recorded for another chain or context (or, in flight, another fingerprint of the
+   * chain): nothing of that run is returned, and it is left as it was.
+   */
+  | { status: 'mismatch' };
+
+/**
+ * Which runs {@link RunStore.claimExpired} may claim: those of these chains with these fingerprints
+ * (the ones the claiming runner can continue), and any whose deadline passed before `orphanedBefore`.
+ */
+export interface ClaimFilter {
+  chains: readonly { name: string; fingerprint: string }[];
+  /** Epoch ms: a run whose deadline passed before it may be claimed whatever its chain. Default: none. */
+  orphanedBefore?: number;
+}
 
 /**
  * Keeps durable runs: the run record, its step journal, the owner's lease and the result. Every
@@ -195,7 +223,9 @@ export type CreateRunResult =
 export interface RunStore {
   /**
    * Records a new run (owned by `record.owner` until `record.leaseUntil`) unless its `runId`
-   * exists; an existing one is reported, and taken over when its lease expired before `now`.
+   * exists; an existing one is reported, and taken over when its lease expired before `now`. An
+   * existing run of another chain or `contextHash` (or in flight with another fingerprint) is
+   * `mismatch`, untouched.
    */
   create(record: RunRecord, now: number): Promise<CreateRunResult>;
   /**
@@ -203,8 +233,11 @@ export interface RunStore {
    * same round trip (stores that hold both). `false`: `owner` no longer holds the run.
    */
   journal(runId: string, owner: string, entry: JournalEntry, complete?: { key: string; value: unknown; ttlMs?: number }): Promise<boolean>;
-  /** Extends the lease of every listed run `owner` still holds, to `leaseUntil`: one round trip per runner tick. */
-  renew(owner: string, runIds: readonly string[], leaseUntil: number): Promise<void>;
+  /**
+   * Extends the lease of every listed run `owner` still holds, to `leaseUntil`: one round trip per
+   * runner tick. Resolves with the ids renewed: a listed run missing from it is no longer this owner's.
+   */
+  renew(owner: string, runIds: readonly string[], leaseUntil: number): Promise<string[]>;
   /**
    * Records how a run ended (`completed`, `failed`, `declined`) or that it parked at a gate
    * (`awaiting_confirmation`: no owner, no lease). Kept for `retentionMs`. `entries` are journaled in
@@ -220,8 +253,9 @@ export interface RunStore {
   /**
    * Claims up to `limit` `running` runs whose lease expired before `now`, atomically (one claimer
    * wins each run across processes), for `owner` until `leaseUntil`; returns them with their journals.
+   * With `only`, claims only the runs it allows; the others are not touched.
    */
-  claimExpired(owner: string, now: number, leaseUntil: number, limit: number): Promise<StoredRun[]>;
+  claimExpired(owner: string, now: number, leaseUntil: number, limit: number, only?: ClaimFilter): Promise<StoredRun[]>;
   /** The run and its journal, or `undefined`. */
   get(runId: string): Promise<StoredRun | undefined>;
   /**

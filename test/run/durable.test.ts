@@ -26,7 +26,7 @@ const gated = defineChain({
   ],
 });
 
-type Impl = { read?: (n: number, call: ToolCall) => unknown; write?: (n: number, call: ToolCall) => unknown; check?: () => unknown };
+type Impl = { read?: (n: number, call: ToolCall) => unknown; write?: (n: number, call: ToolCall) => unknown; check?: (id: string) => unknown };
 const runners: Runner[] = [];
 afterEach(async () => {
   for (const r of runners.splice(0)) await r.close();
@@ -45,7 +45,7 @@ function make(store: RunStore, impl: Impl = {}, extra: { now?: () => number; lea
     },
     check: async ({ id }) => {
       calls.push(`check:${id}`);
-      return (impl.check?.() ?? { ok: true }) as { ok: boolean };
+      return (impl.check?.(id) ?? { ok: true }) as { ok: boolean };
     },
     undo: async ({ id }) => {
       calls.push(`undo:${id}`);
@@ -186,6 +186,42 @@ describe('durable runs (memory run store)', () => {
     const heir = make(store, {}, { now, leaseMs: 1_000, recover: { intervalMs: 10 } });
     const ended = await new Promise<string>((resolve) => heir.runner.events.on('run:end', (e) => resolve(`${e.runId}:${e.status}:${e.recovered}`)));
     expect(ended).toBe('bg:completed:true');
+  });
+
+  it('background recovery never waits for its slowest recovered run: another dead run is picked up on the next poll', async () => {
+    let t = 1_000_000;
+    const now = () => t;
+    const store = memoryRunStore({ now });
+    const dead = make(store, { check: never }, { now, leaseMs: 1_000 });
+    void dead.runner.run(chain, { n: 1 }, { runId: 'slow' });
+    await new Promise((r) => setTimeout(r, 20));
+    t += 5_000;
+    // The heir's lease is long: its own runs stay its own while the clock moves.
+    const heir = make(store, { check: (id) => (id === 'w1' ? never() : { ok: true }) }, { now, leaseMs: 600_000, recover: { intervalMs: 10 } });
+    const ended: string[] = [];
+    heir.runner.events.on('run:end', (e) => ended.push(`${e.runId}:${e.status}`));
+    for (let i = 0; i < 100 && !heir.calls.includes('check:w1'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(heir.calls).toContain('check:w1'); // the slow run is in flight, and stays so
+    const second = make(store, { check: never }, { now, leaseMs: 1_000 });
+    void second.runner.run(chain, { n: 2 }, { runId: 'fast' });
+    await new Promise((r) => setTimeout(r, 20));
+    t += 5_000;
+    const began = Date.now();
+    for (let i = 0; i < 100 && ended.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(ended).toEqual(['fast:completed']);
+    expect(Date.now() - began).toBeLessThan(500);
+  });
+
+  it('the end write keeps the run\'s deadline: a silent store at the end fails the run within it, not 10 s later', async () => {
+    const quick = defineChain({ name: 'durable_quick', input: z.object({ n: z.number() }), timeoutMs: 1_500, steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }] });
+    const inner = memoryRunStore();
+    const store: RunStore = { ...inner, finish: () => never() };
+    const { runner } = make(store);
+    const began = Date.now();
+    const r = await runner.run(quick, { n: 1 }, { runId: 'silent-end' });
+    expect(Date.now() - began).toBeLessThan(2_500);
+    expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
+    expect((await inner.get('silent-end'))?.status).toBe('running'); // for recovery
   });
 
   it('without a run store: recover/getRun say what they need, and durable options are refused', async () => {

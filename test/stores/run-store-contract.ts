@@ -22,7 +22,7 @@ export function record(owner: string, leaseUntil: number, over: Partial<RunRecor
   const now = Date.now();
   return {
     v: 1, runId: uid('run'), traceId: uid('trace'), chain: 'find-and-update', fingerprint: 'fp-1', sessionId: 's-1',
-    input: { match: 'groceries', at: new Date('2024-05-06T07:08:09.010Z') }, context: { userId: 'u-1', tenant: 't' },
+    input: { match: 'groceries', at: new Date('2024-05-06T07:08:09.010Z') }, context: { userId: 'u-1', tenant: 't' }, contextHash: 'ctx-u-1',
     startedAt: now, deadlineAt: now + HOUR, status: 'running', owner, leaseUntil, ...over,
   };
 }
@@ -136,6 +136,57 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       // A renewed lease is live: nobody takes the run over or claims it.
       expect((await runs.create({ ...a1, owner: 'C' }, t + 5000)).status).toBe('busy');
       expect((await runs.claimExpired('C', t + 5000, t + 9000, 10)).map((r) => r.runId)).toEqual([b.runId]);
+    });
+
+    it('renew resolves with the ids it renewed: a run lost to another owner, ended or missing is left out', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const [mine, taken, ended] = [record('A', t + 100), record('A', t + 100), record('A', t + 100)];
+      for (const r of [mine, taken, ended]) await runs.create(r, t);
+      await runs.create({ ...taken, owner: 'B', leaseUntil: t + 9000 }, t + 1000); // taken over
+      await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
+      expect((await runs.renew('A', [mine.runId, taken.runId, ended.runId, uid('missing')], t + 5000)).sort()).toEqual([mine.runId]);
+      expect(await runs.renew('A', [], t + 5000)).toEqual([]);
+    });
+
+    it('binds a run id to its chain and context hash: another one gets mismatch, and the run is left as it was', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const rec = record('A', t + 1000);
+      await runs.create(rec, t);
+      await runs.journal(rec.runId, 'A', entry('find', 'secret'));
+      const before = await runs.get(rec.runId);
+      for (const other of [{ chain: 'pay' }, { contextHash: 'ctx-bob' }]) {
+        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t)).toEqual({ status: 'mismatch' }); // live lease
+        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t + 5000)).toEqual({ status: 'mismatch' }); // expired: not taken over
+      }
+      expect(await runs.get(rec.runId)).toEqual(before);
+      // In flight under another fingerprint of the chain: not taken over, even with its lease expired.
+      const changed = await runs.create({ ...rec, fingerprint: 'fp-2', owner: 'B', leaseUntil: t + 9000 }, t + 5000);
+      expect(changed.status).toBe('busy');
+      expect(await runs.get(rec.runId)).toEqual(before);
+      await runs.finish(rec.runId, 'A', 'completed', { output: 'secret' }, HOUR);
+      expect(await runs.create({ ...rec, contextHash: 'ctx-bob', owner: 'B' }, t + 5000)).toEqual({ status: 'mismatch' });
+      expect((await runs.create({ ...rec, owner: 'B' }, t + 5000)).status).toBe('ended'); // the same caller's retry
+    });
+
+    it('claims only the runs the filter allows (chain and fingerprint, or orphaned), passing over the others untouched', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const others = Array.from({ length: 25 }, (_, i) => record('A', t - 5000 + i, { chain: 'other', deadlineAt: t + HOUR }));
+      const changed = record('A', t - 6000, { fingerprint: 'fp-old', deadlineAt: t + HOUR });
+      const mine = [0, 1, 2].map((i) => record('A', t - 100 + i));
+      const orphan = record('A', t - 7000, { chain: 'gone', deadlineAt: t - 60_000 });
+      for (const r of [...others, changed, ...mine, orphan]) await runs.create(r, t - 10_000);
+      const only = { chains: [{ name: 'find-and-update', fingerprint: 'fp-1' }, { name: 'unrelated', fingerprint: 'x' }] };
+      const first = await runs.claimExpired('B', t, t + HOUR, 2, only);
+      const second = await runs.claimExpired('B', t, t + HOUR, 10, only);
+      expect([...first, ...second].map((r) => r.runId).sort()).toEqual(mine.map((r) => r.runId).sort());
+      expect(first).toHaveLength(2);
+      for (const r of [...others, changed, orphan]) expect((await runs.get(r.runId))).toMatchObject({ owner: 'A', leaseUntil: r.leaseUntil });
+      expect((await runs.claimExpired('C', t, t + HOUR, 10, { ...only, orphanedBefore: t - 30_000 })).map((r) => r.runId)).toEqual([orphan.runId]);
+      expect(await runs.claimExpired('C', t, t + HOUR, 10, { chains: [] })).toEqual([]);
+      expect(await runs.claimExpired('C', t, t + HOUR, 100)).toHaveLength(26); // no filter: every expired run
     });
 
     it('finishes once, by the owner, and forgets the run after its retention', async () => {
