@@ -43,10 +43,26 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
 }
 
 /**
+ * One claimed call, until its outcome is kept. A write whose outcome is unknown (timed out, cut off)
+ * may still answer: that late answer is its outcome, kept under its key once the unknown failure is.
+ */
+class Claimed {
+  /** `running` until the call settles; `unknown` once it failed with its outcome unknown; `over` otherwise. */
+  state: 'running' | 'unknown' | 'over' = 'running';
+  /** A late answer of an earlier attempt that came while the call was still running. */
+  early: { value: unknown } | undefined;
+  /** The write of the unknown failure, which the late answer must follow. */
+  recorded: Promise<unknown> | undefined;
+  constructor(readonly ctx: CallContext, readonly key: string) {}
+}
+
+/**
  * Wraps the whole call (all attempts). Calls without `ctx.idempotencyKey` (reads) pass straight
- * through. A kept result, or the outcome of a concurrent call in flight, marks the call `cached`.
- * Waiting for a call in flight ends at this call's deadline or abort (docs/guides/policies.md: nothing waits
- * past the deadline); a store that fails or falls silent fails the call with `store_unavailable`.
+ * through; the store keeps a call under `ctx.storeKey` (its key, per tool and per caller). A kept
+ * result, or the outcome of a concurrent call in flight, marks the call `cached`. Waiting for a call
+ * in flight ends at this call's deadline or abort (nothing waits past the deadline); a store that
+ * fails or falls silent fails the call with `store_unavailable`. A write whose outcome is unknown
+ * keeps its key claimed; its late answer, when it comes, is kept as its result.
  *
  * @example
  * ```ts
@@ -56,27 +72,50 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
 export function idempotencyPolicy(store: IdempotencyStore, now: () => number): Policy {
   // After the call, the store's trouble must not hide the outcome: the side effect happened (or not).
   // Resolves to undefined at once when the store answered synchronously (memory): no extra hop.
-  const record = (ctx: CallContext, write: () => MaybePromise<void>): Promise<unknown> | undefined => {
-    const done = callStore(write, ctx.deadlineAt + SETTLE_GRACE_MS, now, 'idempotency');
+  const record = (until: number, write: () => MaybePromise<void>): Promise<unknown> | undefined => {
+    const done = callStore(write, until, now, 'idempotency');
     return done instanceof Promise ? done.then(undefined, () => undefined) : undefined;
   };
+  /** Keeps the late answer of a call whose failure was kept as unknown (after that write). */
+  const keepLate = (claim: Claimed, value: unknown): void => {
+    const { ctx } = claim;
+    const late = (): unknown => record(now() + SETTLE_GRACE_MS, () => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
+    if (claim.recorded) void claim.recorded.then(late);
+    else late();
+  };
 
-  // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
+  // The outcome handlers are bound to the claim, not closures per call: a bound function keeps no
   // context while the call runs.
-  function completed(this: CallContext, value: unknown): unknown {
-    const recorded = record(this, () => store.complete(this.idempotencyKey!, value, this.tool.idempotencyTtlMs));
+  function completed(this: Claimed, value: unknown): unknown {
+    this.state = 'over';
+    const ctx = this.ctx;
+    const recorded = record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.complete(this.key, value, ctx.tool.idempotencyTtlMs));
     return recorded ? recorded.then(() => value) : value;
   }
-  function failed(this: CallContext, error: unknown): Promise<never> {
-    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (docs/guides/policies.md, no blind retry of a write).
+  function failed(this: Claimed, error: unknown): Promise<never> {
+    const ctx = this.ctx;
+    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (no blind retry of a write).
     // So does one the run's deadline, cancel or close() cut off after the tool was reached.
-    const cutOff = this.reached === true && (this.run.aborted || error instanceof RunAbortReason || (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
+    const cutOff = ctx.reached === true && (ctx.run.aborted || error instanceof RunAbortReason || (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
     const unknown = cutOff || (error instanceof ToolFailure && error.info.outcomeUnknown === true);
-    const recorded = record(this, () => store.fail(this.idempotencyKey!, error, unknown));
+    const early = this.early;
+    this.state = unknown && early === undefined ? 'unknown' : 'over';
+    // An earlier attempt answered late while this call ran: the write happened, and that answer is its outcome.
+    const recorded = early !== undefined
+      ? record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
+      : record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.fail(this.key, error, unknown));
+    if (unknown) this.recorded = recorded;
     if (!recorded) throw error;
     return recorded.then(() => Promise.reject(error));
   }
-  const decide = (next: Call, ctx: CallContext, claim: IdempotencyClaim): Promise<unknown> => {
+  function answeredLate(this: Claimed, value: unknown): void {
+    if (this.state === 'running') this.early ??= { value };
+    else if (this.state === 'unknown') {
+      this.state = 'over'; // one late answer is the outcome; a later one changes nothing
+      keepLate(this, value);
+    }
+  }
+  const decide = (next: Call, ctx: CallContext, key: string, claim: IdempotencyClaim): Promise<unknown> => {
     if (claim.status === 'done') {
       ctx.cached = true;
       return Promise.resolve(claim.value);
@@ -85,26 +124,30 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
       ctx.cached = true;
       return awaitDuplicate(ctx, claim, now);
     }
-    return next(ctx).then(completed.bind(ctx), failed.bind(ctx));
+    const claimed = new Claimed(ctx, key);
+    ctx.lateAnswer = answeredLate.bind(claimed);
+    return next(ctx).then(completed.bind(claimed), failed.bind(claimed));
   };
 
   return (next) => (ctx) => {
-    const key = ctx.idempotencyKey;
-    if (key === undefined) return next(ctx);
+    const idempotencyKey = ctx.idempotencyKey;
+    if (idempotencyKey === undefined) return next(ctx);
     const durable = ctx.durable;
     // A durable run's step under its own key (`runId:step`) is kept by the run's journal, and the run
     // store lets one owner at a time run it: a second record would cost two round trips and add nothing.
-    if (durable !== undefined && ctx.step !== undefined && key.length === ctx.runId.length + 1 + ctx.step.length && key === `${ctx.runId}:${ctx.step}`) return next(ctx);
+    if (durable !== undefined && ctx.step !== undefined && idempotencyKey.length === ctx.runId.length + 1 + ctx.step.length && idempotencyKey === `${ctx.runId}:${ctx.step}`) return next(ctx);
+    // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
+    const key = ctx.storeKey ?? idempotencyKey;
     // Without a claim the tool is never called: an unavailable store fails the call.
     let begun: MaybePromise<IdempotencyClaim> | undefined;
     const claimed = callStore(() => (begun = durable === undefined ? store.begin(key) : store.begin(key, durable)), ctx.deadlineAt, now, 'idempotency');
-    if (!(claimed instanceof Promise)) return decide(next, ctx, claimed);
-    return claimed.then((claim) => decide(next, ctx, claim), (error: unknown) => {
+    if (!(claimed instanceof Promise)) return decide(next, ctx, key, claimed);
+    return claimed.then((claim) => decide(next, ctx, key, claim), (error: unknown) => {
       // A claim that arrives after the call gave up on the store: release it, stop its waiting.
       if (begun instanceof Promise) {
         begun.then((late) => {
           if (late.status === 'pending') abandon(late);
-          else if (late.status === 'new') void record(ctx, () => store.fail(key, error));
+          else if (late.status === 'new') void record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.fail(key, error));
         }, noop);
       }
       throw error;

@@ -19,9 +19,10 @@ class Attempt extends AbortScope {
     super();
   }
 
-  /** The tool answered in time (else ignored: the attempt already timed out or was aborted). */
+  /** The tool answered: in time, or late (the attempt timed out or was aborted), then only the idempotency policy hears it. */
   answered(value: unknown): void {
     if (this.settle()) this.resolve(value);
+    else this.ctx.lateAnswer?.(value);
   }
 
   /** The tool failed in time. */

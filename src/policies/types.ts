@@ -15,6 +15,12 @@ export interface CallContext {
   readonly step?: string;
   readonly context: Readonly<Record<string, unknown>>;
   readonly idempotencyKey?: string;
+  /**
+   * The key the idempotency store keeps the call under: `idempotencyKey` scoped to the tool and the
+   * caller (a hash of the validated context), so the same key from another user or for another
+   * tool is another call. Set whenever `idempotencyKey` is.
+   */
+  readonly storeKey?: string;
   /** The run's abort scope: aborted at the deadline, on caller cancel, or when the runner closes. */
   readonly run: AbortScope;
   /** Epoch ms after which nothing may be waited for. */
@@ -31,6 +37,11 @@ export interface CallContext {
   attemptScope?: AbortScope;
   /** True once an attempt was handed to the invoker: from then on, an abort leaves the outcome unknown. */
   reached?: boolean;
+  /**
+   * Set by the idempotency policy on a call it claimed: the timeout policy hands it the tool's
+   * answer when it comes after its attempt was settled (timed out, or cut off by the run).
+   */
+  lateAnswer?: ((value: unknown) => void) | undefined;
   /**
    * The durable run making the call and the runner that owns it (docs/guides/durable-runs.md): its
    * idempotency claims name the owner, and a new owner takes over a claim its dead predecessor left.

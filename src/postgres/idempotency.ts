@@ -1,7 +1,9 @@
 // Idempotency on PostgreSQL, with the Redis store's semantics: a pending marker that lapses after
-// `pendingTtlMs` if its process dies, waiters that poll (cancelable) and get `conflict` after
-// `pendingWaitMs`, and the key of a write whose outcome is unknown kept claimed, answering its failure.
-import { RunAbortReason, ToolFailure, type Classified } from '../errors/classify.js';
+// `pendingTtlMs` if its process dies, waiters that poll (cancelable, stores/pending.ts) and get
+// `conflict` after `pendingWaitMs`, and the key of a write whose outcome is unknown kept claimed,
+// answering its failure, until its late answer is kept (`completeLate`) or `pendingTtlMs` passes.
+import type { Classified } from '../errors/classify.js';
+import { unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores/types.js';
 import type { Db } from './db.js';
@@ -19,8 +21,6 @@ export interface PostgresIdempotencyTiming {
 type Row = { state: 'n' | 'p' | 'd' | 'u'; value: string | null };
 
 const conflict = (message: string): Error => Object.assign(new Error(message), { status: 409 });
-const unknownFailure = (value: string | null): ToolFailure => new ToolFailure({ ...(JSON.parse(value ?? '{}') as Classified), outcomeUnknown: true });
-const never = (): Promise<never> => new Promise<never>(() => {});
 
 /**
  * The idempotency store of `postgresStores()`: table `idempotency`. `begin(key, { runId, owner,
@@ -50,49 +50,22 @@ SELECT state, value FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2 AND
   const complete = db.sql(`
 INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
 ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at`);
+  // The late answer of a write whose outcome was unknown: kept unless the key holds a result or a call in flight.
+  const completeLate = db.sql(`
+INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
+ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
+WHERE i.state = 'u' OR i.expires_at <= $4`);
   const release = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1`);
   const keepUnknown = db.sql(`UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1`);
 
-  /**
-   * Waits for a call in flight elsewhere: its result, its failure (row gone) or, after
-   * `pendingWaitMs`, `conflict`. `cancel` stops the polling at once; `settled` then stays pending.
-   */
-  const waitFor = (key: string): Extract<IdempotencyClaim, { status: 'pending' }> => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let wake: () => void = () => {};
-    const poll = async (): Promise<unknown> => {
-      const until = db.now() + timing.pendingWaitMs;
-      while (db.now() < until) {
-        await new Promise<void>((r) => {
-          wake = r;
-          timer = setTimeout(r, timing.pollMs);
-        });
-        if (stopped) return never();
-        let row: Row | undefined;
-        try {
-          row = (await db.query<Row>('idempotency', read, [key, db.now()])).rows[0];
-        } catch (error) {
-          if (stopped) return never();
-          throw error;
-        }
-        if (stopped) return never();
-        if (row === undefined) throw conflict(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`);
-        if (row.state === 'd') return row.value === null ? undefined : JSON.parse(row.value);
-        if (row.state === 'u') throw unknownFailure(row.value);
-      }
-      throw conflict(`A call with idempotency key ${key} is still in flight elsewhere after ${timing.pendingWaitMs} ms.`);
-    };
-    return {
-      status: 'pending',
-      settled: poll(),
-      cancel: () => {
-        stopped = true;
-        clearTimeout(timer);
-        wake();
-      },
-    };
+  const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
+  const kept = (row: Row | undefined): KeptOutcome => {
+    if (row === undefined) return undefined;
+    if (row.state === 'd') return { s: 'd', v: row.value === null ? undefined : JSON.parse(row.value) };
+    if (row.state === 'u') return { s: 'u', e: JSON.parse(row.value ?? '{}') as Classified };
+    return { s: 'p' };
   };
+  const poll = async (key: string): Promise<KeptOutcome> => kept((await db.query<Row>('idempotency', read, [key, db.now()])).rows[0]);
 
   const store: IdempotencyStore & { close(): Promise<void> } = {
     async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {
@@ -109,13 +82,10 @@ ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NU
           throw conflict(`The idempotency key ${key} kept changing while it was being claimed.`);
         }
         if (row.state === 'n') return { status: 'new' };
-        if (row.state === 'd') return { status: 'done', value: row.value === null ? undefined : JSON.parse(row.value) };
-        if (row.state === 'u') {
-          const settled = Promise.reject(unknownFailure(row.value));
-          settled.catch(() => undefined); // the waiter attaches later: never an unhandled rejection
-          return { status: 'pending', settled };
-        }
-        return waitFor(key);
+        const entry = kept(row)!;
+        if (entry.s === 'd') return { status: 'done', value: entry.v };
+        if (entry.s === 'u') return unknownClaim(entry.e, timing.pendingTtlMs);
+        return waitForDuplicate(key, () => poll(key), wait);
       }
     },
     async complete(key, value, ttlMs) {
@@ -128,8 +98,15 @@ ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NU
         return;
       }
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
-      const e: Classified = error instanceof ToolFailure ? error.info : { category: 'timeout', code: 'outcome_unknown', message: error instanceof Error || error instanceof RunAbortReason ? error.message : String(error) };
-      await db.query('idempotency', keepUnknown, () => [key, JSON.stringify(e), db.now() + timing.pendingTtlMs]);
+      const e = JSON.stringify(unknownOutcomeInfo(error));
+      await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs]);
+    },
+    async completeLate(key, value, ttlMs) {
+      const late = JSON.stringify(value) ?? null;
+      await db.query('idempotency', completeLate, () => {
+        const now = db.now();
+        return [key, late, now + (ttlMs ?? timing.ttlMs), now];
+      });
     },
     close: () => db.close(),
   };

@@ -6,8 +6,8 @@
  */
 import type { RedisClient } from './client.js';
 import { isTimerMs } from '../define/tool.js';
-import { RunAbortReason, ToolFailure, type Classified } from '../errors/classify.js';
 import { storeFailure } from '../stores/guard.js';
+import { unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import { redisLimiterStore } from './limiter.js';
@@ -31,7 +31,8 @@ export interface RedisStoresOptions {
   idempotencyTtlMs?: number;
   /**
    * How long an in-flight marker lives if its process dies mid-call, and how long the key of a
-   * write whose outcome is unknown stays claimed after its failure. Default 60 s.
+   * write whose outcome is unknown stays claimed after its failure (its late answer, when it comes
+   * first, is kept as the result). Default 60 s.
    */
   pendingTtlMs?: number;
   /**
@@ -105,6 +106,14 @@ while n > max do
   redis.call('DEL', ARGV[6] .. victim)
   n = n - 1
 end
+return 1`;
+
+// KEYS: idempotency key. ARGV: the kept result, its TTL. The late answer of a write whose outcome
+// was unknown: kept unless the key holds a result or a call in flight ('u' entries start '{"s":"u"').
+const COMPLETE_LATE = `
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
 // KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
@@ -191,51 +200,15 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
   };
 
   const idemKey = (key: string): string => `${p}:idem:${key}`;
-  // s: 'p' in flight, 'd' done (v: the result), 'u' a write whose outcome is unknown (e: its failure).
-  type IdemEntry = { s: 'p' | 'd' | 'u'; v?: unknown; e?: Classified };
-  const parseEntry = (raw: string): IdemEntry => JSON.parse(raw) as IdemEntry;
-  const unknownFailure = (entry: IdemEntry): ToolFailure => new ToolFailure({ ...entry.e!, outcomeUnknown: true });
-  /**
-   * Waits for a call in flight in another process: its result, its failure (key gone) or, after
-   * `pendingWaitMs`, `conflict`. `cancel` (the waiter's deadline, cancel or close) stops the polling
-   * at once: no timer and no further command; `settled` then stays pending.
-   */
-  const waitFor = (key: string): Extract<IdempotencyClaim, { status: 'pending' }> => {
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let wake: () => void = () => {};
-    const poll = async (): Promise<unknown> => {
-      const until = now() + pendingWait;
-      while (now() < until) {
-        await new Promise<void>((r) => {
-          wake = r;
-          timer = setTimeout(r, pollMs);
-        });
-        if (stopped) return new Promise<never>(() => {});
-        let entry: IdemEntry | undefined;
-        try {
-          const raw = await redis.get(idemKey(key));
-          entry = raw === null ? undefined : parseEntry(raw);
-        } catch (error) {
-          if (stopped) return new Promise<never>(() => {});
-          throw storeFailure('idempotency', error);
-        }
-        if (stopped) return new Promise<never>(() => {});
-        if (entry === undefined) throw Object.assign(new Error(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`), { status: 409 });
-        if (entry.s === 'd') return entry.v;
-        if (entry.s === 'u') throw unknownFailure(entry);
-      }
-      throw Object.assign(new Error(`A call with idempotency key ${key} is still in flight elsewhere after ${pendingWait} ms.`), { status: 409 });
-    };
-    return {
-      status: 'pending',
-      settled: poll(),
-      cancel: () => {
-        stopped = true;
-        clearTimeout(timer);
-        wake();
-      },
-    };
+  const parseEntry = (raw: string): Exclude<KeptOutcome, undefined> => JSON.parse(raw) as Exclude<KeptOutcome, undefined>;
+  const wait = { now, waitMs: pendingWait, pollMs, pendingTtlMs: pendingTtl };
+  const read = async (key: string): Promise<KeptOutcome> => {
+    try {
+      const raw = await redis.get(idemKey(key));
+      return raw === null ? undefined : parseEntry(raw);
+    } catch (error) {
+      throw storeFailure('idempotency', error);
+    }
   };
   const idempotency: IdempotencyStore = {
     async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {
@@ -252,12 +225,8 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       }
       const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };
-      if (entry.s === 'u') {
-        const settled = Promise.reject(unknownFailure(entry));
-        settled.catch(() => undefined); // the waiter attaches later: never an unhandled rejection
-        return { status: 'pending', settled };
-      }
-      return waitFor(key);
+      if (entry.s === 'u') return unknownClaim(entry.e, pendingTtl);
+      return waitForDuplicate(key, () => read(key), wait);
     },
     async complete(key, value, ttlMs) {
       await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
@@ -268,8 +237,11 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
         return;
       }
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
-      const e: Classified = error instanceof ToolFailure ? error.info : { category: 'timeout', code: 'outcome_unknown', message: error instanceof Error || error instanceof RunAbortReason ? error.message : String(error) };
-      await redis.set(idemKey(key), JSON.stringify({ s: 'u', e }), 'PX', pendingTtl, 'XX');
+      await redis.set(idemKey(key), JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }), 'PX', pendingTtl, 'XX');
+    },
+    async completeLate(key, value, ttlMs) {
+      const kept = JSON.stringify({ s: 'd', v: value });
+      await redis.eval(COMPLETE_LATE, 1, idemKey(key), kept, String(ttlMs ?? idemTtl));
     },
   };
 

@@ -11,6 +11,7 @@ import type { RedactRule } from '../observe/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
+import { hashContext } from './checkpoint.js';
 import { StepError } from './execution.js';
 
 /** What making, running and explaining a call needs from the runner. */
@@ -82,6 +83,7 @@ export interface CallTuning {
  */
 export function callContext(calls: Calls, site: CallSite, step: string, tool: Tool, input: unknown, idempotencyKey: string | undefined, tuning?: CallTuning): CallContext {
   const deadline = site.deadline;
+  const key = tool.effect === 'read' ? undefined : (idempotencyKey ?? defaultKey(site, step, tool, input));
   // Every field in the literal, even unset ones: fields added later cost each context a property array.
   return {
     tool,
@@ -92,7 +94,8 @@ export function callContext(calls: Calls, site: CallSite, step: string, tool: To
     chain: site.chain,
     step,
     context: site.context,
-    idempotencyKey: tool.effect === 'read' ? undefined : (idempotencyKey ?? defaultKey(site, step, tool, input)),
+    idempotencyKey: key,
+    storeKey: key === undefined ? undefined : idempotencyStoreKey(tool.name, site.context, key),
     run: site.abort,
     deadlineAt: typeof deadline === 'number' ? deadline : deadline.from + Math.max(deadline.floorMs, OWN_DEADLINE_TIMEOUTS * tool.timeoutMs),
     retry: calls.retryFor(tool, tuning?.retry),
@@ -101,8 +104,29 @@ export function callContext(calls: Calls, site: CallSite, step: string, tool: To
     cached: false,
     attemptScope: undefined,
     reached: false,
+    lateAnswer: undefined,
     durable: site.durable,
   };
+}
+
+// One hash per context object: a run's calls share its validated context.
+const contextHashes = new WeakMap<object, string>();
+
+/**
+ * The key the idempotency store keeps a call under (`CallContext.storeKey`): the call's key scoped
+ * to its tool and its caller (a hash of the validated context). The same key from
+ * another user, or for another tool, is another call: it never gets this one's result. Tool names
+ * hold no `:`, and the hash is 64 hex digits, so two scopes never collide.
+ *
+ * @example
+ * ```ts
+ * idempotencyStoreKey('transfer', { userId: alice }, 'req-42'); // 'transfer:<sha-256 of the context>:req-42'
+ * ```
+ */
+export function idempotencyStoreKey(tool: string, context: object, key: string): string {
+  let hash = contextHashes.get(context);
+  if (hash === undefined) contextHashes.set(context, (hash = hashContext(context)));
+  return `${tool}:${hash}:${key}`;
 }
 
 function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): string {

@@ -1,5 +1,7 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
 import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
+import { unknownClaim, unknownOutcomeInfo } from './pending.js';
+import type { Classified } from '../errors/classify.js';
 import type { BreakerChange, BreakerDecision, BreakerStore, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
 
 /** Options of the memory stores. */
@@ -111,7 +113,8 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
 export interface MemoryIdempotencyStoreOptions extends MemoryStoreOptions {
   /**
    * How long the key of a write whose outcome is unknown (timed out, connection lost) stays
-   * claimed after its failure: duplicates get that failure instead of running it again. Default 60 s.
+   * claimed after its failure, unless its late answer comes first (then the key keeps that answer):
+   * duplicates get that failure instead of running it again. Default 60 s.
    */
   pendingTtlMs?: number;
 }
@@ -121,24 +124,18 @@ interface IdempotencyEntry {
   done: boolean;
   value?: unknown;
   /** The failure of a write whose outcome is unknown: the key stays claimed and answers with it. */
-  unknown?: { error: unknown };
+  unknown?: Classified;
   /** While pending: settles waiters with the claimant's outcome. */
   waiters?: { promise: Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   /** The durable run (and its owner) that claimed the key. */
   run?: { runId: string; owner: string };
 }
 
-/** A failure for a waiter that attaches its handlers later: marked handled so it never rejects unhandled. */
-function rejected(error: unknown): Promise<never> {
-  const p = Promise.reject(error);
-  p.catch(() => undefined);
-  return p;
-}
-
 /**
  * An idempotency store in memory: one process only, bounded by TTL (default 24 h) and a maximum
  * count (oldest evicted first). Concurrent duplicates of an in-flight call wait for its outcome; the
- * key of a write whose outcome is unknown stays claimed for `pendingTtlMs` after its failure.
+ * key of a write whose outcome is unknown stays claimed for `pendingTtlMs` after its failure, or
+ * until its late answer comes (`completeLate`: kept like a result).
  *
  * @example
  * ```ts
@@ -165,12 +162,20 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     }
   };
 
+  const complete = (key: string, value: unknown, ttlMs?: number): void => {
+    const e = entries.get(key);
+    entries.delete(key);
+    entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
+    e?.waiters?.resolve(value);
+    if (entries.size > max) evict(); // a late answer may come for a key already gone
+  };
+
   return {
     begin(key, run): IdempotencyClaim {
       const e = entries.get(key);
       if (e && e.expiresAt > now()) {
         if (e.done) return { status: 'done', value: e.value };
-        if (e.unknown) return { status: 'pending', settled: rejected(e.unknown.error) };
+        if (e.unknown) return unknownClaim(e.unknown, pendingTtl);
         // A recovered run takes over the claim its dead owner left (waiters get the new owner's outcome).
         if (run?.takeOver && e.run?.runId === run.runId && e.run.owner !== run.owner) {
           e.run = { runId: run.runId, owner: run.owner };
@@ -189,17 +194,18 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       if (entries.size > max) evict();
       return { status: 'new' };
     },
-    complete(key, value, ttlMs) {
+    complete,
+    completeLate(key, value, ttlMs) {
       const e = entries.get(key);
-      entries.delete(key);
-      entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
-      e?.waiters?.resolve(value);
+      // A result, or the claim of a call in flight since the unknown marker lapsed, stays as it is.
+      if (e && e.expiresAt > now() && e.unknown === undefined) return;
+      complete(key, value, ttlMs);
     },
     fail(key, error, outcomeUnknown) {
       const e = entries.get(key);
       // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
       if (outcomeUnknown && e && !e.done) {
-        e.unknown = { error };
+        e.unknown = unknownOutcomeInfo(error);
         e.expiresAt = now() + pendingTtl;
       } else {
         entries.delete(key);

@@ -79,6 +79,14 @@ export interface IdempotencyStore {
    * (`pendingTtlMs`, default 60 s), and duplicates until then get the same failure without running.
    */
   fail(key: string, error: unknown, outcomeUnknown?: boolean): MaybePromise<void>;
+  /**
+   * Keeps the late answer of a call failed with `outcomeUnknown` (its tool answered after its
+   * timeout, deadline or cancel: the effect happened), like `complete`, so the key returns it from
+   * then on. Changes nothing when the key holds a result, or a claim of a call in flight (its
+   * unknown marker lapsed and another call took the key). A store without it keeps the key
+   * unknown until `pendingTtlMs` and drops the late answer.
+   */
+  completeLate?(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
 }
 
 /** Whether a call may go through the breaker now. */

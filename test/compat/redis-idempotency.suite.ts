@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { createRunner, defineTool } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { redisStores } from 'chainkit/redis';
+import { idempotencyStoreKey } from '../../src/run/call-context.js';
 import type { MonitorClient, SuiteClient, SuiteOptions } from './redis-client.js';
 
 /** Registers the idempotency-wait tests for one client. */
@@ -18,9 +19,11 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
 
   const write = defineTool({ name: 'pay', description: 'pay', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5000 });
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  const polls = (key: string) => sent.filter((a) => a[0]?.toLowerCase() === 'get' && a[1] === `${prefix}:idem:${key}`).length;
+  /** Where the store keeps `key` of a call of `tool` without a context: scoped per tool and caller. */
+  const stored = (key: string, tool = 'pay') => `${prefix}:idem:${idempotencyStoreKey(tool, {}, key)}`;
+  const polls = (key: string) => sent.filter((a) => a[0]?.toLowerCase() === 'get' && a[1] === stored(key)).length;
   /** Claims `key` as in flight, as another process mid-call would. */
-  const claimElsewhere = (key: string) => other.set(`${prefix}:idem:${key}`, '{"s":"p"}', 'PX', 60_000);
+  const claimElsewhere = (key: string) => other.set(stored(key), '{"s":"p"}', 'PX', 60_000);
 
   describe(`redis idempotency: waiting for a call in flight elsewhere (${label})`, () => {
     beforeAll(async () => {
@@ -83,7 +86,7 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
       const runner = createRunner({ invoker, tools: [write], stores: redisStores(redis, { prefix, pollMs: 10 }) });
       const pending = runner.invoke('pay', {}, { idempotencyKey: 'k4', timeoutMs: 10_000 });
       await pause(30);
-      await other.set(`${prefix}:idem:k4`, JSON.stringify({ s: 'd', v: { ok: true } }), 'PX', 60_000);
+      await other.set(stored('k4'), JSON.stringify({ s: 'd', v: { ok: true } }), 'PX', 60_000);
       const r = await pending;
       expect(r.status === 'completed' && r.output).toEqual({ ok: true });
       expect(r.trace.steps[0]!.status).toBe('cached');
@@ -102,7 +105,7 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
       for (const r of results) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
       expect(results[2]!.status === 'failed' && results[2]!.error.message).toMatch(/outcome is unknown/);
       expect(invoker.calls).toHaveLength(1);
-      const ttl = await other.pttl(`${prefix}:idem:k5`);
+      const ttl = await other.pttl(stored('k5', 'drop'));
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000); // the pending marker's TTL, not a kept result's 24 h
       await Promise.all([a.close(), b.close()]);

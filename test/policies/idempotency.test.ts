@@ -48,20 +48,93 @@ describe('idempotency', () => {
     expect(invoker.calls).toHaveLength(2);
   });
 
-  it('ignores and never keeps a result that arrives after its timeout', async () => {
+  it("keeps a timed-out write's late answer as its outcome: a re-run with the same runId returns it (cached), with no second call", async () => {
     vi.useFakeTimers();
-    const write = defineTool({ name: 'write', description: 'w', input: z.object({}), output: z.object({ v: z.number() }), timeoutMs: 100, retry: false });
+    const write = defineTool({ name: 'write', description: 'w', input: z.object({}), output: z.object({ v: z.number() }), effect: 'write', timeoutMs: 100 });
+    const chain = defineChain({ name: 'write_once', input: z.object({}), steps: [{ id: 'w', tool: write, input: {}, confirm: false }], timeoutMs: 30_000 });
     let n = 0;
+    // The first call answers after 500 ms, ignoring its signal; any second call would answer { v: 2 }.
     const invoker = async (_: ToolCall) => { const v = ++n; await new Promise((r) => setTimeout(r, v === 1 ? 500 : 10)); return { v }; };
-    const runner = createRunner({ invoker, tools: [write], retry: { timeout: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
-    const first = runner.invoke('write', {}, { idempotencyKey: 'w1' });
-    await vi.advanceTimersByTimeAsync(600);
-    expect((await first).status).toBe('failed');
-    await vi.advanceTimersByTimeAsync(60_000); // its outcome was unknown: the key stays claimed for the pending TTL
-    const second = runner.invoke('write', {}, { idempotencyKey: 'w1' });
-    await vi.advanceTimersByTimeAsync(10);
-    const r = await second;
-    expect(r.status === 'completed' && r.output).toEqual({ v: 2 });
+    const runner = createRunner({ invoker, chains: [chain] });
+    const first = runner.run(chain, {}, { runId: 'late-1' });
+    await vi.advanceTimersByTimeAsync(100);
+    const failed = await first;
+    expect(failed.status === 'failed' && failed.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', retryable: false });
+
+    // No answer yet: a re-run fails at once (no timer needed), saying how long and how to go on.
+    let early: Awaited<ReturnType<typeof runner.run>> | undefined;
+    void runner.run(chain, {}, { runId: 'late-1' }).then((r) => (early = r));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(early?.status === 'failed' && early.error).toMatchObject({ category: 'timeout', retryable: false });
+    expect(early?.status === 'failed' && early.error.message).toMatch(/outcome is unknown.*still waiting for its answer.*60 s after that call failed.*another runId or idempotencyKey/s);
+
+    await vi.advanceTimersByTimeAsync(400); // the late answer comes
+    const again = runner.run(chain, {}, { runId: 'late-1' });
+    await vi.advanceTimersByTimeAsync(0);
+    const r = await again;
+    expect(r.status === 'completed' && r.output).toEqual({ v: 1 });
+    expect(r.trace.steps[0]!.status).toBe('cached');
+    await vi.advanceTimersByTimeAsync(3_600_000); // kept like a result (24 h), not the 60 s of an unknown outcome
+    const later = await runner.run(chain, {}, { runId: 'late-1' });
+    expect(later.status === 'completed' && later.output).toEqual({ v: 1 });
+    expect(n).toBe(1);
+    await runner.close();
+  });
+
+  it('keeps the late answer of a write the run cut off at its deadline, and of an idempotent write answering while its retry runs', async () => {
+    vi.useFakeTimers();
+    const act = defineTool({ name: 'act', description: 'a', input: z.object({}), output: z.object({ v: z.number() }), effect: 'destructive', timeoutMs: 5_000 });
+    const cut = defineChain({ name: 'cut', input: z.object({}), steps: [{ id: 'act', tool: act, input: {}, confirm: false }], timeoutMs: 1_000 });
+    let answer: (v: { v: number }) => void = () => {};
+    const invoker = createMockInvoker({ act: [() => new Promise((r) => { answer = r; }), { ok: { v: 2 } }] });
+    const runner = createRunner({ invoker, chains: [cut] });
+    const first = runner.run(cut, {}, { runId: 'cut-1' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    const cutOff = await first;
+    expect(cutOff.status === 'failed' && cutOff.error.code).toBe('deadline_exceeded');
+    answer({ v: 1 });
+    await vi.advanceTimersByTimeAsync(0);
+    const again = await runner.run(cut, {}, { runId: 'cut-1' });
+    expect(again.status === 'completed' && again.output).toEqual({ v: 1 });
+    expect(invoker.calls).toHaveLength(1);
+    await runner.close();
+
+    // An idempotent write: attempt 1 times out and is retried; attempt 2 hangs too, and attempt 1's answer
+    // arrives while the call is still running. The call fails (both attempts timed out); the answer is kept.
+    const idem = defineTool({ name: 'idem', description: 'i', input: z.object({}), output: z.object({ v: z.number() }), effect: 'write', idempotent: true, timeoutMs: 100 });
+    let first1: (v: { v: number }) => void = () => {};
+    const hangs = createMockInvoker({ idem: [() => new Promise((r) => { first1 = r; }), () => new Promise(() => {}), { ok: { v: 3 } }] });
+    const other = createRunner({ invoker: hangs, tools: [idem], retry: { timeout: { retries: 1, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
+    const call = other.invoke('idem', {}, { idempotencyKey: 'i1', timeoutMs: 10_000 });
+    await vi.advanceTimersByTimeAsync(150); // attempt 2 (timeout doubled: 200 ms) is running
+    expect(hangs.calls).toHaveLength(2);
+    first1({ v: 1 });
+    await vi.advanceTimersByTimeAsync(200);
+    expect((await call).status).toBe('failed');
+    const rerun = await other.invoke('idem', {}, { idempotencyKey: 'i1', timeoutMs: 10_000 });
+    expect(rerun.status === 'completed' && rerun.output).toEqual({ v: 1 });
+    expect(rerun.trace.steps[0]!.status).toBe('cached');
+    expect(hangs.calls).toHaveLength(2);
+    await other.close();
+  });
+
+  it('an explicit key is per tool and per caller: the same key from another user or for another tool runs and reveals nothing', async () => {
+    vi.useFakeTimers();
+    const by = z.object({ by: z.string(), n: z.number() });
+    const transfer = defineTool({ name: 'transfer', description: 't', input: z.object({ n: z.number() }), output: by, effect: 'write' });
+    const close = defineTool({ name: 'close_account', description: 'c', input: z.object({ n: z.number() }), output: by, effect: 'destructive' });
+    const who = ({ n }: { n: number }, call: ToolCall) => ({ by: String(call.context.userId), n });
+    const invoker = createMockInvoker({ transfer: who, close_account: who });
+    const runner = createRunner({ invoker, tools: [transfer, close] });
+    const as = (userId: string) => ({ idempotencyKey: 'Idempotency-Key-1', context: { userId } });
+    const alice = await runner.invoke('transfer', { n: 1 }, as('alice'));
+    const bob = await runner.invoke('transfer', { n: 2 }, as('bob'));
+    const closed = await runner.invoke('close_account', { n: 3 }, as('alice'));
+    const aliceAgain = await runner.invoke('transfer', { n: 1 }, as('alice'));
+    expect([alice, bob, closed, aliceAgain].map((r) => r.status === 'completed' && r.output)).toEqual([{ by: 'alice', n: 1 }, { by: 'bob', n: 2 }, { by: 'alice', n: 3 }, { by: 'alice', n: 1 }]);
+    expect([alice, bob, closed, aliceAgain].map((r) => r.trace.steps[0]!.status)).toEqual(['success', 'success', 'success', 'cached']);
+    expect(invoker.calls).toHaveLength(3);
+    await runner.close();
   });
 
   it('a duplicate waiting for the call in flight ends at its own deadline, or at once on cancel, and leaves no timer', async () => {
