@@ -13,6 +13,11 @@ export interface Statement {
 
 /** Rows deleted per table per sweep: a sweep stays short, the next one takes the rest. */
 const SWEEP_BATCH = 1000;
+/**
+ * How long `close()` waits for a sweep in flight. A sweep answers in milliseconds; one the database
+ * stopped answering (a partition) never settles, and deleting expired rows is not worth a hung shutdown.
+ */
+const CLOSE_SWEEP_WAIT_MS = 1_000;
 
 /** The pool, the schema and what every store on them shares. */
 export class Db {
@@ -22,6 +27,8 @@ export class Db {
   private migrated = false;
   private lastSweep = -Infinity;
   private sweeping: Promise<void> | undefined;
+  /** A sweep `close()` stopped waiting for: later closes do not wait for it again. */
+  private abandoned: Promise<void> | undefined;
   private readonly sweepStatement: Statement;
 
   constructor(
@@ -86,9 +93,19 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
     );
   }
 
-  /** Waits for a sweep in flight: afterwards the store holds no connection of the pool. */
+  /**
+   * Waits for a sweep in flight, at most {@link CLOSE_SWEEP_WAIT_MS}: afterwards the store holds no
+   * connection of the pool, unless the database stopped answering (then the pool's own
+   * `query_timeout` frees it, or it is freed when bytes pass again).
+   */
   async close(): Promise<void> {
-    await this.sweeping;
+    const sweep = this.sweeping;
+    if (sweep === undefined || sweep === this.abandoned) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CLOSE_SWEEP_WAIT_MS, false)));
+    const done = await Promise.race([sweep.then(() => true), waited]);
+    clearTimeout(timer);
+    if (!done) this.abandoned = sweep;
   }
 
   // A process that finds the tables at its version runs no DDL (and takes no lock); otherwise one
