@@ -1,9 +1,49 @@
 // One schema on the user's pool: named statements (parsed once per connection), tables created on
 // first use, every failure a `store_unavailable`, and expired rows swept now and then off the hot path.
 import { createHash } from 'node:crypto';
-import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { migration, quoteSchema, SCHEMA_VERSION } from './schema.js';
+
+/** A statement as chainkit/postgres sends it: named (prepared once per connection) or not. */
+export interface PostgresQuery {
+  /** The name it is prepared under. */
+  name?: string;
+  /** The SQL. */
+  text: string;
+  /** The values of `$1`, `$2`, …. */
+  values?: unknown[];
+}
+
+/** What a statement answers, as far as chainkit/postgres reads it. */
+export interface PostgresQueryResult {
+  /** The rows returned. */
+  rows: unknown[];
+  /** Rows inserted, updated or deleted (`null` for statements that count none). */
+  rowCount: number | null;
+}
+
+/**
+ * The pool `postgresStores` takes: a `pg.Pool` (node-postgres 8). Declared here by the one method
+ * chainkit/postgres calls, so its declarations need no `@types/pg`; any object whose
+ * `query({ name, text, values })` answers `{ rows, rowCount }` as node-postgres does fits.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * const pool: PostgresPool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const stores = postgresStores(pool, { schema: 'myapp_chainkit' });
+ * ```
+ */
+export interface PostgresPool {
+  /** Runs one statement on a connection of the pool. */
+  query(query: PostgresQuery): Promise<PostgresQueryResult>;
+}
+
+/** A statement's answer with its rows typed by the statement that asked for them. */
+export interface Rows<R> {
+  rows: R[];
+  rowCount: number | null;
+}
 
 /** A statement of one schema: its SQL and the name it is prepared under. */
 export interface Statement {
@@ -32,7 +72,7 @@ export class Db {
   private readonly sweepStatement: Statement;
 
   constructor(
-    readonly pool: Pool,
+    readonly pool: PostgresPool,
     readonly schema: string,
     readonly now: () => number,
     private readonly sweepEveryMs: number,
@@ -59,11 +99,11 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
    * `what`. Values that hold the time are given as a function: read once the tables exist, so a
    * slow first migration does not shorten a TTL.
    */
-  async query<R extends QueryResultRow>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<QueryResult<R>> {
+  async query<R = Record<string, unknown>>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<Rows<R>> {
     if (!this.migrated) await this.migrate(what);
     try {
       const args = typeof values === 'function' ? values() : values;
-      return await this.pool.query<R>(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args });
+      return (await this.pool.query(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args })) as Rows<R>;
     } catch (error) {
       throw storeFailure(what, error);
     }
@@ -111,11 +151,11 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
   // A process that finds the tables at its version runs no DDL (and takes no lock); otherwise one
   // multi-statement query creates what is missing under an advisory lock.
   private async createTables(): Promise<void> {
-    const found = await this.pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${this.s}.meta`]);
+    const found = (await this.pool.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS present', values: [`${this.s}.meta`] })) as Rows<{ present: boolean }>;
     if (found.rows[0]?.present) {
-      const version = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.s}.meta WHERE key = 'version'`);
+      const version = (await this.pool.query({ text: `SELECT value FROM ${this.s}.meta WHERE key = 'version'` })) as Rows<{ value: string }>;
       if (Number(version.rows[0]?.value) >= SCHEMA_VERSION) return;
     }
-    await this.pool.query(migration(this.s));
+    await this.pool.query({ text: migration(this.s) });
   }
 }
