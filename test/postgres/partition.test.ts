@@ -29,13 +29,13 @@ describe('chainkit/postgres behind a partition', () => {
     pools.push(proxied);
     const stores = postgresStores(proxied, { schema });
     await stores.migrate();
-    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paid, failsWithinMs: DEADLINE_MS + 250, closesWithinMs: 2_000, recovered: 'deadline_exceeded' });
+    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paid, failsWithinMs: DEADLINE_MS + 500, closesWithinMs: 2_000, recovered: 'deadline_exceeded' });
   });
 
   it('with query_timeout and connectionTimeoutMillis: it fails sooner, the pool ends while still partitioned, another runner completes the run', async () => {
     const proxied = new pg.Pool({ ...connection, port: proxy.port, max: 2, query_timeout: 1_000, connectionTimeoutMillis: 1_000 });
     const stores = postgresStores(proxied, { schema });
     await stores.migrate();
-    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paidLater, failsWithinMs: 1_500, closesWithinMs: 2_000, recovered: 'completed', shutdown: () => proxied.end() });
+    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paidLater, failsWithinMs: 2_500, closesWithinMs: 2_000, recovered: 'completed', shutdown: () => proxied.end() });
   });
 });

@@ -33,7 +33,7 @@ describe('chainkit/redis behind a partition', () => {
     clients.push(proxied);
     proxied.on('error', () => {}); // an app listens for its client's errors (here: command timeouts)
     await proxied.connect();
-    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paid, failsWithinMs: DEADLINE_MS + 250, closesWithinMs: 5_000, recovered: 'deadline_exceeded' });
+    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paid, failsWithinMs: DEADLINE_MS + 500, closesWithinMs: 5_000, recovered: 'deadline_exceeded' });
   });
 
   it('with commandTimeout: it fails sooner, and another runner completes the run', async () => {
@@ -41,6 +41,6 @@ describe('chainkit/redis behind a partition', () => {
     clients.push(proxied);
     proxied.on('error', () => {}); // an app listens for its client's errors (here: command timeouts)
     await proxied.connect();
-    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paidLater, failsWithinMs: 1_500, closesWithinMs: 5_000, recovered: 'completed', shutdown: async () => proxied.disconnect() });
+    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paidLater, failsWithinMs: 2_500, closesWithinMs: 5_000, recovered: 'completed', shutdown: async () => proxied.disconnect() });
   });
 });
