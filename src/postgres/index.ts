@@ -88,7 +88,7 @@ export interface PostgresStores {
   idempotency: IdempotencyStore;
   /** Creates the schema and tables unless they exist (otherwise done on first use). Safe to call from many processes at once. */
   migrate(): Promise<void>;
-  /** Waits for what the stores started (a background sweep). The pool stays open: it is yours. */
+  /** Waits for what the stores started (a background sweep), at most 1 s: a silent database never hangs it. The pool stays open: it is yours. */
   close(): Promise<void>;
 }
 
