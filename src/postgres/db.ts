@@ -1,9 +1,49 @@
 // One schema on the user's pool: named statements (parsed once per connection), tables created on
 // first use, every failure a `store_unavailable`, and expired rows swept now and then off the hot path.
 import { createHash } from 'node:crypto';
-import type { Pool, QueryResult, QueryResultRow } from 'pg';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { migration, quoteSchema, SCHEMA_VERSION } from './schema.js';
+
+/** A statement as chainkit/postgres sends it: named (prepared once per connection) or not. */
+export interface PostgresQuery {
+  /** The name it is prepared under. */
+  name?: string;
+  /** The SQL. */
+  text: string;
+  /** The values of `$1`, `$2`, …. */
+  values?: unknown[];
+}
+
+/** What a statement answers, as far as chainkit/postgres reads it. */
+export interface PostgresQueryResult {
+  /** The rows returned. */
+  rows: unknown[];
+  /** Rows inserted, updated or deleted (`null` for statements that count none). */
+  rowCount: number | null;
+}
+
+/**
+ * The pool `postgresStores` takes: a `pg.Pool` (node-postgres 8). Declared here by the one method
+ * chainkit/postgres calls, so its declarations need no `@types/pg`; any object whose
+ * `query({ name, text, values })` answers `{ rows, rowCount }` as node-postgres does fits.
+ *
+ * @example
+ * ```ts
+ * import pg from 'pg';
+ * const pool: PostgresPool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
+ * const stores = postgresStores(pool, { schema: 'myapp_chainkit' });
+ * ```
+ */
+export interface PostgresPool {
+  /** Runs one statement on a connection of the pool. */
+  query(query: PostgresQuery): Promise<PostgresQueryResult>;
+}
+
+/** A statement's answer with its rows typed by the statement that asked for them. */
+export interface Rows<R> {
+  rows: R[];
+  rowCount: number | null;
+}
 
 /** A statement of one schema: its SQL and the name it is prepared under. */
 export interface Statement {
@@ -13,6 +53,11 @@ export interface Statement {
 
 /** Rows deleted per table per sweep: a sweep stays short, the next one takes the rest. */
 const SWEEP_BATCH = 1000;
+/**
+ * How long `close()` waits for a sweep in flight. A sweep answers in milliseconds; one the database
+ * stopped answering (a partition) never settles, and deleting expired rows is not worth a hung shutdown.
+ */
+const CLOSE_SWEEP_WAIT_MS = 1_000;
 
 /** The pool, the schema and what every store on them shares. */
 export class Db {
@@ -22,10 +67,12 @@ export class Db {
   private migrated = false;
   private lastSweep = -Infinity;
   private sweeping: Promise<void> | undefined;
+  /** A sweep `close()` stopped waiting for: later closes do not wait for it again. */
+  private abandoned: Promise<void> | undefined;
   private readonly sweepStatement: Statement;
 
   constructor(
-    readonly pool: Pool,
+    readonly pool: PostgresPool,
     readonly schema: string,
     readonly now: () => number,
     private readonly sweepEveryMs: number,
@@ -52,11 +99,11 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
    * `what`. Values that hold the time are given as a function: read once the tables exist, so a
    * slow first migration does not shorten a TTL.
    */
-  async query<R extends QueryResultRow>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<QueryResult<R>> {
+  async query<R = Record<string, unknown>>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<Rows<R>> {
     if (!this.migrated) await this.migrate(what);
     try {
       const args = typeof values === 'function' ? values() : values;
-      return await this.pool.query<R>(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args });
+      return (await this.pool.query(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args })) as Rows<R>;
     } catch (error) {
       throw storeFailure(what, error);
     }
@@ -86,19 +133,29 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
     );
   }
 
-  /** Waits for a sweep in flight: afterwards the store holds no connection of the pool. */
+  /**
+   * Waits for a sweep in flight, at most {@link CLOSE_SWEEP_WAIT_MS}: afterwards the store holds no
+   * connection of the pool, unless the database stopped answering (then the pool's own
+   * `query_timeout` frees it, or it is freed when bytes pass again).
+   */
   async close(): Promise<void> {
-    await this.sweeping;
+    const sweep = this.sweeping;
+    if (sweep === undefined || sweep === this.abandoned) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, CLOSE_SWEEP_WAIT_MS, false)));
+    const done = await Promise.race([sweep.then(() => true), waited]);
+    clearTimeout(timer);
+    if (!done) this.abandoned = sweep;
   }
 
   // A process that finds the tables at its version runs no DDL (and takes no lock); otherwise one
   // multi-statement query creates what is missing under an advisory lock.
   private async createTables(): Promise<void> {
-    const found = await this.pool.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${this.s}.meta`]);
+    const found = (await this.pool.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS present', values: [`${this.s}.meta`] })) as Rows<{ present: boolean }>;
     if (found.rows[0]?.present) {
-      const version = await this.pool.query<{ value: string }>(`SELECT value FROM ${this.s}.meta WHERE key = 'version'`);
+      const version = (await this.pool.query({ text: `SELECT value FROM ${this.s}.meta WHERE key = 'version'` })) as Rows<{ value: string }>;
       if (Number(version.rows[0]?.value) >= SCHEMA_VERSION) return;
     }
-    await this.pool.query(migration(this.s));
+    await this.pool.query({ text: migration(this.s) });
   }
 }

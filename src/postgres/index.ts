@@ -4,7 +4,8 @@
  *
  * ## Set-up
  *
- * Install `pg` (a peer dependency) and hand `postgresStores` a `pg.Pool`. The stores create their
+ * Install `pg` (a peer dependency) and hand `postgresStores` a `pg.Pool` (typed by {@link PostgresPool}:
+ * chainkit's declarations need no `@types/pg`). The stores create their
  * tables in a schema of their own (default `chainkit`) on first use, or when you call
  * `await stores.migrate()` at start-up (processes that migrate at once take an advisory lock: the
  * tables are created once). The pool stays yours: `stores.close()` only waits for what the stores
@@ -41,15 +42,15 @@
  *
  * @module chainkit/postgres
  */
-import type { Pool } from 'pg';
 import { isTimerMs } from '../define/tool.js';
 import type { CheckpointStore, IdempotencyStore, RunStore } from '../stores/types.js';
 import { postgresCheckpointStore } from './checkpoints.js';
-import { Db } from './db.js';
+import { Db, type PostgresPool } from './db.js';
 import { postgresIdempotencyStore } from './idempotency.js';
 import { postgresRunStore } from './runs.js';
 
 export type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
+export type { PostgresPool, PostgresQuery, PostgresQueryResult } from './db.js';
 
 /** Options of {@link postgresStores}. */
 export interface PostgresStoresOptions {
@@ -87,7 +88,7 @@ export interface PostgresStores {
   idempotency: IdempotencyStore;
   /** Creates the schema and tables unless they exist (otherwise done on first use). Safe to call from many processes at once. */
   migrate(): Promise<void>;
-  /** Waits for what the stores started (a background sweep). The pool stays open: it is yours. */
+  /** Waits for what the stores started (a background sweep), at most 1 s: a silent database never hangs it. The pool stays open: it is yours. */
   close(): Promise<void>;
 }
 
@@ -103,7 +104,7 @@ export interface PostgresStores {
  * const runner = createRunner({ invoker, chains, stores });
  * ```
  */
-export function postgresStores(pool: Pool, options: PostgresStoresOptions = {}): PostgresStores {
+export function postgresStores(pool: PostgresPool, options: PostgresStoresOptions = {}): PostgresStores {
   if (typeof pool?.query !== 'function') throw new TypeError('Expected a pg Pool (new pg.Pool(...)).');
   const ttlMs = options.idempotencyTtlMs ?? 24 * 3_600_000;
   const pendingTtlMs = options.pendingTtlMs ?? 60_000;
