@@ -11,7 +11,9 @@ import type { RedactRule } from '../observe/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
-import { hashContext } from './checkpoint.js';
+import { stableStringify } from './checkpoint.js';
+import { BoundedLru } from '../util/lru.js';
+import { sha256, toHex } from '../util/sha256.js';
 import { StepError } from './execution.js';
 
 /** What making, running and explaining a call needs from the runner. */
@@ -109,8 +111,16 @@ export function callContext(calls: Calls, site: CallSite, step: string, tool: To
   };
 }
 
-// One hash per context object: a run's calls share its validated context.
-const contextHashes = new WeakMap<object, string>();
+// SHA-256 in plain JS costs ~10 µs a context, its text under 1 µs: hashes are kept by context text
+// (each run validates a new object for the same user), bounded, for short texts only.
+const hashes = new BoundedLru<string, string>(1_000);
+const CACHED_TEXT_MAX = 1_024;
+
+function contextHash(context: object): string {
+  const text = stableStringify(context);
+  if (text.length > CACHED_TEXT_MAX) return toHex(sha256(text));
+  return hashes.get(text) ?? hashes.set(text, toHex(sha256(text))); // hashContext(context), from the text already made
+}
 
 /**
  * The key the idempotency store keeps a call under (`CallContext.storeKey`): the call's key scoped
@@ -124,9 +134,7 @@ const contextHashes = new WeakMap<object, string>();
  * ```
  */
 export function idempotencyStoreKey(tool: string, context: object, key: string): string {
-  let hash = contextHashes.get(context);
-  if (hash === undefined) contextHashes.set(context, (hash = hashContext(context)));
-  return `${tool}:${hash}:${key}`;
+  return `${tool}:${contextHash(context)}:${key}`;
 }
 
 function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): string {

@@ -69,7 +69,16 @@ export function hashContext(context: unknown): string {
   return toHex(sha256(stableStringify(context)));
 }
 
-function stableStringify(value: unknown, ancestors: object[] = []): string {
+/**
+ * JSON-like text of a value with object keys sorted (BigInts as `1n`, cycles as a marker): the
+ * input of {@link hashContext}, equal for equal contexts whatever their key order.
+ *
+ * @example
+ * ```ts
+ * stableStringify({ b: 1, a: [2n] }); // '{"a":[2n],"b":1}'
+ * ```
+ */
+export function stableStringify(value: unknown, ancestors: object[] = []): string {
   if (typeof value === 'bigint') return `${value}n`; // JSON.stringify would throw; not valid JSON, so it cannot collide with a string
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'undefined';
   // A cycle (possible only through a schema that passes objects through) hashes as a marker, not a stack overflow.

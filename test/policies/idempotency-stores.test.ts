@@ -127,3 +127,29 @@ describe.each(stores)('a timed-out write that answers later (%s)', (_, store) =>
     await runner.close();
   });
 });
+
+describe.each(stores)('completeLate keeps a late answer only where the outcome is unknown (%s)', (_, store) => {
+  it('over an unknown outcome or a key gone: kept; over a result or a call in flight: nothing changes', async () => {
+    const s = store();
+    const unknown = unique('unknown');
+    await s.begin(unknown);
+    await s.fail(unknown, new Error('socket hang up'), true);
+    await s.completeLate!(unknown, { v: 1 });
+    expect(await s.begin(unknown)).toEqual({ status: 'done', value: { v: 1 } });
+    await s.completeLate!(unknown, { v: 2 }); // a second late answer changes nothing
+    expect(await s.begin(unknown)).toEqual({ status: 'done', value: { v: 1 } });
+
+    const held = unique('held');
+    await s.begin(held);
+    await s.completeLate!(held, { v: 3 }); // another call holds the key (the unknown marker lapsed)
+    const claim = await s.begin(held);
+    expect(claim.status).toBe('pending');
+    if (claim.status === 'pending') claim.cancel?.();
+    await s.complete(held, { v: 4 });
+    expect(await s.begin(held)).toEqual({ status: 'done', value: { v: 4 } });
+
+    const gone = unique('gone'); // the unknown marker lapsed and nobody took the key: the answer is still the outcome
+    await s.completeLate!(gone, { v: 5 }, 60_000);
+    expect(await s.begin(gone)).toEqual({ status: 'done', value: { v: 5 } });
+  });
+});

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { createRunner, defineTool, findAndDelete, taskTools } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { postgresStores, type PostgresStoresOptions } from '../../src/postgres/index.js';
+import { idempotencyStoreKey } from '../../src/run/call-context.js';
 import { addOne, TASK, workerInvoker } from '../fixtures/redis-worker.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); the schema is dropped afterwards.
@@ -37,6 +38,8 @@ function replica(options: PostgresStoresOptions = {}, invoker = workerInvoker())
   const runner = createRunner({ invoker, tools: [...taskTools, pay, drop], chains: [findAndDelete, addOne], secret, stores: { checkpoints: stores.checkpoints, idempotency: stores.idempotency } });
   return { pool, invoker, runner, stores };
 }
+/** Where the store keeps `key` of a `pay` call without a context: scoped per tool and caller. */
+const payKey = (key: string) => idempotencyStoreKey('pay', {}, key);
 const pay = defineTool({ name: 'pay', description: 'pay', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5000 });
 const drop = defineTool({ name: 'drop', description: 'drop', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 40 });
 const context = { userId: TASK.user_id };
@@ -68,7 +71,7 @@ describe('chainkit/postgres under runners', () => {
 
   it('a duplicate waiting for a call in flight elsewhere ends at its deadline, and stops polling', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
-    await elsewhere.begin('pg-k1'); // in flight in "another process"
+    await elsewhere.begin(payKey('pg-k1')); // in flight in "another process"
     const r = replica({ pendingWaitMs: 3000 }, createMockInvoker({ pay: { ok: { ok: true } } }));
     await r.stores.migrate(); // connected, tables found: the 60 ms below are the wait's alone
     const result = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k1', timeoutMs: 60 });
@@ -83,14 +86,14 @@ describe('chainkit/postgres under runners', () => {
 
   it('a duplicate that outlives pendingWaitMs fails with conflict; one that sees the result gets it, cached', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
-    await elsewhere.begin('pg-k2');
+    await elsewhere.begin(payKey('pg-k2'));
     const r = replica({ pendingWaitMs: 40 }, createMockInvoker({ pay: { ok: { ok: false } } }));
     const waited = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k2', timeoutMs: 10_000 });
     expect(waited.status === 'failed' && waited.error.category).toBe('conflict');
-    await elsewhere.begin('pg-k3');
+    await elsewhere.begin(payKey('pg-k3'));
     const pending = r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k3', timeoutMs: 10_000 });
     await pause(20);
-    await elsewhere.complete('pg-k3', { ok: true });
+    await elsewhere.complete(payKey('pg-k3'), { ok: true });
     const got = await pending;
     expect(got.status === 'completed' && got.output).toEqual({ ok: true });
     expect(got.trace.steps[0]!.status).toBe('cached');
