@@ -88,11 +88,13 @@ export function isErrorCategory(value: unknown): value is ErrorCategory {
 /** The message patterns of docs/guides/policies.md (Errors), in order; first match wins. */
 const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/\btime[ds]?[ -]?out|\bdeadline[ _]exceeded|\bETIMEDOUT\b/i, 'timeout'],
-  [/\bnot found\b|\bno such\b|\bdoes not exist|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
+  // A missing dependency (before not_found: "module not found" is no missing item).
+  [/\bno module named\b|\bmodule not found\b|\bcannot find module\b/i, 'unavailable'],
+  [/\bnot found\b|\bno such\b|\bdoes not exist|\bunknown tool\b|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
   [/\bunauthori[sz]ed\b|\bunauthenticated\b|(?<![\w.-])401(?![\w-]|\.\w)/i, 'authentication_required'],
   [/\bpermission|\bforbidden\b|\baccess denied\b|(?<![\w.-])403(?![\w-]|\.\w)/i, 'permission_denied'],
   [/\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i, 'invalid_input'],
-  [/\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
+  [/\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
   [/\bdependenc(?:y|ies)\b[^.;\n]{0,120}?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
