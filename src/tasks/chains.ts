@@ -182,7 +182,7 @@ export interface TaskSummary {
   total: number;
   completed: number;
   pending: number;
-  /** completed / total, 0 when there are no tasks (two decimals). */
+  /** Percentage done: completed / total × 100, rounded to one decimal (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks. */
   completion_rate: number;
   by_priority: Record<'low' | 'medium' | 'high', number>;
   by_status: { completed: number; pending: number };
@@ -194,7 +194,7 @@ export interface TaskSummary {
  * @example
  * ```ts
  * const r = await runner.run(taskSummary, {}, { context: { userId } });
- * if (r.status === 'completed') console.log(r.output.completion_rate);
+ * if (r.status === 'completed') console.log(`${r.output.completion_rate} % done`); // 2 of 4 → 50
  * ```
  */
 export const taskSummary = defineChain({
@@ -221,7 +221,7 @@ export const taskSummary = defineChain({
           total,
           completed: done.length,
           pending: pending.length,
-          completion_rate: total === 0 ? 0 : Math.round((done.length / total) * 100) / 100,
+          completion_rate: total === 0 ? 0 : Math.round((done.length / total) * 1000) / 10,
           by_priority,
           by_status: { completed: done.length, pending: pending.length },
         };
