@@ -46,6 +46,11 @@ export interface TimingMetadata {
   estimatedDurationMs: number;
   actualDurationMs: number;
   confidence: 'high' | 'medium' | 'low';
+  /**
+   * Where the estimate came from: `learned` (recorded calls), `declared` (`expectedDurationMs`) or
+   * `default` (nothing known: 15 s per tool). For a chain, the weakest source among its tool steps.
+   */
+  source: 'learned' | 'declared' | 'default';
   willTimeout: boolean;
   timeoutMs: number;
 }
