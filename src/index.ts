@@ -29,7 +29,7 @@ export { toModelResult, type ModelResult, type ModelResultOptions } from './run/
 
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
-export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
+export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type ErrorContext, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
 export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
 
 // Events, traces, rendering
@@ -44,8 +44,8 @@ export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/rende
 // Guidance
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './observe/result.js';
 export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
-export { TimingModel, complexityOf, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
-export { alternativesFor } from './guidance/alternatives.js';
+export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
+export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
 export type { GuidanceSources } from './guidance/suggest.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
 export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';

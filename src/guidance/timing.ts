@@ -61,6 +61,24 @@ export function complexityOf(input: unknown): number {
   return c;
 }
 
+/**
+ * The size of an input in characters: a string's length, else the length of its JSON text (0 when
+ * it has none, e.g. a cycle). For failures only: it walks the whole input.
+ *
+ * @example
+ * ```ts
+ * inputSizeOf({ text: 'abc' }); // 14
+ * ```
+ */
+export function inputSizeOf(input: unknown): number {
+  if (typeof input === 'string') return input.length;
+  try {
+    return JSON.stringify(input)?.length ?? 0;
+  } catch {
+    return 0; // a cycle, a BigInt or a throwing getter: no size rather than a broken failure report
+  }
+}
+
 const confidenceOf = (n: number): Confidence => (n > 100 ? 'high' : n >= 10 ? 'medium' : 'low');
 
 function quantile(sorted: number[], q: number): number {
