@@ -30,7 +30,7 @@ export { toModelResult, type ModelResult, type ModelResultOptions } from './run/
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
 export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type ErrorContext, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
-export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
+export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
 
 // Events, traces, rendering
 export type {
@@ -66,5 +66,5 @@ export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImpl
 export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
-export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors } from './tasks/tools.js';
+export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors, TASK_NOT_FOUND_MESSAGE } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';

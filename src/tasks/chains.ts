@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { defineChain } from '../define/chain.js';
 import { ref } from '../define/ref.js';
-import { completeTask, deleteTask, listTasks, updateTask, type Task } from './tools.js';
+import { completeTask, deleteTask, listTasks, TASK_NOT_FOUND_MESSAGE, updateTask, type Task } from './tools.js';
 
 const userContext = z.object({ userId: z.uuid() });
 const user = ref('context', 'userId');
@@ -90,7 +90,7 @@ export const findAndUpdate = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     {
       id: 'update',
       tool: updateTask,
@@ -127,7 +127,7 @@ export const findAndDelete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     {
       id: 'delete',
       tool: deleteTask,
@@ -165,7 +165,7 @@ export const findAndComplete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') }, when: (s) => !s.results.target.completed },
   ],
   // A skipped step leaves no result: then the task as found, flagged.
