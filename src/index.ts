@@ -48,7 +48,8 @@ export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type Timin
 export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
 export type { GuidanceSources } from './guidance/suggest.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
-export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type ToolRegistryOptions, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { classifyComplexity } from './guidance/intent.js';
 
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';

@@ -31,6 +31,10 @@ export interface Trace {
   totalLatencyMs: number;
   status: 'completed' | 'awaiting_confirmation' | 'declined' | 'failed';
   steps: TraceStep[];
+  /** The tool tier of an `invoke(…, { tier })`: the tier that offered the tool (or the one asked for, when none did). */
+  tier?: string;
+  /** How many tools that tier offers (simple 0 by default, medium its list, complex all). */
+  toolCount?: number;
 }
 
 /** A move from one tool to the next within a session (for learning which tool follows which). */
