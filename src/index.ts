@@ -37,7 +37,8 @@ export type {
   RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent, RunRecoveredEvent, RunEndEvent,
   StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent, TierEscalationEvent,
 } from './observe/events.js';
-export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
+export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
+export { IDENTITY_KEY } from './observe/trace.js';
 export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
 export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
 

@@ -10,6 +10,7 @@ import type { ToolRegistry } from '../guidance/tiers.js';
 import { complexityOf } from '../guidance/timing.js';
 import { maskError, secretMask } from '../observe/redact.js';
 import type { InvokeResult, ResponseMetadata } from '../observe/result.js';
+import { settleTrace } from '../observe/trace.js';
 import { AbortScope, onSignalAbort } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
 import { newId } from './ids.js';
@@ -80,6 +81,7 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
     if (sessionId === undefined) recorder.forget(session); // a one-call session is over
     if (ctx) recorder.stepEnded(site, entry); // only a call that was made ends a step
     const trace = newTrace(site, started, ended, body.status, [entry]);
+    if (body.status === 'failed') settleTrace(trace, 'failed', entry.error);
     if (metadataContext.tier !== undefined) {
       trace.tier = metadataContext.tier;
       trace.toolCount = metadataContext.toolCount!;
