@@ -44,7 +44,8 @@ export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/rende
 
 // Guidance
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './observe/result.js';
-export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
+export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats, type AdviceStats } from './guidance/metrics.js';
+export { metricsTool, type MetricsToolDefinition, type MetricsToolResult } from './guidance/metrics-tool.js';
 export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
 export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
 export type { GuidanceSources } from './guidance/suggest.js';
