@@ -67,6 +67,6 @@ console.log(`  second click: ${second.status === 'failed' ? `${second.error.cate
 title("9. Alice's tasks now");
 for (const t of store.tasks(fixtures.alice)) console.log(`  ${t.completed ? '☑' : '☐'} ${t.title} (${t.priority})`);
 const after = await runner.run(taskSummary, {}, alice);
-if (after.status === 'completed') console.log(`  completion rate: ${Math.round(after.output.completion_rate * 100)} %`);
+if (after.status === 'completed') console.log(`  completion rate: ${after.output.completion_rate} %`);
 
 await runner.close();

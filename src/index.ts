@@ -29,26 +29,29 @@ export { toModelResult, type ModelResult, type ModelResultOptions } from './run/
 
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
-export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
-export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier } from './errors/classify.js';
+export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type ErrorContext, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
+export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
 
 // Events, traces, rendering
 export type {
   RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent, RunRecoveredEvent, RunEndEvent,
   StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent, TierEscalationEvent,
 } from './observe/events.js';
-export type { Trace, TraceStep, TraceStepStatus, ToolTransition } from './observe/trace.js';
+export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
+export { IDENTITY_KEY } from './observe/trace.js';
 export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
 export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
 
 // Guidance
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './observe/result.js';
-export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats } from './guidance/metrics.js';
-export { TimingModel, complexityOf, type TimingEstimate, type TimingData, type Confidence } from './guidance/timing.js';
-export { alternativesFor } from './guidance/alternatives.js';
+export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats, type AdviceStats } from './guidance/metrics.js';
+export { metricsTool, type MetricsToolDefinition, type MetricsToolResult } from './guidance/metrics-tool.js';
+export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
+export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
 export type { GuidanceSources } from './guidance/suggest.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
-export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type ToolRegistryOptions, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { classifyComplexity } from './guidance/intent.js';
 
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
@@ -66,5 +69,5 @@ export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImpl
 export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
-export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors } from './tasks/tools.js';
+export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors, TASK_NOT_FOUND_MESSAGE } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';

@@ -60,6 +60,8 @@ export interface SelectStep<S = Scope> extends StepCommon<S> {
     where?: Record<string, FieldMatcher> | ((item: any, scope: S) => boolean);
     /** `'one'` fails with `ambiguous` when several match; `'first'` takes the first; `'all'` keeps every match. */
     expect: 'one' | 'first' | 'all';
+    /** What the end user is told when nothing matches (the `not_found` failure's `userMessage`). */
+    noMatch?: string;
   };
 }
 

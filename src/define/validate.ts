@@ -227,6 +227,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
         }
       }
       if (!['one', 'first', 'all'].includes(sel.expect as string)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
+      if (sel.noMatch !== undefined && typeof sel.noMatch !== 'string') issues.add(`${at}.select.noMatch`, 'Expected `noMatch` to be the sentence shown to the user when nothing matches.');
       let matcher: PlannedStep['matcher'];
       if (typeof sel.where === 'function') {
         usesScope = true;

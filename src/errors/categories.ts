@@ -41,6 +41,19 @@ export interface Alternative {
   estimatedDurationMs?: number;
 }
 
+/**
+ * The circumstances of a failed call: numbers only, so nothing in it can carry a secret of the input.
+ * Present when a tool call was made (not for a failure before any call, e.g. invalid input).
+ */
+export interface ErrorContext {
+  /** The per-attempt timeout that applied to the last attempt, in ms (a retried timeout doubles it). */
+  timeoutMs?: number;
+  /** The size of the call's input in characters (its JSON text; a string input's length). */
+  inputSize?: number;
+  /** The attempt that failed last (1 for the first). */
+  attempt?: number;
+}
+
 /** A failure as data: what went wrong, where, and what to do about it. */
 export interface ChainErrorInfo {
   category: ErrorCategory;
@@ -58,6 +71,8 @@ export interface ChainErrorInfo {
   tool?: string;
   attempts: number;
   candidates?: unknown[];
+  /** The timeout that applied, the input's size and the attempt, when a tool was called. */
+  context?: ErrorContext;
   /**
    * What the tool (or compute step) originally threw, where there was such an error. Non-enumerable:
    * for logs and debugging in this process, never serialized into traces, events or stores.

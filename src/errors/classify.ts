@@ -8,6 +8,8 @@ export interface Classified {
   code: string;
   message: string;
   retryAfterMs?: number;
+  /** What to tell an end user, when the code has its own words (a domain's, see {@link codeClassifier}). */
+  userMessage?: string;
   /** A write/destructive call that may or may not have taken effect (set by the retry policy): never retryable. */
   outcomeUnknown?: boolean;
 }
@@ -88,11 +90,13 @@ export function isErrorCategory(value: unknown): value is ErrorCategory {
 /** The message patterns of docs/guides/policies.md (Errors), in order; first match wins. */
 const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/\btime[ds]?[ -]?out|\bdeadline[ _]exceeded|\bETIMEDOUT\b/i, 'timeout'],
-  [/\bnot found\b|\bno such\b|\bdoes not exist|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
+  // A missing dependency (before not_found: "module not found" is no missing item).
+  [/\bno module named\b|\bmodule not found\b|\bcannot find module\b/i, 'unavailable'],
+  [/\bnot found\b|\bno such\b|\bdoes not exist|\bunknown tool\b|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
   [/\bunauthori[sz]ed\b|\bunauthenticated\b|(?<![\w.-])401(?![\w-]|\.\w)/i, 'authentication_required'],
   [/\bpermission|\bforbidden\b|\baccess denied\b|(?<![\w.-])403(?![\w-]|\.\w)/i, 'permission_denied'],
   [/\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i, 'invalid_input'],
-  [/\bECONNREFUSED\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
+  [/\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
   [/\bdependenc(?:y|ies)\b[^.;\n]{0,120}?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
@@ -180,34 +184,47 @@ function codeOf(error: Bag): string | undefined {
 }
 
 /** The verdict for a code found in a table. */
-function byCode(error: Bag, codes: ReadonlyMap<string, ErrorCategory>): Classified | undefined {
+function byCode(error: Bag, codes: ReadonlyMap<string, ErrorCategory | CodeRule>): Classified | undefined {
   const code = codeOf(error);
-  const category = code === undefined ? undefined : codes.get(code);
-  if (!category) return undefined;
+  const entry = code === undefined ? undefined : codes.get(code);
+  if (!entry) return undefined;
   const retryAfterMs = retryAfterOf(error);
-  return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  const category = typeof entry === 'string' ? entry : entry.category;
+  const userMessage = typeof entry === 'string' ? undefined : entry.userMessage;
+  return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }), ...(userMessage !== undefined && { userMessage }) };
 }
 
 const byInBandCode: Classifier = (error) => (isBag(error) ? byCode(error, IN_BAND_CODES) : undefined);
 
+/** A domain code's category, and the words an end user is shown for it (else the category's). */
+export interface CodeRule {
+  category: ErrorCategory;
+  /** Safe to show an end user: no secrets, no internals. */
+  userMessage?: string;
+}
+
 /**
  * A classifier for a domain's own error codes: a thrown error's `code` (or `error`), or an in-band
- * result's `error` code, looked up in `codes` (own keys only: `constructor` is just unknown).
+ * result's `error` code, looked up in `codes` (own keys only: `constructor` is just unknown). A code
+ * maps to a category, or to `{ category, userMessage }` when the end user should be told something
+ * more precise than the category's sentence.
  * Give it to the tools of that domain (`defineTool({ classifiers: [...] })`), or to every call
  * (`createRunner({ classifiers: [...] })`). The task domain's tools carry theirs this way.
  *
  * @example
  * ```ts
- * const billingErrors = codeClassifier({ card_declined: 'invalid_input', ledger_locked: 'conflict' });
+ * const billingErrors = codeClassifier({ card_declined: { category: 'invalid_input', userMessage: 'Your card was declined.' }, ledger_locked: 'conflict' });
  * const charge = defineTool({ name: 'charge', description: 'Charge a card', input, output, classifiers: [billingErrors] });
  * ```
  */
-export function codeClassifier(codes: Readonly<Record<string, ErrorCategory>>): Classifier {
+export function codeClassifier(codes: Readonly<Record<string, ErrorCategory | CodeRule>>): Classifier {
   if (typeof codes !== 'object' || codes === null) throw new TypeError('Expected an object of error codes and their categories, e.g. { card_declined: \'invalid_input\' }.');
-  const table = new Map<string, ErrorCategory>();
-  for (const [code, category] of Object.entries(codes)) {
+  const table = new Map<string, ErrorCategory | CodeRule>();
+  for (const [code, entry] of Object.entries(codes)) {
+    const category: unknown = typeof entry === 'object' && entry !== null ? entry.category : entry;
     if (!isErrorCategory(category)) throw new TypeError(`Expected the category of code '${code}' to be one of ${ERROR_CATEGORIES.join(', ')}; got ${String(category)}.`);
-    table.set(code, category);
+    if (typeof entry === 'object' && entry.userMessage !== undefined && typeof entry.userMessage !== 'string') throw new TypeError(`Expected the userMessage of code '${code}' to be a string.`);
+    table.set(code, typeof entry === 'object' ? { category, ...(entry.userMessage !== undefined && { userMessage: entry.userMessage }) } : category);
   }
   return (error) => (isBag(error) ? byCode(error, table) : undefined);
 }
@@ -312,6 +329,7 @@ export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = 
     // A getter that throws leaves the code as the only text.
   }
   let category: ErrorCategory | undefined;
+  let userMessage: string | undefined;
   for (const classify of classifiers) {
     if (BUILT_IN.has(classify)) continue;
     try {
@@ -319,6 +337,7 @@ export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = 
       if (wellFormed(verdict)) {
         category = verdict.category;
         retryAfterMs = verdict.retryAfterMs ?? retryAfterMs;
+        if (typeof verdict.userMessage === 'string') userMessage = verdict.userMessage;
         break;
       }
     } catch {
@@ -327,7 +346,7 @@ export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = 
   }
   category ??= inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
   if (category === 'unknown') category = wordsOf(code) ?? 'unknown';
-  return { category, code, message: `${code}: ${text}`, ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return { category, code, message: `${code}: ${text}`, ...(retryAfterMs !== undefined && { retryAfterMs }), ...(userMessage !== undefined && { userMessage }) };
 }
 
 /** Whether a tool output is an in-band error result. */

@@ -81,10 +81,26 @@ const WORDING: Record<ErrorCategory, Wording> = {
 // Own keys only: a custom classifier's category `constructor` must not find Object's own.
 const wordingOf = (category: ErrorCategory): Wording => (Object.hasOwn(WORDING, category) ? WORDING[category] : WORDING.unknown);
 
-/** The default end-user message for a category. */
-export function userMessageFor(category: ErrorCategory): string {
+/**
+ * The default end-user message for a category; a rate limit with a known wait says how many
+ * seconds to wait (rounded up).
+ *
+ * @example
+ * ```ts
+ * userMessageFor('rate_limited', 7000); // 'Too many requests right now. Please wait 7 seconds and try again.'
+ * ```
+ */
+export function userMessageFor(category: ErrorCategory, retryAfterMs?: number): string {
+  if (category === 'rate_limited' && retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    return `Too many requests right now. Please wait ${seconds} ${seconds === 1 ? 'second' : 'seconds'} and try again.`;
+  }
   return wordingOf(category).user;
 }
+
+// A domain's own words are shown to end users: never a stack frame, whatever a classifier returned.
+const STACK_FRAME = /\n\s*at .*/g;
+const userText = (text: string): string => text.replace(STACK_FRAME, '').trim();
 
 /** Default recovery suggestions for a category (a fresh array the caller may keep). */
 export function suggestionsFor(category: ErrorCategory): string[] {
@@ -121,7 +137,7 @@ export function toErrorInfo(failure: Classified, details: FailureDetails = {}, t
     category,
     code: failure.code,
     message: failure.message,
-    userMessage: details.userMessage ?? userMessageFor(category),
+    userMessage: details.userMessage ?? (typeof failure.userMessage === 'string' ? userText(failure.userMessage) : userMessageFor(category, failure.retryAfterMs)),
     suggestions: suggestionsFor(category),
     alternatives: [],
     retryable: isRetryableCategory(category, table),
@@ -130,7 +146,7 @@ export function toErrorInfo(failure: Classified, details: FailureDetails = {}, t
   if (failure.outcomeUnknown) {
     // A write that may have taken effect: "try again" could do it twice.
     info.retryable = false;
-    if (details.userMessage === undefined) info.userMessage = OUTCOME_UNKNOWN.user;
+    if (details.userMessage === undefined && failure.userMessage === undefined) info.userMessage = OUTCOME_UNKNOWN.user;
     info.suggestions = OUTCOME_UNKNOWN.suggestions.slice();
   }
   if (failure.retryAfterMs !== undefined) info.retryAfterMs = failure.retryAfterMs;

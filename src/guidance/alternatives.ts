@@ -4,23 +4,32 @@ import type { GuidanceSources } from './suggest.js';
 import { chainDuration } from './suggest.js';
 
 const MAX = 5;
+/** Input over this many characters earns `split_input` after a timeout. */
+export const SPLIT_INPUT_OVER_CHARS = 10_000;
+/** `increase_timeout` offers twice the timeout that applied, up to this (never less than the tool's own). */
+export const MAX_SUGGESTED_TIMEOUT_MS = 120_000;
 
 /**
- * Alternatives for a failure, best first. `suggestion` is an action with an argument
+ * Alternatives for a failure, best first, at most 5. `suggestion` is an action with an argument
  * (`tool:quick_search`, `chain:task_summary`, `retry_after:5000`, `increase_timeout:6000`,
  * `split_input`, `save_progress`, `retry_later:30000`, `ask_user`, `fix_input`, `reauthenticate`);
  * `reason` says why, for people.
  *
+ * After a timeout: faster declared alternatives, then `split_input` (only for input over 10,000
+ * characters) and `increase_timeout` (twice the timeout that applied, up to 120 s, never less than
+ * the tool's own, and only when that is longer); these two always keep their place within the 5.
+ * The input size and the timeout are read from `error.context`.
+ *
  * @example
  * ```ts
- * alternativesFor(guidance, { category: 'timeout', tool: 'search', … }, { complexity: 40 });
- * // [{ suggestion: 'tool:quick_search', reason: 'Does the same job, usually in ~120 ms', estimatedDurationMs: 120 }, …]
+ * alternativesFor(guidance, { category: 'timeout', tool: 'search', context: { inputSize: 24_000, timeoutMs: 5000 }, … });
+ * // [{ suggestion: 'tool:quick_search', … }, { suggestion: 'split_input', … }, { suggestion: 'increase_timeout:10000', … }]
  * ```
  */
-export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo, options: { complexity?: number } = {}): Alternative[] {
+export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo): Alternative[] {
   const out: Alternative[] = [];
   const tool = error.tool !== undefined ? src.tools.get(error.tool) : undefined;
-  const failedEstimate = tool ? src.timing.estimate(tool.name).estimatedDurationMs : undefined;
+  const failed = tool ? src.timing.estimate(tool.name) : undefined;
 
   // Declared alternatives, with what history says about them: faster ones first for timeouts,
   // more reliable ones first otherwise.
@@ -28,11 +37,14 @@ export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo, opt
     const asTool = src.tools.get(name);
     const asChain = asTool ? undefined : src.chains.get(name);
     if (!asTool && !asChain) return undefined;
-    const estimatedDurationMs = asTool ? src.timing.estimate(name).estimatedDurationMs : chainDuration(src, asChain!);
+    const estimate = asTool ? src.timing.estimate(name) : undefined;
+    const estimatedDurationMs = estimate ? estimate.estimatedDurationMs : chainDuration(src, asChain!);
     const stats = asTool ? src.metrics.callStats(name) : {};
     const calls = (stats.chain?.invocations ?? 0) + (stats.direct?.invocations ?? 0);
     const ok = (stats.chain?.successes ?? 0) + (stats.direct?.successes ?? 0);
-    return { name, kind: asTool ? 'tool' : 'chain', estimatedDurationMs, successRate: calls ? ok / calls : undefined };
+    // A tool nothing is known of has the 15 s default: no claim of speed is made for it.
+    const known = estimate ? estimate.source !== 'default' : true;
+    return { name, kind: asTool ? 'tool' : 'chain', estimatedDurationMs, known, successRate: calls ? ok / calls : undefined };
   }).filter((d): d is NonNullable<typeof d> => d !== undefined);
   const offer = (d: (typeof declared)[number], why: string): void => {
     out.push({ suggestion: `${d.kind}:${d.name}`, reason: why, estimatedDurationMs: d.estimatedDurationMs });
@@ -40,11 +52,22 @@ export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo, opt
 
   switch (error.category) {
     case 'timeout': {
-      for (const d of [...declared].sort((a, b) => a.estimatedDurationMs - b.estimatedDurationMs)) {
-        if (failedEstimate === undefined || d.estimatedDurationMs < failedEstimate || failedEstimate === 0) offer(d, `Does the same job, usually in ~${d.estimatedDurationMs} ms`);
+      const specific: Alternative[] = [];
+      const inputSize = error.context?.inputSize;
+      if (inputSize !== undefined && inputSize > SPLIT_INPUT_OVER_CHARS) specific.push({ suggestion: 'split_input', reason: `The input is large (${inputSize} characters): send it in smaller parts` });
+      if (tool) {
+        const applied = error.context?.timeoutMs ?? tool.timeoutMs;
+        const longer = Math.max(tool.timeoutMs, Math.min(applied * 2, MAX_SUGGESTED_TIMEOUT_MS));
+        if (longer > applied) specific.push({ suggestion: `increase_timeout:${longer}`, reason: `The tool may need more than ${applied} ms for this input` });
       }
-      if ((options.complexity ?? 1) > 1) out.push({ suggestion: 'split_input', reason: 'The input is large: send it in smaller parts' });
-      if (tool) out.push({ suggestion: `increase_timeout:${Math.min(tool.timeoutMs * 2, 60_000)}`, reason: `The tool may need more than ${tool.timeoutMs} ms for this input` });
+      // Faster tools first, but never so many that the timeout-specific advice is pushed out.
+      const room = MAX - specific.length;
+      const unknownSpeed = failed === undefined || failed.source === 'default';
+      for (const d of [...declared].sort((a, b) => a.estimatedDurationMs - b.estimatedDurationMs)) {
+        if (out.length >= room) break;
+        if (unknownSpeed || (d.known && d.estimatedDurationMs < failed.estimatedDurationMs)) offer(d, d.known ? `Does the same job, usually in ~${d.estimatedDurationMs} ms` : 'Does the same job');
+      }
+      out.push(...specific);
       break;
     }
     case 'rate_limited':

@@ -41,8 +41,8 @@ export interface CallLesson {
 
 /**
  * Feeds what one finished tool call teaches: its transition from the session's previous call (if
- * any), counters, duration (successes only), failures. A failure that earns fallback advice logs
- * it at `warn` (with `runId` when given).
+ * any), counters, duration (successes only), failures. A failure that earns fallback advice is
+ * counted in the metrics (`adviceStats()`) and logged at `warn` (with `runId` when given).
  *
  * @example
  * ```ts
@@ -64,16 +64,18 @@ export function learn(to: Learners, call: CallLesson): void {
     to.learning?.sample(tool, durationMs, call.complexity);
   }
   to.advisor.record(call.session, tool, error?.category);
-  if (error && to.logger) logAdvice(to, call, error);
+  if (error) adviceGiven(to, call, error);
 }
 
-// Failure path only, and only with a logger: what the agent is told to do instead, for operators.
-function logAdvice(to: Learners, call: CallLesson, error: ChainErrorInfo): void {
+// Failure path only: a failure that earns fallback advice is counted, and logged for operators.
+function adviceGiven(to: Learners, call: CallLesson, error: ChainErrorInfo): void {
   const { session, tool, runId } = call;
   const advice = to.advisor.advice(session, tool);
   if (advice.length === 0) return;
+  to.metrics.recordAdvice(tool, error.category);
+  if (!to.logger) return;
   try {
-    to.logger!.warn(
+    to.logger.warn(
       { ...(runId !== undefined && { runId }), sessionId: session, tool, ...(error.step !== undefined && error.step !== tool && { step: error.step }), category: error.category, code: error.code, advice },
       `fallback advice for ${tool}: ${advice.join(' ')}`,
     );

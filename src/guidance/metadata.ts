@@ -19,11 +19,14 @@ export interface MetadataInput {
 }
 
 const CONFIDENCE_ORDER = { low: 0, medium: 1, high: 2 } as const;
+const SOURCE_ORDER = { default: 0, declared: 1, learned: 2 } as const;
 
 /** Builds the metadata of a result from what the runner has learned. Cheap: no scans, cached estimates. */
 export function buildMetadata(src: GuidanceSources, m: MetadataInput): ResponseMetadata {
   let estimatedDurationMs = 0;
   let confidence: TimingMetadata['confidence'] = 'high';
+  let source: TimingMetadata['source'] = 'learned';
+  let willTimeout = false;
   let timeoutMs = 0;
   if (m.chain) {
     timeoutMs = m.chain.timeoutMs;
@@ -34,15 +37,24 @@ export function buildMetadata(src: GuidanceSources, m: MetadataInput): ResponseM
       const e = src.timing.estimate(p.tool.name);
       estimatedDurationMs += e.estimatedDurationMs;
       if (CONFIDENCE_ORDER[e.confidence] < CONFIDENCE_ORDER[confidence]) confidence = e.confidence;
+      if (SOURCE_ORDER[e.source] < SOURCE_ORDER[source]) source = e.source;
     }
-    if (!any) confidence = 'low';
+    if (!any) {
+      confidence = 'low';
+      source = 'default';
+    }
+    // A default estimate predicts nothing: only what is declared or learned may say "will time out".
+    willTimeout = source !== 'default' && timeoutMs > 0 && estimatedDurationMs > timeoutMs;
   } else if (m.tool) {
     const e = src.timing.estimate(m.tool.name);
     estimatedDurationMs = e.estimatedDurationMs;
     confidence = e.confidence;
+    source = e.source;
     timeoutMs = m.tool.timeoutMs;
+    willTimeout = e.willTimeout;
   } else {
     confidence = 'low';
+    source = 'default';
   }
   const context: ResponseMetadata['context'] = { ...m.context };
   if (m.chain) {
@@ -51,7 +63,7 @@ export function buildMetadata(src: GuidanceSources, m: MetadataInput): ResponseM
   }
   if (m.tool) context.tool = m.tool.name;
   return {
-    timing: { estimatedDurationMs, actualDurationMs: m.actualDurationMs, confidence, willTimeout: timeoutMs > 0 && estimatedDurationMs > timeoutMs, timeoutMs },
+    timing: { estimatedDurationMs, actualDurationMs: m.actualDurationMs, confidence, source, willTimeout, timeoutMs },
     suggestions: {
       nextTools: m.lastTool ? nextTools(src, m.lastTool) : [],
       relevantChains: relevantChains(src, m.sessionTools),

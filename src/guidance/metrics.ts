@@ -36,6 +36,13 @@ export interface CallStats {
   latencyMs: { min: number; avg: number; max: number };
 }
 
+/** How often failures earned fallback advice: in all, by tool and by error category. */
+export interface AdviceStats {
+  total: number;
+  byTool: Record<string, number>;
+  byCategory: Record<string, number>;
+}
+
 /** A common chain's average success rate must reach this to be listed (the reference behaviour). */
 const MIN_CHAIN_SUCCESS = 0.7;
 // Success rates are sums of fractions: 0.7 may come out as 0.6999999999999998.
@@ -73,6 +80,8 @@ export class MetricsCollector {
   private readonly cells = new Map<string, Map<string, { count: number; ok: number; gap: number }>>();
   private readonly minOccurrences: number;
   private readonly minSuccessRate: number;
+  // Keyed by known tools and the fixed categories: bounded by what the runner knows.
+  private readonly advice = { total: 0, byTool: new Map<string, number>(), byCategory: new Map<string, number>() };
 
   constructor(options: MetricsOptions = {}) {
     const capacity = options.capacity ?? 10_000;
@@ -115,6 +124,29 @@ export class MetricsCollector {
     s.latencyMs.min = Math.min(s.latencyMs.min, latencyMs);
     s.latencyMs.max = Math.max(s.latencyMs.max, latencyMs);
     s.latencyMs.avg += (latencyMs - s.latencyMs.avg) / s.invocations;
+  }
+
+  /** Counts one fallback-advice event: a failure of `tool` with `category` that earned advice (O(1)). */
+  recordAdvice(tool: string, category: string): void {
+    this.advice.total++;
+    this.advice.byTool.set(tool, (this.advice.byTool.get(tool) ?? 0) + 1);
+    this.advice.byCategory.set(category, (this.advice.byCategory.get(category) ?? 0) + 1);
+  }
+
+  /**
+   * How often failures earned fallback advice, in all, by tool and by category.
+   *
+   * @example
+   * ```ts
+   * runner.metrics.adviceStats(); // { total: 3, byTool: { search: 3 }, byCategory: { timeout: 2, network: 1 } }
+   * ```
+   */
+  adviceStats(): AdviceStats {
+    const byTool = ownRecord<number>();
+    const byCategory = ownRecord<number>();
+    for (const [k, n] of this.advice.byTool) byTool[k] = n;
+    for (const [k, n] of this.advice.byCategory) byCategory[k] = n;
+    return { total: this.advice.total, byTool, byCategory };
   }
 
   /** Call counters of a tool by mode. */

@@ -2,18 +2,9 @@
 import { schemaToJSONSchema } from '../define/schema.js';
 import type { Tool } from '../define/tool.js';
 import { DefinitionError } from '../errors/definition-error.js';
+import { classifyComplexity, TIER_LEVELS, type TierLevel } from './intent.js';
 
-/** Complexity levels, from the smallest tool set to the largest. */
-export type TierLevel = 'simple' | 'medium' | 'complex';
-/**
- * The tier levels, lowest first: escalation goes this way.
- *
- * @example
- * ```ts
- * for (const level of TIER_LEVELS) console.log(level, registry.estimateTokens(level));
- * ```
- */
-export const TIER_LEVELS: readonly TierLevel[] = ['simple', 'medium', 'complex'];
+export { TIER_LEVELS, type TierLevel } from './intent.js';
 
 /** Which tools each tier offers: tool names, or `'all'`. */
 export type TierSpec = Partial<Record<TierLevel, readonly string[] | 'all'>>;
@@ -28,6 +19,11 @@ export interface ToolRegistry {
   readonly tools: readonly Tool[];
   /** The tools of a tier. */
   forComplexity(level: TierLevel): Tool[];
+  /**
+   * The tools an intent needs: a tier given as `{ complexity }`, or a message whose tier the
+   * registry's classifier decides ({@link classifyComplexity} unless `classify` was given).
+   */
+  forIntent(intent: { complexity: TierLevel } | string | undefined): Tool[];
   /** Function definitions of a tier's tools (`'openai'`: `parameters`, `'anthropic'`: `input_schema`). */
   toJSONSchema(level: TierLevel, options?: { format?: 'openai' | 'anthropic' }): FunctionDefinition[];
   /** Rough prompt size of a tier's definitions (4 characters a token). */
@@ -42,6 +38,14 @@ function checkLevel(level: unknown): asserts level is TierLevel {
   }
 }
 
+/** Options of {@link createToolRegistry}. */
+export interface ToolRegistryOptions {
+  /** Which tools each tier offers. */
+  tiers?: TierSpec;
+  /** The tier a message needs, for `forIntent(message)`. Default {@link classifyComplexity}. */
+  classify?: (message: string | undefined) => TierLevel;
+}
+
 /**
  * Groups tools into tiers. Unknown tool names are a {@link DefinitionError}; a tier not given
  * offers nothing, except `complex`, which defaults to `'all'`.
@@ -50,9 +54,11 @@ function checkLevel(level: unknown): asserts level is TierLevel {
  * ```ts
  * const registry = createToolRegistry([...taskTools], { tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task', 'complete_task'], complex: 'all' } });
  * registry.toJSONSchema('simple'); // [{ name: 'list_tasks', description: …, parameters: { type: 'object', … } }]
+ * registry.forIntent('Add a task to buy milk'); // the medium tier's 3 tools
  * ```
  */
-export function createToolRegistry(tools: readonly Tool[], options: { tiers?: TierSpec } = {}): ToolRegistry {
+export function createToolRegistry(tools: readonly Tool[], options: ToolRegistryOptions = {}): ToolRegistry {
+  const classify = options.classify ?? classifyComplexity;
   const byName = new Map(tools.map((t) => [t.name, t]));
   const issues: { path: string; message: string }[] = [];
   const tiers = new Map<TierLevel, Tool[]>();
@@ -88,6 +94,10 @@ export function createToolRegistry(tools: readonly Tool[], options: { tiers?: Ti
     forComplexity(level) {
       checkLevel(level);
       return [...tiers.get(level)!];
+    },
+    forIntent(intent) {
+      const level = typeof intent === 'object' && intent !== null ? intent.complexity : classify(intent);
+      return registry.forComplexity(level); // checks the level, whoever chose it
     },
     toJSONSchema(level, { format = 'openai' } = {}) {
       return registry.forComplexity(level).map((t) => (format === 'anthropic'

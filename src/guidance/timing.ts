@@ -4,11 +4,30 @@ import type { Tool } from '../define/tool.js';
 /** How sure an estimate is: more than 100 samples is high, 10–100 medium, fewer low. */
 export type Confidence = 'high' | 'medium' | 'low';
 
+/**
+ * Where an estimate came from: the tool's recorded calls (`learned`), its `expectedDurationMs`
+ * (`declared`), or neither (`default`: {@link DEFAULT_ESTIMATE_MS}).
+ */
+export type EstimateSource = 'learned' | 'declared' | 'default';
+
+/**
+ * The estimate of a tool nothing is known about: 15 s, so a model never takes an unknown tool for
+ * an instant one. Its confidence is `low` and its source `default`.
+ *
+ * @example
+ * ```ts
+ * runner.timing.estimate('brand_new_tool').estimatedDurationMs === DEFAULT_ESTIMATE_MS; // true
+ * ```
+ */
+export const DEFAULT_ESTIMATE_MS = 15_000;
+
 /** What {@link TimingModel.estimate} returns. */
 export interface TimingEstimate {
   estimatedDurationMs: number;
   confidence: Confidence;
-  /** True when the estimate exceeds the tool's timeout. */
+  /** Where the estimate came from. */
+  source: EstimateSource;
+  /** True when the estimate exceeds the tool's timeout (never for a `default` estimate: it predicts nothing). */
   willTimeout: boolean;
   timeoutMs: number;
   samples: number;
@@ -42,6 +61,24 @@ export function complexityOf(input: unknown): number {
   return c;
 }
 
+/**
+ * The size of an input in characters: a string's length, else the length of its JSON text (0 when
+ * it has none, e.g. a cycle). For failures only: it walks the whole input.
+ *
+ * @example
+ * ```ts
+ * inputSizeOf({ text: 'abc' }); // 14
+ * ```
+ */
+export function inputSizeOf(input: unknown): number {
+  if (typeof input === 'string') return input.length;
+  try {
+    return JSON.stringify(input)?.length ?? 0;
+  } catch {
+    return 0; // a cycle, a BigInt or a throwing getter: no size rather than a broken failure report
+  }
+}
+
 const confidenceOf = (n: number): Confidence => (n > 100 ? 'high' : n >= 10 ? 'medium' : 'low');
 
 function quantile(sorted: number[], q: number): number {
@@ -54,11 +91,12 @@ function quantile(sorted: number[], q: number): number {
 
 /**
  * Per-tool duration samples (the last 1,000 of each) and estimates from them; the tool's
- * `expectedDurationMs` is the prior until samples exist.
+ * `expectedDurationMs` is the prior until samples exist, and {@link DEFAULT_ESTIMATE_MS} (15 s)
+ * when it declares none.
  *
  * @example
  * ```ts
- * runner.timing.estimate('list_tasks');              // { estimatedDurationMs: 148, confidence: 'medium', … }
+ * runner.timing.estimate('list_tasks');              // { estimatedDurationMs: 148, confidence: 'medium', source: 'learned', … }
  * const data = runner.timing.export();               // JSON: seed another deployment
  * otherRunner.timing.import(data);
  * ```
@@ -91,8 +129,11 @@ export class TimingModel {
     const timeoutMs = def?.timeoutMs ?? 10_000;
     const list = this.samples.get(tool) ?? [];
     let estimatedDurationMs: number;
+    let source: EstimateSource = 'learned';
     if (list.length === 0) {
-      estimatedDurationMs = def?.expectedDurationMs ?? 0;
+      const declared = def?.expectedDurationMs;
+      source = declared === undefined ? 'default' : 'declared';
+      estimatedDurationMs = declared ?? DEFAULT_ESTIMATE_MS;
     } else {
       const stats = this.stats(tool, list);
       estimatedDurationMs = options.percentile === 'p90' ? stats.p90 : stats.median;
@@ -100,7 +141,7 @@ export class TimingModel {
     }
     estimatedDurationMs = Math.round(estimatedDurationMs);
     const samples = Math.min(list.length, MAX_SAMPLES);
-    return { estimatedDurationMs, confidence: confidenceOf(samples), willTimeout: estimatedDurationMs > timeoutMs, timeoutMs, samples };
+    return { estimatedDurationMs, confidence: confidenceOf(samples), source, willTimeout: source !== 'default' && estimatedDurationMs > timeoutMs, timeoutMs, samples };
   }
 
   private stats(tool: string, list: { durationMs: number; complexity: number }[]): { median: number; p90: number; complexity: number } {

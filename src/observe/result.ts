@@ -46,6 +46,11 @@ export interface TimingMetadata {
   estimatedDurationMs: number;
   actualDurationMs: number;
   confidence: 'high' | 'medium' | 'low';
+  /**
+   * Where the estimate came from: `learned` (recorded calls), `declared` (`expectedDurationMs`) or
+   * `default` (nothing known: 15 s per tool). For a chain, the weakest source among its tool steps.
+   */
+  source: 'learned' | 'declared' | 'default';
   willTimeout: boolean;
   timeoutMs: number;
 }
@@ -60,5 +65,14 @@ export interface ResponseMetadata {
   timing: TimingMetadata;
   suggestions: { nextTools: NextToolSuggestion[]; relevantChains: ChainSuggestion[] };
   advice: string[];
-  context: { chain?: string; tool?: string; toolCount?: number; tier?: string; wasEscalated?: boolean; originalTier?: string };
+  context: {
+    chain?: string;
+    tool?: string;
+    /** A chain's tool steps; for `invoke(…, { tier })`, the tools the tier offers (simple 0 by default, medium its list, complex all). */
+    toolCount?: number;
+    /** The tier of an `invoke(…, { tier })` that offered the tool (or the one asked for, when none did). */
+    tier?: string;
+    wasEscalated?: boolean;
+    originalTier?: string;
+  };
 }

@@ -20,6 +20,12 @@ export interface TraceStep {
   error?: ChainErrorInfo;
 }
 
+/**
+ * A trace's status: its run's, except that a run that completed some steps and then failed is
+ * `partial` (the result's own status stays `failed`).
+ */
+export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed';
+
 /** The whole trace of a run, a resume or an invoke. */
 export interface Trace {
   traceId: string;
@@ -29,8 +35,14 @@ export interface Trace {
   startedAt: string;
   endedAt: string;
   totalLatencyMs: number;
-  status: 'completed' | 'awaiting_confirmation' | 'declined' | 'failed';
+  status: TraceStatus;
   steps: TraceStep[];
+  /** Every error of the trace, in step order, then the run's own if no step holds it; absent when there is none. */
+  errors?: ChainErrorInfo[];
+  /** The tool tier of an `invoke(…, { tier })`: the tier that offered the tool (or the one asked for, when none did). */
+  tier?: string;
+  /** How many tools that tier offers (simple 0 by default, medium its list, complex all). */
+  toolCount?: number;
 }
 
 /** A move from one tool to the next within a session (for learning which tool follows which). */
@@ -41,4 +53,38 @@ export interface ToolTransition {
   success: boolean;
   timestamp: number;
   gapMs: number;
+}
+
+/**
+ * Keys that name a person (user ids, emails, phone numbers): hidden in traces' inputs and outputs
+ * unless the runner opts in with `traceIdentity: true`.
+ *
+ * @example
+ * ```ts
+ * IDENTITY_KEY.test('user_id'); // true
+ * IDENTITY_KEY.test('task_id'); // false
+ * ```
+ */
+export const IDENTITY_KEY = /^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$/i;
+
+/**
+ * Sets a finished trace's status from its run's — `partial` for a failed run with completed
+ * (or cached) steps — and lists its errors at the top level: the steps' errors, then the run's
+ * own `error` when no step holds it.
+ *
+ * @example
+ * ```ts
+ * settleTrace(result.trace, result.status, result.status === 'failed' ? result.error : undefined);
+ * ```
+ */
+export function settleTrace(trace: Trace, status: Exclude<TraceStatus, 'partial'>, error?: ChainErrorInfo): void {
+  let errors: ChainErrorInfo[] | undefined;
+  let done = false;
+  for (const step of trace.steps) {
+    if (step.status === 'success' || step.status === 'cached') done = true;
+    if (step.error) (errors ??= []).push(step.error);
+  }
+  if (error && !errors?.includes(error)) (errors ??= []).push(error);
+  trace.status = status === 'failed' && done ? 'partial' : status;
+  if (errors) trace.errors = errors;
 }

@@ -6,7 +6,7 @@ import { classifyError, keepCause, type Classifier } from '../errors/classify.js
 import { toErrorInfo, type FailureDetails } from '../errors/messages.js';
 import { alternativesFor } from '../guidance/alternatives.js';
 import type { GuidanceSources } from '../guidance/suggest.js';
-import { complexityOf } from '../guidance/timing.js';
+import { inputSizeOf } from '../guidance/timing.js';
 import type { RedactRule } from '../observe/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
@@ -157,6 +157,8 @@ export function failureInfo(calls: Calls, error: unknown, details: FailureDetail
   const failure = stepError ? error.failure : classifyError(error, calls.classifiers);
   const info = toErrorInfo(failure, stepError ? { ...details, ...error.extra } : details, ctx?.retry ?? calls.retryTable);
   if (!stepError) keepCause(info, error);
-  if (advise) info.alternatives = alternativesFor(calls.guidance, info, ctx ? { complexity: complexityOf(ctx.input) } : {});
+  // A call was made: say under which timeout, with how much input, at which attempt (numbers only).
+  if (ctx && ctx.attempt > 0) info.context = { timeoutMs: ctx.timeoutMs, inputSize: inputSizeOf(ctx.input), attempt: ctx.attempt };
+  if (advise) info.alternatives = alternativesFor(calls.guidance, info);
   return info;
 }

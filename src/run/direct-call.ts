@@ -10,6 +10,7 @@ import type { ToolRegistry } from '../guidance/tiers.js';
 import { complexityOf } from '../guidance/timing.js';
 import { maskError, secretMask } from '../observe/redact.js';
 import type { InvokeResult, ResponseMetadata } from '../observe/result.js';
+import { settleTrace } from '../observe/trace.js';
 import { AbortScope, onSignalAbort } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
 import { newId } from './ids.js';
@@ -79,15 +80,23 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
     });
     if (sessionId === undefined) recorder.forget(session); // a one-call session is over
     if (ctx) recorder.stepEnded(site, entry); // only a call that was made ends a step
-    return { ...body, tool: name, trace: newTrace(site, started, ended, body.status, [entry]), metadata };
+    const trace = newTrace(site, started, ended, body.status, [entry]);
+    if (body.status === 'failed') settleTrace(trace, 'failed', entry.error);
+    if (metadataContext.tier !== undefined) {
+      trace.tier = metadataContext.tier;
+      trace.toolCount = metadataContext.toolCount!;
+    }
+    return { ...body, tool: name, trace, metadata };
   };
   const failed = (category: ChainErrorInfo['category'], code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category, code, message }, { tool: name }, calls.retryTable) });
 
   if (opts.tier !== undefined) {
     if (!parts.registry) throw new TypeError('invoke(…, { tier }) needs createRunner({ registry }).');
     const found = parts.registry.tierFor(name, opts.tier); // throws DefinitionError for an unknown level
+    // The tier offered (its tool count goes into the metadata and the trace): the one found, else the one asked for.
+    metadataContext.tier = found ?? opts.tier;
+    metadataContext.toolCount = parts.registry.forComplexity(found ?? opts.tier).length;
     if (!found) return failed('not_found', 'not_in_tier', `Tool '${name}' is in no tier from '${opts.tier}' up.`);
-    metadataContext.tier = found;
     if (found !== opts.tier) {
       metadataContext.wasEscalated = true;
       metadataContext.originalTier = opts.tier;

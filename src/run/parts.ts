@@ -88,7 +88,7 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
     active: new Set(),
   };
   const recorder = new Recorder({
-    events, logger, traceDetail: options.traceDetail ?? 'summary', redact: options.redact,
+    events, logger, traceDetail: options.traceDetail ?? 'summary', redact: options.redact, traceIdentity: options.traceIdentity,
     learners: { metrics, timing, advisor, learning, events, logger }, transitions: new TransitionTracker(), guidance,
   });
   const gates: Gates = {

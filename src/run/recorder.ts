@@ -8,7 +8,7 @@ import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
 import { maskedErr, redact, type RedactRule, type SecretMask } from '../observe/redact.js';
 import type { ResponseMetadata, RunResult } from '../observe/result.js';
-import type { ToolTransition, Trace, TraceStep, TraceStepStatus } from '../observe/trace.js';
+import { IDENTITY_KEY, type ToolTransition, type Trace, type TraceStep, type TraceStepStatus } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CallSite } from './call-context.js';
 import { iso, type StepOutcome } from './execution.js';
@@ -23,6 +23,8 @@ export interface RecorderOptions {
   /** `'full'` keeps (redacted) inputs and outputs in traces. */
   traceDetail: 'summary' | 'full';
   redact: RedactRule | undefined;
+  /** Keep identity fields (user ids, emails) in traces' inputs and outputs; hidden by default. */
+  traceIdentity?: boolean | undefined;
   learners: Learners;
   /** Which tool followed which, per session. */
   transitions: TransitionTracker;
@@ -68,12 +70,16 @@ export class Recorder {
   readonly transitions: TransitionTracker;
   readonly learners: Learners;
   readonly guidance: GuidanceSources;
+  /** What traces and step logs hide: the `redact` rule, and identity keys unless opted in. */
+  private readonly traceRule: RedactRule | undefined;
 
   constructor(options: RecorderOptions) {
     this.events = options.events;
     this.logger = options.logger;
     this.traceDetail = options.traceDetail;
     this.redact = options.redact;
+    const rule = options.redact;
+    this.traceRule = options.traceIdentity ? rule : (key, value) => IDENTITY_KEY.test(key) || (rule !== undefined && rule(key, value));
     this.transitions = options.transitions;
     this.learners = options.learners;
     this.guidance = options.guidance;
@@ -109,9 +115,9 @@ export class Recorder {
     return buildMetadata(this.guidance, input);
   }
 
-  /** A copy of `value` for a full trace or a log line, secret-named keys hidden. */
+  /** A copy of `value` for a full trace or a log line: secret-named keys hidden, and identity keys unless opted in. */
   redacted(value: unknown): unknown {
-    return redact(value, this.redact);
+    return redact(value, this.traceRule);
   }
 
   /** `chain:start` and the log line of a run (or a resumed one) starting. */

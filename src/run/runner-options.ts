@@ -48,6 +48,8 @@ export interface RunnerOptions {
   logger?: Logger;
   /** `'full'` keeps (redacted) inputs and outputs in traces. Default `'summary'`. */
   traceDetail?: 'summary' | 'full';
+  /** Keep identity fields (`user_id`, `userId`, `email`, `phone`, …) in full traces' inputs and outputs. Default `false`: shown as `'[REDACTED]'`. */
+  traceIdentity?: boolean;
   /** How long a resume token is valid. Default 15 minutes. */
   confirmationTtlMs?: number;
   /** Signs resume tokens. Share it between instances that resume each other's tokens. Default: random per runner. */
@@ -68,6 +70,7 @@ const RUNNER_OPTIONS = z.object({
   invoker: fn('invoker', 'a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...})'),
   confirmationTtlMs: timerMs('confirmationTtlMs').nullish(),
   traceDetail: z.enum(['summary', 'full'], "Expected `traceDetail` to be 'summary' or 'full'.").optional(),
+  traceIdentity: z.boolean('Expected `traceIdentity` to be true or false.').optional(),
   random: fn('random').optional(),
   now: fn('now').optional(),
   redact: fn('redact').optional(),

@@ -4,7 +4,7 @@ import type { PlannedStep } from '../define/validate.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
-import type { TraceStep } from '../observe/trace.js';
+import { settleTrace, type TraceStep } from '../observe/trace.js';
 import type { JournalEntry } from '../stores/types.js';
 import { compensateRun } from './compensate.js';
 import { describeThrown, toolsRun, type Stopped } from './execution.js';
@@ -80,7 +80,7 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
   } else {
     result = await parkAtGate(run, run.doneIds(), plan[stop.index]!, stop.outcome, base, failed);
   }
-  trace.status = result.status;
+  settleTrace(trace, result.status, result.status === 'failed' ? result.error : undefined);
   return result;
 }
 

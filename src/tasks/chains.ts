@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { defineChain } from '../define/chain.js';
 import { ref } from '../define/ref.js';
-import { completeTask, deleteTask, listTasks, updateTask, type Task } from './tools.js';
+import { completeTask, deleteTask, listTasks, TASK_NOT_FOUND_MESSAGE, updateTask, type Task } from './tools.js';
 
 const userContext = z.object({ userId: z.uuid() });
 const user = ref('context', 'userId');
@@ -90,7 +90,7 @@ export const findAndUpdate = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     {
       id: 'update',
       tool: updateTask,
@@ -127,7 +127,7 @@ export const findAndDelete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     {
       id: 'delete',
       tool: deleteTask,
@@ -165,7 +165,7 @@ export const findAndComplete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
     { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') }, when: (s) => !s.results.target.completed },
   ],
   // A skipped step leaves no result: then the task as found, flagged.
@@ -182,7 +182,7 @@ export interface TaskSummary {
   total: number;
   completed: number;
   pending: number;
-  /** completed / total, 0 when there are no tasks (two decimals). */
+  /** Percentage done: completed / total × 100, rounded to one decimal (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks. */
   completion_rate: number;
   by_priority: Record<'low' | 'medium' | 'high', number>;
   by_status: { completed: number; pending: number };
@@ -194,7 +194,7 @@ export interface TaskSummary {
  * @example
  * ```ts
  * const r = await runner.run(taskSummary, {}, { context: { userId } });
- * if (r.status === 'completed') console.log(r.output.completion_rate);
+ * if (r.status === 'completed') console.log(`${r.output.completion_rate} % done`); // 2 of 4 → 50
  * ```
  */
 export const taskSummary = defineChain({
@@ -221,7 +221,7 @@ export const taskSummary = defineChain({
           total,
           completed: done.length,
           pending: pending.length,
-          completion_rate: total === 0 ? 0 : Math.round((done.length / total) * 100) / 100,
+          completion_rate: total === 0 ? 0 : Math.round((done.length / total) * 1000) / 10,
           by_priority,
           by_status: { completed: done.length, pending: pending.length },
         };

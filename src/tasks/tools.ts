@@ -24,16 +24,25 @@ export const Task = z.object({
 });
 export type Task = z.infer<typeof Task>;
 
+/** What a user is told when a task does not exist (a backend's unknown id, or a match no task has). */
+export const TASK_NOT_FOUND_MESSAGE = "I couldn't find that task. Would you like me to list your tasks?";
+
 /**
  * The task service's own error codes, registered on every task tool through `classifiers` — the
  * hook any domain uses for its codes. Give it to your own tools that call a task backend.
+ * `invalid_task_id` and `task_not_found` are `not_found` (the user is offered the list of tasks);
+ * `task_already_completed` is `conflict` ("That task is already completed.", nothing to retry).
  *
  * @example
  * ```ts
  * const archiveTask = defineTool({ name: 'archive_task', description: 'Archive a task', input, output, classifiers: [taskErrors] });
  * ```
  */
-export const taskErrors = codeClassifier({ invalid_task_id: 'not_found', task_not_found: 'not_found' });
+export const taskErrors = codeClassifier({
+  invalid_task_id: { category: 'not_found', userMessage: TASK_NOT_FOUND_MESSAGE },
+  task_not_found: { category: 'not_found', userMessage: TASK_NOT_FOUND_MESSAGE },
+  task_already_completed: { category: 'conflict', userMessage: 'That task is already completed.' },
+});
 const classifiers = [taskErrors];
 
 const minute = 60_000;

@@ -10,14 +10,14 @@ const search = defineTool({
 const quick = defineTool({ name: 'quick_search', description: 'Quick search', input: z.object({ terms: z.array(z.string()) }), output: z.object({ hits: z.number() }), effect: 'read', expectedDurationMs: 20 });
 
 describe('error alternatives', () => {
-  it('offers a faster declared tool, splitting the input and a longer timeout for timeouts', async () => {
+  it('offers a faster declared tool and a longer timeout for timeouts (a small input is not split)', async () => {
     vi.useFakeTimers();
     const runner = createRunner({ invoker: createMockInvoker({ search: { hang: true } }), tools: [search, quick], retry: { timeout: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
     const pending = runner.invoke('search', { terms: ['a', 'b', 'c'] });
     await vi.advanceTimersByTimeAsync(100);
     const r = await pending;
     vi.useRealTimers();
-    expect(r.status === 'failed' && r.error.alternatives.map((a) => a.suggestion)).toEqual(['tool:quick_search', 'split_input', 'increase_timeout:200']);
+    expect(r.status === 'failed' && r.error.alternatives.map((a) => a.suggestion)).toEqual(['tool:quick_search', 'increase_timeout:200']);
     expect(r.status === 'failed' && r.error.alternatives[0]).toMatchObject({ estimatedDurationMs: 20, reason: expect.stringContaining('20 ms') });
   });
 

@@ -98,7 +98,7 @@ describe('traces and redaction', () => {
     const r = await createRunner({ invoker, traceDetail: 'full', redact: (key) => key === 'name' }).run(chain, {}, { sessionId: 'secret-session' });
     const text = JSON.stringify(r.trace);
     for (const secret of ['hunter2', 'Bearer abc', 'tok-123', 'sk-999', 'Ann']) expect(text).not.toContain(secret);
-    expect(r.trace.steps[0]!.input).toEqual({ user: 'ann', password: '[REDACTED]', headers: { Authorization: '[REDACTED]' } });
+    expect(r.trace.steps[0]!.input).toEqual({ user: '[REDACTED]', password: '[REDACTED]', headers: { Authorization: '[REDACTED]' } }); // identity too, unless traceIdentity
     expect(r.trace.sessionId).toBe('secret-session'); // the trace's own fields are never redacted
     // The result itself is the real output.
     expect(r.status === 'completed' && r.output).toMatchObject({ token: 'tok-123' });

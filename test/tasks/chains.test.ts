@@ -40,7 +40,7 @@ describe('built-in task chains on the in-memory store', () => {
   it('taskSummary counts by status and priority', async () => {
     const r = await runner.run(taskSummary, {}, alice);
     expect(r.status === 'completed' && r.output).toEqual({
-      total: 5, completed: 2, pending: 3, completion_rate: 0.4,
+      total: 5, completed: 2, pending: 3, completion_rate: 40,
       by_priority: { low: 1, medium: 2, high: 2 }, by_status: { completed: 2, pending: 3 },
     });
     const empty = await runner.run(taskSummary, {}, { context: { userId: '11111111-1111-4111-8111-111111111111' } });
