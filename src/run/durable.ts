@@ -120,11 +120,17 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const lease = leases.get(id);
       if (!lease) continue;
       if (!kept || kept.has(id)) lease.until = Math.max(lease.until, until);
-      else lease.lost = true;
+      else lose(lease);
     }
   };
+  /** The lease is another runner's now: the run's calls are aborted (their tools see `signal`), nothing more is called or undone. */
+  const lose = (lease: Lease): void => {
+    if (lease.lost) return;
+    lease.lost = true;
+    lease.stop?.abort();
+  };
   const hold = (runId: string, until: number): Lease => {
-    const lease: Lease = { until, lost: false, failed: undefined };
+    const lease: Lease = { until, lost: false, failed: undefined, stop: undefined };
     leases.set(runId, lease);
     // One timer per runner renews every lease it holds in one store call, a third of a lease apart.
     if (renewal === undefined && !closed) {
@@ -183,6 +189,10 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
     const lease = hold(runId, leaseUntil);
+    // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included.
+    lease.stop = new AbortController();
+    if (!exec.signal) exec.signal = lease.stop.signal;
+    else if (typeof AbortSignal.any === 'function') exec.signal = AbortSignal.any([exec.signal, lease.stop.signal]); // Node 20.3+; before, the fence alone
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
@@ -201,7 +211,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       if (lease.lost || lease.failed) return false;
       try {
         if (await bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () => store.journal(runId, owner, entry))) return true;
-        lease.lost = true;
+        lose(lease);
       } catch (error) {
         // A value the codec refuses fails its step (the run then ends as any failed run); anything else is the store's.
         if (error instanceof CheckpointEncodeError) throw error;
@@ -406,6 +416,8 @@ interface Lease {
   lost: boolean;
   /** The store failed while the run was journaled: it stopped here, for recovery. */
   failed: unknown;
+  /** Aborts the run when the lease is found lost. */
+  stop: AbortController | undefined;
 }
 
 /** The trace entry of a compensation's start (it names no step). */

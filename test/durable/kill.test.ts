@@ -70,6 +70,40 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     expect(r.rejournal).toBe(0);
   }, 60_000);
 
+  it('killed after its undo was recorded, as the end is written: recovery never calls the failed step again and ends the run failed', async () => {
+    const ns = newNs();
+    const runId = `run-${Math.random().toString(36).slice(2)}`;
+    const doomed = new Worker(job(ns, { runs: [{ runId, input: { sku: 'lamp', failShipOnce: true } }], kill: { at: 'finish' } }));
+    expect((await doomed.exited).signal).toBe('SIGKILL');
+    await sleep(LEASE_MS + 100);
+    const heir = new Worker(job(ns, { recoverOnce: true }));
+    const done = await heir.waitFor((m) => m.type === 'recover-done');
+    await heir.stop();
+    expect(done.runIds).toEqual([runId]);
+    expect(done.statuses).toEqual(['failed']); // never shipped with its reservation released
+    const effects = await ledger.effects(ns);
+    expect(effects.get(`${runId}:reserve:undo`)).toBe(1);
+    expect(effects.has(`${runId}:ship`)).toBe(false);
+    expect(await ledger.count(`${ns}:ledger:shipcalls:${runId}`)).toBe(1);
+    expect(await ledger.count(`${ns}:ledger:rejournal`)).toBe(0);
+  }, 60_000);
+
+  it('an owner whose event loop stalls past its lease undoes nothing after another process completed the run', async () => {
+    const ns = newNs();
+    const runId = `run-${Math.random().toString(36).slice(2)}`;
+    const heir = new Worker(job(ns, { recoverEveryMs: 100 }));
+    await heir.waitFor((m) => m.type === 'idle');
+    const stalled = new Worker(job(ns, { runs: [{ runId, input: { sku: 'desk' } }], stallShipMs: 3 * LEASE_MS + 2_000 }));
+    const late = await stalled.waitFor((m) => m.type === 'result');
+    await heir.waitFor((m) => m.type === 'end' && m.runId === runId);
+    await Promise.all([stalled.stop(), heir.stop()]);
+    expect(late.code).toBe('lease_lost');
+    expect(heir.messages.find((m) => m.type === 'end')?.status).toBe('completed');
+    const effects = await ledger.effects(ns);
+    expect(effects.get(`${runId}:ship`)).toBe(1);
+    expect(effects.has(`${runId}:reserve:undo`)).toBe(false); // the stalled owner released nothing
+  }, 60_000);
+
   it('while another process recovers: killed again mid-recovery, a third finishes it once', async () => {
     const ns = newNs();
     const runId = `run-${Math.random().toString(36).slice(2)}`;

@@ -211,6 +211,34 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     expect((await heir.runner.getRun(runId))?.status).toBe('awaiting_confirmation');
   });
 
+  it('an owner whose renewal finds its lease lost stops at once: its tool in flight sees its signal abort, nothing is undone', async () => {
+    const stores = storesOf(kind, now);
+    let aborted = false;
+    let started = false;
+    const invoker = functionInvoker([read, reserve, ship, release, keep, pay], {
+      read: async ({ n }) => ({ n }), reserve: async ({ n }) => ({ id: `r${n}` }), release: async () => ({ ok: true }), keep: async () => null, pay: async () => ({ paid: true }),
+      ship: (_input, call) => new Promise((_, reject) => {
+        started = true;
+        call.signal.addEventListener('abort', () => ((aborted = true), reject(new Error('stopped'))));
+      }),
+    });
+    const released: string[] = [];
+    const owner = createRunner({ invoker: (call) => (call.tool === 'release' && released.push(call.runId), invoker(call)), tools: [read, reserve, ship, release, keep, pay], chains: [order], stores, leaseMs: 3_000, now }); // renewals 1 s apart: the take-over below falls between two
+    runners.push(owner);
+    const runId = rid('renewal');
+    const pending = owner.run(order, { n: 8 }, { ...alice, runId });
+    for (let i = 0; i < 200 && !started; i++) await tick(10);
+    t += 10_000;
+    const heir = runner(stores, { ship: () => never() });
+    void heir.runner.run(order, { n: 8 }, { ...alice, runId }); // takes it over
+    const began = Date.now();
+    const late = await pending; // the owner's next renewal finds the run gone
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(aborted).toBe(true);
+    expect(late.status === 'failed' && late.error.code).toBe('lease_lost');
+    expect(released).toEqual([]);
+  });
+
   it('a run id is bound to its chain and context: another user or chain gets run_id_taken and nothing of the run', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);

@@ -1,6 +1,8 @@
 // The soak: 1,000 durable runs over 3 worker processes that are SIGKILLed at random and restarted
 // (the restarted worker retries its unfinished run ids, as a caller would), on Redis and on
 // PostgreSQL. Every run must end, no journaled step may be called again, no effect may happen twice.
+// Some runs compensate (their shipment fails once: a run that began to undo must never ship), and a
+// second user re-uses run ids: he must get nothing of them and cause nothing.
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
@@ -20,12 +22,12 @@ afterAll(async () => {
 });
 
 describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
-  it(`${RUNS} runs, ${WORKERS} processes, ${KILLS} kills: 0 lost, 0 journaled steps called again, 0 duplicate effects`, async () => {
+  it(`${RUNS} runs, ${WORKERS} processes, ${KILLS} kills, compensating runs and a second user: 0 lost, 0 journaled steps called again, 0 duplicate effects, 0 effects after an undo, 0 wrong results`, async () => {
     const ns = `ck_soak_${store}_${Math.random().toString(36).slice(2, 10)}`;
     namespaces.push(ns);
     const runs: RunStore = store === 'postgres' ? postgresStores(ledger.pool, { schema: ns }).runs : redisStores(ledger.redis, { prefix: ns }).runs;
     const inputs = new Map<string, OrderInput>();
-    for (let i = 0; i < RUNS; i++) inputs.set(`soak-${i}`, { sku: `sku-${i % 37}`, failShip: i % 20 === 7 });
+    for (let i = 0; i < RUNS; i++) inputs.set(`soak-${i}`, { sku: `sku-${i % 37}`, failShip: i % 20 === 7, failShipOnce: i % 10 === 3 });
     const ended = new Set<string>();
     const assigned: string[][] = Array.from({ length: WORKERS }, (_, w) => [...inputs.keys()].filter((_, i) => i % WORKERS === w));
     const start = (w: number): Worker => {
@@ -66,12 +68,27 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
     }
     await Promise.all(workers.map((w) => w.stop()));
 
+    // A second user re-uses recorded run ids: each must be refused, revealing nothing, calling nothing.
+    const taken = [...inputs.keys()].filter((_, i) => i % 10 === 0).map((runId) => ({ runId, input: inputs.get(runId)! }));
+    const bob = new Worker({ store, ns, leaseMs: LEASE_MS, runs: taken, concurrency: 4, context: { userId: 'bob' } });
+    await bob.waitFor((m) => m.type === 'idle', 60_000);
+    await bob.stop();
+    const bobResults = bob.messages.filter((m) => m.type === 'result');
+    const wrong = bobResults.filter((m) => m.code !== 'run_id_taken').length;
+    expect(bobResults).toHaveLength(taken.length);
+    expect(wrong).toBe(0);
+    expect(await ledger.count(`${ns}:ledger:calls-by:bob`)).toBe(0);
+
     let lost = 0;
     let failedAsExpected = 0;
+    let compensated = 0;
+    const status = new Map<string, string>();
     for (const [runId, input] of inputs) {
       const run = await runs.get(runId);
+      status.set(runId, run?.status ?? 'missing');
       if (!run || run.status === 'running') lost++;
       else if (run.status === 'failed' && input.failShip) failedAsExpected++;
+      else if (run.status === 'failed' && input.failShipOnce) compensated++; // unless a kill fell before its failure was recorded: then it ran on
       else expect(run.status, runId).toBe('completed');
     }
     const effects = await ledger.effects(ns);
@@ -79,17 +96,29 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
     const rejournal = await ledger.count(`${ns}:ledger:rejournal`);
     const calls = await ledger.count(`${ns}:ledger:calls`);
     // The figures the README quotes.
-    console.log(JSON.stringify({ soak: store, runs: RUNS, processes: WORKERS, kills, lost, duplicates, rejournal, calls, failedAsExpected, seconds: Math.round((Date.now() - began) / 1000) }));
+    // A compensated run never shipped; a completed one was never undone (no undo by an owner that lost its lease).
+    let effectsAfterUndo = 0;
+    let undoneCompleted = 0;
+    for (const runId of inputs.keys()) {
+      if ((effects.get(`${runId}:reserve:undo`) ?? 0) > 0 && (effects.get(`${runId}:ship`) ?? 0) > 0) effectsAfterUndo++;
+      if (status.get(runId) === 'completed' && (effects.get(`${runId}:reserve:undo`) ?? 0) > 0) undoneCompleted++;
+    }
+    console.log(JSON.stringify({ soak: store, runs: RUNS, processes: WORKERS, kills, lost, duplicates, rejournal, calls, failedAsExpected, compensated, effectsAfterUndo, undoneCompleted, secondUser: { tried: taken.length, wrong }, seconds: Math.round((Date.now() - began) / 1000) }));
+    expect(effectsAfterUndo).toBe(0);
+    expect(undoneCompleted).toBe(0);
+    expect(compensated).toBeGreaterThan(0);
     expect(lost).toBe(0);
     expect(duplicates).toBe(0);
     expect(rejournal).toBe(0);
     expect(failedAsExpected).toBe(RUNS / 20);
     // Every completed run's effects happened: reserve, charge and ship once each.
     for (const [runId, input] of inputs) {
+      const failed = status.get(runId) === 'failed';
+      expect(failed || !input.failShip, runId).toBe(true);
       expect(effects.get(`${runId}:reserve`), runId).toBe(1);
       expect(effects.get(`${runId}:charge`), runId).toBe(1);
-      expect(effects.get(`${runId}:ship`) ?? 0, runId).toBe(input.failShip ? 0 : 1);
-      expect(effects.get(`${runId}:reserve:undo`) ?? 0, runId).toBe(input.failShip ? 1 : 0);
+      expect(effects.get(`${runId}:ship`) ?? 0, runId).toBe(failed ? 0 : 1);
+      expect(effects.get(`${runId}:reserve:undo`) ?? 0, runId).toBe(failed ? 1 : 0);
     }
   }, 240_000);
 });

@@ -67,4 +67,21 @@ describe('postgres run store', () => {
     expect(await count(() => runs.claimExpired('B', Date.now(), Date.now() + 1000, 10))).toBe(1); // nothing to claim
     expect(await idempotency.begin(`${rec.runId}-k`)).toEqual({ status: 'done', value: 1 });
   });
+
+  it('upgrades tables of schema version 1 in place: a run recorded before keeps working, new runs are bound and filtered', async () => {
+    const s = schema();
+    const old = postgresStores(pool, { schema: s });
+    await old.migrate();
+    const before = record('A', Date.now() - 1000, { contextHash: undefined });
+    await old.runs.create(before, Date.now() - 2000);
+    // Back to version 1: the columns it did not have, and its version number.
+    await pool.query(`ALTER TABLE "${s}".runs DROP COLUMN chain, DROP COLUMN fingerprint, DROP COLUMN context_hash; UPDATE "${s}".meta SET value = '1' WHERE key = 'version'`);
+    const stores = postgresStores(pool, { schema: s });
+    const rec = record('A', Date.now() + 60_000);
+    expect(await stores.runs.create(rec, Date.now())).toEqual({ status: 'created' }); // migrates first
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe('2');
+    expect(await stores.runs.create({ ...rec, contextHash: 'other' }, Date.now())).toEqual({ status: 'mismatch' });
+    // The run recorded by version 1 has no binding: its caller's retry still finds it, a filtered claim still recovers it.
+    expect((await stores.runs.claimExpired('B', Date.now(), Date.now() + 60_000, 10, { chains: [] })).map((r) => r.runId)).toEqual([before.runId]);
+  });
 });
