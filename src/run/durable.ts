@@ -11,6 +11,7 @@ import type { JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '..
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import type { Execution } from './execution.js';
+import { runEndData } from './events-log.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import type { RunnerParts } from './parts.js';
@@ -130,6 +131,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const atEnd: JournalEntry[] = [];
     let interrupted = false;
     hold(runId);
+    const events = parts.recorder.runEvents;
+    events?.open(runId);
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => interrupted;
@@ -154,7 +157,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     exec.onEnd = async (result: RunResult) => {
       release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
-      if (interrupted || (result.status === 'failed' && result.error.code === 'runner_closed')) return;
+      if (interrupted || (result.status === 'failed' && result.error.code === 'runner_closed')) return events?.close(runId, undefined, undefined);
       let recorded = false;
       try {
         recorded = await bounded('finish', now() + STORE_WAIT_MS, () => store.finish(runId, owner, result.status, result, retentionMs, atEnd));
@@ -163,6 +166,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       }
       // Steps journaled with the end are done only once it is recorded: otherwise the run stays in
       // flight (its next owner finishes it from the journal) and this caller is told so.
+      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? retentionMs : undefined);
       if (!recorded && atEnd.length > 0) return unrecorded(result);
       safeRunEnd(result, recovered);
     };

@@ -13,6 +13,9 @@ import type { RunnerEmitter } from '../observe/events.js';
 import { callStore } from '../stores/guard.js';
 import { callByName } from './direct-call.js';
 import { durableRuns, type RunInfo } from './durable.js';
+import { RunEventHub } from './events-log.js';
+import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
+import type { RunEvent } from '../observe/events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
@@ -20,8 +23,19 @@ import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import type { RunWatchError } from './watch.js';
 
 export type { RunnerOptions } from './runner-options.js';
+
+/** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
+export interface RunStream<O> {
+  /** The run's id (`options.runId`, or a new one). */
+  runId: string;
+  /** The run's events from its first, ending after `run:end`; each iteration reads from the start. */
+  events: AsyncIterable<RunEvent>;
+  /** The run's result, typed from the chain, as `run` returns it. */
+  result: Promise<RunResult<O>>;
+}
 
 /** Runs chains and single tool calls with the same policies. */
 export interface Runner {
@@ -57,6 +71,32 @@ export interface Runner {
   recover(): Promise<RunResult[]>;
   /** Durable runs (`stores.runs`): what the run store holds of a run, or `undefined`. */
   getRun(runId: string): Promise<RunInfo | undefined>;
+  /**
+   * The events of a run (`stores.runs`), from any instance sharing the stores: those after
+   * `options.after` (a seq), in order, each once, ending after `run:end`. A reader that falls so far
+   * behind that the log dropped what it had not read is cut off with a {@link RunWatchError}
+   * (`fell_behind`, with `lastSeq` to resume from); a run the store does not know, `not_found`.
+   *
+   * @example
+   * ```ts
+   * for await (const e of runner.watch(runId, { after: lastSeen })) {
+   *   lastSeen = e.seq;
+   *   if (e.type === 'step:progress') console.log(e.step, e.data);
+   * }
+   * ```
+   */
+  watch(runId: string, options?: WatchOptions): AsyncIterable<RunEvent>;
+  /**
+   * Starts a run (`stores.runs`) and hands back at once its id, its events and its result.
+   *
+   * @example
+   * ```ts
+   * const { runId, events, result } = runner.stream(chain, input, { context });
+   * for await (const e of events) send(e);
+   * const r = await result; // RunResult typed from the chain
+   * ```
+   */
+  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
 }
 
 /** How long `close()` waits for each store to flush and release. */
@@ -80,7 +120,13 @@ export function createRunner(options: RunnerOptions): Runner {
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
   const durable = runStore ? durableRuns(parts, runStore, { ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }), ...(options.recover && { recover: options.recover }) }) : undefined;
-  const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with redisStores(...) or postgresStores(...).`);
+  const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`);
+  const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
+  parts.recorder.runEvents = hub;
+  const watchSource = (what: string): WatchSource => {
+    if (!runStore || !hub) throw needsRunStore(what);
+    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now };
+  };
   let closed = false;
 
   const closedError = (): Error => new Error('This runner is closed; create a new one with createRunner().');
@@ -152,9 +198,39 @@ export function createRunner(options: RunnerOptions): Runner {
       return durable.info(runId);
     },
 
+    watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {
+      const source = watchSource('watch()');
+      if (typeof runId !== 'string' || runId === '') throw new TypeError('Expected a run id.');
+      return { [Symbol.asyncIterator]: () => watchRun(source, runId, watchOptions) };
+    },
+
+    stream<O>(chain: Chain<any, any, O>, input: unknown, opts: RunOptions<any> = {}): RunStream<O> {
+      const source = watchSource('stream()');
+      const runId = opts.runId ?? newId();
+      // Watched from the start: its events go to the log as they happen, not at its end.
+      const unwatch = source.hub.watch(runId);
+      const over = new AbortController();
+      let settled: RunResult | undefined;
+      let failure: { error: unknown } | undefined;
+      const result = runner.run(chain, input as never, { ...opts, runId } as never) as Promise<RunResult<O>>;
+      result.then((r) => (settled = r), (error: unknown) => (failure = { error })).finally(() => {
+        unwatch();
+        over.abort();
+      });
+      const ended = {
+        signal: over.signal,
+        result(): RunResult | undefined {
+          if (failure) throw failure.error;
+          return settled;
+        },
+      };
+      return { runId, result, events: { [Symbol.asyncIterator]: () => watchRun(source, runId, {}, ended) } };
+    },
+
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      hub?.shutdown();
       // Before the aborts: the runs cut off stay recorded as in flight, for another instance to recover.
       durable?.close();
       const reason = new RunAbortReason('closed', 'The runner was closed.');

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runStoreContract } from './run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract } from './run-store-contract.js';
 
 runStoreContract('memory', async () => {
   const idempotency = memoryIdempotencyStore();
@@ -52,4 +52,9 @@ describe('memoryRunStore', () => {
   it.each([0, 1.5, Infinity])('refuses maxEnded %s', (maxEnded) => {
     expect(() => memoryRunStore({ maxEnded })).toThrow(/maxEnded/);
   });
+});
+
+runEventsContract('memory', async () => {
+  const runs = memoryRunStore({ maxEventsPerRun: 50 });
+  return { runs, peers: async (n) => Array.from({ length: n }, () => runs), maxEventsPerRun: 50 };
 });

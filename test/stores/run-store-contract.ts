@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
+import { encodeRunValue } from '../../src/stores/run-codec.js';
 
 /** A run store on a store of its own (nothing left by other tests), with the idempotency store its journal writes into. */
 export interface RunStoreSetup {
@@ -359,6 +360,117 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       expect(await begin(key, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'new' });
       await store.complete(key, { paid: true });
       await expect(waiter.status === 'pending' && waiter.settled).resolves.toEqual({ paid: true });
+    });
+  });
+}
+
+/** What the run-events contract needs: a run store with an event log, and peers as other processes would have. */
+export interface RunEventsSetup {
+  runs: RunStore;
+  /** `n` more run stores on the same data over separate connections. */
+  peers(n: number): Promise<RunStore[]>;
+  /** Events kept per run by `runs` (its ring's size). */
+  maxEventsPerRun: number;
+}
+
+const ev = (type: string, data: unknown, step?: string): string => encodeRunValue({ at: Date.now(), type, ...(step !== undefined && { step }), data });
+
+/**
+ * The event log of a run store (`runs.events`), and runners watching through it from two "instances".
+ *
+ * @example
+ * ```ts
+ * runEventsContract('memory', async () => ({ runs, peers: async (n) => [runs], maxEventsPerRun: 50 }));
+ * ```
+ */
+export function runEventsContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: the event log contract`, () => {
+    it('numbers events from 1 per run, reads them back after a seq, decoded, in pages', async () => {
+      const { runs } = await setup();
+      const log = runs.events!;
+      const a = uid('run');
+      const b = uid('run');
+      expect(await log.append(a, [ev('run:start', { chain: 'c', resumed: false }), ev('step:start', { stepNumber: 1 }, 's')])).toBe(2);
+      expect(await log.append(b, [ev('run:start', { chain: 'c', resumed: false })])).toBe(1);
+      expect(await log.append(a, [ev('step:progress', { at: new Date(5), n: 2n ** 70n }, 's')])).toBe(3);
+      expect(await log.append(a, [])).toBe(3);
+      const all = await log.read(a, 0, 100);
+      expect(all.map((e) => [e.seq, e.runId, e.type, e.step])).toEqual([[1, a, 'run:start', undefined], [2, a, 'step:start', 's'], [3, a, 'step:progress', 's']]);
+      expect(all[2]!.data).toEqual({ at: new Date(5), n: 2n ** 70n });
+      expect(typeof all[0]!.at).toBe('number');
+      expect((await log.read(a, 1, 1)).map((e) => e.seq)).toEqual([2]);
+      expect(await log.read(a, 3, 10)).toEqual([]);
+      expect(await log.read(uid('missing'), 0, 10)).toEqual([]);
+    });
+
+    it('keeps the newest events of a run up to its bound: a reader behind sees the gap', async () => {
+      const { runs, maxEventsPerRun } = await setup();
+      const log = runs.events!;
+      const id = uid('run');
+      const total = maxEventsPerRun * 2 + 7;
+      for (let i = 0; i < total; i += 50) await log.append(id, Array.from({ length: Math.min(50, total - i) }, (_, k) => ev('step:progress', { i: i + k }, 's')));
+      const kept = await log.read(id, 0, total);
+      expect(kept.length).toBeGreaterThanOrEqual(maxEventsPerRun);
+      expect(kept.length).toBeLessThan(total);
+      expect(kept.at(-1)!.seq).toBe(total);
+      expect(kept[0]!.seq).toBeGreaterThan(1); // the first were dropped: seq 1 is not what comes after 0
+      expect(kept.map((e) => e.seq)).toEqual(Array.from({ length: kept.length }, (_, i) => kept[0]!.seq + i));
+    });
+
+    it('wakes a waiter on another connection when an event is appended, and times out otherwise', async () => {
+      const { runs, peers } = await setup();
+      const [other] = await peers(1);
+      const id = uid('run');
+      await runs.events!.append(id, [ev('run:start', { chain: 'c', resumed: false })]);
+      let t = Date.now();
+      await other!.events!.wait(id, 1, 150);
+      expect(Date.now() - t).toBeGreaterThanOrEqual(100);
+      t = Date.now();
+      await other!.events!.wait(id, 0, 5_000); // already there
+      expect(Date.now() - t).toBeLessThan(500);
+      t = Date.now();
+      const waiting = other!.events!.wait(id, 1, 5_000);
+      await pause(50);
+      await runs.events!.append(id, [ev('step:start', { stepNumber: 1 }, 's')]);
+      await waiting;
+      expect(Date.now() - t).toBeLessThan(2_000);
+      const aborted = new AbortController();
+      const stopped = other!.events!.wait(id, 2, 5_000, aborted.signal);
+      aborted.abort();
+      t = Date.now();
+      await stopped;
+      expect(Date.now() - t).toBeLessThan(500);
+    });
+
+    it('delivers an announce to the listeners of every connection', async () => {
+      const { runs, peers } = await setup();
+      const [other] = await peers(1);
+      const heard: string[] = [];
+      const off = other!.events!.onAnnounce((id) => heard.push(id));
+      const id = uid('run');
+      for (let i = 0; i < 40 && heard.length === 0; i++) {
+        await runs.events!.announce(id); // a subscription may take a moment to be in place: announced again, as watchers do
+        await pause(25);
+      }
+      off();
+      expect(heard).toContain(id);
+    });
+
+    it('forgets the events of a run after the retention given with its last append', async () => {
+      const { runs } = await setup();
+      const log = runs.events!;
+      const id = uid('run');
+      await log.append(id, [ev('run:start', { chain: 'c', resumed: false })]);
+      await log.append(id, [ev('run:end', { status: 'completed', output: 1 })], 60);
+      expect(await log.read(id, 0, 10)).toHaveLength(2);
+      await pause(150);
+      expect(await log.read(id, 0, 10)).toEqual([]);
+      // Appending again without a retention (a resumed run) keeps the log for as long as the run lasts.
+      const kept = uid('run');
+      await log.append(kept, [ev('run:end', { status: 'awaiting_confirmation' })], 60);
+      await log.append(kept, [ev('run:start', { chain: 'c', resumed: true })]);
+      await pause(150);
+      expect(await log.read(kept, 0, 10)).toHaveLength(2);
     });
   });
 }
