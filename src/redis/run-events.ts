@@ -101,6 +101,10 @@ export function redisEventLog(redis: RedisClient, options: RedisEventLogOptions)
       } catch {
         return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.()); // Redis away: the reader tries again
       }
+      if (signal?.aborted) {
+        idle.push(conn);
+        return;
+      }
       // A blocking read cannot be taken back: an abort hands the reader back at once and drops the connection.
       let aborted = false;
       const onAbort = (): void => {
