@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
@@ -40,7 +40,7 @@ runStoreContract('postgres', async () => {
 });
 
 const eventStores: RunStore[] = [];
-runEventsContract('postgres', async () => {
+const eventsSetup = async (): Promise<RunEventsSetup> => {
   const s = schema();
   const runs = postgresStores(pool, { schema: s, maxEventsPerRun: 50 }).runs;
   eventStores.push(runs);
@@ -55,7 +55,9 @@ runEventsContract('postgres', async () => {
       return peer;
     }),
   };
-});
+};
+runEventsContract('postgres', eventsSetup);
+watchAcrossRunnersContract('postgres', eventsSetup);
 
 takeOverContract('postgres', async () => postgresStores(pool, { schema: schema(), pollMs: 5 }).idempotency);
 

@@ -3,7 +3,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
@@ -43,7 +43,7 @@ const eventStores: RunStore[] = [];
 afterAll(async () => {
   for (const store of eventStores) await store.close?.();
 });
-runEventsContract('redis', async () => {
+const eventsSetup = async (): Promise<RunEventsSetup> => {
   const p = `${prefix}:${++n}`;
   const runs = redisRunStore(redis, { prefix: p, maxEventsPerRun: 50 });
   eventStores.push(runs);
@@ -58,7 +58,9 @@ runEventsContract('redis', async () => {
       return peer;
     })),
   };
-});
+};
+runEventsContract('redis', eventsSetup);
+watchAcrossRunnersContract('redis', eventsSetup);
 
 takeOverContract('redis', async () => redisStores(redis, { prefix: `${prefix}:${++n}`, pollMs: 5 }).idempotency);
 

@@ -1,5 +1,7 @@
 // The contract every run store keeps (memory, Redis, Postgres), run by each store's test file.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
 import type { IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
@@ -473,4 +475,108 @@ export function runEventsContract(name: string, setup: () => Promise<RunEventsSe
       expect(await log.read(kept, 0, 10)).toHaveLength(2);
     });
   });
+}
+
+const sleepTool = defineTool({ name: 'slow_step', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const quickTool = defineTool({ name: 'quick_step', description: 'q', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const watchedChain = defineChain({
+  name: 'watched', input: z.object({ n: z.number() }),
+  steps: [
+    { id: 'first', tool: quickTool, input: { n: ref('input', 'n') } },
+    { id: 'slow', tool: sleepTool, input: { n: ref('first', 'n') } },
+    { id: 'last', tool: quickTool, input: { n: ref('slow', 'n') } },
+  ],
+});
+
+/**
+ * Runners on two "instances" (stores on separate connections) watching each other's runs through
+ * the run store's event log.
+ *
+ * @example
+ * ```ts
+ * watchAcrossRunnersContract('redis', setup);
+ * ```
+ */
+export function watchAcrossRunnersContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: runners watching runs across instances`, () => {
+    const runners: Runner[] = [];
+    afterEach(async () => {
+      for (const r of runners.splice(0)) await r.close();
+    });
+    const make = (runs: RunStore, gate?: Promise<void>) => {
+      const invoker = functionInvoker([sleepTool, quickTool], {
+        slow_step: async ({ n }, call) => {
+          call.progress({ waiting: true });
+          await gate;
+          return { n };
+        },
+        quick_step: async ({ n }) => ({ n }),
+      });
+      const runner = createRunner({ invoker, tools: [sleepTool, quickTool], chains: [watchedChain], stores: { runs } });
+      runners.push(runner);
+      return runner;
+    };
+    const types = (events: RunEvent[]) => events.map((e) => `${e.type}${e.step ? `:${e.step}` : ''}`);
+
+    it('a run started on A is watched live from B, and a run nobody watches appends its events once', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      let release!: () => void;
+      const a = make(runs, new Promise<void>((r) => (release = r)));
+      const b = make(peer!);
+      const appends = { n: 0 };
+      const append = runs.events!.append.bind(runs.events);
+      (runs.events as { append: typeof append }).append = (...args) => {
+        appends.n++;
+        return append(...args);
+      };
+      // Nobody watches: every event goes in one append with the end (a store that appends in-process pays no round trip at all).
+      const running = a.run(watchedChain, { n: 1 }, { runId: uid('quiet') });
+      release();
+      const quiet = await running;
+      if (!runs.events!.local) expect(appends.n).toBe(1);
+      expect(types(await collectEvents(b.watch(quiet.runId)))).toEqual(['run:start', 'step:start:first', 'step:end:first', 'step:start:slow', 'step:progress:slow', 'step:end:slow', 'step:start:last', 'step:end:last', 'run:end']);
+
+      let release2!: () => void;
+      const a2 = make(runs, new Promise<void>((r) => (release2 = r)));
+      const runId = uid('live');
+      const result = a2.run(watchedChain, { n: 2 }, { runId });
+      const seen: RunEvent[] = [];
+      for await (const e of b.watch(runId)) {
+        seen.push(e);
+        if (e.type === 'step:progress') release2(); // seen while the tool still runs on A: delivered live
+      }
+      expect((await result).status).toBe('completed');
+      expect(types(seen)).toContain('step:progress:slow');
+      expect(seen.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed', output: { n: 2 } } });
+    });
+
+    it('a watcher that stops after event n and watches again on the other instance with after: n gets every later event once (20 runs)', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      const a = make(runs);
+      const b = make(peer!);
+      for (let i = 0; i < 20; i++) {
+        const { runId, events, result } = a.stream(watchedChain, { n: i });
+        const cut = 1 + (i % 7);
+        const before: RunEvent[] = [];
+        for await (const e of events) {
+          before.push(e);
+          if (e.seq === cut) break;
+        }
+        const after = await collectEvents(b.watch(runId, { after: cut }));
+        await result;
+        const all = [...before, ...after];
+        expect(all.map((e) => e.seq)).toEqual(all.map((_, k) => k + 1));
+        expect(all.at(-1)!.type).toBe('run:end');
+        expect(all).toHaveLength(9);
+      }
+    });
+  });
+}
+
+async function collectEvents(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
+  const out: RunEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
 }
