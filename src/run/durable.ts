@@ -132,7 +132,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     let interrupted = false;
     hold(runId);
     const events = parts.recorder.runEvents;
-    events?.open(runId);
+    const cancelled = events?.open(runId).cancelled;
+    if (cancelled) exec.signal = exec.signal ? AbortSignal.any([exec.signal, cancelled]) : cancelled;
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => interrupted;

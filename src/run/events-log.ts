@@ -5,10 +5,27 @@
 import type { RunEndData, RunEventDraft } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
 import type { RunResult } from '../observe/result.js';
+import { RunAbortReason } from '../errors/classify.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
 import type { RunEventLog } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
+
+/** Announces that cancel a run start with this (run ids have no control characters), then the reason's length, the reason, the run id. */
+const CANCEL = '\u0001cancel:';
+
+/**
+ * The announce that cancels `runId` on whichever instance owns it.
+ *
+ * @example
+ * ```ts
+ * await log.announce(cancelAnnounce(runId, 'the user left'));
+ * ```
+ */
+export function cancelAnnounce(runId: string, reason: string | undefined): string {
+  const why = reason ?? '';
+  return `${CANCEL}${why.length}:${why}${runId}`;
+}
 
 /** Events buffered for one append, unwatched: a chatty run still writes in batches this big. */
 const BATCH = 256;
@@ -20,10 +37,22 @@ export class RunEventWriter {
   private buffer: string[] = [];
   private inFlight: Promise<void> | undefined;
   private again = false;
+  private stop: AbortController | undefined;
   watched: boolean;
 
   constructor(private readonly hub: RunEventHub, readonly runId: string, watched: boolean) {
     this.watched = watched;
+  }
+
+  /** Aborted by `runner.cancel` (from any instance): the run's signal. */
+  get cancelled(): AbortSignal {
+    return (this.stop ??= new AbortController()).signal;
+  }
+
+  /** Cancels the run: its tools' signals abort, no later step starts, compensation runs. */
+  cancel(reason: string | undefined): void {
+    const message = `The run was cancelled${reason ? `: ${reason}` : ''}.`;
+    (this.stop ??= new AbortController()).abort(new RunAbortReason('cancelled', message, 'run_cancelled'));
   }
 
   /** Adds an event (`data` already redacted); what cannot be encoded is left out (and logged). */
@@ -124,8 +153,16 @@ export class RunEventHub {
     };
   }
 
-  /** Someone (anywhere) watches `runId`: if this runner owns it, its events go as they happen. */
+  /** Someone (anywhere) watches `runId`, or cancels it: if this runner owns it, its events go as they happen, or it stops. */
   private announced(runId: string): void {
+    if (runId.startsWith(CANCEL)) {
+      const rest = runId.slice(CANCEL.length);
+      const colon = rest.indexOf(':');
+      const length = Number(rest.slice(0, colon));
+      const reason = rest.slice(colon + 1, colon + 1 + length);
+      this.writers.get(rest.slice(colon + 1 + length))?.cancel(reason || undefined);
+      return;
+    }
     const writer = this.writers.get(runId);
     if (writer && !writer.watched) {
       writer.watched = true;

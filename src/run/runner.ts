@@ -11,9 +11,10 @@ import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
 import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import { callStore } from '../stores/guard.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { durableRuns, type RunInfo } from './durable.js';
-import { RunEventHub } from './events-log.js';
+import { cancelAnnounce, RunEventHub } from './events-log.js';
 import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
@@ -97,7 +98,23 @@ export interface Runner {
    * ```
    */
   stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
+  /**
+   * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
+   * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
+   * are undone, and the run ends `failed` with category `cancelled`, code `run_cancelled`. Resolves
+   * once the run has ended (or after 3 s if a tool ignores its signal): `'cancelled'`; `'ended'`
+   * for a run that had ended already, `'not_found'` for one the store does not know.
+   *
+   * @example
+   * ```ts
+   * await runner.cancel(runId, { reason: 'the user closed the page' }); // 'cancelled'
+   * ```
+   */
+  cancel(runId: string, options?: { reason?: string }): Promise<'cancelled' | 'not_found' | 'ended'>;
 }
+
+/** How long `cancel()` waits for the run to end. */
+const CANCEL_WAIT_MS = 3_000;
 
 /** How long `close()` waits for each store to flush and release. */
 const CLOSE_WAIT_MS = 5_000;
@@ -225,6 +242,23 @@ export function createRunner(options: RunnerOptions): Runner {
         },
       };
       return { runId, result, events: { [Symbol.asyncIterator]: () => watchRun(source, runId, {}, ended) } };
+    },
+
+    async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
+      const { store, log } = watchSource('cancel()');
+      const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
+      const run = await read();
+      if (!run) return 'not_found';
+      if (run.status !== 'running') return 'ended';
+      const until = now() + CANCEL_WAIT_MS;
+      for (let round = 0; now() < until; round++) {
+        // Announced again now and then: the owner may not have been listening yet.
+        if (round % 5 === 0) await log.announce(cancelAnnounce(runId, cancelOptions.reason)).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 50));
+        const current = await read();
+        if (!current || current.status !== 'running') break;
+      }
+      return 'cancelled';
     },
 
     async close(): Promise<void> {

@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
@@ -58,6 +58,7 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
 };
 runEventsContract('postgres', eventsSetup);
 watchAcrossRunnersContract('postgres', eventsSetup);
+cancelAcrossRunnersContract('postgres', eventsSetup);
 
 takeOverContract('postgres', async () => postgresStores(pool, { schema: schema(), pollMs: 5 }).idempotency);
 

@@ -3,7 +3,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
@@ -61,6 +61,7 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
 };
 runEventsContract('redis', eventsSetup);
 watchAcrossRunnersContract('redis', eventsSetup);
+cancelAcrossRunnersContract('redis', eventsSetup);
 
 takeOverContract('redis', async () => redisStores(redis, { prefix: `${prefix}:${++n}`, pollMs: 5 }).idempotency);
 

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
 
 runStoreContract('memory', async () => {
   const idempotency = memoryIdempotencyStore();
@@ -60,3 +60,4 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
 };
 runEventsContract('memory', eventsSetup);
 watchAcrossRunnersContract('memory', eventsSetup);
+cancelAcrossRunnersContract('memory', eventsSetup);

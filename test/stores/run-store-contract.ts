@@ -575,6 +575,83 @@ export function watchAcrossRunnersContract(name: string, setup: () => Promise<Ru
   });
 }
 
+const reserve = defineTool({ name: 'reserve', description: 'r', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+const releaseTool = defineTool({ name: 'release', description: 'r', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
+const waitTool = defineTool({ name: 'wait_for_abort', description: 'w', input: z.object({ id: z.string() }), output: z.object({ n: z.number() }), effect: 'read' });
+const cancellable = defineChain({
+  name: 'cancellable', input: z.object({ n: z.number() }), timeoutMs: 30_000,
+  steps: [
+    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } } },
+    { id: 'wait', tool: waitTool, input: { id: ref('reserve', 'id') } },
+    { id: 'after', tool: quickTool, input: { n: ref('wait', 'n') } },
+  ],
+});
+
+/**
+ * `runner.cancel` from another instance: the owner's tool signal aborts within 1 s, compensation runs,
+ * no later step starts, the run ends `run_cancelled`.
+ *
+ * @example
+ * ```ts
+ * cancelAcrossRunnersContract('redis', setup);
+ * ```
+ */
+export function cancelAcrossRunnersContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: cancel from another instance`, () => {
+    const runners: Runner[] = [];
+    afterEach(async () => {
+      for (const r of runners.splice(0)) await r.close();
+    });
+
+    it("aborts the owner's tool within 1 s, undoes what was done, starts nothing more, ends run_cancelled", async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      const calls: string[] = [];
+      let started!: () => void;
+      const waiting = new Promise<void>((r) => (started = r));
+      let abortedAt = 0;
+      const a = createRunner({
+        invoker: functionInvoker([reserve, releaseTool, waitTool, quickTool], {
+          reserve: async ({ n }) => (calls.push('reserve'), { id: `r${n}` }),
+          release: async () => (calls.push('release'), { ok: true }),
+          wait_for_abort: ({ id }, call) => new Promise((_resolve, reject) => {
+            calls.push('wait');
+            started();
+            call.signal.addEventListener('abort', () => {
+              abortedAt = Date.now();
+              reject(call.signal.reason as Error);
+            });
+            void id;
+          }),
+          quick_step: async ({ n }) => (calls.push('after'), { n }),
+        }),
+        chains: [cancellable],
+        stores: { runs },
+      });
+      const b = createRunner({ invoker: functionInvoker([], {}), chains: [cancellable], stores: { runs: peer! } });
+      runners.push(a, b);
+      const runId = uid('cancel');
+      const result = a.run(cancellable, { n: 1 }, { runId });
+      await waiting;
+      const asked = Date.now();
+      expect(await b.cancel(runId, { reason: 'ops said so' })).toBe('cancelled');
+      expect(abortedAt).toBeGreaterThan(0);
+      expect(abortedAt - asked).toBeLessThan(1_000);
+      const r = await result;
+      expect(r.status).toBe('failed');
+      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'cancelled', code: 'run_cancelled' });
+      expect(r.status === 'failed' && r.error.message).toContain('ops said so');
+      expect(r.status === 'failed' && r.compensated).toEqual(['reserve']);
+      expect(calls).toEqual(['reserve', 'wait', 'release']); // 'after' never started
+      expect((await b.getRun(runId))?.status).toBe('failed');
+      const end = (await collectEvents(b.watch(runId))).at(-1);
+      expect(end).toMatchObject({ type: 'run:end', data: { status: 'failed', error: { code: 'run_cancelled' } } });
+      expect(await b.cancel(runId)).toBe('ended');
+      expect(await b.cancel(uid('missing'))).toBe('not_found');
+    });
+  });
+}
+
 async function collectEvents(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
   const out: RunEvent[] = [];
   for await (const e of events) out.push(e);
