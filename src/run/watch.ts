@@ -10,6 +10,8 @@ import { runEndData, type RunEventHub } from './events-log.js';
 const PAGE = 256;
 /** How long one wait for new events lasts before the watcher looks again (and announces itself again). */
 const WAIT_MS = 1_000;
+/** Quiet waits before a run the store does not know is `not_found`. */
+const NOT_FOUND_WAITS = 5;
 
 /** Why a watch stopped before `run:end`: `fell_behind` (cut off: resume with `after: lastSeq`), or `not_found`. */
 export class RunWatchError extends Error {
@@ -93,6 +95,12 @@ export async function* watchRun(source: WatchSource, runId: string, options: Wat
       if (idle > 0 && !settled) {
         // Nothing for a while: the run may not exist, or may have ended without its last events (its owner died after recording the end).
         const run = await store.get(runId);
+        // A run about to start (its id handed out first) gets a few seconds to be recorded.
+        if (!run && idle < NOT_FOUND_WAITS) {
+          await log.wait(runId, last, WAIT_MS, wake);
+          idle++;
+          continue;
+        }
         if (!run) throw new RunWatchError('not_found', runId, last, `Run ${runId} was not found in the run store (never recorded, or past its retention).`);
         if (run.status !== 'running' && run.result !== undefined && idle > 2) {
           const rest = await log.read(runId, last, PAGE);
