@@ -15,7 +15,7 @@ const LAYERS = [
   ['guidance', 'policies'],
   ['run'],
   ['tasks'],
-  ['testing', 'redis', 'postgres', 'sqlite', 'mcp', 'otel', 'ai', 'openai-agents'],
+  ['testing', 'redis', 'postgres', 'sqlite', 'mcp', 'otel', 'ai', 'openai-agents', 'sse'],
   ['(root)'],
 ];
 const rank = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i])));

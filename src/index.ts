@@ -18,7 +18,8 @@ export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathO
 export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
 // Running
-export { createRunner, type Runner, type RunnerOptions } from './run/runner.js';
+export { createRunner, type Runner, type RunnerOptions, type RunStream } from './run/runner.js';
+export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
 export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest } from './observe/result.js';
@@ -36,6 +37,8 @@ export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, ty
 export type {
   RunnerEvents, RunnerEventName, RunnerEmitter, Hooks, ChainStartEvent, ChainEndEvent, StepStartEvent, StepEndEvent, RunRecoveredEvent, RunEndEvent,
   StepRetryEvent, ConfirmationRequestedEvent, HookErrorEvent, BreakerChangeEvent, TierEscalationEvent,
+  RunEvent, RunEventType, RunEventBase, RunEventDraft, RunEndData, RunStartRunEvent, StepStartRunEvent, StepProgressRunEvent, StepRetryRunEvent, StepEndRunEvent,
+  ConfirmationRequestedRunEvent, RunEndRunEvent,
 } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
@@ -56,9 +59,10 @@ export { classifyComplexity } from './guidance/intent.js';
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
+export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
-  RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, IdempotencyBeginOptions,
+  RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, IdempotencyBeginOptions, RunEventLog,
 } from './stores/types.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';

@@ -51,7 +51,8 @@ export function keepCause(info: object, error: unknown): void {
 
 /** Why a run's signal was aborted; identity-checked by the classifier. */
 export class RunAbortReason {
-  constructor(readonly kind: 'deadline' | 'cancelled' | 'closed', readonly message: string) {}
+  /** `code`: the failure's code when it is not the kind's own (`run_cancelled` for `runner.cancel`). */
+  constructor(readonly kind: 'deadline' | 'cancelled' | 'closed', readonly message: string, readonly code?: string) {}
 }
 
 // Every table keyed by outside data is a Map: a code like `constructor` must not find Object's own.
@@ -297,7 +298,7 @@ export function classifyError(error: unknown, classifiers: readonly Classifier[]
     if (error instanceof RunAbortReason) {
       return error.kind === 'deadline'
         ? { category: 'timeout', code: 'deadline_exceeded', message: error.message }
-        : { category: 'cancelled', code: error.kind === 'closed' ? 'runner_closed' : 'cancelled', message: error.message };
+        : { category: 'cancelled', code: error.code ?? (error.kind === 'closed' ? 'runner_closed' : 'cancelled'), message: error.message };
     }
   } catch {
     // `instanceof` on a hostile Proxy can throw: it is then neither, and the classifiers decide.

@@ -16,6 +16,12 @@ export interface ToolCall {
   sessionId?: string;
   /** The trusted context. */
   context: Readonly<Record<string, unknown>>;
+  /**
+   * Reports how far the tool got (`call.progress({ done: 3, of: 10 })`): a `step:progress` event for
+   * whoever watches the run (`runner.watch`, `runner.stream`), redacted like traces. Costs nothing
+   * when the run records no events; never throws.
+   */
+  progress(data: unknown): void;
 }
 
 /** How tools are really called: any transport. */

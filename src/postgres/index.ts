@@ -78,6 +78,8 @@ export interface PostgresStoresOptions {
   preparedStatements?: boolean;
   /** Clock (expiry, retention). Default `Date.now`. */
   now?: () => number;
+  /** Events kept per run for `runner.watch` (the oldest deleted as new ones come). Default 10 000. */
+  maxEventsPerRun?: number;
 }
 
 /** The PostgreSQL-backed stores, for `createRunner({ stores })`. */
@@ -123,11 +125,12 @@ export function postgresStores(pool: PostgresPool, options: PostgresStoresOption
 
   const db = new Db(pool, options.schema ?? 'chainkit', options.now ?? Date.now, sweepMs, options.preparedStatements !== false);
   const idempotency = postgresIdempotencyStore(db, { ttlMs, pendingTtlMs, pendingWaitMs, pollMs });
+  const runs = postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
   return {
-    runs: postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency }),
+    runs,
     checkpoints: postgresCheckpointStore(db, perContext),
     idempotency,
     migrate: () => db.migrate(),
-    close: () => db.close(),
+    close: () => runs.close!(), // the event log's LISTEN connection, then what the stores started
   };
 }

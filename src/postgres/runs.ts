@@ -7,6 +7,7 @@ import { encodeRunValue, storedRun } from '../stores/run-codec.js';
 import type { RunStore } from '../stores/types.js';
 import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
 import type { Db } from './db.js';
+import { postgresEventLog } from './run-events.js';
 
 interface RunRow {
   run_id: string;
@@ -33,6 +34,8 @@ export interface PostgresRunStoreOptions {
   idempotencyTtlMs: number;
   /** The idempotency store of the same schema, advertised as `runs.idempotency`. */
   idempotency: IdempotencyStore;
+  /** Events kept per run for `runner.watch`. Default 10 000. */
+  maxEventsPerRun?: number;
 }
 
 /**
@@ -115,8 +118,11 @@ RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r
     throw new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.` });
   };
 
+  const events = postgresEventLog(db, { ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+
   return {
     idempotency: options.idempotency,
+    events,
     async create(record, now) {
       const data = encodeRunValue(record);
       return create(data, record, now);
@@ -168,6 +174,9 @@ RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r
       if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;
       return fromRow(row, row.journal);
     },
-    close: () => db.close(),
+    close: async () => {
+      await events.close();
+      await db.close();
+    },
   };
 }

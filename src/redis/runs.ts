@@ -4,6 +4,7 @@
 // one Lua script: atomic, one round trip.
 import { createHash } from 'node:crypto';
 import type { RedisClient } from './client.js';
+import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
 import type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
@@ -17,6 +18,8 @@ export interface RedisRunStoreOptions {
   idempotencyTtlMs?: number;
   /** The idempotency store on the same prefix (`redisStores` passes its own): advertised as `runs.idempotency`. */
   idempotency?: IdempotencyStore;
+  /** Events kept per run for `runner.watch` (its stream is trimmed to the newest). Default 10 000. */
+  maxEventsPerRun?: number;
 }
 
 // KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash.
@@ -227,8 +230,12 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     }
   };
 
+  const events = redisEventLog(redis, { prefix: p, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+
   return {
     ...(options.idempotency && { idempotency: options.idempotency }),
+    events,
+    close: () => events.close(),
     create: (record, now) => guard('create', async (): Promise<CreateRunResult> => {
       const data = encodeRunValue(record);
       const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId, record.chain, record.fingerprint, record.contextHash ?? ''])) as 'created' | 'mismatch' | [string, string[], string[]];

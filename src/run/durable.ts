@@ -16,6 +16,7 @@ import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
 import { hashContext } from './checkpoint.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import type { Execution } from './execution.js';
+import { runEndData } from './events-log.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import type { RunnerParts } from './parts.js';
@@ -189,10 +190,15 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
     const lease = hold(runId, leaseUntil);
-    // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included.
+    // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included;
+    // so does a cancel from any instance (announced through the run's event log).
     lease.stop = new AbortController();
-    if (!exec.signal) exec.signal = lease.stop.signal;
-    else if (typeof AbortSignal.any === 'function') exec.signal = AbortSignal.any([exec.signal, lease.stop.signal]); // Node 20.3+; before, the fence alone
+    const events = parts.recorder.runEvents;
+    const cancelled = events?.open(runId).cancelled;
+    const stops = [lease.stop.signal];
+    if (cancelled) stops.push(cancelled);
+    if (exec.signal) stops.push(exec.signal);
+    exec.signal = stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
@@ -231,8 +237,11 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     exec.onEnd = async (result: RunResult) => {
       release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
-      if (result.status === 'failed' && result.error.code === 'runner_closed') return;
-      if (lease.lost || lease.failed) return interruptedResult(result, lease);
+      if (result.status === 'failed' && result.error.code === 'runner_closed') return events?.close(runId, undefined, undefined);
+      if (lease.lost || lease.failed) {
+        await events?.close(runId, undefined, undefined);
+        return interruptedResult(result, lease);
+      }
       let recorded = false;
       const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
       try {
@@ -243,6 +252,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       }
       // Steps journaled with the end, and a compensation, are done only once the end is recorded:
       // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
+      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? retentionMs : undefined);
       if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(result);
       safeRunEnd(result, recovered);
     };

@@ -103,7 +103,8 @@ class Run extends Scheduler implements EndedSegment {
   start(): Promise<RunResult> {
     const { exec } = this;
     this.calls.active.add(this.abort);
-    if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the run.')));
+    // A RunAbortReason as the signal's reason is kept (`runner.cancel`: `run_cancelled`).
+    if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(exec.signal!.reason instanceof RunAbortReason ? exec.signal!.reason : new RunAbortReason('cancelled', 'The caller cancelled the run.')));
     this.recorder.chainStarted(this, exec.resumed);
     if (!exec.resumed) this.checkPreconditions();
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left

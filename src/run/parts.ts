@@ -68,7 +68,8 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
     ? new LearningSync(options.stores.metrics, metrics, timing, (error) => logger?.warn({ error: error instanceof Error ? error.message : String(error) }, 'learning store unavailable'))
     : undefined;
   const guidance: GuidanceSources = { tools, chains, metrics, timing };
-  const { call, closeRateLimits } = callPipeline(options, { now, classifiers, events, logger, breakers, threshold, openMs });
+  // Late-bound: the recorder is made after the pipeline, and both are called only once the runner exists.
+  const { call, closeRateLimits } = callPipeline(options, { now, classifiers, events, logger, breakers, threshold, openMs, recorder: () => recorder });
 
   const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
   const calls: Calls = {
@@ -107,11 +108,17 @@ interface PipelineParts {
   breakers: BreakerStore;
   threshold: number;
   openMs: number;
+  recorder: () => Recorder;
 }
 
 /** The call pipeline (docs/guides/policies.md): idempotency → retry → [per attempt: breaker → rate limit → timeout] → invoker. */
-function callPipeline(options: RunnerOptions, { now, classifiers, events, logger, breakers, threshold, openMs }: PipelineParts): { call: Call; closeRateLimits: () => unknown } {
+function callPipeline(options: RunnerOptions, { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts): { call: Call; closeRateLimits: () => unknown } {
   const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
+    const rec = recorder();
+    if (rec.runEvents?.writers.has(ctx.runId)) {
+      const message = secretMask(options.redact, ctx.input, ctx.context).text(failure.message); // docs/ARCHITECTURE.md, Secrets
+      rec.stepRetried(ctx.runId, ctx.step, { tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code, message });
+    }
     if (listening(events, 'step:retry')) {
       safeEmit(events, 'step:retry', {
         runId: ctx.runId, traceId: ctx.traceId, ...(ctx.chain && { chain: ctx.chain }), ...(ctx.step && { step: ctx.step }),
@@ -139,7 +146,7 @@ function callPipeline(options: RunnerOptions, { now, classifiers, events, logger
       rateLimits.policy,
       timeoutPolicy(now),
     ],
-    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke),
+    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke, (ctx, data) => recorder().stepProgress(ctx.runId, ctx.step, data)),
   );
   return { call, closeRateLimits: () => rateLimits.close() };
 }

@@ -20,7 +20,7 @@ export function compose(policies: readonly Policy[], end: Call): Call {
  * output against the tool's schema (a mismatch is a `validation` failure naming the path). A tool's
  * own `classifiers` go before `classifiers` (the runner's, then the built-in ones).
  */
-export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS, wrap?: InvokeWrapper): Call {
+export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS, wrap?: InvokeWrapper, progress: ProgressReport = NO_PROGRESS): Call {
   // Per tool, made once: only tools that bring classifiers pay for the lookup (on failures only).
   const withTools = new WeakMap<Tool, readonly Classifier[]>();
   const classifiersOf = (tool: Tool): readonly Classifier[] => {
@@ -48,7 +48,7 @@ export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifie
     let pending: Promise<unknown>;
     ctx.reached = true;
     try {
-      const call = toolCall(ctx, ctx.attemptScope ?? ctx.run);
+      const call = new AttemptCall(ctx, ctx.attemptScope ?? ctx.run, progress);
       // One branch when unused: no wrapper, no extra frame or allocation.
       pending = Promise.resolve(wrap === undefined ? invoker(call) : wrap(invoker, call, ctx.step));
     } catch (error) {
@@ -58,9 +58,14 @@ export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifie
   };
 }
 
+/** Where `call.progress(data)` goes: the recorder (a `step:progress` run event). */
+export type ProgressReport = (ctx: CallContext, data: unknown) => void;
+const NO_PROGRESS: ProgressReport = () => undefined;
+
 /**
- * The {@link ToolCall} handed to invokers. `signal` is an own enumerable getter, so the AbortController
- * behind it is only made if the tool reads it, and spreading the call (`{ ...call }`) still carries it.
+ * The {@link ToolCall} handed to invokers. `signal` and `progress` are own enumerable getters, so the
+ * AbortController behind `signal` and the function behind `progress` are only made if the tool reads
+ * them, and spreading the call (`{ ...call }`) still carries them.
  * A class sharing one getter: an object literal with a getter costs ~1 µs per attempt, this ~0.2 µs (measured).
  */
 class AttemptCall {
@@ -73,7 +78,11 @@ class AttemptCall {
   declare context: Readonly<Record<string, unknown>>;
   declare idempotencyKey?: string;
   declare sessionId?: string;
+  declare progress: (data: unknown) => void;
   readonly #scope: AbortScope;
+  readonly #ctx: CallContext;
+  readonly #report: ProgressReport;
+  #progress: ((data: unknown) => void) | undefined;
   static readonly #signal: PropertyDescriptor = {
     get(this: AttemptCall): AbortSignal {
       return this.#scope.signal;
@@ -81,9 +90,24 @@ class AttemptCall {
     enumerable: true,
     configurable: true,
   };
+  static readonly #progressGetter: PropertyDescriptor = {
+    get(this: AttemptCall): (data: unknown) => void {
+      return (this.#progress ??= (data: unknown) => {
+        try {
+          this.#report(this.#ctx, data);
+        } catch {
+          // Reporting progress observes the call: whatever it meets, the tool goes on.
+        }
+      });
+    },
+    enumerable: true,
+    configurable: true,
+  };
 
-  constructor(ctx: CallContext, scope: AbortScope) {
+  constructor(ctx: CallContext, scope: AbortScope, report: ProgressReport) {
     this.#scope = scope;
+    this.#ctx = ctx;
+    this.#report = report;
     // Assigned in the order the call's keys were always listed (tool, input, attempt, signal, …).
     this.tool = ctx.tool.name;
     this.input = ctx.input;
@@ -94,11 +118,8 @@ class AttemptCall {
     this.context = ctx.context;
     if (ctx.idempotencyKey !== undefined) this.idempotencyKey = ctx.idempotencyKey;
     if (ctx.sessionId !== undefined) this.sessionId = ctx.sessionId;
+    Object.defineProperty(this, 'progress', AttemptCall.#progressGetter);
   }
-}
-
-function toolCall(ctx: CallContext, scope: AbortScope): ToolCall {
-  return new AttemptCall(ctx, scope);
 }
 
 /** A `validation`-style failure from zod issues, naming the first offending path. */

@@ -11,6 +11,7 @@ import type { ResponseMetadata, RunResult } from '../observe/result.js';
 import { IDENTITY_KEY, type ToolTransition, type Trace, type TraceStep, type TraceStepStatus } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CallSite } from './call-context.js';
+import type { RunEventHub } from './events-log.js';
 import { iso, type StepOutcome } from './execution.js';
 
 /** The ids events and logs carry: a run's, or a direct call's (no chain). */
@@ -72,6 +73,8 @@ export class Recorder {
   readonly guidance: GuidanceSources;
   /** What traces and step logs hide: the `redact` rule, and identity keys unless opted in. */
   private readonly traceRule: RedactRule | undefined;
+  /** The run events' way to the run store (`stores.runs.events`); absent, no run records events. */
+  runEvents: RunEventHub | undefined = undefined;
 
   constructor(options: RecorderOptions) {
     this.events = options.events;
@@ -126,6 +129,7 @@ export class Recorder {
       safeEmit(this.events, 'chain:start', { runId: site.runId, traceId: site.traceId, chain: site.chain!, ...(site.sessionId !== undefined && { sessionId: site.sessionId }), resumed });
     }
     this.logger?.info(this.logFields(site, { resumed }), `chain ${site.chain} ${resumed ? 'resumed' : 'started'}`);
+    this.runEvents?.writers.get(site.runId)?.push('run:start', undefined, { chain: site.chain!, resumed });
   }
 
   /** `chain:end` of a run's result (already masked). */
@@ -151,6 +155,7 @@ export class Recorder {
 
   /** `step:start` of a step or a direct call (no `chain` for one). */
   stepStarted(site: RecordSite, step: string, tool: string | undefined, stepNumber: number): void {
+    this.runEvents?.writers.get(site.runId)?.push('step:start', step, tool === undefined ? { stepNumber } : { tool, stepNumber });
     if (!listening(this.events, 'step:start')) return;
     const { runId, traceId, chain } = site;
     safeEmit(this.events, 'step:start', chain === undefined ? { runId, traceId, step, ...(tool && { tool }), stepNumber } : { runId, traceId, chain, step, ...(tool && { tool }), stepNumber });
@@ -158,6 +163,11 @@ export class Recorder {
 
   /** `step:end` of a step, a direct call or an undo, from its finished trace entry. */
   stepEnded(site: RecordSite, entry: TraceStep): void {
+    const writer = this.runEvents?.writers.get(site.runId);
+    if (writer) {
+      const { tool, status, attempts, latencyMs, error } = entry;
+      writer.push('step:end', entry.id, { ...(tool !== undefined && { tool }), status, attempts, latencyMs, ...(error && { error }) });
+    }
     if (!listening(this.events, 'step:end')) return;
     const { runId, traceId, chain } = site;
     const { id: step, tool, status, attempts, latencyMs, error } = entry;
@@ -176,9 +186,22 @@ export class Recorder {
 
   /** `confirmation:requested`: a gate asked in-process, or a run parked at one. */
   confirmationRequested(site: RecordSite, step: string, tool: string, prompt: string, expiresAt: string): void {
+    this.runEvents?.writers.get(site.runId)?.push('confirmation:requested', step, { tool, prompt, expiresAt });
     if (listening(this.events, 'confirmation:requested')) {
       safeEmit(this.events, 'confirmation:requested', { runId: site.runId, traceId: site.traceId, chain: site.chain!, step, tool, prompt, expiresAt });
     }
+  }
+
+  /** A step's tool reported progress (`call.progress(data)`): a `step:progress` run event, `data` redacted. */
+  stepProgress(runId: string, step: string | undefined, data: unknown): void {
+    const writer = this.runEvents?.writers.get(runId);
+    if (writer && step !== undefined) writer.push('step:progress', step, this.redacted(data));
+  }
+
+  /** A step's failed attempt will be retried after `delayMs`: a `step:retry` run event (`message` already masked). */
+  stepRetried(runId: string, step: string | undefined, data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }): void {
+    const writer = this.runEvents?.writers.get(runId);
+    if (writer && step !== undefined) writer.push('step:retry', step, data);
   }
 
   /** `runner.invoke(…, { tier })` found the tool only in a higher tier. */

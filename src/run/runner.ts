@@ -11,8 +11,12 @@ import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
 import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import { callStore } from '../stores/guard.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { durableRuns, type RunInfo } from './durable.js';
+import { cancelAnnounce, RunEventHub } from './events-log.js';
+import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
+import type { RunEvent } from '../observe/events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
@@ -20,8 +24,19 @@ import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import type { RunWatchError } from './watch.js';
 
 export type { RunnerOptions } from './runner-options.js';
+
+/** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
+export interface RunStream<O> {
+  /** The run's id (`options.runId`, or a new one). */
+  runId: string;
+  /** The run's events from its first, ending after `run:end`; each iteration reads from the start. */
+  events: AsyncIterable<RunEvent>;
+  /** The run's result, typed from the chain, as `run` returns it. */
+  result: Promise<RunResult<O>>;
+}
 
 /** Runs chains and single tool calls with the same policies. */
 export interface Runner {
@@ -57,7 +72,49 @@ export interface Runner {
   recover(): Promise<RunResult[]>;
   /** Durable runs (`stores.runs`): what the run store holds of a run, or `undefined`. */
   getRun(runId: string): Promise<RunInfo | undefined>;
+  /**
+   * The events of a run (`stores.runs`), from any instance sharing the stores: those after
+   * `options.after` (a seq), in order, each once, ending after `run:end`. A reader that falls so far
+   * behind that the log dropped what it had not read is cut off with a {@link RunWatchError}
+   * (`fell_behind`, with `lastSeq` to resume from); a run the store does not know, `not_found`.
+   *
+   * @example
+   * ```ts
+   * for await (const e of runner.watch(runId, { after: lastSeen })) {
+   *   lastSeen = e.seq;
+   *   if (e.type === 'step:progress') console.log(e.step, e.data);
+   * }
+   * ```
+   */
+  watch(runId: string, options?: WatchOptions): AsyncIterable<RunEvent>;
+  /**
+   * Starts a run (`stores.runs`) and hands back at once its id, its events and its result.
+   *
+   * @example
+   * ```ts
+   * const { runId, events, result } = runner.stream(chain, input, { context });
+   * for await (const e of events) send(e);
+   * const r = await result; // RunResult typed from the chain
+   * ```
+   */
+  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
+  /**
+   * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
+   * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
+   * are undone, and the run ends `failed` with category `cancelled`, code `run_cancelled`. Resolves
+   * once the run has ended (or after 3 s if a tool ignores its signal): `'cancelled'`; `'ended'`
+   * for a run that had ended already, `'not_found'` for one the store does not know.
+   *
+   * @example
+   * ```ts
+   * await runner.cancel(runId, { reason: 'the user closed the page' }); // 'cancelled'
+   * ```
+   */
+  cancel(runId: string, options?: { reason?: string }): Promise<'cancelled' | 'not_found' | 'ended'>;
 }
+
+/** How long `cancel()` waits for the run to end. */
+const CANCEL_WAIT_MS = 3_000;
 
 /** How long `close()` waits for the stores to flush and release, all of them together: under the 5 s it promises. */
 const CLOSE_WAIT_MS = 4_500;
@@ -80,7 +137,13 @@ export function createRunner(options: RunnerOptions): Runner {
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
   const durable = runStore ? durableRuns(parts, runStore, { ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }), ...(options.recover && { recover: options.recover }) }) : undefined;
-  const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with redisStores(...) or postgresStores(...).`);
+  const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`);
+  const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
+  parts.recorder.runEvents = hub;
+  const watchSource = (what: string): WatchSource => {
+    if (!runStore || !hub) throw needsRunStore(what);
+    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now };
+  };
   let closed = false;
 
   const closedError = (): Error => new Error('This runner is closed; create a new one with createRunner().');
@@ -152,9 +215,56 @@ export function createRunner(options: RunnerOptions): Runner {
       return durable.info(runId);
     },
 
+    watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {
+      const source = watchSource('watch()');
+      if (typeof runId !== 'string' || runId === '') throw new TypeError('Expected a run id.');
+      return { [Symbol.asyncIterator]: () => watchRun(source, runId, watchOptions) };
+    },
+
+    stream<O>(chain: Chain<any, any, O>, input: unknown, opts: RunOptions<any> = {}): RunStream<O> {
+      const source = watchSource('stream()');
+      const runId = opts.runId ?? newId();
+      // Watched from the start: its events go to the log as they happen, not at its end.
+      const unwatch = source.hub.watch(runId);
+      const over = new AbortController();
+      let settled: RunResult | undefined;
+      let failure: { error: unknown } | undefined;
+      const result = runner.run(chain, input as never, { ...opts, runId } as never) as Promise<RunResult<O>>;
+      result.then((r) => (settled = r), (error: unknown) => (failure = { error })).finally(() => {
+        unwatch();
+        over.abort();
+      });
+      const ended = {
+        signal: over.signal,
+        result(): RunResult | undefined {
+          if (failure) throw failure.error;
+          return settled;
+        },
+      };
+      return { runId, result, events: { [Symbol.asyncIterator]: () => watchRun(source, runId, {}, ended) } };
+    },
+
+    async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
+      const { store, log } = watchSource('cancel()');
+      const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
+      const run = await read();
+      if (!run) return 'not_found';
+      if (run.status !== 'running') return 'ended';
+      const until = now() + CANCEL_WAIT_MS;
+      for (let round = 0; now() < until; round++) {
+        // Announced again now and then: the owner may not have been listening yet.
+        if (round % 5 === 0) await log.announce(cancelAnnounce(runId, cancelOptions.reason)).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 50));
+        const current = await read();
+        if (!current || current.status !== 'running') break;
+      }
+      return 'cancelled';
+    },
+
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      hub?.shutdown();
       const closeBy = now() + CLOSE_WAIT_MS;
       // Before the aborts: the runs cut off stay recorded as in flight, for another instance to recover.
       durable?.close();

@@ -1,5 +1,6 @@
 // A run store in memory: one process only (tests, single-process apps), with the same contract and
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
+import { memoryEventLog } from './memory-events.js';
 import { encodeRunValue, storedRun } from './run-codec.js';
 import type { RunStore } from './types.js';
 import type { ClaimFilter, CreateRunResult, IdempotencyStore, RunRecord, RunStatus, StoredRun } from './types.js';
@@ -15,6 +16,8 @@ export interface MemoryRunStoreOptions {
   maxEnded?: number;
   /** Clock for retention. Default `Date.now`. */
   now?: () => number;
+  /** Events kept per run for `runner.watch` (a ring: the oldest go first). Default 10 000. */
+  maxEventsPerRun?: number;
 }
 
 interface MemoryRun {
@@ -39,8 +42,7 @@ interface MemoryRun {
  *
  * @example
  * ```ts
- * import { memoryIdempotencyStore } from 'chainkit';
- * import { memoryRunStore } from 'chainkit/testing';
+ * import { memoryIdempotencyStore, memoryRunStore } from 'chainkit';
  * const idempotency = memoryIdempotencyStore();
  * const runner = createRunner({ invoker, chains, stores: { idempotency, runs: memoryRunStore({ idempotency }) } });
  * ```
@@ -77,8 +79,11 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const claimable = (run: MemoryRun, only: ClaimFilter | undefined): boolean =>
     only === undefined || only.chains.some((c) => c.name === run.chain && c.fingerprint === run.fingerprint) || (only.orphanedBefore !== undefined && run.deadlineAt < only.orphanedBefore);
 
+  const events = memoryEventLog({ now, maxEnded, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+
   return {
     ...(idempotency && { idempotency }),
+    events,
     async create(record, at): Promise<CreateRunResult> {
       const encoded = encodeRunValue(record); // refuses what it cannot keep, before anything is stored
       const run = live(record.runId);

@@ -1,4 +1,5 @@
 // Store interfaces: small, async, JSON-only, so memory and Redis implementations are interchangeable.
+import type { RunEvent, RunEventDraft } from '../observe/events.js';
 import type { TraceStep } from '../observe/trace.js';
 
 /** Everything needed to continue a run after a confirmation gate. Plain JSON. */
@@ -271,6 +272,8 @@ export interface RunStore {
    * is refused). A runner passes `complete` only when this is its `stores.idempotency`.
    */
   readonly idempotency?: IdempotencyStore;
+  /** The runs' event log (`runner.watch`, `runner.stream`); absent: runs record no events. */
+  readonly events?: RunEventLog;
   /** Releases what the store opened. */
   close?(): Promise<void>;
 }
@@ -294,3 +297,29 @@ export interface IdempotencyBeginOptions {
   takeOver?: boolean;
 }
 
+
+/**
+ * The event log of a run store (docs/guides/watching-runs.md): each run's events in order, numbered
+ * by the store (`seq` from 1, strictly increasing per run), kept as long as their run, at most a
+ * bounded number per run (the oldest go first: a reader that falls that far behind is cut off).
+ */
+export interface RunEventLog {
+  /** Appends cost no round trip (in-process): the runner appends each event as it happens instead of batching. */
+  readonly local?: boolean;
+  /**
+   * Appends encoded events (`encodeRunValue` of a {@link RunEventDraft}, in order) and returns the
+   * last `seq` given. `keepMs`: the run ended or parked, keep its events that long; absent: kept
+   * while the run is in flight.
+   */
+  append(runId: string, events: readonly string[], keepMs?: number): Promise<number>;
+  /** Up to `limit` events with `seq > after`, in order (fewer, or none, when there are no more yet). */
+  read(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+  /** Settles when an event after `after` may have been appended, after `timeoutMs`, or when `signal` aborts. */
+  wait(runId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** Tells the run's owner, on whichever instance, that someone watches: it sends events as they happen. */
+  announce(runId: string): Promise<void>;
+  /** Calls `listener` with the run id of every announce (any instance's); returns the unsubscribe. */
+  onAnnounce(listener: (runId: string) => void): () => void;
+  /** Releases what the log opened (connections for waiting and announcing). */
+  close?(): Promise<void>;
+}

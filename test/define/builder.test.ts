@@ -117,7 +117,7 @@ describe('typed invokers at run time', () => {
 
   it('createMockInvoker(tools, script) answers from the script', async () => {
     const invoker = createMockInvoker([echo], { echo: [{ ok: { value: 'a' } }, (i) => ({ value: `${i.value}!` })] });
-    const call = { tool: 'echo', input: { value: 'x' }, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {} };
+    const call = { tool: 'echo', input: { value: 'x' }, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined };
     expect(await invoker(call)).toEqual({ value: 'a' });
     expect(await invoker(call)).toEqual({ value: 'x!' });
     expect(invoker.callsTo('echo')).toHaveLength(2);

@@ -93,7 +93,7 @@ describe('mcpInvoker', () => {
     const { client } = await connectInMemory();
     const invoker = mcpInvoker(client);
     const call = (tool: string, input: unknown): Promise<unknown> =>
-      invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {} } satisfies ToolCall);
+      invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined } satisfies ToolCall);
     const invalid = await call('list_tasks', { user_id: 42 }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(McpToolError);
     expect(classifyError(invalid)).toMatchObject({ category: 'invalid_input', code: 'invalid_arguments' });

@@ -122,7 +122,7 @@ describe('otelHooks', () => {
             res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"warming up"}');
             return;
           }
-          store.invoker({ tool, input: JSON.parse(body), attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {} })
+          store.invoker({ tool, input: JSON.parse(body), attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined })
             .then((out) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out)), () => res.writeHead(500).end());
         });
       });

@@ -21,7 +21,7 @@ describe('the ToolCall an invoker receives', () => {
     });
     const done = runner.invoke('slow', {}, { sessionId: 's1', idempotencyKey: 'k1', context: { userId: 'u' } });
     await vi.advanceTimersByTimeAsync(0);
-    expect(seen[0]!.keys).toEqual(['tool', 'input', 'attempt', 'signal', 'runId', 'traceId', 'context', 'idempotencyKey', 'sessionId']);
+    expect(seen[0]!.keys).toEqual(['tool', 'input', 'attempt', 'signal', 'runId', 'traceId', 'context', 'idempotencyKey', 'sessionId', 'progress']);
     const { signal } = seen[0]!.copy;
     expect(signal).toBeInstanceOf(AbortSignal);
     expect(signal.aborted).toBe(false);

@@ -3,7 +3,8 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
-import { entry, record, runStoreContract, takeOverContract } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import type { RunStore } from '../../src/stores/types.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
 const base = `ck_runs_${process.pid}_${Date.now() % 1_000_000}`;
@@ -12,6 +13,7 @@ const pool = new pg.Pool({ ...connection, max: 4 });
 const pools: pg.Pool[] = [pool];
 const schemas: string[] = [];
 afterAll(async () => {
+  for (const store of eventStores) await store.close?.();
   for (const p of pools.slice(1)) await p.end();
   for (const s of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
   await pool.end();
@@ -36,6 +38,27 @@ runStoreContract('postgres', async () => {
     }),
   };
 });
+
+const eventStores: RunStore[] = [];
+const eventsSetup = async (): Promise<RunEventsSetup> => {
+  const s = schema();
+  const runs = postgresStores(pool, { schema: s, maxEventsPerRun: 50 }).runs;
+  eventStores.push(runs);
+  return {
+    runs,
+    maxEventsPerRun: 50,
+    peers: async (count) => Array.from({ length: count }, () => {
+      const own = new pg.Pool({ ...connection, max: 1 });
+      pools.push(own);
+      const peer = postgresStores(own, { schema: s }).runs;
+      eventStores.push(peer);
+      return peer;
+    }),
+  };
+};
+runEventsContract('postgres', eventsSetup);
+watchAcrossRunnersContract('postgres', eventsSetup);
+cancelAcrossRunnersContract('postgres', eventsSetup);
 
 takeOverContract('postgres', async () => postgresStores(pool, { schema: schema(), pollMs: 5 }).idempotency);
 

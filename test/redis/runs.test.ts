@@ -3,7 +3,8 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
-import { entry, record, runStoreContract, takeOverContract } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import type { RunStore } from '../../src/stores/types.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
 const prefix = `chainkit-test-runs:${process.pid}:${Date.now()}`;
@@ -37,6 +38,30 @@ runStoreContract('redis', async () => {
     })),
   };
 });
+
+const eventStores: RunStore[] = [];
+afterAll(async () => {
+  for (const store of eventStores) await store.close?.();
+});
+const eventsSetup = async (): Promise<RunEventsSetup> => {
+  const p = `${prefix}:${++n}`;
+  const runs = redisRunStore(redis, { prefix: p, maxEventsPerRun: 50 });
+  eventStores.push(runs);
+  return {
+    runs,
+    maxEventsPerRun: 50,
+    peers: async (count) => Promise.all(Array.from({ length: count }, async () => {
+      const client = await connect();
+      opened.push(client);
+      const peer = redisRunStore(client, { prefix: p });
+      eventStores.push(peer);
+      return peer;
+    })),
+  };
+};
+runEventsContract('redis', eventsSetup);
+watchAcrossRunnersContract('redis', eventsSetup);
+cancelAcrossRunnersContract('redis', eventsSetup);
 
 takeOverContract('redis', async () => redisStores(redis, { prefix: `${prefix}:${++n}`, pollMs: 5 }).idempotency);
 

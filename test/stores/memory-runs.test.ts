@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runStoreContract } from './run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
 
 runStoreContract('memory', async () => {
   const idempotency = memoryIdempotencyStore();
@@ -53,3 +53,11 @@ describe('memoryRunStore', () => {
     expect(() => memoryRunStore({ maxEnded })).toThrow(/maxEnded/);
   });
 });
+
+const eventsSetup = async (): Promise<RunEventsSetup> => {
+  const runs = memoryRunStore({ maxEventsPerRun: 50 });
+  return { runs, peers: async (n) => Array.from({ length: n }, () => runs), maxEventsPerRun: 50 };
+};
+runEventsContract('memory', eventsSetup);
+watchAcrossRunnersContract('memory', eventsSetup);
+cancelAcrossRunnersContract('memory', eventsSetup);

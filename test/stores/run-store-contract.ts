@@ -1,8 +1,11 @@
 // The contract every run store keeps (memory, Redis, Postgres), run by each store's test file.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
 import type { IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
+import { encodeRunValue } from '../../src/stores/run-codec.js';
 
 /** A run store on a store of its own (nothing left by other tests), with the idempotency store its journal writes into. */
 export interface RunStoreSetup {
@@ -412,4 +415,296 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await expect(waiter.status === 'pending' && waiter.settled).resolves.toEqual({ paid: true });
     });
   });
+}
+
+/** What the run-events contract needs: a run store with an event log, and peers as other processes would have. */
+export interface RunEventsSetup {
+  runs: RunStore;
+  /** `n` more run stores on the same data over separate connections. */
+  peers(n: number): Promise<RunStore[]>;
+  /** Events kept per run by `runs` (its ring's size). */
+  maxEventsPerRun: number;
+}
+
+const ev = (type: string, data: unknown, step?: string): string => encodeRunValue({ at: Date.now(), type, ...(step !== undefined && { step }), data });
+
+/**
+ * The event log of a run store (`runs.events`), and runners watching through it from two "instances".
+ *
+ * @example
+ * ```ts
+ * runEventsContract('memory', async () => ({ runs, peers: async (n) => [runs], maxEventsPerRun: 50 }));
+ * ```
+ */
+export function runEventsContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: the event log contract`, () => {
+    it('numbers events from 1 per run, reads them back after a seq, decoded, in pages', async () => {
+      const { runs } = await setup();
+      const log = runs.events!;
+      const a = uid('run');
+      const b = uid('run');
+      expect(await log.append(a, [ev('run:start', { chain: 'c', resumed: false }), ev('step:start', { stepNumber: 1 }, 's')])).toBe(2);
+      expect(await log.append(b, [ev('run:start', { chain: 'c', resumed: false })])).toBe(1);
+      expect(await log.append(a, [ev('step:progress', { at: new Date(5), n: 2n ** 70n }, 's')])).toBe(3);
+      expect(await log.append(a, [])).toBe(3);
+      const all = await log.read(a, 0, 100);
+      expect(all.map((e) => [e.seq, e.runId, e.type, e.step])).toEqual([[1, a, 'run:start', undefined], [2, a, 'step:start', 's'], [3, a, 'step:progress', 's']]);
+      expect(all[2]!.data).toEqual({ at: new Date(5), n: 2n ** 70n });
+      expect(typeof all[0]!.at).toBe('number');
+      expect((await log.read(a, 1, 1)).map((e) => e.seq)).toEqual([2]);
+      expect(await log.read(a, 3, 10)).toEqual([]);
+      expect(await log.read(uid('missing'), 0, 10)).toEqual([]);
+    });
+
+    it('keeps the newest events of a run up to its bound: a reader behind sees the gap', async () => {
+      const { runs, maxEventsPerRun } = await setup();
+      const log = runs.events!;
+      const id = uid('run');
+      const total = maxEventsPerRun * 2 + 7;
+      for (let i = 0; i < total; i += 50) await log.append(id, Array.from({ length: Math.min(50, total - i) }, (_, k) => ev('step:progress', { i: i + k }, 's')));
+      const kept = await log.read(id, 0, total);
+      expect(kept.length).toBeGreaterThanOrEqual(maxEventsPerRun);
+      expect(kept.length).toBeLessThan(total);
+      expect(kept.at(-1)!.seq).toBe(total);
+      expect(kept[0]!.seq).toBeGreaterThan(1); // the first were dropped: seq 1 is not what comes after 0
+      expect(kept.map((e) => e.seq)).toEqual(Array.from({ length: kept.length }, (_, i) => kept[0]!.seq + i));
+    });
+
+    it('wakes a waiter on another connection when an event is appended, and times out otherwise', async () => {
+      const { runs, peers } = await setup();
+      const [other] = await peers(1);
+      const id = uid('run');
+      await runs.events!.append(id, [ev('run:start', { chain: 'c', resumed: false })]);
+      let t = Date.now();
+      await other!.events!.wait(id, 1, 150);
+      expect(Date.now() - t).toBeGreaterThanOrEqual(100);
+      t = Date.now();
+      await other!.events!.wait(id, 0, 5_000); // already there
+      expect(Date.now() - t).toBeLessThan(500);
+      t = Date.now();
+      const waiting = other!.events!.wait(id, 1, 5_000);
+      await pause(50);
+      await runs.events!.append(id, [ev('step:start', { stepNumber: 1 }, 's')]);
+      await waiting;
+      expect(Date.now() - t).toBeLessThan(2_000);
+      const aborted = new AbortController();
+      const stopped = other!.events!.wait(id, 2, 5_000, aborted.signal);
+      aborted.abort();
+      t = Date.now();
+      await stopped;
+      expect(Date.now() - t).toBeLessThan(500);
+    });
+
+    it('delivers an announce to the listeners of every connection', async () => {
+      const { runs, peers } = await setup();
+      const [other] = await peers(1);
+      const heard: string[] = [];
+      const off = other!.events!.onAnnounce((id) => heard.push(id));
+      const id = uid('run');
+      for (let i = 0; i < 40 && heard.length === 0; i++) {
+        await runs.events!.announce(id); // a subscription may take a moment to be in place: announced again, as watchers do
+        await pause(25);
+      }
+      off();
+      expect(heard).toContain(id);
+    });
+
+    it('forgets the events of a run after the retention given with its last append', async () => {
+      const { runs } = await setup();
+      const log = runs.events!;
+      const id = uid('run');
+      await log.append(id, [ev('run:start', { chain: 'c', resumed: false })]);
+      await log.append(id, [ev('run:end', { status: 'completed', output: 1 })], 60);
+      expect(await log.read(id, 0, 10)).toHaveLength(2);
+      await pause(150);
+      expect(await log.read(id, 0, 10)).toEqual([]);
+      // Appending again without a retention (a resumed run) keeps the log for as long as the run lasts.
+      const kept = uid('run');
+      await log.append(kept, [ev('run:end', { status: 'awaiting_confirmation' })], 60);
+      await log.append(kept, [ev('run:start', { chain: 'c', resumed: true })]);
+      await pause(150);
+      expect(await log.read(kept, 0, 10)).toHaveLength(2);
+    });
+  });
+}
+
+const sleepTool = defineTool({ name: 'slow_step', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const quickTool = defineTool({ name: 'quick_step', description: 'q', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const watchedChain = defineChain({
+  name: 'watched', input: z.object({ n: z.number() }),
+  steps: [
+    { id: 'first', tool: quickTool, input: { n: ref('input', 'n') } },
+    { id: 'slow', tool: sleepTool, input: { n: ref('first', 'n') } },
+    { id: 'last', tool: quickTool, input: { n: ref('slow', 'n') } },
+  ],
+});
+
+/**
+ * Runners on two "instances" (stores on separate connections) watching each other's runs through
+ * the run store's event log.
+ *
+ * @example
+ * ```ts
+ * watchAcrossRunnersContract('redis', setup);
+ * ```
+ */
+export function watchAcrossRunnersContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: runners watching runs across instances`, () => {
+    const runners: Runner[] = [];
+    afterEach(async () => {
+      for (const r of runners.splice(0)) await r.close();
+    });
+    const make = (runs: RunStore, gate?: Promise<void>) => {
+      const invoker = functionInvoker([sleepTool, quickTool], {
+        slow_step: async ({ n }, call) => {
+          call.progress({ waiting: true });
+          await gate;
+          return { n };
+        },
+        quick_step: async ({ n }) => ({ n }),
+      });
+      const runner = createRunner({ invoker, tools: [sleepTool, quickTool], chains: [watchedChain], stores: { runs } });
+      runners.push(runner);
+      return runner;
+    };
+    const types = (events: RunEvent[]) => events.map((e) => `${e.type}${e.step ? `:${e.step}` : ''}`);
+
+    it('a run started on A is watched live from B, and a run nobody watches appends its events once', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      let release!: () => void;
+      const a = make(runs, new Promise<void>((r) => (release = r)));
+      const b = make(peer!);
+      const appends = { n: 0 };
+      const append = runs.events!.append.bind(runs.events);
+      (runs.events as { append: typeof append }).append = (...args) => {
+        appends.n++;
+        return append(...args);
+      };
+      // Nobody watches: every event goes in one append with the end (a store that appends in-process pays no round trip at all).
+      const running = a.run(watchedChain, { n: 1 }, { runId: uid('quiet') });
+      release();
+      const quiet = await running;
+      if (!runs.events!.local) expect(appends.n).toBe(1);
+      expect(types(await collectEvents(b.watch(quiet.runId)))).toEqual(['run:start', 'step:start:first', 'step:end:first', 'step:start:slow', 'step:progress:slow', 'step:end:slow', 'step:start:last', 'step:end:last', 'run:end']);
+
+      let release2!: () => void;
+      const a2 = make(runs, new Promise<void>((r) => (release2 = r)));
+      const runId = uid('live');
+      const result = a2.run(watchedChain, { n: 2 }, { runId });
+      const seen: RunEvent[] = [];
+      for await (const e of b.watch(runId)) {
+        seen.push(e);
+        if (e.type === 'step:progress') release2(); // seen while the tool still runs on A: delivered live
+      }
+      expect((await result).status).toBe('completed');
+      expect(types(seen)).toContain('step:progress:slow');
+      expect(seen.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed', output: { n: 2 } } });
+    });
+
+    it('a watcher that stops after event n and watches again on the other instance with after: n gets every later event once (20 runs)', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      const a = make(runs);
+      const b = make(peer!);
+      for (let i = 0; i < 20; i++) {
+        const { runId, events, result } = a.stream(watchedChain, { n: i });
+        const cut = 1 + (i % 7);
+        const before: RunEvent[] = [];
+        for await (const e of events) {
+          before.push(e);
+          if (e.seq === cut) break;
+        }
+        const after = await collectEvents(b.watch(runId, { after: cut }));
+        await result;
+        const all = [...before, ...after];
+        expect(all.map((e) => e.seq)).toEqual(all.map((_, k) => k + 1));
+        expect(all.at(-1)!.type).toBe('run:end');
+        expect(all).toHaveLength(9);
+      }
+    });
+  });
+}
+
+const reserve = defineTool({ name: 'reserve', description: 'r', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+const releaseTool = defineTool({ name: 'release', description: 'r', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
+const waitTool = defineTool({ name: 'wait_for_abort', description: 'w', input: z.object({ id: z.string() }), output: z.object({ n: z.number() }), effect: 'read' });
+const cancellable = defineChain({
+  name: 'cancellable', input: z.object({ n: z.number() }), timeoutMs: 30_000,
+  steps: [
+    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } } },
+    { id: 'wait', tool: waitTool, input: { id: ref('reserve', 'id') } },
+    { id: 'after', tool: quickTool, input: { n: ref('wait', 'n') } },
+  ],
+});
+
+/**
+ * `runner.cancel` from another instance: the owner's tool signal aborts within 1 s, compensation runs,
+ * no later step starts, the run ends `run_cancelled`.
+ *
+ * @example
+ * ```ts
+ * cancelAcrossRunnersContract('redis', setup);
+ * ```
+ */
+export function cancelAcrossRunnersContract(name: string, setup: () => Promise<RunEventsSetup>): void {
+  describe(`${name} run store: cancel from another instance`, () => {
+    const runners: Runner[] = [];
+    afterEach(async () => {
+      for (const r of runners.splice(0)) await r.close();
+    });
+
+    it("aborts the owner's tool within 1 s, undoes what was done, starts nothing more, ends run_cancelled", async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      const calls: string[] = [];
+      let started!: () => void;
+      const waiting = new Promise<void>((r) => (started = r));
+      let abortedAt = 0;
+      const a = createRunner({
+        invoker: functionInvoker([reserve, releaseTool, waitTool, quickTool], {
+          reserve: async ({ n }) => (calls.push('reserve'), { id: `r${n}` }),
+          release: async () => (calls.push('release'), { ok: true }),
+          wait_for_abort: ({ id }, call) => new Promise((_resolve, reject) => {
+            calls.push('wait');
+            started();
+            call.signal.addEventListener('abort', () => {
+              abortedAt = Date.now();
+              reject(call.signal.reason as Error);
+            });
+            void id;
+          }),
+          quick_step: async ({ n }) => (calls.push('after'), { n }),
+        }),
+        chains: [cancellable],
+        stores: { runs },
+      });
+      const b = createRunner({ invoker: functionInvoker([], {}), chains: [cancellable], stores: { runs: peer! } });
+      runners.push(a, b);
+      const runId = uid('cancel');
+      const result = a.run(cancellable, { n: 1 }, { runId });
+      await waiting;
+      const asked = Date.now();
+      expect(await b.cancel(runId, { reason: 'ops said so' })).toBe('cancelled');
+      expect(abortedAt).toBeGreaterThan(0);
+      expect(abortedAt - asked).toBeLessThan(1_000);
+      const r = await result;
+      expect(r.status).toBe('failed');
+      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'cancelled', code: 'run_cancelled' });
+      expect(r.status === 'failed' && r.error.message).toContain('ops said so');
+      expect(r.status === 'failed' && r.compensated).toEqual(['reserve']);
+      expect(calls).toEqual(['reserve', 'wait', 'release']); // 'after' never started
+      expect((await b.getRun(runId))?.status).toBe('failed');
+      const end = (await collectEvents(b.watch(runId))).at(-1);
+      expect(end).toMatchObject({ type: 'run:end', data: { status: 'failed', error: { code: 'run_cancelled' } } });
+      expect(await b.cancel(runId)).toBe('ended');
+      expect(await b.cancel(uid('missing'))).toBe('not_found');
+    });
+  });
+}
+
+async function collectEvents(events: AsyncIterable<RunEvent>): Promise<RunEvent[]> {
+  const out: RunEvent[] = [];
+  for await (const e of events) out.push(e);
+  return out;
 }

@@ -90,7 +90,7 @@ describe('the task store', () => {
     let t = 0;
     const store = createTaskStore({ users: fixtures.users, rateLimit: { limit: 2, intervalMs: 60_000 }, now: () => t });
     const ids = store.tasks(fixtures.alice).map((x) => x.task_id);
-    const call = (tool: string, input: unknown) => store.invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {} });
+    const call = (tool: string, input: unknown) => store.invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined });
     store.failNext('list_tasks', { status: 'error', error: 'service_unavailable' });
     expect(await call('list_tasks', { user_id: fixtures.alice, status: 'all' })).toMatchObject({ error: 'service_unavailable' });
     expect(await call('list_tasks', { user_id: fixtures.alice, status: 'all' })).toHaveProperty('tasks');

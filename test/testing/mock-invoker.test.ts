@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMockInvoker } from 'chainkit/testing';
 import type { ToolCall } from 'chainkit';
 
-const call = (tool: string, signal = new AbortController().signal, attempt = 1): ToolCall => ({ tool, input: { q: 1 }, attempt, signal, runId: 'r', traceId: 't', context: {} });
+const call = (tool: string, signal = new AbortController().signal, attempt = 1): ToolCall => ({ tool, input: { q: 1 }, attempt, signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined });
 
 describe('createMockInvoker', () => {
   beforeEach(() => { vi.useFakeTimers(); });

@@ -1,0 +1,212 @@
+// Run events on their way to the run store's event log (docs/guides/watching-runs.md). The recorder
+// hands each event of a run this runner owns to its writer; nobody watching, the events wait in the
+// writer and go in one append when the run ends (one store round trip per run); watched — by a
+// `watch` here or an announce from any instance — they go as they happen, one append in flight.
+import type { RunEndData, RunEventDraft } from '../observe/events.js';
+import type { Logger } from '../observe/logger.js';
+import type { RunResult } from '../observe/result.js';
+import { RunAbortReason } from '../errors/classify.js';
+import { callStore } from '../stores/guard.js';
+import { encodeRunValue } from '../stores/run-codec.js';
+import type { RunEventLog } from '../stores/types.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
+
+/** Announces that cancel a run start with this (run ids have no control characters), then the reason's length, the reason, the run id. */
+const CANCEL = '\u0001cancel:';
+
+/**
+ * The announce that cancels `runId` on whichever instance owns it.
+ *
+ * @example
+ * ```ts
+ * await log.announce(cancelAnnounce(runId, 'the user left'));
+ * ```
+ */
+export function cancelAnnounce(runId: string, reason: string | undefined): string {
+  const why = reason ?? '';
+  return `${CANCEL}${why.length}:${why}${runId}`;
+}
+
+/** Events buffered for one append, unwatched: a chatty run still writes in batches this big. */
+const BATCH = 256;
+/** Events a writer holds at most while its store lags; past it the oldest are dropped. */
+const MAX_BUFFERED = 10_000;
+
+/** The events of one run this runner owns, on their way to the log. */
+export class RunEventWriter {
+  private buffer: string[] = [];
+  private inFlight: Promise<void> | undefined;
+  private again = false;
+  private stop: AbortController | undefined;
+  watched: boolean;
+
+  constructor(private readonly hub: RunEventHub, readonly runId: string, watched: boolean) {
+    this.watched = watched;
+  }
+
+  /** Aborted by `runner.cancel` (from any instance): the run's signal. */
+  get cancelled(): AbortSignal {
+    return (this.stop ??= new AbortController()).signal;
+  }
+
+  /** Cancels the run: its tools' signals abort, no later step starts, compensation runs. */
+  cancel(reason: string | undefined): void {
+    const message = `The run was cancelled${reason ? `: ${reason}` : ''}.`;
+    (this.stop ??= new AbortController()).abort(new RunAbortReason('cancelled', message, 'run_cancelled'));
+  }
+
+  /** Adds an event (`data` already redacted); what cannot be encoded is left out (and logged). */
+  push(type: RunEventDraft['type'], step: string | undefined, data: unknown): void {
+    const { hub } = this;
+    let text: string;
+    try {
+      text = encodeRunValue(step === undefined ? { at: hub.now(), type, data } : { at: hub.now(), type, step, data });
+    } catch (error) {
+      hub.warn(error, `run ${this.runId}: a ${type} event could not be encoded; it was left out`);
+      return;
+    }
+    if (hub.log.local) {
+      // In-process: appending costs nothing, so every event is in the log at once.
+      hub.log.append(this.runId, [text]).catch((error: unknown) => hub.warn(error, `run ${this.runId}: an event could not be recorded`));
+      return;
+    }
+    this.buffer.push(text);
+    if (this.buffer.length > MAX_BUFFERED) this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
+    if (this.watched || this.buffer.length >= BATCH) this.flush();
+  }
+
+  /** Sends what is buffered: one append in flight at a time, the next batch after it. */
+  flush(): void {
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    if (this.buffer.length === 0) return;
+    const batch = this.buffer;
+    this.buffer = [];
+    this.inFlight = this.hub.append(this.runId, batch, undefined).then(() => {
+      this.inFlight = undefined;
+      if (this.again || this.watched) {
+        this.again = false;
+        this.flush();
+      }
+    });
+  }
+
+  /** Sends the rest, `end` last, keeping the log `keepMs` (the run ended or parked); an interrupted run keeps it open. */
+  async close(end: RunEndData | undefined, keepMs: number | undefined): Promise<void> {
+    if (end) this.push('run:end', undefined, end);
+    while (this.inFlight) await this.inFlight;
+    if (this.hub.log.local) {
+      if (keepMs !== undefined) await this.hub.append(this.runId, [], keepMs);
+      return;
+    }
+    const batch = this.buffer;
+    this.buffer = [];
+    if (batch.length > 0 || keepMs !== undefined) await this.hub.append(this.runId, batch, keepMs);
+  }
+}
+
+/**
+ * The event side of a runner with a run store that has an event log: the writers of the runs it
+ * owns, and which runs are watched here.
+ *
+ * @example
+ * ```ts
+ * const hub = new RunEventHub(store.events, now, logger);
+ * hub.open(runId)?.push('step:start', 'find', { stepNumber: 1 });
+ * ```
+ */
+export class RunEventHub {
+  /** Writers of the runs this runner owns now, by run id (the recorder looks them up). */
+  readonly writers = new Map<string, RunEventWriter>();
+  private readonly watching = new Map<string, number>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(readonly log: RunEventLog, readonly now: () => number, private readonly logger: Logger | undefined) {}
+
+  /** Starts recording the events of a run this runner owns from now on. */
+  open(runId: string): RunEventWriter {
+    // Announces matter only while this runner owns runs: subscribed with the first one.
+    this.unsubscribe ??= this.log.onAnnounce((id) => this.announced(id));
+    let writer = this.writers.get(runId);
+    if (!writer) this.writers.set(runId, (writer = new RunEventWriter(this, runId, this.watching.has(runId))));
+    return writer;
+  }
+
+  /** Sends the rest of a run's events (`end` last) and stops recording it. */
+  async close(runId: string, end: RunEndData | undefined, keepMs: number | undefined): Promise<void> {
+    const writer = this.writers.get(runId);
+    if (!writer) return;
+    this.writers.delete(runId);
+    await writer.close(end, keepMs);
+  }
+
+  /** A watch of `runId` on this runner began: its events go as they happen. Returns the end of the watch. */
+  watch(runId: string): () => void {
+    this.watching.set(runId, (this.watching.get(runId) ?? 0) + 1);
+    this.announced(runId);
+    return () => {
+      const n = (this.watching.get(runId) ?? 1) - 1;
+      if (n <= 0) this.watching.delete(runId);
+      else this.watching.set(runId, n);
+    };
+  }
+
+  /** Someone (anywhere) watches `runId`, or cancels it: if this runner owns it, its events go as they happen, or it stops. */
+  private announced(runId: string): void {
+    if (runId.startsWith(CANCEL)) {
+      const rest = runId.slice(CANCEL.length);
+      const colon = rest.indexOf(':');
+      const length = Number(rest.slice(0, colon));
+      const reason = rest.slice(colon + 1, colon + 1 + length);
+      this.writers.get(rest.slice(colon + 1 + length))?.cancel(reason || undefined);
+      return;
+    }
+    const writer = this.writers.get(runId);
+    if (writer && !writer.watched) {
+      writer.watched = true;
+      writer.flush();
+    }
+  }
+
+  /** One bounded append; a failure is logged (the events are lost, the run goes on). */
+  async append(runId: string, batch: string[], keepMs: number | undefined): Promise<void> {
+    const t = this.now();
+    try {
+      await callStore(() => this.log.append(runId, batch, keepMs), t + STORE_WAIT_MS, this.now, 'run (events)');
+    } catch (error) {
+      this.warn(error, `run ${runId}: ${batch.length} event(s) could not be recorded`);
+    }
+  }
+
+  warn(error: unknown, message: string): void {
+    this.logger?.warn({ err: error }, message);
+  }
+
+  /** Stops listening for announces. */
+  shutdown(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+  }
+}
+
+/**
+ * What `run:end` says of a result: never its resume token; the output redacted like a full trace.
+ *
+ * @example
+ * ```ts
+ * writer.push('run:end', undefined, runEndData(result, (v) => recorder.redacted(v)));
+ * ```
+ */
+export function runEndData(result: RunResult, redacted: (value: unknown) => unknown): RunEndData {
+  switch (result.status) {
+    case 'completed': return { status: 'completed', output: redacted(result.output) };
+    case 'failed': return { status: 'failed', error: result.error };
+    case 'declined': return { status: 'declined', step: result.step };
+    case 'awaiting_confirmation': {
+      const { step, tool, prompt, expiresAt } = result.confirmation;
+      return { status: 'awaiting_confirmation', confirmation: { step, tool, prompt, expiresAt } };
+    }
+  }
+}

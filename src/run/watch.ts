@@ -1,0 +1,123 @@
+// `runner.watch(runId, { after })`: a run's events read from the run store's event log, page by page
+// as the reader pulls them (a reader that stops reading holds nothing), in order, each once, ending
+// after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
+import type { RunEvent } from '../observe/events.js';
+import type { RunResult } from '../observe/result.js';
+import type { RunEventLog, RunStore } from '../stores/types.js';
+import { runEndData, type RunEventHub } from './events-log.js';
+
+/** Events read from the log per round trip. */
+const PAGE = 256;
+/** How long one wait for new events lasts before the watcher looks again (and announces itself again). */
+const WAIT_MS = 1_000;
+/** Quiet waits before a run the store does not know is `not_found`. */
+const NOT_FOUND_WAITS = 5;
+
+/** Why a watch stopped before `run:end`: `fell_behind` (cut off: resume with `after: lastSeq`), or `not_found`. */
+export class RunWatchError extends Error {
+  override readonly name = 'RunWatchError';
+  constructor(
+    readonly code: 'fell_behind' | 'not_found',
+    readonly runId: string,
+    /** The last seq this watch delivered (0: none): watch again with `{ after: lastSeq }`. */
+    readonly lastSeq: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Options of `runner.watch`. */
+export interface WatchOptions {
+  /** Deliver the events after this seq (default 0: from the first). */
+  after?: number;
+  /** Ends the watch (the iteration ends quietly). */
+  signal?: AbortSignal;
+}
+
+/** What a watch reads from: the run store, its event log, and this runner's writers. */
+export interface WatchSource {
+  store: RunStore;
+  log: RunEventLog;
+  hub: RunEventHub;
+  redacted: (value: unknown) => unknown;
+  now: () => number;
+}
+
+/**
+ * The events of `runId` after `options.after`, in order, ending after `run:end`. With `settled`
+ * (a run this runner started: `stream`), a run that ends without `run:end` in the log (its input
+ * refused before it was recorded) ends the watch with a `run:end` made from its result.
+ *
+ * @example
+ * ```ts
+ * for await (const e of watchRun(source, runId, { after: 3 })) console.log(e.seq, e.type);
+ * ```
+ */
+export async function* watchRun(source: WatchSource, runId: string, options: WatchOptions = {}, settled?: { result(): RunResult | undefined; signal: AbortSignal }): AsyncGenerator<RunEvent, void, undefined> {
+  const { store, log, hub } = source;
+  const { signal } = options;
+  // A wait ends early when the caller stops, or when the run this runner started settles.
+  const wake = settled ? (signal ? AbortSignal.any([signal, settled.signal]) : settled.signal) : signal;
+  const after = options.after ?? 0;
+  if (!(Number.isSafeInteger(after) && after >= 0)) throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
+  let last = after;
+  const unwatch = hub.watch(runId);
+  let announced = 0;
+  try {
+    await log.announce(runId).catch(() => undefined);
+    announced = source.now();
+    let idle = 0;
+    for (;;) {
+      if (signal?.aborted) return;
+      const page = await log.read(runId, last, PAGE);
+      for (const e of page) {
+        if (e.seq !== last + 1) {
+          throw new RunWatchError('fell_behind', runId, last, `Watching run ${runId} fell behind: the events after seq ${last} up to ${e.seq - 1} are no longer kept (the log keeps a bounded number per run). Watch again with { after: ${e.seq - 1} } to go on from the oldest kept, or read the result with runner.getRun().`);
+        }
+        last = e.seq;
+        yield e;
+        if (e.type === 'run:end') return;
+        if (signal?.aborted) return;
+      }
+      if (page.length > 0) {
+        idle = 0;
+        continue;
+      }
+      const result = settled?.result();
+      if (result) {
+        // The run is over here and its last events were appended before its result was handed out.
+        const rest = await log.read(runId, last, PAGE);
+        if (rest.length > 0) continue;
+        yield { seq: last + 1, runId, at: source.now(), type: 'run:end', data: runEndData(result, source.redacted) };
+        return;
+      }
+      if (idle > 0 && !settled) {
+        // Nothing for a while: the run may not exist, or may have ended without its last events (its owner died after recording the end).
+        const run = await store.get(runId);
+        // A run about to start (its id handed out first) gets a few seconds to be recorded.
+        if (!run && idle < NOT_FOUND_WAITS) {
+          await log.wait(runId, last, WAIT_MS, wake);
+          idle++;
+          continue;
+        }
+        if (!run) throw new RunWatchError('not_found', runId, last, `Run ${runId} was not found in the run store (never recorded, or past its retention).`);
+        if (run.status !== 'running' && run.result !== undefined && idle > 2) {
+          const rest = await log.read(runId, last, PAGE);
+          if (rest.length > 0) continue;
+          yield { seq: last + 1, runId, at: source.now(), type: 'run:end', data: runEndData(run.result as RunResult, source.redacted) };
+          return;
+        }
+      }
+      if (source.now() - announced >= WAIT_MS) {
+        // The owner may have subscribed after the last announce, or the run changed owner.
+        await log.announce(runId).catch(() => undefined);
+        announced = source.now();
+      }
+      await log.wait(runId, last, WAIT_MS, wake);
+      idle++;
+    }
+  } finally {
+    unwatch();
+  }
+}

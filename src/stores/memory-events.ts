@@ -1,0 +1,143 @@
+// The event log of the memory run store: a ring buffer per run (the oldest events go first), waiters
+// woken on append, and ended runs' logs dropped when their retention ends — nothing grows unbounded.
+import type { RunEvent } from '../observe/events.js';
+import { decodeCheckpoint } from './serialize.js';
+import type { RunEventLog } from './types.js';
+
+/** Options of {@link memoryEventLog}. */
+export interface MemoryEventLogOptions {
+  /** Events kept per run; past it the oldest go, and a reader that far behind is cut off. Default 10 000. */
+  maxEventsPerRun?: number;
+  /** Logs of ended runs kept at most; the oldest go first. Default 10 000. */
+  maxEnded?: number;
+  /** Clock for retention. Default `Date.now`. */
+  now?: () => number;
+}
+
+interface Log {
+  /** Encoded events; `ring[(first + i) % ring.length]` has seq `firstSeq + i`. */
+  ring: string[];
+  first: number;
+  size: number;
+  /** The seq of the oldest event kept. */
+  firstSeq: number;
+  expiresAt: number;
+  waiters: Set<() => void>;
+}
+
+const decode = decodeCheckpoint as (text: string) => unknown;
+
+/**
+ * An event log in memory, for `memoryRunStore()`: one process, appends answered at once.
+ *
+ * @example
+ * ```ts
+ * const events = memoryEventLog({ maxEventsPerRun: 1000 });
+ * await events.append(runId, [encodeRunValue({ at: Date.now(), type: 'run:start', data: { chain: 'c', resumed: false } })]);
+ * ```
+ */
+export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog {
+  const cap = options.maxEventsPerRun ?? 10_000;
+  if (!(Number.isInteger(cap) && cap > 0)) throw new TypeError('Expected `maxEventsPerRun` to be a positive integer.');
+  const maxEnded = options.maxEnded ?? 10_000;
+  const now = options.now ?? Date.now;
+  const logs = new Map<string, Log>();
+  const ended = new Map<string, true>(); // runs whose logs have a retention, in the order they got it
+  const listeners = new Set<(runId: string) => void>();
+
+  const live = (runId: string): Log | undefined => {
+    const log = logs.get(runId);
+    if (log && log.expiresAt <= now()) {
+      logs.delete(runId);
+      ended.delete(runId);
+      return undefined;
+    }
+    return log;
+  };
+  // Retentions are usually equal, so retention order is expiry order: drop expired ones from the front, then the excess.
+  const trim = (): void => {
+    const t = now();
+    for (const id of ended.keys()) {
+      const log = logs.get(id);
+      if (log && log.expiresAt > t && ended.size <= maxEnded) break;
+      ended.delete(id);
+      if (log && log.expiresAt !== Infinity) logs.delete(id);
+    }
+  };
+
+  return {
+    local: true,
+    async append(runId, events, keepMs) {
+      let log = live(runId);
+      if (!log) logs.set(runId, (log = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: Infinity, waiters: new Set() }));
+      for (const e of events) {
+        if (log.size < cap) {
+          log.ring.push(e);
+          log.size++;
+        } else {
+          log.ring[log.first] = e; // the oldest goes
+          log.first = (log.first + 1) % cap;
+          log.firstSeq++;
+        }
+      }
+      if (keepMs !== undefined) {
+        log.expiresAt = now() + keepMs;
+        ended.delete(runId);
+        ended.set(runId, true);
+        trim();
+      } else if (log.expiresAt !== Infinity) {
+        log.expiresAt = Infinity; // resumed: in flight again
+        ended.delete(runId);
+      }
+      if (events.length > 0 && log.waiters.size > 0) {
+        const woken = [...log.waiters];
+        log.waiters.clear();
+        for (const wake of woken) wake();
+      }
+      return log.firstSeq + log.size - 1;
+    },
+    async read(runId, after, limit) {
+      const log = live(runId);
+      if (!log) return [];
+      const out: RunEvent[] = [];
+      const from = Math.max(after + 1, log.firstSeq);
+      const last = log.firstSeq + log.size - 1;
+      for (let seq = from; seq <= last && out.length < limit; seq++) {
+        const text = log.ring[(log.first + (seq - log.firstSeq)) % log.ring.length]!;
+        out.push({ seq, runId, ...(decode(text) as object) } as RunEvent);
+      }
+      return out;
+    },
+    wait(runId, after, timeoutMs, signal) {
+      const log = live(runId);
+      if (log && log.firstSeq + log.size - 1 > after) return Promise.resolve();
+      if (signal?.aborted) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        let target = log;
+        if (!target) {
+          // Nothing yet (a watch that starts before its run): a placeholder that expires unless the run appends.
+          logs.set(runId, (target = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: now() + timeoutMs + 1, waiters: new Set() }));
+          ended.set(runId, true);
+          trim();
+        }
+        const held = target;
+        const done = (): void => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
+          held.waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        signal?.addEventListener('abort', done, { once: true });
+        held.waiters.add(done);
+      });
+    },
+    async announce(runId) {
+      for (const listener of listeners) listener(runId);
+    },
+    onAnnounce(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
