@@ -146,7 +146,7 @@ function callPipeline(options: RunnerOptions, { now, classifiers, events, logger
       rateLimits.policy,
       timeoutPolicy(now),
     ],
-    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke, (ctx, data) => recorder().stepProgress(ctx.runId, ctx.step, data)),
+    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke, (ctx) => recorder().progressOf(ctx.runId, ctx.step)),
   );
   return { call, closeRateLimits: () => rateLimits.close() };
 }

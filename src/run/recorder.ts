@@ -14,6 +14,8 @@ import type { CallSite } from './call-context.js';
 import type { RunEventHub } from './events-log.js';
 import { iso, type StepOutcome } from './execution.js';
 
+const IGNORE_PROGRESS = (): void => undefined;
+
 /** The ids events and logs carry: a run's, or a direct call's (no chain). */
 export type RecordSite = Pick<CallSite, 'runId' | 'traceId' | 'sessionId' | 'chain'>;
 
@@ -192,10 +194,17 @@ export class Recorder {
     }
   }
 
-  /** A step's tool reported progress (`call.progress(data)`): a `step:progress` run event, `data` redacted. */
-  stepProgress(runId: string, step: string | undefined, data: unknown): void {
+  /** A step's `call.progress`: the shared no-op unless its run records events; then each call is a `step:progress` event, `data` redacted. */
+  progressOf(runId: string, step: string | undefined): (data: unknown) => void {
     const writer = this.runEvents?.writers.get(runId);
-    if (writer && step !== undefined) writer.push('step:progress', step, this.redacted(data));
+    if (!writer || step === undefined) return IGNORE_PROGRESS;
+    return (data: unknown) => {
+      try {
+        writer.push('step:progress', step, this.redacted(data));
+      } catch {
+        // Reporting progress observes the call: whatever it meets, the tool goes on.
+      }
+    };
   }
 
   /** A step's failed attempt will be retried after `delayMs`: a `step:retry` run event (`message` already masked). */
