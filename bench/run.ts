@@ -199,14 +199,18 @@ if (part('seq') || part('guidance')) {
   // Warm up both paths so the JIT has seen them.
   await sequential(3000, () => baseline(instant, 'dentist', 'Dentist 3pm'));
   await sequential(3000, () => fast.run(chain, { match: 'dentist', title: 'Dentist 3pm' }, context));
+  await sequential(3000, () => baseline(instant, 'dentist', 'Dentist 3pm', 100, plainKit));
   const seqBase: number[] = [];
+  const seqPlain: number[] = [];
   const seqOurs: number[] = [];
   for (let round = 0; round < 3; round++) { // interleaved rounds: machine noise hits both alike
     seqBase.push(await sequential(SEQ, () => baseline(instant, 'dentist', 'Dentist 3pm')));
+    seqPlain.push(await sequential(SEQ, () => baseline(instant, 'dentist', 'Dentist 3pm', 100, plainKit)));
     seqOurs.push(await sequential(SEQ, () => fast.run(chain, { match: 'dentist', title: 'Dentist 3pm' }, context)));
   }
   seqUs = median(seqOurs);
   row(`${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools`, 'µs / chain', median(seqBase), seqUs);
+  row(`${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools (baseline: ${plainKit.versions})`, 'µs / chain', median(seqPlain), seqUs);
 }
 
 if (part('failure')) {
@@ -246,7 +250,7 @@ if (part('load')) {
   await concurrent(1000, () => slowRunner.run(chain, { match: 'dentist', title: 'x' }, context));
   const wall: [number[], number[]] = [[], []];
   const heap: [number[], number[]] = [[], []];
-  const peaks: [number[], number[]] = [[], []];
+  const peaks: [number[], number[], number[]] = [[], [], []];
   for (let round = 0; round < 3; round++) {
     const base = await concurrent(CONC, () => baseline(slow, 'dentist', 'x'));
     const ours = await concurrent(CONC, () => slowRunner.run(chain, { match: 'dentist', title: 'x' }, context));
@@ -258,12 +262,14 @@ if (part('load')) {
   }
   for (let round = 0; round < 3; round++) {
     peaks[0].push(await peakInChild('baseline', CONC));
+    peaks[2].push(await peakInChild('plain', CONC));
     peaks[1].push(await peakInChild('chainkit', CONC));
   }
   const load = `${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`;
   row(load, 'wall ms', median(wall[0]), median(wall[1]), 0);
   row(load, 'heap MB retained in flight', median(heap[0]), median(heap[1]));
   row(load, 'peak heap MB (1 ms samples)', median(peaks[0]), median(peaks[1]));
+  row(`${load} (baseline: ${plainKit.versions})`, 'peak heap MB (1 ms samples)', median(peaks[2]), median(peaks[1]));
 }
 
 if (part('redis')) {
