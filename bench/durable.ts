@@ -27,7 +27,8 @@ const IN_FLIGHT = 32;
 const WARM = 30;
 const COUNT_N = 20; // chains of the counting pass
 const IDLE_MS = 1000; // DBOS polls its queues and schedules in the background: its idle rate is measured and subtracted
-const STEPS = 3; // find, target (select), update: chainkit journals all three
+const STEPS = 3; // find, target (select), update
+const TOOL_STEPS = 2; // find and update: what chainkit journals
 
 const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
   const r = parseSchema(schema, value);
@@ -89,7 +90,7 @@ async function concurrent(row: Row, n: number): Promise<number> {
 /** Runs the durable rows and prints their table. Skips (and says so) what PostgreSQL or Redis cannot run. */
 export async function durableBench({ chain, tools, impl, userId }: DurableBenchInput): Promise<number> {
   const tag = `chainkit_bench_${process.pid}`;
-  const schemas = { hand: `${tag}_hand`, chainkit: `${tag}_ck`, dbos: `${tag}_dbos` };
+  const schemas = { hand: `${tag}_hand`, plain: `${tag}_plain`, chainkit: `${tag}_ck`, dbos: `${tag}_dbos` };
   const prefix = `chainkit-bench-durable:${process.pid}`;
   const input = { match: 'dentist', title: 'Dentist 3pm' };
   const options = { context: { userId } };
@@ -113,7 +114,8 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
     const runId = `bench-verify-${randomUUID()}`;
     await r.run(chain, input, { ...options, runId });
     const rec = await runs.get(runId);
-    row.notDurable = rec?.status !== 'completed' || rec.journal.length !== STEPS || count < row.chains;
+    // Tool steps are journaled; the select is recomputed from them on recovery.
+    row.notDurable = rec?.status !== 'completed' || rec.journal.length !== TOOL_STEPS || count < row.chains;
     row.recorded = `${count} of ${row.chains} runs; check run: ${rec ? `${rec.status}, ${rec.journal.length} steps journaled` : 'NOT RECORDED'}`;
   };
 
@@ -129,6 +131,8 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
   let redisUp = false;
   const durable: { row: Row; runner: Runner; runs: RunStore; count: () => Promise<number> }[] = [];
   let pgStores: ReturnType<typeof postgresStores> | undefined;
+  let onPgRunner: Runner | undefined;
+  let blocks: Block[] = [];
   try {
     try {
       await pool.query(`CREATE SCHEMA ${schemas.hand}; CREATE TABLE ${schemas.hand}.runs (run_id uuid PRIMARY KEY, chain text NOT NULL, input jsonb NOT NULL, status text NOT NULL, result jsonb, started_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz);
@@ -182,6 +186,7 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
       pgStores = postgresStores(pool, { schema: schemas.chainkit });
       await pgStores.migrate();
       const onPg = runner(pgStores);
+      onPgRunner = onPg;
       const pgRuns = `${schemas.chainkit}.runs`;
       durable.push({ row: row('chainkit, postgresStores (durable)', runOn(onPg), pgCount), runner: onPg, runs: pgStores.runs, count: async () => Number((await pool.query(`SELECT count(*) AS n FROM ${pgRuns}`)).rows[0].n) });
       row('chainkit, postgresStores without .runs', runOn(runner({ checkpoints: pgStores.checkpoints, idempotency: pgStores.idempotency })), pgCount);
@@ -228,11 +233,18 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
     if (hand) hand.recorded = `${(await pool.query(`SELECT count(*) AS n FROM ${schemas.hand}.runs WHERE status = 'completed'`)).rows[0].n} of ${hand.chains} runs`;
     const dbos = rows.find((r) => r.name.startsWith('DBOS'));
     if (dbos) dbos.recorded = `${(await pool.query(`SELECT count(*) AS n FROM ${schemas.dbos}.workflow_status WHERE status = 'SUCCESS'`)).rows[0].n} of ${dbos.chains} runs`;
+
+    // The blocks below measure Node's CPU: DBOS's background polling would count in it.
+    if (dbosUp) {
+      dbosUp = false;
+      await DBOS.shutdown();
+    }
+    if (pgUp && onPgRunner) blocks = await plainJournalBlocks(pool, pgCount, schemas.plain, runOn(onPgRunner), { chain, impl, userId, input });
   } finally {
     for (const r of runners) await r.close();
     if (dbosUp) await DBOS.shutdown();
     await pgStores?.close();
-    if (pgUp) await pool.query(`DROP SCHEMA IF EXISTS ${schemas.hand} CASCADE; DROP SCHEMA IF EXISTS ${schemas.chainkit} CASCADE; DROP SCHEMA IF EXISTS ${schemas.dbos} CASCADE`).catch((e: unknown) => notes.push(`dropping the bench schemas failed: ${String(e)}`));
+    if (pgUp) await pool.query(`DROP SCHEMA IF EXISTS ${schemas.hand} CASCADE; DROP SCHEMA IF EXISTS ${schemas.plain} CASCADE; DROP SCHEMA IF EXISTS ${schemas.chainkit} CASCADE; DROP SCHEMA IF EXISTS ${schemas.dbos} CASCADE`).catch((e: unknown) => notes.push(`dropping the bench schemas failed: ${String(e)}`));
     await Promise.all([pool.end(), dbosPool.end()]);
     if (redisUp) {
       const keys = await scanKeys(redis, `${prefix}*`);
@@ -241,7 +253,84 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
     redis.disconnect();
   }
   print(rows, notes);
-  return rows.reduce((n, r) => n + r.failed, 0);
+  printBlocks(blocks);
+  return rows.reduce((n, r) => n + r.failed, 0) + blocks.reduce((n, b) => n + b.failed, 0);
+}
+
+const BLOCK_CHAINS = Number(process.env.BENCH_DURABLE_BLOCK ?? 500);
+const BLOCK_REPS = 5;
+
+/** One implementation's block: `BLOCK_REPS` repetitions of `BLOCK_CHAINS` sequential chains, nothing else running between. */
+interface Block { name: string; wallUs: number[]; cpuUs: number[]; statements: number; failed: number }
+
+/**
+ * The journal as issue 19 describes it, next to chainkit on PostgreSQL: four plain statements per
+ * chain (INSERT the run, INSERT each tool step's output, UPDATE the run at the end), text primary
+ * keys, zod in and out, the tools called directly (no p-retry or p-timeout per call). Each
+ * implementation runs its repetitions in a block of its own, not interleaved with other rows; CPU
+ * is the Node process's (`process.cpuUsage`, user + system) per chain.
+ */
+async function plainJournalBlocks(pool: pg.Pool, counter: Counter, schema: string, runCk: () => Promise<unknown>, { chain, impl, userId, input }: { chain: Chain; impl: Impl; userId: string; input: { match: string; title: string } }): Promise<Block[]> {
+  await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.runs (run_id text PRIMARY KEY, chain text NOT NULL, input jsonb NOT NULL, status text NOT NULL, result jsonb, started_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz);
+    CREATE TABLE ${schema}.steps (run_id text NOT NULL, step text NOT NULL, output jsonb NOT NULL, PRIMARY KEY (run_id, step));`);
+  const journal = async (): Promise<unknown> => {
+    const runId = randomUUID();
+    await pool.query(`INSERT INTO ${schema}.runs (run_id, chain, input, status) VALUES ($1, $2, $3, 'running')`, [runId, chain.name, input]);
+    const list = parse(listTasks.output, await impl.list_tasks(parse(listTasks.input, { user_id: userId, status: 'all' })));
+    await pool.query(`INSERT INTO ${schema}.steps (run_id, step, output) VALUES ($1, 'find', $2)`, [runId, list]);
+    const needle = input.match.toLowerCase();
+    const found = list.tasks.filter((t) => t.title.toLowerCase().includes(needle));
+    if (found.length !== 1) throw new Error('expected one match');
+    const updated = parse(updateTask.output, await impl.update_task(parse(updateTask.input, { user_id: userId, task_id: found[0]!.task_id, title: input.title })));
+    await pool.query(`INSERT INTO ${schema}.steps (run_id, step, output) VALUES ($1, 'update', $2)`, [runId, updated]);
+    await pool.query(`UPDATE ${schema}.runs SET status = 'completed', result = $2, ended_at = now() WHERE run_id = $1`, [runId, updated]);
+    return updated;
+  };
+  const statements = async (run: () => Promise<unknown>): Promise<number> => {
+    await sleep(20); // background writes of earlier chains (learning batches) settle first
+    const before = counter.rt;
+    for (let i = 0; i < COUNT_N; i++) await run();
+    return (counter.rt - before) / COUNT_N;
+  };
+  const blocks: Block[] = [];
+  for (const [name, run] of [['journal of four plain statements (issue 19)', journal], ['chainkit, postgresStores (durable)', runCk]] as const) {
+    const block: Block = { name, wallUs: [], cpuUs: [], statements: Number.NaN, failed: 0 };
+    for (let i = 0; i < WARM; i++) await run();
+    for (let rep = 0; rep < BLOCK_REPS; rep++) {
+      const cpu0 = process.cpuUsage();
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < BLOCK_CHAINS; i++) {
+        const r = await run();
+        if ((r as { status?: string } | undefined)?.status !== undefined && (r as { status: string }).status !== 'completed') block.failed++;
+      }
+      const wall = Number(process.hrtime.bigint() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      block.wallUs.push(wall / BLOCK_CHAINS);
+      block.cpuUs.push((cpu.user + cpu.system) / BLOCK_CHAINS);
+    }
+    block.statements = await statements(run);
+    blocks.push(block);
+  }
+  return blocks;
+}
+
+function printBlocks(blocks: Block[]): void {
+  if (blocks.length === 0) return;
+  const base = blocks[0]!;
+  const range = (xs: number[]): string => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
+  console.log(`
+Durable runs, the issue-19 shape: ${BLOCK_CHAINS} sequential chains × ${BLOCK_REPS} repetitions per implementation, one implementation at a time (median; range)`);
+  const header = ['implementation', 'µs / chain', 'vs journal', 'Node CPU µs / chain', 'vs journal', 'statements / chain'];
+  const table = blocks.map((b) => [
+    b.name, `${median(b.wallUs).toFixed(0)} (${range(b.wallUs)})`, `${(median(b.wallUs) / median(base.wallUs)).toFixed(2)}×`,
+    `${median(b.cpuUs).toFixed(0)} (${range(b.cpuUs)})`, `${(median(b.cpuUs) / median(base.cpuUs)).toFixed(2)}×`, Number.isNaN(b.statements) ? 'n/a' : b.statements.toFixed(1),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  console.log(line(header));
+  console.log(`|${widths.map((w, i) => (i === 0 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
+  for (const r of table) console.log(line(r));
+  for (const b of blocks) if (b.failed) console.log(`${b.name}: ${b.failed} chains did not complete`);
 }
 
 async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {

@@ -19,19 +19,14 @@ const MIN_SUCCESS = 0.7;
 
 /** Declared `suggests` of `tool`, then learned transitions (count ≥ 5, success > 0.7) by count. */
 export function nextTools(src: GuidanceSources, tool: string): NextToolSuggestion[] {
-  const out: NextToolSuggestion[] = [];
-  const seen = new Set<string>();
-  for (const s of src.tools.get(tool)?.suggests ?? []) {
-    seen.add(s.tool);
-    out.push({ tool: s.tool, reason: s.reason, estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs });
-  }
+  const declared = src.tools.get(tool)?.suggests ?? [];
   const learned = Object.entries(src.metrics.transitionsFrom(tool))
-    .filter(([to, t]) => !seen.has(to) && t.count >= MIN_COUNT && t.successRate > MIN_SUCCESS)
+    .filter(([to, t]) => t.count >= MIN_COUNT && t.successRate > MIN_SUCCESS && !declared.some((s) => s.tool === to))
     .sort((a, b) => b[1].count - a[1].count);
-  for (const [to, t] of learned) {
-    out.push({ tool: to, reason: `Often follows ${tool} (${t.count} times, ${Math.round(t.successRate * 100)} % successful)`, estimatedDurationMs: src.timing.estimate(to).estimatedDurationMs });
-  }
-  return out;
+  // Built by map, not push: every result keeps this array, and a pushed-into one keeps spare capacity.
+  const out = declared.map((s): NextToolSuggestion => ({ tool: s.tool, reason: s.reason, estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs }));
+  if (learned.length === 0) return out;
+  return out.concat(learned.map(([to, t]) => ({ tool: to, reason: `Often follows ${tool} (${t.count} times, ${Math.round(t.successRate * 100)} % successful)`, estimatedDurationMs: src.timing.estimate(to).estimatedDurationMs })));
 }
 
 const words = (text: string): string[] => text.toLowerCase().match(/[a-z0-9]+/g) ?? [];

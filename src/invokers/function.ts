@@ -80,9 +80,15 @@ export function functionInvoker(toolsOrFunctions: readonly Tool[] | Record<strin
     try {
       return Promise.resolve(fn(call.input, call));
     } catch (error) {
-      return Promise.reject(error);
+      // Rejected a tick later, once the caller's handler is attached: a promise rejected with no
+      // handler yet costs Node's unhandled-rejection bookkeeping on every failed attempt.
+      return Promise.resolve(error).then(rethrow);
     }
   };
+}
+
+function rethrow(error: unknown): never {
+  throw error;
 }
 
 /**

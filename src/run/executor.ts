@@ -95,7 +95,16 @@ class Run extends Scheduler implements EndedSegment {
 
   // What the result sees of the ended segment (see segment-end.ts).
   get stopped(): Scheduler['stop'] { return this.stop; }
-  traceEntries(): TraceStep[] { return this.traceSteps.filter((t): t is TraceStep => t !== undefined); }
+  traceEntries(): TraceStep[] {
+    // Sized exactly, not filtered: every result keeps this array, and filter's keeps spare capacity.
+    const { traceSteps } = this;
+    let n = 0;
+    for (const t of traceSteps) if (t !== undefined) n++;
+    const entries = new Array<TraceStep>(n);
+    n = 0;
+    for (const t of traceSteps) if (t !== undefined) entries[n++] = t;
+    return entries;
+  }
   lastTool(): string | undefined { return this.lastToolIndex >= 0 ? this.plan[this.lastToolIndex]!.tool!.name : undefined; }
   isDone(step: PlannedStep): boolean { return this.state[step.index] === DONE; }
 

@@ -52,7 +52,7 @@ export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifie
       // One branch when unused: no wrapper, no extra frame or allocation.
       pending = Promise.resolve(wrap === undefined ? invoker(call) : wrap(invoker, call, ctx.step));
     } catch (error) {
-      pending = Promise.reject(error); // an invoker that throws synchronously
+      pending = Promise.resolve(error).then(rethrow); // an invoker that throws synchronously: rejected once handled (no unhandled-rejection bookkeeping)
     }
     return pending.then(checkOutput.bind(ctx), ctx.tool.classifiers === undefined ? fail : failed.bind(ctx));
   };
@@ -103,6 +103,10 @@ class AttemptCall {
     if (ctx.sessionId !== undefined) this.sessionId = ctx.sessionId;
     this.progress = report(ctx);
   }
+}
+
+function rethrow(error: unknown): never {
+  throw error;
 }
 
 /** A `validation`-style failure from zod issues, naming the first offending path. */

@@ -17,7 +17,48 @@ const decode = decodeCheckpoint as (text: string) => unknown;
  * ```
  */
 export function encodeRunValue(value: unknown): string {
-  return encode(value);
+  // Most run values are plain JSON, for which JSON.stringify writes what the codec would, natively.
+  let plain: boolean;
+  try {
+    plain = plainJson(value, 0);
+  } catch {
+    plain = false; // a throwing getter or a hostile Proxy: the codec refuses it with its own error
+  }
+  return plain ? JSON.stringify(value) : encode(value);
+}
+
+/** Deeper than this, the codec decides (it refuses past its own limit). */
+const FAST_DEPTH = 64;
+
+/**
+ * Whether JSON.stringify writes exactly what the codec writes: strings, finite numbers (not -0),
+ * booleans, null, arrays and plain objects of them, without the codec's tag key (`$ck`) or symbol
+ * keys. Anything else (undefined, Dates, BigInts, cycles, class instances, …) goes to the codec.
+ */
+function plainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value) && !(value === 0 && 1 / value < 0);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= FAST_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!plainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(value, '$ck') || Object.getOwnPropertySymbols(value).length > 0) return false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key) || !plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
 }
 
 /** What changes of a run after it is recorded; the rest of the record never changes. */
