@@ -1,42 +1,31 @@
 // Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps, resolvers, fingerprint.
+// Each step's kind is checked by its planner (define/step-kinds.ts); this file checks what every kind shares.
 import { sha256, toHex } from '../util/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';
-import type { ChainSpec, ComputeStep, FieldMatcher, SelectStep, Step, ToolStep } from './spec.js';
+import type { ChainSpec, Step } from './spec.js';
 import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
-import { arrayElement, arrayOf, FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
-import { likelyArray, missingPathHint } from './path-hints.js';
-import { isRef, ref, type Ref, type Scope } from './ref.js';
+import { FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
+import { missingPathHint } from './path-hints.js';
+import { isRef, type Ref } from './ref.js';
 import { isSchema, isZodSchema, parseSchema, schemaToJSONSchema, type Schema as AnySchema } from './schema.js';
-import { checkMs, checkRetry, isTool, type Tool } from './tool.js';
-import { compileWhere } from './where.js';
+import { checkMs, checkRetry, isTool } from './tool.js';
+import type { KindPlan, OutputSchema, PlanContext, StepPlanner } from './kinds/plan.js';
+import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
 
 export type { Resolver } from './mapping.js';
+export type { PlannedStep, StepKind } from './step-kinds.js';
 
 const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
 const RESERVED = new Set(['input', 'context']);
 
-/** One step of a compiled chain, with everything the executor needs precomputed. */
-export interface PlannedStep {
-  readonly index: number;
-  readonly id: string;
-  readonly kind: 'tool' | 'select' | 'compute';
-  readonly step: Step;
-  readonly tool?: Tool;
-  /**
-   * Indices of the steps that must finish first (ascending). Steps these wait for are implied, so a
-   * step that sees every earlier step lists only the earlier steps nothing else waits for yet.
-   */
-  readonly deps: readonly number[];
-  /** Tool steps: builds the tool input. */
-  readonly resolveInput?: Resolver;
-  /** Select steps: builds the item predicate for this run. */
-  readonly matcher?: (scope: Scope) => (item: unknown) => boolean;
-  /** Steps with `compensate`: the undo tool and its input builder. */
-  readonly compensate?: { readonly tool: Tool; readonly resolveInput: Resolver };
-}
+const KINDS = Object.keys(STEP_PLANNERS) as StepKind[];
+// "`tool`, `select` or `compute`": the kinds as the one-kind-per-step message lists them.
+const KIND_LIST = KINDS.map((k) => `\`${k}\``).join(', ').replace(/, ([^,]*)$/, ' or $1');
+// The table's planners, each typed for its own spec and fields, as the loop calls them.
+type AnyPlanner = StepPlanner<Step, Partial<PlannedStep>>;
 
 type AnySpec = ChainSpec<AnySchema, AnySchema, unknown>;
-type Schema = AnySchema | null | undefined;
+type Schema = OutputSchema;
 
 /** Validates a chain spec, adding every problem to `issues`, and compiles its plan. */
 export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedStep[]; fingerprint: string } {
@@ -165,88 +154,27 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     const compiled = compileMapping(mapping, refs);
     return compiled.constant ? () => compiled.value : compiled.fn;
   };
+  const ctx: PlanContext = { issues, checkRef, mappingResolver };
   // Earlier steps no later step waits for yet, ascending (a Set keeps insertion order).
   const frontier = new Set<number>();
 
   spec.steps.forEach((raw, i) => {
     const at = `steps[${i}]`;
-    const step = (raw ?? {}) as Step & Partial<ToolStep & SelectStep & ComputeStep>;
-    const kinds = (['tool', 'select', 'compute'] as const).filter((k) => step[k] !== undefined);
+    const step = (raw ?? {}) as Step & Record<StepKind, unknown>;
+    const kinds = KINDS.filter((k) => step[k] !== undefined);
     const id = typeof step.id === 'string' ? step.id : `#${i}`;
     const refs: Ref[] = [];
     let usesScope = false;
     let planned: Partial<PlannedStep> = {};
 
     if (kinds.length !== 1) {
-      issues.add(at, `A step needs exactly one of \`tool\`, \`select\` or \`compute\`; got ${kinds.length ? kinds.join(' and ') : 'none'}.`);
+      issues.add(at, `A step needs exactly one of ${KIND_LIST}; got ${kinds.length ? kinds.join(' and ') : 'none'}.`);
       outputs.push(null);
-    } else if (kinds[0] === 'tool') {
-      const tool = step.tool;
-      if (!isTool(tool)) {
-        issues.add(`${at}.tool`, 'Expected a tool made by defineTool().');
-        outputs.push(null);
-      } else {
-        outputs.push(tool.output);
-        let resolveInput: Resolver;
-        if (typeof step.input === 'function') {
-          usesScope = true;
-          resolveInput = step.input as Resolver;
-        } else if (isPlainObject(step.input)) {
-          resolveInput = mappingResolver(step.input, tool.input, `${at}.input`, i, false, tool.name, refs);
-        } else {
-          issues.add(`${at}.input`, 'Expected `input` to be an object of literals and refs, or a function of the scope.');
-          resolveInput = () => undefined;
-        }
-        if (tool.effect === 'destructive' && step.confirm === undefined) {
-          issues.add(`${at}.confirm`, `tool ${tool.name} is destructive: add \`confirm: { prompt }\`, or \`confirm: false\` to waive it explicitly.`);
-        }
-        planned = { tool, resolveInput };
-      }
-    } else if (kinds[0] === 'select') {
-      const sel = (typeof step.select === 'object' && step.select !== null ? step.select : {}) as Partial<SelectStep['select']>;
-      let element: Schema = null;
-      let whereItems: Schema = null;
-      if (sel !== step.select) issues.add(`${at}.select`, 'Expected `select` to be { from, where?, expect }.');
-      else if (!isRef(sel.from)) {
-        issues.add(`${at}.select.from`, "Expected `from` to be a ref(...) to an array, e.g. ref('find', 'tasks').");
-      } else {
-        refs.push(sel.from);
-        const src = checkRef(sel.from, `${at}.select.from`, i);
-        if (src) {
-          element = arrayElement(src);
-          if (!element && schemaKind(src) !== 'unknown') issues.add(`${at}.select.from`, `ref ${sel.from} is a ${schemaKind(src)}, not an array.`);
-        }
-        // A `from` reported above still lets `where` be checked, against the array it most likely meant.
-        if (src === undefined || (src && !element && schemaKind(src) !== 'unknown')) {
-          const root = checkRef(ref(sel.from.source), `${at}.select.from`, i);
-          const meant = root ? likelyArray(root, isPlainObject(sel.where) ? Object.keys(sel.where) : []) : undefined;
-          if (meant) {
-            whereItems = meant.element;
-            issues.add(`${at}.select.from`, `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? \`where\` is checked against its items.`);
-          }
-        }
-      }
-      if (!['one', 'first', 'all'].includes(sel.expect as string)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
-      if (sel.noMatch !== undefined && typeof sel.noMatch !== 'string') issues.add(`${at}.select.noMatch`, 'Expected `noMatch` to be the sentence shown to the user when nothing matches.');
-      let matcher: PlannedStep['matcher'];
-      if (typeof sel.where === 'function') {
-        usesScope = true;
-        const where = sel.where;
-        matcher = (s) => (item) => where(item, s);
-      } else if (sel.where === undefined) {
-        matcher = () => () => true;
-      } else if (isPlainObject(sel.where)) {
-        matcher = compileWhere(sel.where as Record<string, FieldMatcher>, `${at}.select.where`, element ?? whereItems, issues, refs, (r, p) => checkRef(r, p, i));
-      } else {
-        issues.add(`${at}.select.where`, 'Expected `where` to be a field matcher object or a function (item, scope) => boolean.');
-      }
-      outputs.push(element && sel.expect === 'all' ? arrayOf(element) : element);
-      planned = { matcher: matcher ?? (() => () => false) };
     } else {
-      if (typeof step.compute !== 'function') issues.add(`${at}.compute`, 'Expected `compute` to be a function of the scope.');
-      if (step.output !== undefined && !isSchema(step.output)) issues.add(`${at}.output`, 'Expected `output` to be a zod schema or another Standard Schema.');
-      usesScope = true;
-      outputs.push(isSchema(step.output) ? step.output : null);
+      const kind: KindPlan<Partial<PlannedStep>> = (STEP_PLANNERS[kinds[0]!] as AnyPlanner).plan(step, at, i, ctx, refs);
+      outputs.push(kind.output);
+      usesScope = kind.usesScope;
+      if (kind.fields) planned = kind.fields;
     }
 
     if (step.when !== undefined && typeof step.when !== 'function') issues.add(`${at}.when`, 'Expected `when` to be a function of the scope returning a boolean.');

@@ -1,7 +1,7 @@
 // Select steps' field matchers (`where: { title: { contains: ref('input', 'match') } }`): checks and compilation.
 import type { Schema } from './schema.js';
 import type { IssueList } from '../errors/definition-error.js';
-import type { FieldMatcher } from './spec.js';
+import type { FieldMatcher } from './step-common.js';
 import { isPlainObject, literalProblem, type Resolver } from './mapping.js';
 import { FORBIDDEN_KEY, objectShape, ownEntry } from './path.js';
 import { isRef, type Ref, type Scope } from './ref.js';

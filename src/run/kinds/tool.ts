@@ -1,0 +1,52 @@
+// The tool step's runner (its spec type and planner: define/kinds/tool.ts): input built and
+// checked, an in-process confirmation or a gate, the call through the pipeline.
+import type { ToolStep } from '../../define/chain.js';
+import { parseSchema } from '../../define/schema.js';
+import type { PlannedStep } from '../../define/validate.js';
+import { schemaFailure } from '../pipeline.js';
+import { callContext } from '../call-context.js';
+import { describeThrown, StepError, type StepOutcome } from '../execution.js';
+import { askInProcess, gateQuestion } from '../gate.js';
+import type { InFlight, StepHost } from '../step-host.js';
+
+/**
+ * Runs a tool step (the `tool` entry of the runner table): its input built and checked, its gate
+ * (if any) asked in-process or stopped at, its call.
+ *
+ * @example
+ * ```ts
+ * const body = runTool(host, step, inFlight);
+ * ```
+ */
+export function runTool(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<unknown> {
+  const { exec, scope } = host;
+  const def = step.step as ToolStep;
+  const tool = step.tool!;
+  let raw: unknown;
+  try {
+    raw = step.resolveInput!(scope);
+  } catch (error) {
+    throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${step.id}: building the input threw: ${describeThrown(error)}` });
+  }
+  const parsed = parseSchema(tool.input, raw);
+  if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${step.id}) does not match its schema`, parsed.error.issues));
+  const input = parsed.data;
+  if (host.recorder.traceDetail === 'full') inFlight.input = host.recorder.redacted(input);
+
+  if (def.confirm && exec.approvedGate !== step.id) {
+    const question = gateQuestion(host, step, def.confirm);
+    if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
+    return askInProcess(host, step, question).then((yes) => (yes ? startCall(host, step, def, input, inFlight) : { kind: 'declined' as const }));
+  }
+  return startCall(host, step, def, input, inFlight);
+}
+
+/** Calls the step's tool through the pipeline; resolves with its output. */
+function startCall(host: StepHost, step: PlannedStep, def: ToolStep, input: unknown, inFlight: InFlight): Promise<unknown> {
+  const tool = step.tool!;
+  // The step's own key is read for writes only; without one, callContext applies the default.
+  const key = tool.effect !== 'read' && def.idempotencyKey ? def.idempotencyKey(host.scope) : undefined;
+  const ctx = callContext(host.calls, host, step.id, tool, input, key, def);
+  inFlight.ctx = ctx;
+  return host.calls.call(ctx);
+}
