@@ -1,6 +1,6 @@
 // Circuit breaker per tool: after N transient failures in a row, fail fast for a while, then probe once.
 import type { ErrorCategory } from '../errors/categories.js';
-import { classifyError, ToolFailure, type Classifier } from '../errors/classify.js';
+import { classifyError, RunAbortReason, ToolFailure, type Classifier } from '../errors/classify.js';
 import { callStore, StoreFailure } from '../stores/guard.js';
 import { LimiterRefusal } from './rate-limit.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
@@ -92,6 +92,12 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   };
   return (next) => (ctx) => {
     const decision = callStore(() => store.acquire(ctx.tool.name, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');
-    return decision instanceof Promise ? decision.then((d) => attempt(next, ctx, d)) : attempt(next, ctx, decision);
+    return decision instanceof Promise ? decision.then((d) => attempt(next, ctx, d), (error: unknown) => runEnded(ctx, now, error)) : attempt(next, ctx, decision);
   };
+}
+
+/** A store call cut off because the run ended (its deadline, a cancel) reports the run's reason, not the store. */
+function runEnded(ctx: CallContext, now: () => number, error: unknown): never {
+  if (ctx.run.aborted) throw ctx.run.reason;
+  throw now() >= ctx.deadlineAt ? new RunAbortReason('deadline', `The call to ${ctx.tool.name} reached its run's deadline.`) : error;
 }

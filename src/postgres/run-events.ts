@@ -28,6 +28,24 @@ interface Listener {
   on(event: 'notification', listener: (n: { channel: string; payload?: string }) => void): unknown;
   on(event: 'error', listener: (error: unknown) => void): unknown;
   end(): Promise<void>;
+  /** pg's socket: destroyed when a polite end gets no answer (a partition). */
+  connection?: { stream?: { destroy(): void } };
+}
+
+/** How long `close()` waits for the LISTEN connection to end politely before cutting its socket. */
+const LISTEN_END_WAIT_MS = 1_000;
+
+/**
+ * Ends the LISTEN connection (connected, or still connecting): a server that does not answer in time
+ * (a partition) gets its socket cut, so `close()` returns and no handle stays open.
+ */
+async function endListener(client: Listener, connected: Promise<Listener>): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, LISTEN_END_WAIT_MS, false)));
+  const polite = connected.then((c) => c.end()).then(() => true, () => true);
+  const ended = await Promise.race([polite, late]);
+  clearTimeout(timer);
+  if (!ended) client.connection?.stream?.destroy();
 }
 
 /**
@@ -83,12 +101,14 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
   const waiters = new Map<string, Set<() => void>>();
   const listeners = new Set<(runId: string) => void>();
   let listening: Promise<Listener> | undefined;
+  let listener: Listener | undefined;
 
   const listen = (): Promise<Listener> => {
     if (listening) return listening;
     // A pg.Pool carries its Client class and options (not in PostgresPool: LISTEN needs a connection of its own).
     const pg = db.pool as unknown as { Client: new (options: unknown) => Listener; options: unknown };
     const client = new pg.Client(pg.options);
+    listener = client;
     client.on('error', () => {
       // A broken LISTEN connection: the next wait opens another (waiters time out and read again meanwhile).
       if (listening) listening = undefined;
@@ -181,8 +201,10 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
 
     async close() {
       const current = listening;
+      const client = listener;
       listening = undefined;
-      if (current) await current.then((c) => c.end(), () => undefined).catch(() => undefined);
+      listener = undefined;
+      if (current && client) await endListener(client, current);
       for (const set of waiters.values()) for (const wake of [...set]) wake();
       waiters.clear();
     },

@@ -237,9 +237,9 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     exec.onEnd = async (result: RunResult) => {
       release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
-      if (result.status === 'failed' && result.error.code === 'runner_closed') return events?.close(runId, undefined, undefined);
+      if (result.status === 'failed' && result.error.code === 'runner_closed') return events?.close(runId, undefined, undefined, now()); // not ended: nothing to wait for
       if (lease.lost || lease.failed) {
-        await events?.close(runId, undefined, undefined);
+        await events?.close(runId, undefined, undefined, now());
         return interruptedResult(result, lease);
       }
       let recorded = false;
@@ -252,7 +252,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       }
       // Steps journaled with the end, and a compensation, are done only once the end is recorded:
       // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
-      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? retentionMs : undefined);
+      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? retentionMs : undefined, until);
       if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(result);
       safeRunEnd(result, recovered);
     };
@@ -275,6 +275,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const body = lease.failed !== undefined
       ? earlyFailure(calls, 'unavailable', 'store_unavailable', lease.failed instanceof Error ? lease.failed.message : String(lease.failed))
       : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
+    // The step whose record failed (or that found the lease lost): the caller learns where it stopped.
+    if (result.status === 'failed' && result.error.step !== undefined) body.error.step = result.error.step;
     result.trace.status = 'failed';
     return { ...body, completed: 'completed' in result ? result.completed : {}, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };

@@ -93,17 +93,24 @@ export class RunEventWriter {
     });
   }
 
-  /** Sends the rest, `end` last, keeping the log `keepMs` (the run ended or parked); an interrupted run keeps it open. */
-  async close(end: RunEndData | undefined, keepMs: number | undefined): Promise<void> {
+  /**
+   * Sends the rest, `end` last, keeping the log `keepMs` (the run ended or parked); an interrupted run
+   * keeps it open. Gives up at `until` (the run's deadline): a silent store never holds the caller past it.
+   */
+  async close(end: RunEndData | undefined, keepMs: number | undefined, until: number): Promise<void> {
     if (end) this.push('run:end', undefined, end);
-    while (this.inFlight) await this.inFlight;
+    try {
+      while (this.inFlight) await callStore(() => this.inFlight!, until, this.hub.now, 'run (events)');
+    } catch (error) {
+      return this.hub.warn(error, `run ${this.runId}: its last events could not be recorded`);
+    }
     if (this.hub.log.local) {
-      if (keepMs !== undefined) await this.hub.append(this.runId, [], keepMs);
+      if (keepMs !== undefined) await this.hub.append(this.runId, [], keepMs, until);
       return;
     }
     const batch = this.buffer;
     this.buffer = [];
-    if (batch.length > 0 || keepMs !== undefined) await this.hub.append(this.runId, batch, keepMs);
+    if (batch.length > 0 || keepMs !== undefined) await this.hub.append(this.runId, batch, keepMs, until);
   }
 }
 
@@ -134,12 +141,12 @@ export class RunEventHub {
     return writer;
   }
 
-  /** Sends the rest of a run's events (`end` last) and stops recording it. */
-  async close(runId: string, end: RunEndData | undefined, keepMs: number | undefined): Promise<void> {
+  /** Sends the rest of a run's events (`end` last) and stops recording it; gives up at `until`. */
+  async close(runId: string, end: RunEndData | undefined, keepMs: number | undefined, until: number): Promise<void> {
     const writer = this.writers.get(runId);
     if (!writer) return;
     this.writers.delete(runId);
-    await writer.close(end, keepMs);
+    await writer.close(end, keepMs, until);
   }
 
   /** A watch of `runId` on this runner began: its events go as they happen. Returns the end of the watch. */
@@ -170,11 +177,11 @@ export class RunEventHub {
     }
   }
 
-  /** One bounded append; a failure is logged (the events are lost, the run goes on). */
-  async append(runId: string, batch: string[], keepMs: number | undefined): Promise<void> {
+  /** One append bounded by STORE_WAIT_MS and `until`; a failure is logged (the events are lost, the run goes on). */
+  async append(runId: string, batch: string[], keepMs: number | undefined, until = Number.POSITIVE_INFINITY): Promise<void> {
     const t = this.now();
     try {
-      await callStore(() => this.log.append(runId, batch, keepMs), t + STORE_WAIT_MS, this.now, 'run (events)');
+      await callStore(() => this.log.append(runId, batch, keepMs), Math.min(t + STORE_WAIT_MS, until), this.now, 'run (events)');
     } catch (error) {
       this.warn(error, `run ${runId}: ${batch.length} event(s) could not be recorded`);
     }

@@ -280,11 +280,14 @@ export function createRunner(options: RunnerOptions): Runner {
           logger?.warn({ err: error, store: what }, `close(): the ${what} store did not finish in time`);
         }
       };
-      await release('rate-limit', parts.closeRateLimits);
-      if (learning) await release('learning', () => learning.ready.then(() => learning.flush()));
-      if (options.stores?.metrics?.close) await release('learning', () => options.stores!.metrics!.close!());
-      if (gates.checkpoints.close) await release('checkpoint', () => gates.checkpoints.close!());
-      if (runStore?.close) await release('run', () => runStore.close!());
+      // Side by side: the stores are independent, and behind a partition their short waits must not add up.
+      await Promise.all([
+        release('rate-limit', parts.closeRateLimits),
+        learning && release('learning', () => learning.ready.then(() => learning.flush()).then(() => options.stores?.metrics?.close?.())),
+        !learning && options.stores?.metrics?.close && release('learning', () => options.stores!.metrics!.close!()),
+        gates.checkpoints.close && release('checkpoint', () => gates.checkpoints.close!()),
+        runStore?.close && release('run', () => runStore.close!()),
+      ]);
       events.removeAllListeners();
     },
 
