@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import { memoryCheckpointStore } from '../../src/stores/memory.js';
 
 runStoreContract('memory', async () => {
   const idempotency = memoryIdempotencyStore();
@@ -61,3 +62,8 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
 runEventsContract('memory', eventsSetup);
 watchAcrossRunnersContract('memory', eventsSetup);
 cancelAcrossRunnersContract('memory', eventsSetup);
+decideAcrossRunnersContract('memory', async () => {
+  const runs = memoryRunStore();
+  const checkpoints = memoryCheckpointStore();
+  return { stores: async (count) => Array.from({ length: count }, () => ({ runs, checkpoints })) };
+});
