@@ -206,8 +206,9 @@ export function createRunner(options: RunnerOptions): Runner {
     async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
-      const prepared = await prepareResume(parts, token, decision, opts);
-      if ('status' in prepared) return prepared as RunResult<O>;
+      const prepared = await prepareResume(parts, token, { approved: decision.approved }, opts);
+      // A declined gate ends the run: the run store records it (it would stay parked otherwise).
+      if ('status' in prepared) return (prepared.status === 'declined' && durable ? durable.endParked(prepared) : prepared) as Promise<RunResult<O>> | RunResult<O>;
       return durable ? (durable.resume(prepared) as Promise<RunResult<O>>) : execute<O>(parts, prepared);
     },
 
