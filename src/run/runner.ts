@@ -280,6 +280,8 @@ export function createRunner(options: RunnerOptions): Runner {
         if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
         run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
         if (!run) return 'not_found';
+        // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
+        if (run.status === 'awaiting_confirmation') throw new Error(`Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
       }
       if (run.status !== 'running') return 'ended';
       const until = now() + CANCEL_WAIT_MS;

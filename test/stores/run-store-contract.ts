@@ -825,6 +825,19 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       expect(calls).toEqual(['reserve', 'release']);
     });
 
+    it('cancel of a parked run on a runner without its chain throws and leaves the run and its token as they were', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const b = createRunner({ invoker: functionInvoker([], {}), secret: SECRET, stores: sb! });
+      runners.push(b);
+      const { runId, token } = await park(a);
+      await expect(b.cancel(runId)).rejects.toThrow(/chain 'gated-send'/);
+      expect((await a.getRun(runId))?.status).toBe('awaiting_confirmation');
+      expect(await a.resume(token, { approved: true }, { context: { userId: 'u-1' } })).toMatchObject({ status: 'completed' });
+      expect(calls).toEqual(['reserve', 'send']);
+    });
+
     it('50 concurrent decide and resume calls on one gate from 3 instances make exactly one tool call', async () => {
       const stores = await (await setup()).stores(3);
       const calls: string[] = [];
