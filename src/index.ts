@@ -23,7 +23,7 @@ export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
 export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest } from './observe/result.js';
-export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions } from './run/types.js';
+export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, RunDecision, GateDecision, DecideResult } from './run/types.js';
 export type { Logger } from './observe/logger.js';
 export type { InvokeWrapper, ToolCall, ToolInvoker } from './invokers/types.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/model-result.js';

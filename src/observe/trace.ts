@@ -18,6 +18,8 @@ export interface TraceStep {
   /** Only with `traceDetail: 'full'`, redacted. */
   output?: unknown;
   error?: ChainErrorInfo;
+  /** Who decided this gated step through `runner.decide` (absent when the token holder resumed it). */
+  decidedBy?: string;
 }
 
 /**

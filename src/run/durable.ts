@@ -34,6 +34,8 @@ export interface RunInfo {
   steps: string[];
   /** The recorded result, once the run ended or parked at a gate. */
   result?: RunResult;
+  /** Who decided its gate through `runner.decide` (from the gate's trace entry, once journaled or ended). */
+  decidedBy?: string;
 }
 
 /** Default lease: how long an owner's silence counts as its death. */
@@ -76,6 +78,8 @@ export interface Durable {
   run(exec: Execution): Promise<RunResult>;
   /** Continues a run approved at its gate, durably. */
   resume(exec: Execution): Promise<RunResult>;
+  /** Ends a run parked at a gate with `result` (declined by a decision): reopened for this runner, then finished. */
+  endParked(result: RunResult): Promise<RunResult>;
   /** Claims runs whose owner died and continues them; resolves with their results. */
   recover(): Promise<RunResult[]>;
   /** The stored run, or `undefined`. */
@@ -381,6 +385,27 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       return own(exec, deadlineAt, false, leaseUntil);
     },
 
+    async endParked(result) {
+      const { runId } = result;
+      const until = now() + STORE_WAIT_MS;
+      const gate = result.status === 'declined' ? result.step : '';
+      try {
+        // The checkpoint is taken already: nobody else reopens the run, and its end is recorded once.
+        if (await bounded('reopen', until, () => store.reopen(runId, owner, { leaseUntil: until, approvedGate: gate, deadlineAt: until }))) {
+          await bounded('finish', until, () => store.finish(runId, owner, result.status as Exclude<RunStatus, 'running'>, result, retentionMs));
+        }
+      } catch (error) {
+        warn(error, `could not record the end of run ${runId}`);
+      }
+      const events = parts.recorder.runEvents;
+      if (events) {
+        events.open(runId);
+        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), retentionMs);
+      }
+      safeRunEnd(result, false);
+      return result;
+    },
+
     async recover() {
       if (closed) return [];
       return Promise.all(await claimAndStart());
@@ -390,9 +415,11 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       checkRunId(runId);
       const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
       if (!run) return undefined;
+      const decidedBy = decider(run);
       return {
         runId: run.runId, chain: run.chain, status: run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step),
         ...(run.result !== undefined && { result: run.result as RunResult }),
+        ...(decidedBy !== undefined && { decidedBy }),
       };
     },
 
@@ -418,6 +445,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     poll.unref?.();
   }
   return durable;
+}
+
+/** Who decided the run's gate: on the gate's trace entry, in the journal or the recorded result. */
+function decider(run: StoredRun): string | undefined {
+  for (const e of run.journal) if (e.trace?.decidedBy !== undefined) return e.trace.decidedBy;
+  const steps = (run.result as RunResult | undefined)?.trace?.steps;
+  if (Array.isArray(steps)) for (const t of steps) if (t.decidedBy !== undefined) return t.decidedBy;
+  return undefined;
 }
 
 /** What a runner knows of a lease it holds. */

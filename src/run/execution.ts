@@ -44,6 +44,8 @@ export interface Execution {
   startedAt: number;
   /** The gate the user approved (on resume). */
   approvedGate?: string;
+  /** Who approved the gate through `runner.decide`: kept on its trace entry. */
+  decidedBy?: string;
   confirm?: RunOptions['confirm'];
   signal?: AbortSignal;
   /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */

@@ -164,6 +164,7 @@ class Run extends Scheduler implements EndedSegment {
     const ended = this.calls.now();
     const entry = traceEntry(step.index + 1, step.id, step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
     if (run.input !== undefined) entry.input = run.input;
+    if (this.exec.decidedBy !== undefined && step.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {
       this.record(step, entry, outcome, started, ended, ctx);

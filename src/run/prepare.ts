@@ -70,7 +70,7 @@ export function prepareRun(parts: RunnerParts, chain: Chain, input: unknown, opt
  * return 'status' in prepared ? prepared : execute(parts, prepared);
  * ```
  */
-export async function prepareResume(parts: RunnerParts, token: string, decision: { approved: boolean }, opts: ResumeOptions): Promise<Execution | RunResult> {
+export async function prepareResume(parts: RunnerParts, token: string, decision: { approved: boolean; by?: string }, opts: ResumeOptions): Promise<Execution | RunResult> {
   const { calls, gates } = parts;
   const { now } = calls;
   const traceId = newId();
@@ -113,7 +113,7 @@ export async function prepareResume(parts: RunnerParts, token: string, decision:
   const site = { chain: chain.name, runId: cp.runId, traceId: cp.traceId, sessionId: cp.sessionId, definition: chain, startedAt: cp.startedAt };
   if (!decision.approved) {
     const gate = chain.plan.find((step) => step.id === cp.gate);
-    const declined = { stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1, id: cp.gate, status: 'declined' as const, attempts: 0, latencyMs: 0, startedAt: iso(now()), ...(gate?.tool && { tool: gate.tool.name }) };
+    const declined = { stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1, id: cp.gate, status: 'declined' as const, attempts: 0, latencyMs: 0, startedAt: iso(now()), ...(gate?.tool && { tool: gate.tool.name }), ...(decision.by !== undefined && { decidedBy: decision.by }) };
     return earlyResult(parts, { ...site, priorTrace: [...cp.trace, declined] }, { status: 'declined', step: cp.gate });
   }
   return {
@@ -121,6 +121,7 @@ export async function prepareResume(parts: RunnerParts, token: string, decision:
     results: Object.assign(Object.create(null) as Record<string, unknown>, cp.results),
     done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true, segmentStart: resumeStart,
     ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
+    ...(decision.by !== undefined && { decidedBy: decision.by }),
     ...(opts.signal && { signal: opts.signal }),
   };
 }

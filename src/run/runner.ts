@@ -23,7 +23,8 @@ import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
-import type { InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
 import type { RunWatchError } from './watch.js';
 
 export type { RunnerOptions } from './runner-options.js';
@@ -111,6 +112,27 @@ export interface Runner {
    * ```
    */
   cancel(runId: string, options?: { reason?: string }): Promise<'cancelled' | 'not_found' | 'ended'>;
+  /**
+   * Decides the gate of a run parked at it (`stores.runs`), by run id, for someone other than the
+   * token holder (an operator): exactly once across instances, through the same atomic take as
+   * `resume` (a decision racing a `resume` of the same token: one wins, the other gets
+   * `already_used`). Approved, the run goes on durably as `resume` would, with the context it was
+   * started with; declined, it ends `declined`. `by` is kept on the gate's trace entry
+   * (`decidedBy`) and in `getRun(runId).decidedBy`.
+   *
+   * Resolves with the decided run's {@link RunResult} (or the refusal, e.g. `already_used`),
+   * `'not_found'` for a run id the store does not know, `'not_parked'` for a run that is running or
+   * has ended. Without a run store there is no record to find a run by its id: it throws a
+   * `TypeError` (use `resume` with the token there).
+   *
+   * @example
+   * ```ts
+   * const r = await runner.decide(runId, { approved: true, by: 'ops:alice' });
+   * if (r === 'not_found' || r === 'not_parked') reply(404);
+   * else if (r.status === 'completed') reply(200, r.output);
+   * ```
+   */
+  decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
 }
 
 /** How long `cancel()` waits for the run to end. */
@@ -145,6 +167,10 @@ export function createRunner(options: RunnerOptions): Runner {
     return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now };
   };
   let closed = false;
+  const parked = (): ParkedRuns => {
+    if (!durable || !runStore) throw needsRunStore('decide()');
+    return { parts, durable, store: runStore };
+  };
 
   const closedError = (): Error => new Error('This runner is closed; create a new one with createRunner().');
   const assertOpen = (): void => {
@@ -180,8 +206,9 @@ export function createRunner(options: RunnerOptions): Runner {
     async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
-      const prepared = await prepareResume(parts, token, decision, opts);
-      if ('status' in prepared) return prepared as RunResult<O>;
+      const prepared = await prepareResume(parts, token, { approved: decision.approved }, opts);
+      // A declined gate ends the run: the run store records it (it would stay parked otherwise).
+      if ('status' in prepared) return (prepared.status === 'declined' && durable ? durable.endParked(prepared) : prepared) as Promise<RunResult<O>> | RunResult<O>;
       return durable ? (durable.resume(prepared) as Promise<RunResult<O>>) : execute<O>(parts, prepared);
     },
 
@@ -247,8 +274,15 @@ export function createRunner(options: RunnerOptions): Runner {
     async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
       const { store, log } = watchSource('cancel()');
       const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
-      const run = await read();
+      let run = await read();
       if (!run) return 'not_found';
+      if (run.status === 'awaiting_confirmation' && durable) {
+        if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
+        run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
+        if (!run) return 'not_found';
+        // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
+        if (run.status === 'awaiting_confirmation') throw new Error(`Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+      }
       if (run.status !== 'running') return 'ended';
       const until = now() + CANCEL_WAIT_MS;
       for (let round = 0; now() < until; round++) {
@@ -259,6 +293,12 @@ export function createRunner(options: RunnerOptions): Runner {
         if (!current || current.status !== 'running') break;
       }
       return 'cancelled';
+    },
+
+    async decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>> {
+      assertOpen();
+      checkDecision(runId, decision);
+      return decideRun(parked(), runId, decision) as Promise<DecideResult<O>>;
     },
 
     async close(): Promise<void> {

@@ -2,7 +2,7 @@
 // logger in observe/logger.ts; both are re-exported here, beside the options that produce them.
 import type { Chain, ChainOutput } from '../define/chain.js';
 import type { TierLevel } from '../guidance/tiers.js';
-import type { ConfirmationRequest } from '../observe/result.js';
+import type { ConfirmationRequest, RunResult } from '../observe/result.js';
 
 export type { ConfirmationRequest, InvokeResult, RunResult, RunResultBase } from '../observe/result.js';
 export type { Logger } from '../observe/logger.js';
@@ -31,6 +31,28 @@ export interface ResumeOptions<C = Record<string, unknown>> {
   chain?: Chain | readonly Chain[];
   signal?: AbortSignal;
 }
+
+/**
+ * A decision on a run parked at a confirmation gate, made by someone other than the token holder
+ * (`runner.decide`): `approved` as in `resume`, `by` who decided (recorded in the run and its trace).
+ */
+export interface GateDecision {
+  /** `true` continues the run as `resume` would; `false` ends it `declined`. */
+  approved: boolean;
+  /** Who decided (an operator id such as `'ops:alice'`): non-empty text, kept in the trace. */
+  by: string;
+}
+
+/** What `runner.decide` accepts: a gate's decision (the only kind of parked run decided today). */
+export type RunDecision = GateDecision;
+
+/**
+ * What `runner.decide` answers: the result of the decided run (a run continued after approval, a
+ * declined one, or a refusal such as `already_used` when a `resume` or another decision won),
+ * `'not_found'` for a run id the run store does not know, `'not_parked'` for a run not waiting for
+ * a decision (running or ended).
+ */
+export type DecideResult<O = unknown> = RunResult<O> | 'not_found' | 'not_parked';
 
 /**
  * The options argument of `run` for a chain whose context input type is `CIn`: optional when the

@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
@@ -107,4 +107,17 @@ describe('postgres run store', () => {
     // The run recorded by version 1 has no binding: its caller's retry still finds it, a filtered claim still recovers it.
     expect((await stores.runs.claimExpired('B', Date.now(), Date.now() + 60_000, 10, { chains: [] })).map((r) => r.runId)).toEqual([before.runId]);
   });
+});
+
+decideAcrossRunnersContract('postgres', async () => {
+  const s = schema();
+  return {
+    stores: async (count) => Array.from({ length: count }, () => {
+      const own = new pg.Pool({ ...connection, max: 2 }); // a pool each: three "processes"
+      pools.push(own);
+      const { runs, checkpoints } = postgresStores(own, { schema: s });
+      eventStores.push(runs);
+      return { runs, checkpoints };
+    }),
+  };
 });

@@ -3,7 +3,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
@@ -118,4 +118,17 @@ describe('redis run store', () => {
   it('refuses an empty prefix', () => {
     expect(() => redisRunStore(redis, { prefix: '' })).toThrow(/prefix/);
   });
+});
+
+decideAcrossRunnersContract('redis', async () => {
+  const p = `${prefix}:${++n}`;
+  return {
+    stores: async (count) => Promise.all(Array.from({ length: count }, async () => {
+      const client = await connect();
+      opened.push(client);
+      const { runs, checkpoints } = redisStores(client, { prefix: p, pollMs: 5 });
+      eventStores.push(runs);
+      return { runs, checkpoints };
+    })),
+  };
 });

@@ -1,8 +1,11 @@
 // The in-memory run store keeps the run-store contract (one process: every "peer" is the same store).
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, functionInvoker, ref } from '../../src/index.js';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import { memoryCheckpointStore } from '../../src/stores/memory.js';
 
 runStoreContract('memory', async () => {
   const idempotency = memoryIdempotencyStore();
@@ -61,3 +64,30 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
 runEventsContract('memory', eventsSetup);
 watchAcrossRunnersContract('memory', eventsSetup);
 cancelAcrossRunnersContract('memory', eventsSetup);
+decideAcrossRunnersContract('memory', async () => {
+  const runs = memoryRunStore();
+  const checkpoints = memoryCheckpointStore();
+  return { stores: async (count) => Array.from({ length: count }, () => ({ runs, checkpoints })) };
+});
+
+describe('runner.decide and a declined resume with the memory run store', () => {
+  const send = defineTool({ name: 'send_it', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write', idempotent: true });
+  const gate = defineChain({ name: 'gate-only', input: z.object({ n: z.number() }), steps: [{ id: 'send', tool: send, input: { n: ref('input', 'n') }, confirm: { prompt: 'Send?' } }] });
+  const invoker = functionInvoker([send], { send_it: async ({ n }) => ({ n }) });
+
+  it('a resume declined by the token holder is recorded declined in the run store', async () => {
+    const runner = createRunner({ invoker, chains: [gate], stores: { runs: memoryRunStore() } });
+    const r = await runner.run(gate, { n: 1 }, { runId: 'declined-by-holder' });
+    expect(r.status).toBe('awaiting_confirmation');
+    const declined = await runner.resume(r.status === 'awaiting_confirmation' ? r.resumeToken : '', { approved: false });
+    expect(declined.status).toBe('declined');
+    expect((await runner.getRun('declined-by-holder'))?.status).toBe('declined');
+    await runner.close();
+  });
+
+  it('without a run store, decide throws: there is no record to find the run by its id', async () => {
+    const runner = createRunner({ invoker, chains: [gate] });
+    await expect(runner.decide('any', { approved: true, by: 'ops' })).rejects.toThrow(/needs durable runs/);
+    await runner.close();
+  });
+});

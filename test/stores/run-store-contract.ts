@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
-import type { IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
+import type { CheckpointStore, IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
 import { encodeRunValue } from '../../src/stores/run-codec.js';
@@ -707,4 +707,152 @@ async function collectEvents(events: AsyncIterable<RunEvent>): Promise<RunEvent[
   const out: RunEvent[] = [];
   for await (const e of events) out.push(e);
   return out;
+}
+
+/** Stores of one data set, as `n` instances would open them (separate connections): runs and checkpoints. */
+export interface DecideSetup {
+  stores(n: number): Promise<{ runs: RunStore; checkpoints: CheckpointStore }[]>;
+}
+
+const SECRET = 'decide-contract-secret-0123456789';
+const sendTool = defineTool({ name: 'send_money', description: 's', input: z.object({ id: z.string() }), output: z.object({ sent: z.boolean() }), effect: 'write', idempotent: true });
+const gated = defineChain({
+  name: 'gated-send', input: z.object({ n: z.number() }), context: z.object({ userId: z.string() }), timeoutMs: 30_000,
+  steps: [
+    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } } },
+    { id: 'send', tool: sendTool, input: { id: ref('reserve', 'id') }, confirm: { prompt: 'Send it?' } },
+  ],
+});
+
+/**
+ * `runner.decide` and `runner.cancel` of a run parked at a gate, from other instances: exactly once
+ * against concurrent `resume` and `decide` calls, `by` recorded, the token refused afterwards.
+ *
+ * @example
+ * ```ts
+ * decideAcrossRunnersContract('redis', setup);
+ * ```
+ */
+export function decideAcrossRunnersContract(name: string, setup: () => Promise<DecideSetup>): void {
+  describe(`${name} run store: decide and cancel a parked run from another instance`, () => {
+    const runners: Runner[] = [];
+    afterEach(async () => {
+      for (const r of runners.splice(0)) await r.close();
+    });
+    const make = (stores: { runs: RunStore; checkpoints: CheckpointStore }, calls: string[]) => {
+      const runner = createRunner({
+        invoker: functionInvoker([reserve, releaseTool, sendTool], {
+          reserve: async ({ n }) => (calls.push('reserve'), { id: `r${n}` }),
+          release: async () => (calls.push('release'), { ok: true }),
+          send_money: async () => (calls.push('send'), { sent: true }),
+        }),
+        chains: [gated], secret: SECRET, stores,
+      });
+      runners.push(runner);
+      return runner;
+    };
+    const park = async (runner: Runner) => {
+      const runId = uid('parked');
+      const r = await runner.run(gated, { n: 1 }, { runId, context: { userId: 'u-1' } });
+      expect(r.status).toBe('awaiting_confirmation');
+      return { runId, token: r.status === 'awaiting_confirmation' ? r.resumeToken : '' };
+    };
+
+    it('an approved decision continues the run on another instance, records who decided, and the token is refused after', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const b = make(sb!, calls);
+      const { runId, token } = await park(a);
+      const r = await b.decide(runId, { approved: true, by: 'ops:alice' });
+      expect(r).toMatchObject({ status: 'completed', runId, output: { sent: true } });
+      expect(calls).toEqual(['reserve', 'send']);
+      const info = await a.getRun(runId);
+      expect(info).toMatchObject({ status: 'completed', decidedBy: 'ops:alice', steps: ['reserve', 'send'] });
+      expect(info?.result?.trace.steps.find((s) => s.id === 'send')?.decidedBy).toBe('ops:alice');
+      const again = await a.resume(token, { approved: true }, { context: { userId: 'u-1' } });
+      expect(again.status === 'failed' && again.error.code).toBe('already_used');
+      expect(await a.decide(runId, { approved: true, by: 'ops:bob' })).toBe('not_parked');
+      expect(calls).toEqual(['reserve', 'send']);
+    });
+
+    it('a declined decision ends the run declined in the store, with who decided', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const b = make(sb!, calls);
+      const { runId, token } = await park(a);
+      const r = await b.decide(runId, { approved: false, by: 'ops:carol' });
+      expect(r).toMatchObject({ status: 'declined', step: 'send' });
+      expect(typeof r !== 'string' && r.trace.steps.find((s) => s.id === 'send')).toMatchObject({ status: 'declined', decidedBy: 'ops:carol' });
+      expect(await a.getRun(runId)).toMatchObject({ status: 'declined', decidedBy: 'ops:carol' });
+      const again = await a.resume(token, { approved: true }, { context: { userId: 'u-1' } });
+      expect(again.status === 'failed' && again.error.code).toBe('already_used');
+      expect(calls).toEqual(['reserve']);
+      // The park ended the first watch; the decision appends a second run:end after it.
+      const parkedEnd = (await collectEvents(a.watch(runId))).at(-1)!;
+      expect(parkedEnd).toMatchObject({ type: 'run:end', data: { status: 'awaiting_confirmation' } });
+      const end = (await collectEvents(a.watch(runId, { after: parkedEnd.seq }))).at(-1);
+      expect(end).toMatchObject({ type: 'run:end', data: { status: 'declined', step: 'send' } });
+    });
+
+    it('answers not_found for an unknown run and not_parked for one running or ended; refuses a malformed decision', async () => {
+      const [sa] = await (await setup()).stores(1);
+      const a = make(sa!, []);
+      expect(await a.decide(uid('missing'), { approved: true, by: 'ops' })).toBe('not_found');
+      const { runId } = await park(a);
+      await expect(a.decide(runId, { approved: 'yes', by: 'ops' } as never)).rejects.toThrow(TypeError);
+      await expect(a.decide(runId, { approved: true, by: '' })).rejects.toThrow(TypeError);
+      expect(await a.decide(runId, { approved: false, by: 'ops' })).toMatchObject({ status: 'declined' });
+      expect(await a.decide(runId, { approved: true, by: 'ops' })).toBe('not_parked');
+    });
+
+    it('cancel of a parked run compensates, ends run_cancelled, and its token is refused after', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const b = make(sb!, calls);
+      const { runId, token } = await park(a);
+      expect(await b.cancel(runId, { reason: 'the user left' })).toBe('cancelled');
+      expect(calls).toEqual(['reserve', 'release']);
+      const info = await a.getRun(runId);
+      expect(info?.status).toBe('failed');
+      expect(info?.result).toMatchObject({ status: 'failed', error: { category: 'cancelled', code: 'run_cancelled' }, compensated: ['reserve'] });
+      const again = await a.resume(token, { approved: true }, { context: { userId: 'u-1' } });
+      expect(again.status === 'failed' && again.error.code).toBe('already_used');
+      expect(await b.decide(runId, { approved: true, by: 'ops' })).toBe('not_parked');
+      expect(await b.cancel(runId)).toBe('ended');
+      expect(calls).toEqual(['reserve', 'release']);
+    });
+
+    it('cancel of a parked run on a runner without its chain throws and leaves the run and its token as they were', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const b = createRunner({ invoker: functionInvoker([], {}), secret: SECRET, stores: sb! });
+      runners.push(b);
+      const { runId, token } = await park(a);
+      await expect(b.cancel(runId)).rejects.toThrow(/chain 'gated-send'/);
+      expect((await a.getRun(runId))?.status).toBe('awaiting_confirmation');
+      expect(await a.resume(token, { approved: true }, { context: { userId: 'u-1' } })).toMatchObject({ status: 'completed' });
+      expect(calls).toEqual(['reserve', 'send']);
+    });
+
+    it('50 concurrent decide and resume calls on one gate from 3 instances make exactly one tool call', async () => {
+      const stores = await (await setup()).stores(3);
+      const calls: string[] = [];
+      const runnersHere = stores.map((s) => make(s, calls));
+      const { runId, token } = await park(runnersHere[0]!);
+      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => {
+        const r = runnersHere[i % 3]!;
+        return i % 2 === 0 ? r.decide(runId, { approved: true, by: `ops:${i}` }) : r.resume(token, { approved: true }, { context: { userId: 'u-1' } });
+      }));
+      expect(calls.filter((c) => c === 'send')).toHaveLength(1);
+      const results = answers.filter((x) => typeof x !== 'string');
+      expect(results.filter((x) => x.status === 'completed')).toHaveLength(1);
+      for (const x of results) if (x.status !== 'completed') expect(x.status === 'failed' && x.error.code).toBe('already_used');
+      expect(answers.filter((x) => typeof x === 'string').every((x) => x === 'not_parked')).toBe(true);
+      expect((await runnersHere[1]!.getRun(runId))?.status).toBe('completed');
+    });
+  });
 }

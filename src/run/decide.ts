@@ -1,0 +1,90 @@
+// Steering a run parked at a gate by run id, from any instance: a decision made by someone other
+// than the token holder (`runner.decide`), and a cancel (`runner.cancel`). Both go through the
+// checkpoint's atomic take, as `resume` does: whichever takes it first acts, the others are refused.
+import { RunAbortReason } from '../errors/classify.js';
+import type { RunResult } from '../observe/result.js';
+import { callStore } from '../stores/guard.js';
+import type { RunStore, StoredRun } from '../stores/types.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
+import type { Durable } from './durable.js';
+import { isValidRunId } from './durable.js';
+import type { RunnerParts } from './parts.js';
+import { prepareResume } from './prepare.js';
+import type { DecideResult, RunDecision } from './types.js';
+
+/** What steering a parked run needs: the runner's parts, its durable side and its run store. */
+export interface ParkedRuns {
+  parts: RunnerParts;
+  durable: Durable;
+  store: RunStore;
+}
+
+/**
+ * Checks a decision before anything is asked of a store; throws a `TypeError` for a malformed one.
+ *
+ * @example
+ * ```ts
+ * checkDecision(runId, { approved: true, by: 'ops:alice' });
+ * ```
+ */
+export function checkDecision(runId: unknown, decision: RunDecision): void {
+  if (!isValidRunId(runId)) throw new TypeError('Expected a run id: a string of 1 to 255 printable characters.');
+  if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean, by: string }.');
+  if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255) throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');
+}
+
+/** The stored run, bounded like every run-store read. */
+async function readRun({ parts, store }: ParkedRuns, runId: string): Promise<StoredRun | undefined> {
+  const { now } = parts.calls;
+  return callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
+}
+
+/** The resume token a parked run recorded with its result, if it is parked. */
+function parkedToken(run: StoredRun): string | undefined {
+  if (run.status !== 'awaiting_confirmation') return undefined;
+  const token = (run.result as { resumeToken?: unknown } | undefined)?.resumeToken;
+  return typeof token === 'string' ? token : undefined;
+}
+
+/**
+ * Decides the gate of a parked run by its id: the same checks and atomic take as `resume`, with
+ * the run's recorded context; approved, the run goes on durably; declined, it ends `declined`.
+ *
+ * @example
+ * ```ts
+ * const r = await decideRun({ parts, durable, store }, runId, { approved: true, by: 'ops:alice' });
+ * ```
+ */
+export async function decideRun(steer: ParkedRuns, runId: string, decision: RunDecision): Promise<DecideResult> {
+  const run = await readRun(steer, runId);
+  if (!run) return 'not_found';
+  const token = parkedToken(run);
+  if (token === undefined) return 'not_parked';
+  const { parts, durable } = steer;
+  const prepared = await prepareResume(parts, token, { approved: decision.approved, by: decision.by }, { context: run.context as Record<string, unknown> });
+  if (!('status' in prepared)) return durable.resume(prepared);
+  return prepared.status === 'declined' ? durable.endParked(prepared) : prepared;
+}
+
+/**
+ * Cancels a parked run: takes its checkpoint (its token is refused from then on), then ends it
+ * `failed`/`run_cancelled`, undoing its completed steps with `compensate`. `false` when the
+ * checkpoint was taken first (a resume or a decision won): the run is then in flight or ended.
+ *
+ * @example
+ * ```ts
+ * if (await cancelParked(steer, run, 'the user left')) return 'cancelled';
+ * ```
+ */
+export async function cancelParked(steer: ParkedRuns, run: StoredRun, reason: string | undefined): Promise<boolean> {
+  const token = parkedToken(run);
+  if (token === undefined) return false;
+  const stop = new AbortController();
+  // Aborted before the run continues: no step starts, and what it completed is compensated.
+  stop.abort(new RunAbortReason('cancelled', `The run was cancelled${reason ? `: ${reason}` : ''}.`, 'run_cancelled'));
+  const prepared = await prepareResume(steer.parts, token, { approved: true }, { context: run.context as Record<string, unknown>, signal: stop.signal });
+  if ('status' in prepared) return false;
+  // The approved gate is not asked again, and nothing past it starts: the abort stops the run first.
+  const result: RunResult = await steer.durable.resume(prepared);
+  return result.status === 'failed';
+}
