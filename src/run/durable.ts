@@ -14,6 +14,7 @@ import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, 
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
 import { hashContext } from './checkpoint.js';
+import { settleTrace } from '../observe/trace.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import type { Execution } from './execution.js';
 import { runEndData } from './events-log.js';
@@ -275,13 +276,13 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const body = lease.failed !== undefined
       ? earlyFailure(calls, 'unavailable', 'store_unavailable', lease.failed instanceof Error ? lease.failed.message : String(lease.failed))
       : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
-    result.trace.status = 'failed';
+    settleTrace(result.trace, 'failed', body.error);
     return { ...body, completed: 'completed' in result ? result.completed : {}, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 
   const unrecorded = (result: RunResult): RunResult => {
     const body = earlyFailure(calls, 'unavailable', 'store_unavailable', `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`);
-    result.trace.status = 'failed';
+    settleTrace(result.trace, 'failed', body.error);
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 

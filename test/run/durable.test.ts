@@ -143,6 +143,21 @@ describe('durable runs (memory run store)', () => {
     expect(await inner.get('nofin')).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'b' }] });
   });
 
+  it('a run whose end or journal the store did not record reports a partial trace with its error', async () => {
+    const inner = memoryRunStore();
+    const { runner } = make({ ...inner, finish: () => Promise.reject(new Error('connection lost')) });
+    const r = await runner.run(chain, { n: 1 }, { runId: 'nofin-trace' });
+    expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
+    expect(r.trace.status).toBe('partial'); // steps a and b completed
+    expect(r.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
+    let failing = false;
+    const { runner: second } = make({ ...inner, journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)) }, { write: () => ((failing = true), { id: 'w1' }) });
+    const cut = await second.run(chain, { n: 1 }, { runId: 'sf-trace' });
+    expect(cut.status === 'failed' && cut.error.code).toBe('store_unavailable');
+    expect(cut.trace.status).toBe('partial');
+    expect(cut.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
+  });
+
   it('a runner that lost its lease stops with lease_lost and does not compensate', async () => {
     const inner = memoryRunStore();
     const store: RunStore = { ...inner, journal: async (runId, owner, entry, complete) => (entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete)) };
