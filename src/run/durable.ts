@@ -104,6 +104,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const retentionMs = Math.max(RETENTION_MS, parts.gates.confirmationTtlMs);
   const leases = new Map<string, Lease>();
   let renewal: ReturnType<typeof setInterval> | undefined;
+  /** While a timer renewal is in flight, until the lease it asks for: ticks until then skip. */
+  let renewingUntil = 0;
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
   let closed = false;
@@ -137,10 +139,17 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     // One timer per runner renews every lease it holds in one store call, a third of a lease apart.
     if (renewal === undefined && !closed) {
       renewal = setInterval(() => {
-        if (leases.size === 0) return;
+        // One renewal at a time: during a partition, renewals would otherwise pile up in the store's queue.
+        // One unanswered past the lease it asked for no longer blocks the next (no timer of its own for that).
+        const t = now();
+        if (leases.size === 0 || t < renewingUntil) return;
         const ids = [...leases.keys()];
-        const until = now() + leaseMs;
-        store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed'));
+        const until = t + leaseMs;
+        renewingUntil = until;
+        const settled = (): void => {
+          if (renewingUntil === until) renewingUntil = 0;
+        };
+        void store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed')).then(settled, settled);
       }, Math.max(1, Math.floor(leaseMs / 3)));
       renewal.unref?.();
     }

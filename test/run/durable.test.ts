@@ -158,6 +158,24 @@ describe('durable runs (memory run store)', () => {
     expect(cut.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
   });
 
+  it('renews leases one at a time: a tick skips while the last renewal is unanswered', async () => {
+    const inner = memoryRunStore();
+    let silent = false;
+    let unanswered = 0;
+    // While the write runs the store stops answering renewals (a partition): they must not pile up.
+    const store: RunStore = { ...inner, renew: (...a) => (silent ? (unanswered++, never()) : inner.renew(...a)) };
+    const { runner } = make(store, {
+      write: async () => {
+        silent = true;
+        await new Promise((r) => setTimeout(r, 1_100)); // timer ticks at ~400 and ~800 ms (a third of the lease)
+        silent = false;
+        return { id: 'w1' };
+      },
+    }, { leaseMs: 1_200 });
+    await runner.run(chain, { n: 1 }, { runId: 'renew-once' });
+    expect(unanswered).toBe(1);
+  });
+
   it('a runner that lost its lease stops with lease_lost and does not compensate', async () => {
     const inner = memoryRunStore();
     const store: RunStore = { ...inner, journal: async (runId, owner, entry, complete) => (entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete)) };
