@@ -3,10 +3,18 @@ import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy } from './types.js';
 import { callStore } from '../stores/guard.js';
+import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
 
-/** How long after the deadline the outcome may still take to be recorded. */
-const SETTLE_GRACE_MS = 5000;
+/** Starts a store write whose failure must not hide the call's outcome: a settled promise, or undefined when it answered synchronously. */
+function start(write: () => MaybePromise<void>): Promise<unknown> | undefined {
+  try {
+    const done = write();
+    return done instanceof Promise ? done.then(undefined, noop) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
@@ -71,15 +79,29 @@ class Claimed {
  */
 export function idempotencyPolicy(store: IdempotencyStore, now: () => number): Policy {
   // After the call, the store's trouble must not hide the outcome: the side effect happened (or not).
-  // Resolves to undefined at once when the store answered synchronously (memory): no extra hop.
-  const record = (until: number, write: () => MaybePromise<void>): Promise<unknown> | undefined => {
-    const done = callStore(write, until, now, 'idempotency');
-    return done instanceof Promise ? done.then(undefined, () => undefined) : undefined;
+  // The caller's answer waits for the record's write until the run's deadline, or until its scope
+  // aborts (deadline, cancel, `close()`): the write goes on, but no wait or timer outlives the run
+  // (API.md §10). Undefined when the store answered synchronously (memory): no extra hop.
+  const settleBy = (done: Promise<unknown> | undefined, ctx: CallContext): Promise<unknown> | undefined => {
+    if (done === undefined) return undefined;
+    const scope = ctx.run;
+    if (scope.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const stop = (): void => {
+        clearTimeout(timer);
+        off();
+        resolve();
+      };
+      const timer = setTimeout(stop, delayUntil(ctx.deadlineAt, now));
+      const off = scope.onAbort(stop);
+      void done.then(stop);
+    });
   };
   /** Keeps the late answer of a call whose failure was kept as unknown (after that write). */
   const keepLate = (claim: Claimed, value: unknown): void => {
     const { ctx } = claim;
-    const late = (): unknown => record(now() + SETTLE_GRACE_MS, () => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
+    // Nobody waits for it: the write goes on, with no timer to keep the process alive.
+    const late = (): unknown => start(() => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
     if (claim.recorded) void claim.recorded.then(late);
     else late();
   };
@@ -89,7 +111,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   function completed(this: Claimed, value: unknown): unknown {
     this.state = 'over';
     const ctx = this.ctx;
-    const recorded = record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.complete(this.key, value, ctx.tool.idempotencyTtlMs));
+    const recorded = settleBy(start(() => store.complete(this.key, value, ctx.tool.idempotencyTtlMs)), ctx);
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: Claimed, error: unknown): Promise<never> {
@@ -101,10 +123,12 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     const early = this.early;
     this.state = unknown && early === undefined ? 'unknown' : 'over';
     // An earlier attempt answered late while this call ran: the write happened, and that answer is its outcome.
-    const recorded = early !== undefined
-      ? record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
-      : record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.fail(this.key, error, unknown));
-    if (unknown) this.recorded = recorded;
+    const written = early !== undefined
+      ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
+      : start(() => store.fail(this.key, error, unknown));
+    // The late answer's write follows this one's, wherever the caller stopped waiting.
+    if (unknown) this.recorded = written;
+    const recorded = settleBy(written, ctx);
     if (!recorded) throw error;
     return recorded.then(() => Promise.reject(error));
   }
@@ -147,7 +171,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
       if (begun instanceof Promise) {
         begun.then((late) => {
           if (late.status === 'pending') abandon(late);
-          else if (late.status === 'new') void record(ctx.deadlineAt + SETTLE_GRACE_MS, () => store.fail(key, error));
+          else if (late.status === 'new') void start(() => store.fail(key, error));
         }, noop);
       }
       throw error;

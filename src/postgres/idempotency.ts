@@ -56,7 +56,8 @@ INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at)
 ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
 WHERE i.state = 'u' OR i.expires_at <= $4`);
   const release = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1`);
-  const keepUnknown = db.sql(`UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1`);
+  // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
+  const keepUnknown = db.sql(`UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1 AND state = 'p'`);
 
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
   const kept = (row: Row | undefined): KeptOutcome => {

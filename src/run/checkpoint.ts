@@ -1,5 +1,6 @@
 // Resume tokens: HMAC-signed, carrying the checkpoint id and expiry, so tampering and expiry are
 // detected without the store, and the store only has to answer "taken, used or missing".
+import { newId } from './ids.js';
 import { equalConstantTime, fromBase64Url, hmacSha256, sha256, toBase64Url, toHex, utf8 } from '../util/sha256.js';
 
 /** Why a token was refused. */
@@ -64,29 +65,85 @@ function mac(payload: string, secret: string): string {
   return toBase64Url(hmacSha256(secret, payload));
 }
 
-/** A stable hash of a context object (keys sorted), to detect a resume under another identity. */
+/**
+ * A stable hash of a context (the SHA-256 of its {@link stableStringify} text): what binds an
+ * idempotency key, a durable run id and a checkpoint to their caller. Equal data gives the same hash
+ * in any process; objects that are not plain data (class instances) are scoped per object.
+ *
+ * @example
+ * ```ts
+ * hashContext({ userId: 'alice' }) === hashContext({ userId: 'alice', org: undefined }); // true
+ * ```
+ */
 export function hashContext(context: unknown): string {
   return toHex(sha256(stableStringify(context)));
 }
 
+// One random tag per process, so an object's identity never matches another process's object in a shared store.
+const PROCESS_TAG = newId();
+const identities = new WeakMap<object, string>();
+let nextIdentity = 0;
+
+/** The identity token of an object that is not plain data: unique to this object (and this process). */
+function identityOf(value: object): string {
+  let id = identities.get(value);
+  if (id === undefined) identities.set(value, (id = `#${PROCESS_TAG}.${++nextIdentity}`));
+  return id;
+}
+
 /**
- * JSON-like text of a value with object keys sorted (BigInts as `1n`, cycles as a marker): the
- * input of {@link hashContext}, equal for equal contexts whatever their key order.
+ * The canonical text a context is hashed by: plain data as JSON with object keys sorted, so equal
+ * contexts give equal text whatever their key order; keys whose value is `undefined` are left out
+ * (`{ org: undefined }` is the caller without an org). Forms JSON has no spelling for are written as
+ * text that is not JSON, so they never match a string or an object: `1n`, `NaN`, `Date(ms)`,
+ * `Map{…}` and `Set{…}` (entries sorted by their text, as object keys are: a Map is compared as
+ * a lookup table, not a sequence), and for any other object — a class instance, whose private fields
+ * cannot be read — an identity token: such a context hashes per object (the same instance, the same
+ * hash; an equal copy, another). Such objects cannot be stored, so a durable context (plain data,
+ * Dates, BigInts) hashes the same in every process. Cycles hash as a marker.
  *
  * @example
  * ```ts
- * stableStringify({ b: 1, a: [2n] }); // '{"a":[2n],"b":1}'
+ * stableStringify({ b: 1, a: [2n], c: undefined }); // '{"a":[2n],"b":1}'
  * ```
  */
 export function stableStringify(value: unknown, ancestors: object[] = []): string {
-  if (typeof value === 'bigint') return `${value}n`; // JSON.stringify would throw; not valid JSON, so it cannot collide with a string
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'undefined';
+  switch (typeof value) {
+    case 'bigint':
+      return `${value}n`; // not valid JSON, so it cannot collide with a string
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : String(value); // NaN is not null
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return identityOf(value);
+    case 'symbol':
+      return `Symbol(${JSON.stringify(value.description ?? '')})`;
+    case 'object':
+      break;
+    default:
+      return JSON.stringify(value);
+  }
+  if (value === null) return 'null';
+  if (value instanceof Date) return `Date(${value.getTime()})`;
   // A cycle (possible only through a schema that passes objects through) hashes as a marker, not a stack overflow.
   if (ancestors.includes(value) || ancestors.length > 256) return '"[Circular]"';
+  const proto = Object.getPrototypeOf(value) as unknown;
+  // Exact prototypes only: a subclass of Map may hold private state its entries do not show.
+  if (proto !== Object.prototype && proto !== null && proto !== Array.prototype && proto !== Map.prototype && proto !== Set.prototype) return identityOf(value);
   ancestors.push(value);
-  const text = Array.isArray(value)
-    ? `[${value.map((v) => stableStringify(v, ancestors)).join(',')}]`
-    : `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stableStringify((value as Record<string, unknown>)[k], ancestors)}`).join(',')}}`;
+  let text: string;
+  if (Array.isArray(value)) text = `[${value.map((v) => stableStringify(v, ancestors)).join(',')}]`;
+  else if (value instanceof Map) text = `Map{${[...value].map(([k, v]) => `${stableStringify(k, ancestors)}:${stableStringify(v, ancestors)}`).sort().join(',')}}`;
+  else if (value instanceof Set) text = `Set{${[...value].map((v) => stableStringify(v, ancestors)).sort().join(',')}}`;
+  else {
+    const parts: string[] = [];
+    for (const k of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== undefined) parts.push(`${JSON.stringify(k)}:${stableStringify(v, ancestors)}`);
+    }
+    text = `{${parts.join(',')}}`;
+  }
   ancestors.pop();
   return text;
 }

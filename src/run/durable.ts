@@ -14,6 +14,7 @@ import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, 
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
 import { hashContext } from './checkpoint.js';
+import { settleTrace } from '../observe/trace.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import type { Execution } from './execution.js';
 import { runEndData } from './events-log.js';
@@ -107,6 +108,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const retentionMs = Math.max(RETENTION_MS, parts.gates.confirmationTtlMs);
   const leases = new Map<string, Lease>();
   let renewal: ReturnType<typeof setInterval> | undefined;
+  /** While a timer renewal is in flight, until the lease it asks for: ticks until then skip. */
+  let renewingUntil = 0;
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
   let closed = false;
@@ -140,10 +143,17 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     // One timer per runner renews every lease it holds in one store call, a third of a lease apart.
     if (renewal === undefined && !closed) {
       renewal = setInterval(() => {
-        if (leases.size === 0) return;
+        // One renewal at a time: during a partition, renewals would otherwise pile up in the store's queue.
+        // One unanswered past the lease it asked for no longer blocks the next (no timer of its own for that).
+        const t = now();
+        if (leases.size === 0 || t < renewingUntil) return;
         const ids = [...leases.keys()];
-        const until = now() + leaseMs;
-        store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed'));
+        const until = t + leaseMs;
+        renewingUntil = until;
+        const settled = (): void => {
+          if (renewingUntil === until) renewingUntil = 0;
+        };
+        void store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed')).then(settled, settled);
       }, Math.max(1, Math.floor(leaseMs / 3)));
       renewal.unref?.();
     }
@@ -281,13 +291,13 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
     // The step whose record failed (or that found the lease lost): the caller learns where it stopped.
     if (result.status === 'failed' && result.error.step !== undefined) body.error.step = result.error.step;
-    result.trace.status = 'failed';
+    settleTrace(result.trace, 'failed', body.error);
     return { ...body, completed: 'completed' in result ? result.completed : {}, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 
   const unrecorded = (result: RunResult): RunResult => {
     const body = earlyFailure(calls, 'unavailable', 'store_unavailable', `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`);
-    result.trace.status = 'failed';
+    settleTrace(result.trace, 'failed', body.error);
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 

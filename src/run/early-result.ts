@@ -4,7 +4,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from '../observe/result.js';
-import type { Trace, TraceStep } from '../observe/trace.js';
+import { settleTrace, type Trace, type TraceStep } from '../observe/trace.js';
 import type { Calls } from './call-context.js';
 import { newTrace, type Recorder, type RecordSite } from './recorder.js';
 
@@ -37,6 +37,8 @@ export function earlyResult<O>(parts: { calls: Calls; recorder: Recorder }, site
   const startedAt = site.startedAt ?? calls.now();
   const ended = calls.now();
   const trace = newTrace(site, startedAt, ended, body.status as Trace['status'], [...(site.priorTrace ?? [])]);
+  // A failure after journaled steps (an orphan ended at its deadline) is `partial`, its errors listed.
+  if (body.status === 'failed') settleTrace(trace, 'failed', body.error);
   const metadata = recorder.metadata({ ...(site.definition && { chain: site.definition }), actualDurationMs: 0, sessionTools: site.sessionId ? recorder.sessionTools(site.sessionId) : [], advice: [] });
   const result = { ...body, runId: site.runId, chain: site.chain, trace, metadata } as RunResult<O>;
   recorder.chainEnded(site, result);

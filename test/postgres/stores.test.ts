@@ -142,6 +142,17 @@ describe('postgres idempotency', () => {
     expect(await store.begin('n')).toEqual({ status: 'done', value: null });
   });
 
+  it('an unknown outcome kept after a stall never replaces a late answer already kept', async () => {
+    const { idempotency: store } = make();
+    expect(await store.begin('late')).toEqual({ status: 'new' });
+    const unknown = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    await store.fail('late', unknown, true);
+    await store.completeLate!('late', { paid: 3 });
+    // A second write of the unknown failure, stalled in the pool until now, lands after the late answer.
+    await store.fail('late', unknown, true);
+    expect(await store.begin('late')).toEqual({ status: 'done', value: { paid: 3 } });
+  });
+
   it('a duplicate waits at most pendingWaitMs, then fails with conflict', async () => {
     const { idempotency: store } = make({ pendingWaitMs: 40 });
     await store.begin('slow');

@@ -143,6 +143,39 @@ describe('durable runs (memory run store)', () => {
     expect(await inner.get('nofin')).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'b' }] });
   });
 
+  it('a run whose end or journal the store did not record reports a partial trace with its error', async () => {
+    const inner = memoryRunStore();
+    const { runner } = make({ ...inner, finish: () => Promise.reject(new Error('connection lost')) });
+    const r = await runner.run(chain, { n: 1 }, { runId: 'nofin-trace' });
+    expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
+    expect(r.trace.status).toBe('partial'); // steps a and b completed
+    expect(r.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
+    let failing = false;
+    const { runner: second } = make({ ...inner, journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)) }, { write: () => ((failing = true), { id: 'w1' }) });
+    const cut = await second.run(chain, { n: 1 }, { runId: 'sf-trace' });
+    expect(cut.status === 'failed' && cut.error.code).toBe('store_unavailable');
+    expect(cut.trace.status).toBe('partial');
+    expect(cut.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
+  });
+
+  it('renews leases one at a time: a tick skips while the last renewal is unanswered', async () => {
+    const inner = memoryRunStore();
+    let silent = false;
+    let unanswered = 0;
+    // While the write runs the store stops answering renewals (a partition): they must not pile up.
+    const store: RunStore = { ...inner, renew: (...a) => (silent ? (unanswered++, never()) : inner.renew(...a)) };
+    const { runner } = make(store, {
+      write: async () => {
+        silent = true;
+        await new Promise((r) => setTimeout(r, 1_100)); // timer ticks at ~400 and ~800 ms (a third of the lease)
+        silent = false;
+        return { id: 'w1' };
+      },
+    }, { leaseMs: 1_200 });
+    await runner.run(chain, { n: 1 }, { runId: 'renew-once' });
+    expect(unanswered).toBe(1);
+  });
+
   it('a runner that lost its lease stops with lease_lost and does not compensate', async () => {
     const inner = memoryRunStore();
     const store: RunStore = { ...inner, journal: async (runId, owner, entry, complete) => (entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete)) };
