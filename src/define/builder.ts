@@ -3,7 +3,7 @@
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { defineChain, type Chain, type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './chain.js';
-import type { ContextInputOf, ContextOf, ElementOf, MappingOf, PathOf, SelectResult, ValueAt, WhereOf } from './infer.js';
+import type { ContextInputOf, ContextOf, ElementOf, MappingOf, RefPath, RefValueAt, SelectResult, WhereOf } from './infer.js';
 import { ref, type Ref, type Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';
 
@@ -49,7 +49,14 @@ export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } &
  * chain('c', { input }).tool('find', listTasks, (ref) => ({ user_id: ref('input', 'userId') }));
  * ```
  */
-export type TypedRef<Src> = <S extends keyof Src & string, P extends PathOf<Src[S]> | '' = ''>(source: S, path?: P) => Ref<ValueAt<Src[S], P>, S, P>;
+export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(source: S, path?: PathArg<Src, S, P>) => Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>;
+/**
+ * The path parameter: the path itself when it exists, else a message naming the wrong segment and
+ * the valid ones. After a wrong source (reported at the source) any path is taken: one error, not two.
+ */
+type PathArg<Src, S extends keyof Src & string, P extends string> = SourceUnknown<S> extends true ? P : RefPath<Src[S], P, S>;
+/** A source argument that is not one of the keys falls back to their union: true then. */
+type SourceUnknown<S, All = S> = true extends (S extends unknown ? ([All] extends [S] ? false : true) : never) ? true : false;
 
 /**
  * Options of a builder step: the declarative step options, with the scope typed. `compensate`

@@ -50,6 +50,57 @@ type GetIn<T, K extends string> = T extends null | undefined
     : K extends keyof T ? T[K] : undefined;
 
 /**
+ * Checks a ref's `path` into a value of type `T` read from `Source` (`'input'`, `'context'`, a step
+ * id): `P` itself when the path exists, else the message a reader needs, naming the wrong segment
+ * and what is valid at that level (`'emial' is not a field of step contact: id, name, email`).
+ * It is the type of the path parameter, so the mistake is reported at the path argument. Walks
+ * only the segments written (no union of every path is built); `any`/`unknown` accept every path.
+ *
+ * @example
+ * ```ts
+ * type Ok = RefPath<{ tasks: { title: string }[] }, 'tasks.0.title', 'input'>;  // 'tasks.0.title'
+ * type No = RefPath<{ tasks: { title: string }[] }, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
+ * ```
+ */
+export type RefPath<T, P extends string, Source extends string> = string extends P ? P : P extends '' ? P : Check<T, Segments<Brackets<P>>, '', Source> extends infer E extends string ? E : P;
+/**
+ * The value at a path already checked by {@link RefPath}: `any` when it does not exist (the path argument carries the error).
+ *
+ * @example
+ * ```ts
+ * type V = RefValueAt<{ tasks: { title: string }[] }, 'tasks.0.title', 'input'>; // string
+ * ```
+ */
+export type RefValueAt<T, P extends string, Source extends string> = [RefPath<T, P, Source>] extends [P] ? ValueAt<T, P> : any;
+/** `true` when every segment exists, else the message (a string). Tail-recursive over the segments written. */
+type Check<T, S extends readonly string[], At extends string, Source extends string> = S extends readonly [infer H extends string, ...infer R extends string[]]
+  ? IsAny<T> extends true ? true
+    : unknown extends T ? true
+      // A segment only known as a string (a template literal path) cannot be checked.
+      : string extends H ? true
+        : H extends KeysOf<NonNullable<T>> ? Check<Get<T, H>, R, At extends '' ? H : `${At}.${H}`, Source>
+          : Miss<NonNullable<T>, H, At, Source>
+  : true;
+/** The segments valid after a value of type `N` (any member of a union): fields, or indices and `length` of arrays. */
+type KeysOf<N> = N extends readonly unknown[] ? `${number}` | 'length' : N extends Leaf ? never : keyof N & string;
+/** Where a path stopped, for messages: `step contact`, `the input`, `tasks.0 in the input`. */
+type Where<At extends string, Source extends string> = `${At extends '' ? '' : `${At} in `}${Source extends 'input' | 'context' | 'item' ? `the ${Source}` : `step ${Source}`}`;
+type Miss<N, H extends string, At extends string, Source extends string> = [N] extends [never]
+  ? `'${H}' cannot be read: ${Where<At, Source>} is null or undefined`
+  : [N] extends [readonly unknown[]]
+    ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${At extends '' ? '' : `${At}.`}0.${H})`
+    : [N] extends [Leaf]
+      ? `'${H}' is not a field: ${Where<At, Source>} is ${N extends string ? 'a string' : N extends number ? 'a number' : N extends boolean ? 'a boolean' : 'a value without fields'}`
+      : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
+/** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
+type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void ? (F extends () => infer L ? L : never) : never;
+/** `a, b, c` from a union of names; only built for a message, at most 24 names. */
+type Join<U, Acc extends string = '', N extends unknown[] = []> = [U] extends [never]
+  ? Acc
+  : N['length'] extends 24 ? `…, ${Acc}`
+    : LastOf<U> extends infer L extends string ? Join<Exclude<U, L>, Acc extends '' ? L : `${L}, ${Acc}`, [...N, 0]> : Acc;
+
+/**
  * The item type of an array type (through `null`/`undefined`): what a select step picks.
  *
  * @example
@@ -137,7 +188,9 @@ type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
       : unknown;
 
 /** Tail-recursive, so long chains do not deepen the instantiation stack. */
-type Fold<Steps, I, C, R> = Steps extends readonly [infer H, ...infer Rest] ? Fold<Rest, I, C, R & { [K in StepIdOf<H>]: StepResultOf<H, I, C, R> }> : R;
+type Fold<Steps, I, C, R> = Steps extends readonly [infer H, ...infer Rest] ? Fold<Rest, I, C, Next<H, I, C, R>> : R;
+/** The results after step `H`. */
+type Next<H, I, C, R> = R & { [K in StepIdOf<H>]: StepResultOf<H, I, C, R> };
 
 /**
  * The results of a declarative chain's steps by id, given its input `I` and context `C`: a tool
