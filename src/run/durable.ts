@@ -410,7 +410,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const events = parts.recorder.runEvents;
       if (events) {
         events.open(runId);
-        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), retentionMs);
+        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), retentionMs, until);
       }
       safeRunEnd(result, false);
       return result;
