@@ -74,7 +74,8 @@ try {
   const recordS = (performance.now() - t) / 1000;
   await pool.query(`ANALYZE "${schema}".runs`);
   const times = await timeFilters(stores.runs);
-  const plan = (await pool.query(`EXPLAIN SELECT run_id FROM "${schema}".runs WHERE status = ANY($1::text[]) AND started_at >= $2 AND started_at < $3 ORDER BY started_at DESC, run_id DESC LIMIT 51`, [['awaiting_confirmation'], -1e300, 1e300])).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join(' | ');
+  // The per-status range the store reads (src/postgres/runs.ts, listRuns), first page.
+  const plan = (await pool.query(`EXPLAIN SELECT run_id FROM "${schema}".runs WHERE status = $1 AND started_at >= $2 AND started_at < $3 AND (started_at, run_id) < ($4::double precision, $5::text) AND (expires_at IS NULL OR expires_at > $6) ORDER BY started_at DESC, run_id DESC LIMIT 51`, ['completed', -Infinity, Infinity, Infinity, '', Date.now()])).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join(' | ');
   const index = /Index (Only )?Scan[^|]*runs_status_started|Bitmap Index Scan on runs_status_started/.exec(plan)?.[0];
   rows.push(`postgres   ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms); plan uses an index: ${index ? `yes (${index})` : `NO: ${plan}`}`);
 } finally {

@@ -92,15 +92,25 @@ FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
 WHERE r.run_id = c.run_id
 RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
 
-  // Newest first through runs_status_started (or runs_chain_started with a chain): one index range
-  // per status, merged; the row after the page's last ($7, $8) is where the next page starts.
-  const list = db.sql(`
-SELECT run_id, chain, status, started_at, ended_at, result,
-  ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = r.run_id ORDER BY seq) AS journal
-FROM ${s}.runs r
-WHERE status = ANY($1::text[]) AND ($2::text IS NULL OR chain = $2) AND started_at >= $3 AND started_at < $4
-  AND (expires_at IS NULL OR expires_at > $5) AND ($7::double precision IS NULL OR (started_at, run_id) < ($7, $8::text))
-ORDER BY started_at DESC, run_id DESC LIMIT $6`);
+  // Newest first: per status, one ordered range of runs_status_started (runs_chain_started with a
+  // chain) read to the page's size, merged. `status = ANY(…)` on the table would make the planner
+  // sort every row of the statuses instead. The cursor ($7, $8) is always given (+Infinity at first)
+  // so it stays an index condition.
+  const listSql = (chain: boolean): string => `
+SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id ORDER BY seq) AS journal
+FROM (
+  SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
+  FROM unnest($1::text[]) AS st(status) CROSS JOIN LATERAL (
+    SELECT run_id, chain, status, started_at, ended_at, result FROM ${s}.runs
+    WHERE status = st.status${chain ? ' AND chain = $2' : ' AND $2::text IS NULL'} AND started_at >= $3 AND started_at < $4
+      AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)
+    ORDER BY started_at DESC, run_id DESC LIMIT $6
+  ) r
+  ORDER BY r.started_at DESC, r.run_id DESC LIMIT $6
+) p
+ORDER BY p.started_at DESC, p.run_id DESC`;
+  const list = db.sql(listSql(false));
+  const listChain = db.sql(listSql(true));
 
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
@@ -182,8 +192,8 @@ ORDER BY started_at DESC, run_id DESC LIMIT $6`);
     },
     async listRuns(query) {
       type Listed = { run_id: string; chain: string | null; status: RunStatus; started_at: number; ended_at: number | null; result: string | null; journal: string[] };
-      const args = [query.statuses, query.chain ?? null, query.since, query.until, db.now(), query.limit + 1, query.after?.startedAt ?? null, query.after?.runId ?? null];
-      const rows = (await db.query<Listed>('run (list)', list, args)).rows;
+      const args = [query.statuses, query.chain ?? null, query.since, query.until, db.now(), query.limit + 1, query.after?.startedAt ?? Infinity, query.after?.runId ?? ''];
+      const rows = (await db.query<Listed>('run (list)', query.chain === undefined ? list : listChain, args)).rows;
       const runs = rows.slice(0, query.limit).map((r) =>
         summarize({ runId: r.run_id, chain: r.chain ?? '', status: r.status, startedAt: r.started_at, ...(r.ended_at !== null && { endedAt: r.ended_at }) }, r.result, r.journal));
       return { runs, more: rows.length > query.limit };
