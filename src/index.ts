@@ -60,6 +60,7 @@ export { classifyComplexity } from './guidance/intent.js';
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
+export type { ListRunsFilter, RunPage, RunSummary, RunListQuery, RunListResult, RunListAfter } from './stores/run-list.js';
 export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample,
   RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, IdempotencyBeginOptions, RunEventLog,

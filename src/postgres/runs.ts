@@ -4,6 +4,7 @@
 // in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
 import { StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { summarize } from '../stores/run-list.js';
 import type { RunStore } from '../stores/types.js';
 import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
 import type { Db } from './db.js';
@@ -49,7 +50,7 @@ export interface PostgresRunStoreOptions {
 export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunStore {
   const { s } = db;
   const insert = db.sql(`
-INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash) VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9)
+INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash, started_at) VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9, $10)
 ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
 WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain) AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
   AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
@@ -75,11 +76,11 @@ ${append}`);
   const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   const finish = db.sql(`
-WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
+WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
 SELECT run_id FROM f`);
   const reopen = db.sql(`
-UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5, result = NULL, expires_at = NULL
+UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5, result = NULL, expires_at = NULL, ended_at = NULL
 WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
   // SKIP LOCKED: claimers never wait for each other (nor for a journal write), and each row goes to one.
   // With a filter ($5: 'chain|fingerprint' pairs), only runs this runner can continue, or orphaned past $6.
@@ -91,6 +92,26 @@ FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
 WHERE r.run_id = c.run_id
 RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
 
+  // Newest first: per status, one ordered range of runs_status_started (runs_chain_started with a
+  // chain) read to the page's size, merged. `status = ANY(…)` on the table would make the planner
+  // sort every row of the statuses instead. The cursor ($7, $8) is always given (+Infinity at first)
+  // so it stays an index condition.
+  const listSql = (chain: boolean): string => `
+SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id ORDER BY seq) AS journal
+FROM (
+  SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
+  FROM unnest($1::text[]) AS st(status) CROSS JOIN LATERAL (
+    SELECT run_id, chain, status, started_at, ended_at, result FROM ${s}.runs
+    WHERE status = st.status${chain ? ' AND chain = $2' : ' AND $2::text IS NULL'} AND started_at >= $3 AND started_at < $4
+      AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)
+    ORDER BY started_at DESC, run_id DESC LIMIT $6
+  ) r
+  ORDER BY r.started_at DESC, r.run_id DESC LIMIT $6
+) p
+ORDER BY p.started_at DESC, p.run_id DESC`;
+  const list = db.sql(listSql(false));
+  const listChain = db.sql(listSql(true));
+
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
     (await db.query<Read>(what, read, [runId])).rows[0];
@@ -98,7 +119,7 @@ RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r
   const create = async (data: string, record: Parameters<RunStore['create']>[0], now: number): Promise<CreateRunResult> => {
     // A run id seen at once by create, finish and the sweep settles in a few rounds; more means something is wrong.
     for (let round = 0; round < 5; round++) {
-      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null])).rows[0];
+      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null, record.startedAt])).rows[0];
       if (inserted?.created) return { status: 'created' };
       if (inserted) {
         const entries = await db.query<{ entry: string }>('run (create)', readJournal, [record.runId]);
@@ -151,7 +172,7 @@ RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r
       const data = encodeRunValue(result);
       const journaled = entries.map((e) => encodeRunValue(e));
       db.sweepSoon();
-      return (await db.query('run (finish)', finish, () => [runId, owner, status, data, db.now() + retentionMs, journaled])).rowCount === 1;
+      return (await db.query('run (finish)', finish, () => [runId, owner, status, data, db.now() + retentionMs, journaled, db.now()])).rowCount === 1;
     },
     async reopen(runId, owner, update) {
       return (await db.query('run (reopen)', reopen, [runId, owner, update.leaseUntil, update.approvedGate, update.deadlineAt, db.now()])).rowCount === 1;
@@ -168,6 +189,14 @@ RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r
         list.push(row.entry);
       }
       return claimed.map((row) => fromRow(row, entries.get(row.run_id) ?? []));
+    },
+    async listRuns(query) {
+      type Listed = { run_id: string; chain: string | null; status: RunStatus; started_at: number; ended_at: number | null; result: string | null; journal: string[] };
+      const args = [query.statuses, query.chain ?? null, query.since, query.until, db.now(), query.limit + 1, query.after?.startedAt ?? Infinity, query.after?.runId ?? ''];
+      const rows = (await db.query<Listed>('run (list)', query.chain === undefined ? list : listChain, args)).rows;
+      const runs = rows.slice(0, query.limit).map((r) =>
+        summarize({ runId: r.run_id, chain: r.chain ?? '', status: r.status, startedAt: r.started_at, ...(r.ended_at !== null && { endedAt: r.ended_at }) }, r.result, r.journal));
+      return { runs, more: rows.length > query.limit };
     },
     async get(runId) {
       const row = await get(runId, 'run (get)');

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -56,6 +56,12 @@ ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS fingerprint text;
 ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS context_hash text;
 CREATE INDEX IF NOT EXISTS runs_lease ON ${s}.runs (lease_until) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS runs_expiry ON ${s}.runs (expires_at) WHERE expires_at IS NOT NULL;
+-- Version 3: what runner.listRuns pages through, newest first, by status or by chain.
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS started_at double precision;
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS ended_at double precision;
+UPDATE ${s}.runs SET started_at = COALESCE((record::jsonb->>'startedAt')::double precision, 0) WHERE started_at IS NULL;
+CREATE INDEX IF NOT EXISTS runs_status_started ON ${s}.runs (status, started_at DESC, run_id DESC);
+CREATE INDEX IF NOT EXISTS runs_chain_started ON ${s}.runs (chain, status, started_at DESC, run_id DESC);
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (
   run_id text NOT NULL,
   seq bigint GENERATED ALWAYS AS IDENTITY,

@@ -7,6 +7,7 @@ import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { summarize } from '../stores/run-list.js';
 import type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
 import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
 
@@ -22,15 +23,42 @@ export interface RedisRunStoreOptions {
   maxEventsPerRun?: number;
 }
 
-// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash.
+// The listing indexes (runner.listRuns): per status, and per status and chain, sorted sets of run ids
+// scored by start time, moved in the same script as the status. A member whose run expired or moved
+// on is dropped when a listing meets it, and each finish prunes a few of the oldest: never a scan.
+const INDEX = `
+local function idx(prefix, status, chain) return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain end
+local function index_move(prefix, id, chain, started, from, to, keepMs)
+  if from then
+    local a, b = idx(prefix, from, chain)
+    redis.call('ZREM', a, id)
+    redis.call('ZREM', b, id)
+  end
+  local a, b = idx(prefix, to, chain)
+  redis.call('ZADD', a, started, id)
+  redis.call('ZADD', b, started, id)
+  if keepMs then
+    for _, k in ipairs({a, b}) do
+      for _, old in ipairs(redis.call('ZRANGE', k, 0, 3)) do
+        if redis.call('HGET', ARGV_RUN .. old, 'status') ~= to then redis.call('ZREM', k, old) end
+      end
+      if redis.call('PTTL', k) < tonumber(keepMs) then redis.call('PEXPIRE', k, keepMs) end
+    end
+  end
+end
+`;
+
+// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash, startedAt, index prefix, run key prefix.
 // Records a new run, or reports the existing one (taken over when its lease ended before now). A run
 // id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
-const CREATE = `
+const CREATE = `local ARGV_RUN = ARGV[12]
+${INDEX}
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9])
+  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
+  index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
   return 'created'
 end
 local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
@@ -69,24 +97,31 @@ for i = 4, #ARGV do
 end
 return out`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, journal entries….
-const FINISH = `
-local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
+// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now, index prefix, run key prefix, journal entries….
+const FINISH = `local ARGV_RUN = ARGV[8]
+${INDEX}
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
-for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'lease', '0')
+for i = 9, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'lease', '0', 'ended', ARGV[6])
 redis.call('ZREM', KEYS[3], ARGV[5])
+local keep = nil
 if ARGV[4] ~= '0' then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  keep = ARGV[4]
 end
+if f[3] then index_move(ARGV[7], ARGV[5], f[3], f[4] or '0', 'running', ARGV[2], keep) end
 return 1`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId.
-const REOPEN = `
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId, index prefix, run key prefix.
+const REOPEN = `local ARGV_RUN = ARGV[7]
+${INDEX}
 if redis.call('HGET', KEYS[1], 'status') ~= 'awaiting_confirmation' then return 0 end
 redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'gate', ARGV[3], 'deadline', ARGV[4])
-redis.call('HDEL', KEYS[1], 'result')
+redis.call('HDEL', KEYS[1], 'result', 'ended')
+local f = redis.call('HMGET', KEYS[1], 'chain', 'started')
+if f[1] then index_move(ARGV[6], ARGV[5], f[1], f[2] or '0', 'awaiting_confirmation', 'running', nil) end
 redis.call('PERSIST', KEYS[1])
 redis.call('PERSIST', KEYS[2])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[5])
@@ -126,6 +161,58 @@ for page = 1, 20 do
 end
 return out`;
 
+// ARGV: run key prefix, journal key prefix, since, until, limit, cursor score ('' for none), cursor
+// id, chain ('' for any), then index key and status pairs. From each index, up to limit + 1 runs
+// after the cursor (members whose run expired or changed status leave the index), merged newest
+// first; the first `limit` come back with their state and journal, and whether more matched.
+const LIST = `
+local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local ascore, aid = tonumber(ARGV[6]), ARGV[7]
+local cands = {}
+local function valid(key, id, status)
+  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain')
+  if f[1] ~= status then redis.call('ZREM', key, id) return false end
+  return ARGV[8] == '' or f[2] == ARGV[8]
+end
+for i = 9, #ARGV, 2 do
+  local key, status = ARGV[i], ARGV[i + 1]
+  local got = 0
+  local max = upper
+  if ascore and ascore < upper then
+    if ascore >= tonumber(since) then
+      for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', key, ascore, ascore)) do
+        if id < aid and got <= limit and valid(key, id, status) then
+          cands[#cands + 1] = {ascore, id}
+          got = got + 1
+        end
+      end
+    end
+    max = ascore
+  end
+  local offset = 0
+  for page = 1, 20 do
+    if got > limit then break end
+    local rows = redis.call('ZREVRANGEBYSCORE', key, '(' .. max, since, 'WITHSCORES', 'LIMIT', offset, limit + 1)
+    if #rows == 0 then break end
+    for j = 1, #rows, 2 do
+      if got > limit then break end
+      if valid(key, rows[j], status) then
+        cands[#cands + 1] = {tonumber(rows[j + 1]), rows[j]}
+        got = got + 1
+      end
+      offset = offset + 1
+    end
+    if #rows < 2 * (limit + 1) then break end
+  end
+end
+table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end return a[2] > b[2] end)
+local out = {}
+for i = 1, math.min(limit, #cands) do
+  local id = cands[i][2]
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+end
+return {out, #cands > limit and 1 or 0}`;
+
 // KEYS: run hash, journal.
 const GET = `return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`;
 
@@ -164,6 +251,7 @@ const finish = script(FINISH);
 const reopen = script(REOPEN);
 const claim = script(CLAIM);
 const get = script(GET);
+const list = script(LIST);
 const begin = script(BEGIN);
 
 /** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
@@ -219,6 +307,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
   const idemTtl = options.idempotencyTtlMs ?? 24 * 3_600_000;
   if (!(Number.isSafeInteger(idemTtl) && idemTtl > 0)) throw new TypeError('Expected `idempotencyTtlMs` to be a positive integer number of ms.');
   const live = `${p}:runs:live`;
+  const idx = `${p}:runs:`;
   const runKey = (id: string): string => `${p}:run:${id}`;
   const journalKey = (id: string): string => `${p}:run-j:${id}`;
   // Every Redis failure is the store's; a value the codec refuses (a StoreFailure already) passes through.
@@ -238,7 +327,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     close: () => events.close(),
     create: (record, now) => guard('create', async (): Promise<CreateRunResult> => {
       const data = encodeRunValue(record);
-      const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId, record.chain, record.fingerprint, record.contextHash ?? ''])) as 'created' | 'mismatch' | [string, string[], string[]];
+      const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId, record.chain, record.fingerprint, record.contextHash ?? '', record.startedAt, idx, `${p}:run:`])) as 'created' | 'mismatch' | [string, string[], string[]];
       if (r === 'created' || r === 'mismatch') return { status: r };
       const [kind, hash, entries] = r;
       return { status: kind as 'ended' | 'busy' | 'taken', run: fromHash(hash, entries) };
@@ -261,16 +350,26 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       const data = encodeRunValue(result);
       const journaled = entries.map((e) => encodeRunValue(e));
       const ms = Number.isFinite(retentionMs) ? Math.max(1, Math.ceil(retentionMs)) : 0;
-      return (await finish(redis, [runKey(runId), journalKey(runId), live], [owner, status, data, ms, runId, ...journaled])) === 1;
+      return (await finish(redis, [runKey(runId), journalKey(runId), live], [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, ...journaled])) === 1;
     }),
     reopen: (runId, owner, update) => guard('reopen', async () =>
-      (await reopen(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.approvedGate, update.deadlineAt, runId])) === 1),
+      (await reopen(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.approvedGate, update.deadlineAt, runId, idx, `${p}:run:`])) === 1),
     claimExpired: (owner, now, leaseUntil, limit, only) => guard('claim', async () => {
       if (limit <= 0) return [];
       const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
       const args = [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, `${p}:run-j:`, only?.orphanedBefore ?? '', ...filter];
       const rows = (await claim(redis, [live], args)) as [string[], string[]][];
       return rows.map(([hash, entries]) => fromHash(hash, entries));
+    }),
+    listRuns: (query) => guard('list', async () => {
+      const sets = query.statuses.flatMap((st) => [query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`, st]);
+      // Lua reads the bounds with tonumber: a huge finite number where there is none.
+      const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
+      const args = [`${p}:run:`, `${p}:run-j:`, bound(query.since), bound(query.until), query.limit, query.after ? query.after.startedAt : '', query.after?.runId ?? '', query.chain ?? '', ...sets];
+      const [rows, more] = (await list(redis, [], args)) as [[string, (string | null)[], string[]][], number];
+      const runs = rows.map(([runId, [chain, status, started, ended, result], journal]) =>
+        summarize({ runId, chain: chain ?? '', status: status as RunStatus, startedAt: Number(started ?? 0), ...(ended != null && { endedAt: Number(ended) }) }, result, journal));
+      return { runs, more: more === 1 };
     }),
     get: (runId) => guard('get', async () => {
       const [hash, entries] = (await get(redis, [runKey(runId), journalKey(runId)], [])) as [string[], string[]];

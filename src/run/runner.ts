@@ -11,6 +11,8 @@ import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
 import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import { callStore } from '../stores/guard.js';
+import { maskText } from '../observe/redact.js';
+import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '../stores/run-list.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { durableRuns, type RunInfo } from './durable.js';
@@ -133,6 +135,22 @@ export interface Runner {
    * ```
    */
   decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
+  /**
+   * Lists durable runs (`stores.runs`), newest first (by start time, ties by run id), from any
+   * instance sharing the stores: by status (one or several), chain and start time, a page at a time
+   * (pass the page's `cursor` for the next). A summary carries no input, output or token; the
+   * question of a parked gate is redacted as traces are. The approvals inbox is
+   * `listRuns({ status: 'awaiting_confirmation' })`. Rejects with a `TypeError` for a malformed
+   * filter or cursor, or a run store without `listRuns`.
+   *
+   * @example
+   * ```ts
+   * const inbox = await runner.listRuns({ status: 'awaiting_confirmation' });
+   * for (const run of inbox.runs) console.log(run.runId, run.awaiting?.step, run.awaiting?.question);
+   * if (inbox.cursor) await runner.listRuns({ status: 'awaiting_confirmation', cursor: inbox.cursor });
+   * ```
+   */
+  listRuns(filter?: ListRunsFilter): Promise<RunPage>;
 }
 
 /** How long `cancel()` waits for the run to end. */
@@ -299,6 +317,16 @@ export function createRunner(options: RunnerOptions): Runner {
       assertOpen();
       checkDecision(runId, decision);
       return decideRun(parked(), runId, decision) as Promise<DecideResult<O>>;
+    },
+
+    async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {
+      if (!runStore) throw needsRunStore('listRuns()');
+      if (!runStore.listRuns) throw new TypeError('listRuns() needs a run store that lists runs: memoryRunStore(), redisStores(...) or postgresStores(...).');
+      const query = listQuery(filter);
+      const found = await callStore(() => runStore.listRuns!(query), now() + STORE_WAIT_MS, now, 'run (list)');
+      for (const run of found.runs) if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
+      const last = found.runs[found.runs.length - 1];
+      return found.more && last ? { runs: found.runs, cursor: encodeRunCursor(last) } : { runs: found.runs };
     },
 
     async close(): Promise<void> {

@@ -2,6 +2,7 @@
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
 import { memoryEventLog } from './memory-events.js';
 import { encodeRunValue, storedRun } from './run-codec.js';
+import { isAfter, newestFirst, summarize, type RunSummary } from './run-list.js';
 import type { RunStore } from './types.js';
 import type { ClaimFilter, CreateRunResult, IdempotencyStore, RunRecord, RunStatus, StoredRun } from './types.js';
 
@@ -33,6 +34,8 @@ interface MemoryRun {
   result?: string; // encoded
   journal: string[]; // encoded entries, oldest first
   expiresAt: number; // retention of an ended or parked run; Infinity while running
+  startedAt: number;
+  endedAt?: number;
 }
 
 /**
@@ -90,7 +93,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       if (!run) {
         runs.set(record.runId, {
           record: encoded, chain: record.chain, fingerprint: record.fingerprint, contextHash: record.contextHash,
-          status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity,
+          status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity, startedAt: record.startedAt,
         });
         return { status: 'created' };
       }
@@ -131,6 +134,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.result = encoded;
       run.leaseUntil = 0;
       run.expiresAt = now() + retentionMs;
+      run.endedAt = now();
       ended.delete(runId);
       ended.set(runId, true);
       trim();
@@ -141,6 +145,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       if (!run || run.status !== 'awaiting_confirmation') return false;
       Object.assign(run, { status: 'running', owner, leaseUntil: update.leaseUntil, approvedGate: update.approvedGate, deadlineAt: update.deadlineAt, expiresAt: Infinity });
       delete run.result;
+      delete run.endedAt;
       ended.delete(runId);
       return true;
     },
@@ -158,6 +163,22 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     async get(runId) {
       const run = live(runId);
       return run && view(runId, run);
+    },
+    // One pass over what this store holds, which maxEnded bounds (plus the runs in flight).
+    async listRuns(query) {
+      const t = now();
+      const matched: RunSummary[] = [];
+      for (const [runId, run] of runs) {
+        if (run.expiresAt <= t || !query.statuses.includes(run.status) || (query.chain !== undefined && run.chain !== query.chain)) continue;
+        if (run.startedAt < query.since || run.startedAt >= query.until || !isAfter({ startedAt: run.startedAt, runId }, query.after)) continue;
+        matched.push({ runId, chain: run.chain, status: run.status, startedAt: run.startedAt, steps: 0 });
+      }
+      matched.sort(newestFirst);
+      const page = matched.slice(0, query.limit).map((m) => {
+        const run = runs.get(m.runId)!;
+        return summarize({ ...m, endedAt: run.endedAt }, run.result, run.journal);
+      });
+      return { runs: page, more: matched.length > query.limit };
     },
   };
 }

@@ -90,3 +90,15 @@ export function storedRun(record: string, state: RunState, journal: readonly str
   if (state.result !== undefined && state.result !== null) run.result = decode(state.result);
   return run;
 }
+
+/**
+ * Decodes what {@link encodeRunValue} wrote.
+ *
+ * @example
+ * ```ts
+ * const entry = decodeRunValue(text) as JournalEntry;
+ * ```
+ */
+export function decodeRunValue(text: string): unknown {
+  return decode(text);
+}

@@ -268,6 +268,12 @@ export interface RunStore {
   /** The run and its journal, or `undefined`. */
   get(runId: string): Promise<StoredRun | undefined>;
   /**
+   * Summaries of the runs matching `query`, newest first (by `startedAt`, ties by run id descending),
+   * at most `query.limit`, from an index (never a scan of all runs). `more`: further runs may match.
+   * Absent: `runner.listRuns` is refused.
+   */
+  listRuns?(query: RunListQuery): Promise<RunListResult>;
+  /**
    * The idempotency store `journal(…, complete)` writes into, with its encoding (absent: `complete`
    * is refused). A runner passes `complete` only when this is its `stores.idempotency`.
    */
@@ -322,4 +328,46 @@ export interface RunEventLog {
   onAnnounce(listener: (runId: string) => void): () => void;
   /** Releases what the log opened (connections for waiting and announcing). */
   close?(): Promise<void>;
+}
+
+/** One run as a listing shows it: never its input, output, context or resume token. */
+export interface RunSummary {
+  runId: string;
+  chain: string;
+  status: RunStatus;
+  /** Epoch ms. */
+  startedAt: number;
+  /** Epoch ms, once the run completed, failed or was declined. */
+  endedAt?: number;
+  /** Steps completed (or skipped) so far. */
+  steps: number;
+  /** Why a failed run failed. */
+  error?: { category: string; code: string };
+  /** What a run parked at a confirmation gate is waiting for: the gated step and its prompt (redacted). */
+  awaiting?: { step: string; question: string };
+}
+
+/** Where a page starts: after the run started at `startedAt` with id `runId` (newest first). */
+export interface RunListAfter {
+  startedAt: number;
+  runId: string;
+}
+
+/** The listing a run store answers (validated by the runner). */
+export interface RunListQuery {
+  /** At least one status. */
+  statuses: readonly RunStatus[];
+  chain?: string;
+  /** Inclusive lower bound of `startedAt` (-Infinity: none). */
+  since: number;
+  /** Exclusive upper bound of `startedAt` (Infinity: none). */
+  until: number;
+  limit: number;
+  after?: RunListAfter;
+}
+
+/** A listing page as a store returns it: `more` when runs past the last one may match. */
+export interface RunListResult {
+  runs: RunSummary[];
+  more: boolean;
 }

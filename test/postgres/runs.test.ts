@@ -2,6 +2,7 @@
 // takes over the idempotency claim its dead owner left.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../../src/postgres/schema.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/types.js';
@@ -102,10 +103,36 @@ describe('postgres run store', () => {
     const stores = postgresStores(pool, { schema: s });
     const rec = record('A', Date.now() + 60_000);
     expect(await stores.runs.create(rec, Date.now())).toEqual({ status: 'created' }); // migrates first
-    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe('2');
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
     expect(await stores.runs.create({ ...rec, contextHash: 'other' }, Date.now())).toEqual({ status: 'mismatch' });
     // The run recorded by version 1 has no binding: its caller's retry still finds it, a filtered claim still recovers it.
     expect((await stores.runs.claimExpired('B', Date.now(), Date.now() + 60_000, 10, { chains: [] })).map((r) => r.runId)).toEqual([before.runId]);
+  });
+
+  it('upgrades tables of schema version 2 in place: runs recorded before are listed by their start time, through an index', async () => {
+    const s = schema();
+    const old = postgresStores(pool, { schema: s });
+    await old.migrate();
+    const before = record('A', Date.now() + 60_000, { startedAt: 1_000 });
+    await old.runs.create(before, Date.now());
+    await old.runs.finish(before.runId, 'A', 'completed', { status: 'completed' }, 60_000);
+    // Back to version 2: no start/end columns, no listing indexes.
+    await pool.query(`DROP INDEX "${s}".runs_status_started; DROP INDEX "${s}".runs_chain_started; ALTER TABLE "${s}".runs DROP COLUMN started_at, DROP COLUMN ended_at; UPDATE "${s}".meta SET value = '2' WHERE key = 'version'`);
+    const stores = postgresStores(pool, { schema: s });
+    const rec = record('A', Date.now() + 60_000, { startedAt: 2_000 });
+    expect(await stores.runs.create(rec, Date.now())).toEqual({ status: 'created' }); // migrates first
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
+    const all = { statuses: ['running', 'completed'] as const, since: -Infinity, until: Infinity, limit: 10 };
+    expect((await stores.runs.listRuns!(all)).runs.map((r) => [r.runId, r.startedAt])).toEqual([[rec.runId, 2_000], [before.runId, 1_000]]);
+    const client = await pool.connect();
+    try {
+      await client.query(`SET enable_seqscan = off`); // a tiny table: ask whether an index can answer at all
+      const plan = (await client.query(`EXPLAIN SELECT run_id FROM "${s}".runs WHERE status = 'completed' ORDER BY started_at DESC, run_id DESC LIMIT 50`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(plan).toMatch(/runs_status_started/);
+    } finally {
+      await client.query(`RESET enable_seqscan`);
+      client.release();
+    }
   });
 });
 

@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
-import type { CheckpointStore, IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/types.js';
+import type { CheckpointStore, IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/types.js';
+import { RUN_STATUSES, type RunListQuery } from '../../src/stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
 import { encodeRunValue } from '../../src/stores/run-codec.js';
@@ -344,6 +345,77 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await runs.create(rec, Date.now());
       expect(await runs.journal(rec.runId, 'A', entry('count', 2n ** 70n), { key: uid('idem'), value: 2n ** 70n })).toBe(true);
       expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([2n ** 70n]);
+    });
+  });
+
+  describe(`${name} run store: listing runs (runner.listRuns)`, () => {
+    const T0 = Date.UTC(2026, 0, 1);
+    const q = (over: Partial<RunListQuery> = {}): RunListQuery => ({ statuses: RUN_STATUSES, since: -Infinity, until: Infinity, limit: 50, ...over });
+    const ids = (page: { runs: { runId: string }[] }) => page.runs.map((r) => r.runId);
+    /** Records a run started at `startedAt`, ended with `status` (left running when 'running'). */
+    const add = async (runs: RunStore, startedAt: number, status: RunStatus, over: Partial<RunRecord> = {}, result: unknown = { status }) => {
+      const rec = record('A', Date.now() + HOUR, { startedAt, ...over });
+      await runs.create(rec, Date.now());
+      await runs.journal(rec.runId, 'A', entry('find', [1]));
+      if (status !== 'running') expect(await runs.finish(rec.runId, 'A', status, result, HOUR)).toBe(true);
+      return rec.runId;
+    };
+
+    it('filters by one status, several, a chain and a start-time range, newest first', async () => {
+      const { runs } = await setup();
+      const done1 = await add(runs, T0 + 1, 'completed');
+      const failed = await add(runs, T0 + 2, 'failed', {}, { status: 'failed', error: { category: 'timeout', code: 'tool_timeout', message: 'secret-token-123' }, completed: { find: 'x' } });
+      const running = await add(runs, T0 + 3, 'running');
+      const other = await add(runs, T0 + 4, 'completed', { chain: 'other-chain' });
+      const declined = await add(runs, T0 + 5, 'declined');
+      expect(ids(await runs.listRuns!(q({ statuses: ['completed'] })))).toEqual([other, done1]);
+      expect(ids(await runs.listRuns!(q({ statuses: ['failed', 'running'] })))).toEqual([running, failed]);
+      expect(ids(await runs.listRuns!(q()))).toEqual([declined, other, running, failed, done1]);
+      expect(ids(await runs.listRuns!(q({ chain: 'find-and-update' })))).toEqual([declined, running, failed, done1]);
+      expect(ids(await runs.listRuns!(q({ chain: 'other-chain', statuses: ['completed'] })))).toEqual([other]);
+      expect(ids(await runs.listRuns!(q({ chain: 'nobody' })))).toEqual([]);
+      expect(ids(await runs.listRuns!(q({ since: T0 + 2, until: T0 + 4 })))).toEqual([running, failed]); // since inclusive, until exclusive
+      const page = await runs.listRuns!(q({ statuses: ['failed', 'completed'] }));
+      const f = page.runs.find((r) => r.runId === failed)!;
+      expect(f).toEqual({ runId: failed, chain: 'find-and-update', status: 'failed', startedAt: T0 + 2, endedAt: expect.any(Number), steps: 1, error: { category: 'timeout', code: 'tool_timeout' } });
+      expect(JSON.stringify(page)).not.toMatch(/secret-token-123|groceries|u-1/); // no message, input, output or context
+      expect(page.more).toBe(false);
+      expect((await runs.listRuns!(q({ statuses: ['running'] }))).runs[0]).toEqual({ runId: running, chain: 'find-and-update', status: 'running', startedAt: T0 + 3, steps: 1 });
+    });
+
+    it('lists parked runs with the gated step and its question, and moves a run between statuses as it changes', async () => {
+      const { runs } = await setup();
+      const parked = await add(runs, T0 + 10, 'awaiting_confirmation', {}, { status: 'awaiting_confirmation', resumeToken: 'tok-secret', confirmation: { step: 'delete', tool: 'delete_task', prompt: 'Delete 3 tasks?', expiresAt: 'x' } });
+      const inbox = await runs.listRuns!(q({ statuses: ['awaiting_confirmation'] }));
+      expect(inbox.runs).toEqual([{ runId: parked, chain: 'find-and-update', status: 'awaiting_confirmation', startedAt: T0 + 10, steps: 1, awaiting: { step: 'delete', question: 'Delete 3 tasks?' } }]);
+      expect(JSON.stringify(inbox)).not.toContain('tok-secret');
+      expect(await runs.reopen(parked, 'B', { leaseUntil: Date.now() + HOUR, approvedGate: 'delete', deadlineAt: Date.now() + HOUR })).toBe(true);
+      expect(ids(await runs.listRuns!(q({ statuses: ['awaiting_confirmation'] })))).toEqual([]);
+      expect(ids(await runs.listRuns!(q({ statuses: ['running'] })))).toEqual([parked]);
+      expect(await runs.finish(parked, 'B', 'completed', { status: 'completed', output: 'gone' }, HOUR)).toBe(true);
+      expect(ids(await runs.listRuns!(q({ statuses: ['running'] })))).toEqual([]);
+      expect(ids(await runs.listRuns!(q({ statuses: ['completed'] })))).toEqual([parked]);
+    });
+
+    it('pages with a cursor across ties, with no duplicate and no gap while new runs are added', async () => {
+      const { runs } = await setup();
+      const made: string[] = [];
+      for (let i = 0; i < 13; i++) made.push(await add(runs, T0 + 100 + Math.floor(i / 3), i % 2 ? 'completed' : 'failed')); // three runs per ms: ties
+      const expected = (await runs.listRuns!(q())).runs.map((r) => r.runId);
+      expect(new Set(expected)).toEqual(new Set(made));
+      const seen: string[] = [];
+      let after: RunListQuery['after'];
+      for (let page = 0; page < 10; page++) {
+        const got = await runs.listRuns!(q({ limit: 4, ...(after && { after }) }));
+        seen.push(...ids(got));
+        await add(runs, T0 + 200 + page, 'completed'); // newer than every listed run: never in a later page
+        if (!got.more) break;
+        const last = got.runs[got.runs.length - 1]!;
+        after = { startedAt: last.startedAt, runId: last.runId };
+      }
+      expect(seen).toEqual(expected);
+      const two = await runs.listRuns!(q({ statuses: ['completed', 'failed'], limit: 2 }));
+      expect(two.more).toBe(true);
     });
   });
 }
