@@ -7,7 +7,7 @@ import { callStore } from '../stores/guard.js';
 import type { RunStore, StoredRun } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import type { Durable } from './durable.js';
-import { isValidRunId } from './durable.js';
+import { checkRunId } from './durable.js';
 import type { RunnerParts } from './parts.js';
 import { prepareResume } from './prepare.js';
 import type { DecideResult, RunDecision } from './types.js';
@@ -28,7 +28,7 @@ export interface ParkedRuns {
  * ```
  */
 export function checkDecision(runId: unknown, decision: RunDecision): void {
-  if (!isValidRunId(runId)) throw new TypeError('Expected a run id: a string of 1 to 255 printable characters.');
+  checkRunId(runId);
   if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean, by: string }.');
   if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255) throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');
 }

@@ -528,6 +528,6 @@ export function isValidRunId(runId: unknown): runId is string {
 export const INVALID_RUN_ID = 'A run id must be a string of 1 to 255 printable characters (no control characters).';
 
 /** Throws the `invalid_input` / `invalid_run_id` failure for a run id that is not {@link isValidRunId}. */
-function checkRunId(runId: unknown): void {
+export function checkRunId(runId: unknown): void {
   if (!isValidRunId(runId)) throw new ToolFailure({ category: 'invalid_input', code: 'invalid_run_id', message: INVALID_RUN_ID });
 }

@@ -15,7 +15,7 @@ import { maskText } from '../observe/redact.js';
 import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '../stores/run-list.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
-import { durableRuns, type RunInfo } from './durable.js';
+import { checkRunId, durableRuns, type RunInfo } from './durable.js';
 import { cancelAnnounce, RunEventHub } from './events-log.js';
 import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
@@ -262,7 +262,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
     watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {
       const source = watchSource('watch()');
-      if (typeof runId !== 'string' || runId === '') throw new TypeError('Expected a run id.');
+      checkRunId(runId);
       return { [Symbol.asyncIterator]: () => watchRun(source, runId, watchOptions) };
     },
 
@@ -291,6 +291,7 @@ export function createRunner(options: RunnerOptions): Runner {
 
     async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
       const { store, log } = watchSource('cancel()');
+      checkRunId(runId); // before any store is asked
       const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
       let run = await read();
       if (!run) return 'not_found';
