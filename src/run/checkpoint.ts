@@ -80,14 +80,15 @@ export function hashContext(context: unknown): string {
 }
 
 // One random tag per process, so an object's identity never matches another process's object in a shared store.
-const PROCESS_TAG = newId();
+// Made on first use: workerd refuses random values in a module's global scope.
+let processTag: string | undefined;
 const identities = new WeakMap<object, string>();
 let nextIdentity = 0;
 
 /** The identity token of an object that is not plain data: unique to this object (and this process). */
 function identityOf(value: object): string {
   let id = identities.get(value);
-  if (id === undefined) identities.set(value, (id = `#${PROCESS_TAG}.${++nextIdentity}`));
+  if (id === undefined) identities.set(value, (id = `#${(processTag ??= newId())}.${++nextIdentity}`));
   return id;
 }
 

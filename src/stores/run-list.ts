@@ -1,5 +1,6 @@
 // Listing durable runs: the query every run store answers, the summary it returns, and the cursor
 // (opaque to callers) that pages through them newest first, ties broken by run id.
+import { fromBase64Url, toBase64Url } from '../util/sha256.js';
 import { decodeRunValue } from './run-codec.js';
 import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary } from './types.js';
 
@@ -82,7 +83,7 @@ export function isAfter(run: RunListAfter, after: RunListAfter | undefined): boo
  * ```
  */
 export function encodeRunCursor(last: RunListAfter): string {
-  return Buffer.from(JSON.stringify([1, last.startedAt, last.runId])).toString('base64url');
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([1, last.startedAt, last.runId]))); // no Buffer: the main entry runs on Deno and workerd too
 }
 
 /**
@@ -96,7 +97,7 @@ export function encodeRunCursor(last: RunListAfter): string {
 export function decodeRunCursor(cursor: string): RunListAfter {
   let parsed: unknown;
   try {
-    parsed = typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,2000}$/.test(cursor) ? JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) : undefined;
+    parsed = typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,2000}$/.test(cursor) ? JSON.parse(new TextDecoder().decode(fromBase64Url(cursor) ?? new Uint8Array())) : undefined;
   } catch {
     parsed = undefined;
   }
