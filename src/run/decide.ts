@@ -7,7 +7,7 @@ import { callStore } from '../stores/guard.js';
 import type { RunStore, StoredRun } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import type { Durable } from './durable.js';
-import { checkRunId } from './durable.js';
+import { checkRunId } from './run-id.js';
 import type { RunnerParts } from './parts.js';
 import { prepareResume } from './prepare.js';
 import type { DecideResult, RunDecision } from './types.js';

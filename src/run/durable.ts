@@ -2,7 +2,6 @@
 // step, each step journaled before a step that depends on it starts, the result recorded at the end.
 // The owner renews its leases with one timer; `recover()` continues runs whose owner died.
 import type { Chain } from '../define/chain.js';
-import type { ChainErrorInfo } from '../errors/categories.js';
 import { ToolFailure } from '../errors/classify.js';
 import { listening, safeEmit } from '../observe/events.js';
 import type { RunResult } from '../observe/result.js';
@@ -21,6 +20,9 @@ import { runEndData } from './events-log.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import type { RunnerParts } from './parts.js';
+import { continuation, decider, journalPlan } from './journal.js';
+import { checkRunId } from './run-id.js';
+import { LeaseKeeper, type Lease } from './lease.js';
 
 /** What `runner.getRun(runId)` tells about a durable run. */
 export interface RunInfo {
@@ -45,33 +47,6 @@ export const DEFAULT_LEASE_MS = 30_000;
 const RETENTION_MS = 24 * 3_600_000;
 /** Runs claimed per `recover()` call. */
 const DEFAULT_RECOVER_LIMIT = 100;
-
-/**
- * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
- * results that are, so a recovered run recomputes it (a store round trip saved per select). A step
- * no other step depends on is journaled with the run's end, in the same write: nothing waits for it,
- * and if the process dies first, recovery runs it again under the same idempotency key.
- */
-interface JournalPlan {
-  readonly skip: ReadonlySet<string>;
-  readonly atEnd: ReadonlySet<string>;
-}
-const journalPlans = new WeakMap<Chain, JournalPlan>();
-function journalPlan(chain: Chain): JournalPlan {
-  let plan = journalPlans.get(chain);
-  if (!plan) {
-    const needed = new Set<number>();
-    for (const step of chain.plan) for (const d of step.deps) needed.add(d);
-    const skip = new Set<string>();
-    const atEnd = new Set<string>();
-    for (const step of chain.plan) {
-      if (step.kind === 'select') skip.add(step.id);
-      else if (!needed.has(step.index)) atEnd.add(step.id);
-    }
-    journalPlans.set(chain, (plan = { skip, atEnd }));
-  }
-  return plan;
-}
 
 /** The durable side of a runner; absent without `stores.runs` (the memory path pays nothing). */
 export interface Durable {
@@ -103,13 +78,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const now = calls.now;
   const owner = newId();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  // A lease with less than this left is renewed (one store round trip) before a call or an undo is made.
-  const margin = Math.max(1, Math.floor(leaseMs / 2));
   const retentionMs = Math.max(RETENTION_MS, parts.gates.confirmationTtlMs);
-  const leases = new Map<string, Lease>();
-  let renewal: ReturnType<typeof setInterval> | undefined;
-  /** While a timer renewal is in flight, until the lease it asks for: ticks until then skip. */
-  let renewingUntil = 0;
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
   let closed = false;
@@ -120,77 +89,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const t = now();
     return Promise.resolve(callStore(fn, Math.min(t + STORE_WAIT_MS, Math.max(until, t + 1)), now, `run (${what})`));
   };
-  /** What a renewal answered: the runs still held get their new lease, the others are lost (fenced off). */
-  const renewed = (ids: readonly string[], held: unknown, until: number): void => {
-    // A store predating the answer (void) is taken at its word.
-    const kept = Array.isArray(held) ? new Set<string>(held as string[]) : undefined;
-    for (const id of ids) {
-      const lease = leases.get(id);
-      if (!lease) continue;
-      if (!kept || kept.has(id)) lease.until = Math.max(lease.until, until);
-      else lose(lease);
-    }
-  };
-  /** The lease is another runner's now: the run's calls are aborted (their tools see `signal`), nothing more is called or undone. */
-  const lose = (lease: Lease): void => {
-    if (lease.lost) return;
-    lease.lost = true;
-    lease.stop?.abort();
-  };
-  const hold = (runId: string, until: number): Lease => {
-    const lease: Lease = { until, lost: false, failed: undefined, stop: undefined };
-    leases.set(runId, lease);
-    // One timer per runner renews every lease it holds in one store call, a third of a lease apart.
-    if (renewal === undefined && !closed) {
-      renewal = setInterval(() => {
-        // One renewal at a time: during a partition, renewals would otherwise pile up in the store's queue.
-        // One unanswered past the lease it asked for no longer blocks the next (no timer of its own for that).
-        const t = now();
-        if (leases.size === 0 || t < renewingUntil) return;
-        const ids = [...leases.keys()];
-        const until = t + leaseMs;
-        renewingUntil = until;
-        const settled = (): void => {
-          if (renewingUntil === until) renewingUntil = 0;
-        };
-        void store.renew(owner, ids, until).then((held) => renewed(ids, held, until), (error: unknown) => warn(error, 'lease renewal failed')).then(settled, settled);
-      }, Math.max(1, Math.floor(leaseMs / 3)));
-      renewal.unref?.();
-    }
-    return lease;
-  };
-  const release = (runId: string): void => {
-    leases.delete(runId);
-    if (leases.size === 0 && renewal !== undefined) {
-      clearInterval(renewal);
-      renewal = undefined;
-    }
-  };
-  /**
-   * Whether this runner may still act for `runId` (call a tool, undo): its lease holds with room to
-   * spare, or a renewal confirms it now. A lost lease is never regained.
-   */
-  const fence = (runId: string): boolean | Promise<boolean> => {
-    const lease = leases.get(runId);
-    if (!lease || lease.lost || lease.failed) return false;
-    const t = now();
-    if (lease.until - t > margin) return true;
-    const until = t + leaseMs;
-    return bounded('renew', until, () => store.renew(owner, [runId], until)).then((held) => {
-      renewed([runId], held, until);
-      return !lease.lost;
-    }, (error: unknown) => {
-      lease.failed = error;
-      return false;
-    });
-  };
+  const leases = new LeaseKeeper(store, owner, leaseMs, now, bounded, warn);
   const leaseLost = (runId: string): ToolFailure =>
     new ToolFailure({ category: 'conflict', code: 'lease_lost', message: `Run ${runId} was taken over by another runner (this runner's lease expired); it stopped here.` });
   /** The calls of durable runs: every tool call and undo passes the lease's fence first. */
   const fencedCalls: Calls = {
     ...calls,
     call(ctx) {
-      const open = fence(ctx.runId);
+      const open = leases.fence(ctx.runId);
       if (open === true) return calls.call(ctx);
       const refused = (): Promise<never> => Promise.reject(leases.get(ctx.runId)?.failed ?? leaseLost(ctx.runId));
       return open === false ? refused() : open.then((yes) => (yes ? calls.call(ctx) : refused()));
@@ -203,7 +109,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const { runId } = exec;
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
-    const lease = hold(runId, leaseUntil);
+    const lease = leases.hold(runId, leaseUntil);
     // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included;
     // so does a cancel from any instance (announced through the run's event log).
     lease.stop = new AbortController();
@@ -231,7 +137,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       if (lease.lost || lease.failed) return false;
       try {
         if (await bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () => store.journal(runId, owner, entry))) return true;
-        lose(lease);
+        leases.lose(lease);
       } catch (error) {
         // A value the codec refuses fails its step (the run then ends as any failed run); anything else is the store's.
         if (error instanceof CheckpointEncodeError) throw error;
@@ -249,7 +155,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       undone: (step, trace, error) => write({ step, compensation: error ? 'undo_failed' : 'undone', ...(error && { error }), trace }).catch(() => false),
     };
     exec.onEnd = async (result: RunResult) => {
-      release(runId);
+      leases.release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
       if (result.status === 'failed' && result.error.code === 'runner_closed') return events?.close(runId, undefined, undefined, now()); // not ended: nothing to wait for
       if (lease.lost || lease.failed) {
@@ -327,7 +233,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, retentionMs)).then(() => result, (error: unknown) => {
       warn(error, `could not record the end of run ${run.runId}`);
       return result;
-    }).finally(() => release(run.runId));
+    }).finally(() => leases.release(run.runId));
   };
 
   /** The chains this runner can continue: what a claim is filtered by. */
@@ -343,7 +249,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const until = t + leaseMs;
     const claimed = await bounded('claim', t + STORE_WAIT_MS, () => store.claimExpired(owner, t, until, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
     if (claimed.length === 0) logger?.debug({ owner }, 'durable runs: recover() found no expired run of a chain (and fingerprint) this runner has');
-    for (const run of claimed) hold(run.runId, until);
+    for (const run of claimed) leases.hold(run.runId, until);
     return claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner, until));
   };
 
@@ -436,9 +342,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     close() {
       closed = true;
       if (poll !== undefined) clearInterval(poll);
-      if (renewal !== undefined) clearInterval(renewal);
-      poll = renewal = undefined;
-      leases.clear();
+      leases.close();
+      poll = undefined;
     },
   };
 
@@ -457,77 +362,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   return durable;
 }
 
-/** Who decided the run's gate: on the gate's trace entry, in the journal or the recorded result. */
-function decider(run: StoredRun): string | undefined {
-  for (const e of run.journal) if (e.trace?.decidedBy !== undefined) return e.trace.decidedBy;
-  const steps = (run.result as RunResult | undefined)?.trace?.steps;
-  if (Array.isArray(steps)) for (const t of steps) if (t.decidedBy !== undefined) return t.decidedBy;
-  return undefined;
-}
-
-/** What a runner knows of a lease it holds. */
-interface Lease {
-  /** Epoch ms until which the store last confirmed it. */
-  until: number;
-  /** Another runner owns the run now: this one calls and records nothing more for it. */
-  lost: boolean;
-  /** The store failed while the run was journaled: it stopped here, for recovery. */
-  failed: unknown;
-  /** Aborts the run when the lease is found lost. */
-  stop: AbortController | undefined;
-}
-
 /** The trace entry of a compensation's start (it names no step). */
 const COMPENSATION_TRACE: TraceStep = Object.freeze({ stepNumber: 0, id: '', status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(0).toISOString() }) as TraceStep;
 /** How long past its deadline a run no runner here can continue waits for one that can, before any ends it. */
 const ORPHAN_GRACE_MS = 60_000;
-
-/** The execution that continues a stored run from its journal: journaled steps are done, not called again; a compensating run only undoes. */
-export function continuation(run: StoredRun, chain: Chain): Execution {
-  const results = Object.create(null) as Record<string, unknown>;
-  const done: string[] = [];
-  const priorTrace: TraceStep[] = [];
-  let compensating: Execution['compensating'];
-  for (const entry of run.journal) {
-    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
-    else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
-    else {
-      done.push(entry.step);
-      if (entry.skipped !== true) results[entry.step] = entry.value;
-      priorTrace.push(entry.trace);
-    }
-  }
-  return {
-    chain, runId: run.runId, traceId: run.traceId, input: run.input, context: (run.context ?? {}) as Record<string, unknown>,
-    results, done, priorTrace, startedAt: run.startedAt, resumed: true,
-    ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
-    ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
-    ...(compensating && { compensating }),
-  };
-}
-
-/** The longest run id accepted. */
-const MAX_RUN_ID = 255;
-// C0 and C1 control characters, DEL, and the line and paragraph separators.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
-
-/**
- * Whether `runId` is one chainkit accepts: a string of 1–255 printable characters (no control
- * characters). Reads nothing but `typeof` and the string itself: an object or a throwing `toString` is refused.
- *
- * @example
- * ```ts
- * if (!isValidRunId(opts.runId)) return invalidRunId();
- * ```
- */
-export function isValidRunId(runId: unknown): runId is string {
-  return typeof runId === 'string' && runId.length >= 1 && runId.length <= MAX_RUN_ID && !CONTROL.test(runId);
-}
-
-/** The failure of an invalid run id. */
-export const INVALID_RUN_ID = 'A run id must be a string of 1 to 255 printable characters (no control characters).';
-
-/** Throws the `invalid_input` / `invalid_run_id` failure for a run id that is not {@link isValidRunId}. */
-export function checkRunId(runId: unknown): void {
-  if (!isValidRunId(runId)) throw new ToolFailure({ category: 'invalid_input', code: 'invalid_run_id', message: INVALID_RUN_ID });
-}

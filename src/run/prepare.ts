@@ -8,7 +8,7 @@ import { callStore } from '../stores/guard.js';
 import type { Checkpoint, TakeResult } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext, verifyToken } from './checkpoint.js';
-import { INVALID_RUN_ID, isValidRunId } from './durable.js';
+import { INVALID_RUN_ID, isValidRunId } from './run-id.js';
 import { earlyFailure, earlyResult, type EarlySite } from './early-result.js';
 import { iso, type Execution } from './execution.js';
 import { newId } from './ids.js';

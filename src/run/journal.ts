@@ -1,0 +1,66 @@
+// A durable run's journal: which steps are journaled when, and how a stored run continues from it.
+import type { Chain } from '../define/chain.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { RunResult } from '../observe/result.js';
+import type { TraceStep } from '../observe/trace.js';
+import type { JournalEntry, StoredRun } from '../stores/types.js';
+import type { Execution } from './execution.js';
+
+/**
+ * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
+ * results that are, so a recovered run recomputes it (a store round trip saved per select). A step
+ * no other step depends on is journaled with the run's end, in the same write: nothing waits for it,
+ * and if the process dies first, recovery runs it again under the same idempotency key.
+ */
+export interface JournalPlan {
+  readonly skip: ReadonlySet<string>;
+  readonly atEnd: ReadonlySet<string>;
+}
+const journalPlans = new WeakMap<Chain, JournalPlan>();
+export function journalPlan(chain: Chain): JournalPlan {
+  let plan = journalPlans.get(chain);
+  if (!plan) {
+    const needed = new Set<number>();
+    for (const step of chain.plan) for (const d of step.deps) needed.add(d);
+    const skip = new Set<string>();
+    const atEnd = new Set<string>();
+    for (const step of chain.plan) {
+      if (step.kind === 'select') skip.add(step.id);
+      else if (!needed.has(step.index)) atEnd.add(step.id);
+    }
+    journalPlans.set(chain, (plan = { skip, atEnd }));
+  }
+  return plan;
+}
+
+/** Who decided the run's gate: on the gate's trace entry, in the journal or the recorded result. */
+export function decider(run: StoredRun): string | undefined {
+  for (const e of run.journal) if (e.trace?.decidedBy !== undefined) return e.trace.decidedBy;
+  const steps = (run.result as RunResult | undefined)?.trace?.steps;
+  if (Array.isArray(steps)) for (const t of steps) if (t.decidedBy !== undefined) return t.decidedBy;
+  return undefined;
+}
+
+/** The execution that continues a stored run from its journal: journaled steps are done, not called again; a compensating run only undoes. */
+export function continuation(run: StoredRun, chain: Chain): Execution {
+  const results = Object.create(null) as Record<string, unknown>;
+  const done: string[] = [];
+  const priorTrace: TraceStep[] = [];
+  let compensating: Execution['compensating'];
+  for (const entry of run.journal) {
+    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
+    else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    else {
+      done.push(entry.step);
+      if (entry.skipped !== true) results[entry.step] = entry.value;
+      priorTrace.push(entry.trace);
+    }
+  }
+  return {
+    chain, runId: run.runId, traceId: run.traceId, input: run.input, context: (run.context ?? {}) as Record<string, unknown>,
+    results, done, priorTrace, startedAt: run.startedAt, resumed: true,
+    ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
+    ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
+    ...(compensating && { compensating }),
+  };
+}
