@@ -14,7 +14,7 @@ import { parseSchema, type Schema } from '../src/define/schema.js';
 import { postgresStores } from '../src/postgres/index.js';
 import { redisStores } from '../src/redis/index.js';
 import { createRunner, functionInvoker, listTasks, updateTask, type Chain, type Runner, type RunnerOptions, type Tool } from '../src/index.js';
-import type { RunStore } from '../src/stores/types.js';
+import type { RunStore } from '../src/stores/run-store.js';
 
 type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
 /** What run.ts hands over: its chain, the rate-limit-free tool copies, the instant implementations. */

@@ -43,13 +43,15 @@
  * @module chainkit/postgres
  */
 import { isTimerMs } from '../define/tool.js';
-import type { CheckpointStore, IdempotencyStore, RunStore } from '../stores/types.js';
+import type { CheckpointStore, IdempotencyStore } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
 import { postgresCheckpointStore } from './checkpoints.js';
 import { Db, type PostgresPool } from './db.js';
 import { postgresIdempotencyStore } from './idempotency.js';
 import { postgresRunStore } from './runs.js';
 
-export type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
+export type { IdempotencyBeginOptions } from '../stores/types.js';
+export type { RunStore } from '../stores/run-store.js';
 export type { PostgresPool, PostgresQuery, PostgresQueryResult } from './db.js';
 
 /** Options of {@link postgresStores}. */

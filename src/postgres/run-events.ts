@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { RunEvent } from '../observe/events.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
-import type { RunEventLog } from '../stores/types.js';
+import type { RunEventLog } from '../stores/run-store.js';
 import type { Db } from './db.js';
 
 /** Options of the Postgres event log. */

@@ -5,8 +5,9 @@
 import { StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
 import { summarize } from '../stores/run-list.js';
-import type { RunStore } from '../stores/types.js';
-import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
+import type { IdempotencyStore } from '../stores/types.js';
+import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import type { Db } from './db.js';
 import { postgresEventLog } from './run-events.js';
 

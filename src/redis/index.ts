@@ -12,7 +12,8 @@ import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import { redisLimiterStore } from './limiter.js';
 import { beginForRun, redisRunStore } from './runs.js';
-import type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, TakeResult, TimingSample,
@@ -21,7 +22,8 @@ import type {
 export type { RedisClient, RedisTransaction } from './client.js';
 export { redisLimiterStore, type RedisLimiterOptions, type RedisLimiterStore } from './limiter.js';
 export { redisRunStore, type RedisRunStoreOptions } from './runs.js';
-export type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
+export type { IdempotencyBeginOptions } from '../stores/types.js';
+export type { RunStore } from '../stores/run-store.js';
 
 /** Options of {@link redisStores}. */
 export interface RedisStoresOptions {

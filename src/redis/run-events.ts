@@ -5,7 +5,7 @@
 import type { RunEvent } from '../observe/events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
-import type { RunEventLog } from '../stores/types.js';
+import type { RunEventLog } from '../stores/run-store.js';
 import type { RedisClient } from './client.js';
 
 // KEYS: the run's stream. ARGV: keepMs ('' while the run is in flight), max events kept, events…

@@ -8,8 +8,10 @@ import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
 import { summarize } from '../stores/run-list.js';
-import type { IdempotencyBeginOptions, RunStore } from '../stores/types.js';
-import type { CreateRunResult, IdempotencyStore, RunStatus, StoredRun } from '../stores/types.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
+import type { IdempotencyStore } from '../stores/types.js';
+import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 
 /** Options of {@link redisRunStore}. */
 export interface RedisRunStoreOptions {

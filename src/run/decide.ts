@@ -4,7 +4,7 @@
 import { RunAbortReason } from '../errors/classify.js';
 import type { RunResult } from '../observe/result.js';
 import { callStore } from '../stores/guard.js';
-import type { RunStore, StoredRun } from '../stores/types.js';
+import type { RunStore, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import type { Durable } from './durable.js';
 import { checkRunId } from './run-id.js';

@@ -9,7 +9,7 @@ import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
 import { CheckpointEncodeError } from '../stores/serialize.js';
-import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/types.js';
+import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
 import { hashContext } from './checkpoint.js';

@@ -8,7 +8,7 @@ import type { RunResult } from '../observe/result.js';
 import { RunAbortReason } from '../errors/classify.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
-import type { RunEventLog } from '../stores/types.js';
+import type { RunEventLog } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
 /** Announces that cancel a run start with this (run ids have no control characters), then the reason's length, the reason, the run id. */

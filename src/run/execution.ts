@@ -5,7 +5,8 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Classified } from '../errors/classify.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
-import type { IdempotencyBeginOptions, JournalEntry } from '../stores/types.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
+import type { JournalEntry } from '../stores/run-store.js';
 import type { RunOptions } from './types.js';
 
 /**

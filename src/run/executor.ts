@@ -12,7 +12,7 @@ import type { ToolTransition, TraceStep } from '../observe/trace.js';
 import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
-import type { JournalEntry } from '../stores/types.js';
+import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
 import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type StepOutcome } from './execution.js';
 import { traceEntry } from './recorder.js';

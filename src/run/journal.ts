@@ -3,7 +3,7 @@ import type { Chain } from '../define/chain.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
-import type { JournalEntry, StoredRun } from '../stores/types.js';
+import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
 
 /**

@@ -1,6 +1,6 @@
 // The leases a runner holds on its durable runs: one timer renews them all; a call or an undo passes
 // its run's fence first, so an owner that lost its lease acts no more (API.md §10).
-import type { RunStore } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
 
 /** What a runner knows of a lease it holds. */
 export interface Lease {

@@ -13,7 +13,8 @@ import type { Hooks } from '../observe/events.js';
 import type { RedactRule } from '../observe/redact.js';
 import type { BreakerOptions } from '../policies/breaker.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
-import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore, RunStore } from '../stores/types.js';
+import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
+import type { RunStore } from '../stores/run-store.js';
 import type { ToolInvoker } from './pipeline.js';
 import type { Logger } from './types.js';
 

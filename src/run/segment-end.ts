@@ -5,7 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import type { JournalEntry } from '../stores/types.js';
+import type { JournalEntry } from '../stores/run-store.js';
 import { compensateRun } from './compensate.js';
 import { describeThrown, toolsRun, type Stopped } from './execution.js';
 import { parkAtGate } from './gate.js';

@@ -3,7 +3,7 @@
 // after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
 import type { RunEvent } from '../observe/events.js';
 import type { RunResult } from '../observe/result.js';
-import type { RunEventLog, RunStore } from '../stores/types.js';
+import type { RunEventLog, RunStore } from '../stores/run-store.js';
 import { runEndData, type RunEventHub } from './events-log.js';
 
 /** Events read from the log per round trip. */

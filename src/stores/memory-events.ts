@@ -2,7 +2,7 @@
 // woken on append, and ended runs' logs dropped when their retention ends — nothing grows unbounded.
 import type { RunEvent } from '../observe/events.js';
 import { decodeCheckpoint } from './serialize.js';
-import type { RunEventLog } from './types.js';
+import type { RunEventLog } from './run-store.js';
 
 /** Options of {@link memoryEventLog}. */
 export interface MemoryEventLogOptions {

@@ -3,8 +3,9 @@
 import { memoryEventLog } from './memory-events.js';
 import { encodeRunValue, storedRun } from './run-codec.js';
 import { isAfter, newestFirst, summarize, type RunSummary } from './run-list.js';
-import type { RunStore } from './types.js';
-import type { ClaimFilter, CreateRunResult, IdempotencyStore, RunRecord, RunStatus, StoredRun } from './types.js';
+import type { RunStore } from './run-store.js';
+import type { IdempotencyStore } from './types.js';
+import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, StoredRun } from './run-store.js';
 
 /** Options of {@link memoryRunStore}. */
 export interface MemoryRunStoreOptions {

@@ -2,9 +2,9 @@
 // (opaque to callers) that pages through them newest first, ties broken by run id.
 import { fromBase64Url, toBase64Url } from '../util/sha256.js';
 import { decodeRunValue } from './run-codec.js';
-import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary } from './types.js';
+import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary } from './run-store.js';
 
-export type { RunListAfter, RunListQuery, RunListResult, RunSummary } from './types.js';
+export type { RunListAfter, RunListQuery, RunListResult, RunSummary } from './run-store.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
 export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined'];

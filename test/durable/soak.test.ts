@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
-import type { RunStore } from '../../src/stores/types.js';
+import type { RunStore } from '../../src/stores/run-store.js';
 import type { OrderInput, WorkerJob } from '../fixtures/durable-worker.js';
 import { Ledger, sleep, Worker } from './harness.js';
 

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/postgres/schema.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
-import type { RunStore } from '../../src/stores/types.js';
+import type { RunStore } from '../../src/stores/run-store.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
 const base = `ck_runs_${process.pid}_${Date.now() % 1_000_000}`;

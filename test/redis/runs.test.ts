@@ -4,7 +4,7 @@ import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
 import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
-import type { RunStore } from '../../src/stores/types.js';
+import type { RunStore } from '../../src/stores/run-store.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
 const prefix = `chainkit-test-runs:${process.pid}:${Date.now()}`;

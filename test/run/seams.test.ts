@@ -6,7 +6,7 @@ import { defineChain, defineTool, functionInvoker, ref, type RunResult, type Too
 import { execute, type Execution } from '../../src/run/executor.js';
 import { runnerParts } from '../../src/run/parts.js';
 import { storeFailure } from '../../src/stores/guard.js';
-import type { JournalEntry } from '../../src/stores/types.js';
+import type { JournalEntry } from '../../src/stores/run-store.js';
 
 const make = defineTool({ name: 'make', description: 'm', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
 const use = defineTool({ name: 'use', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });

@@ -2,7 +2,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
-import type { CheckpointStore, IdempotencyClaim, IdempotencyStore, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/types.js';
+import type { CheckpointStore, IdempotencyClaim, IdempotencyStore } from '../../src/stores/types.js';
+import type { JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/run-store.js';
 import { RUN_STATUSES, type RunListQuery } from '../../src/stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';

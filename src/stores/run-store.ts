@@ -1,0 +1,218 @@
+// The run store's interfaces (durable runs, API.md §10–11): records, the journal, leases, claims, the event log and listing.
+import type { RunEvent, RunEventDraft } from '../observe/events.js';
+import type { TraceStep } from '../observe/trace.js';
+import type { IdempotencyStore } from './types.js';
+
+/** Where a durable run stands. `running` is the only status with a live owner and lease. */
+export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined';
+
+/** One completed step of a durable run, journaled before any step that depends on it starts. */
+export interface JournalEntry {
+  /** The step id. */
+  step: string;
+  /** The step's result (absent when the step was skipped by its `when`). */
+  value?: unknown;
+  /** The step was skipped: done, with no result. */
+  skipped?: true;
+  /** The step's trace entry, so a recovered run's trace shows the whole run. */
+  trace: TraceStep;
+  /**
+   * Compensation, journaled: `start` (the run failed at `step` with `error` and begins to undo; it
+   * is never continued forward again), then one entry per undo of `step`: `undone`, or `undo_failed`
+   * with its `error`. Absent on a completed step.
+   */
+  compensation?: 'start' | 'undone' | 'undo_failed';
+  /** The run's failure (`start`) or the undo's (`undo_failed`), as a `ChainErrorInfo`. */
+  error?: unknown;
+}
+
+/** What a run store keeps of one durable run. Plain JSON. */
+export interface RunRecord {
+  v: 1;
+  runId: string;
+  traceId: string;
+  chain: string;
+  fingerprint: string;
+  sessionId?: string;
+  input: unknown;
+  /** The trusted context, validated: a recovered run continues with it, its caller being gone. */
+  context: unknown;
+  /**
+   * A hash of the validated context: the run id is bound to `chain` and this (a caller with another
+   * chain or context gets `mismatch` from {@link RunStore.create}). Absent on records written before it.
+   */
+  contextHash?: string;
+  startedAt: number;
+  /** The run's deadline (epoch ms): a run recovered after it fails with `deadline_exceeded`. */
+  deadlineAt: number;
+  status: RunStatus;
+  /** The runner instance that runs it (meaningful while `running`). */
+  owner: string;
+  /** Epoch ms until which the owner's lease holds; past it, the run may be claimed by another. */
+  leaseUntil: number;
+  /** The confirmation gate the user approved (set by `reopen`): a recovered run does not ask again. */
+  approvedGate?: string;
+  /** The run's result once it has ended or parked at a gate (a `RunResult` as JSON). */
+  result?: unknown;
+}
+
+/** A run record with its journal, oldest entry first. */
+export interface StoredRun extends RunRecord {
+  journal: JournalEntry[];
+}
+
+/** The answer to {@link RunStore.create}. */
+export type CreateRunResult =
+  /** Recorded: the caller owns the new run. */
+  | { status: 'created' }
+  /** The run id exists and has ended or parked: `run.result` is its recorded result. */
+  | { status: 'ended'; run: StoredRun }
+  /** The run id is in flight under a live lease held by `run.owner`. */
+  | { status: 'busy'; run: StoredRun }
+  /** The run id was in flight under an expired lease: the caller has taken it over (atomically). */
+  | { status: 'taken'; run: StoredRun }
+  /**
+   * The run id is recorded for another chain or context (or, in flight, another fingerprint of the
+   * chain): nothing of that run is returned, and it is left as it was.
+   */
+  | { status: 'mismatch' };
+
+/**
+ * Which runs {@link RunStore.claimExpired} may claim: those of these chains with these fingerprints
+ * (the ones the claiming runner can continue), and any whose deadline passed before `orphanedBefore`.
+ */
+export interface ClaimFilter {
+  chains: readonly { name: string; fingerprint: string }[];
+  /** Epoch ms: a run whose deadline passed before it may be claimed whatever its chain. Default: none. */
+  orphanedBefore?: number;
+}
+
+/**
+ * Keeps durable runs: the run record, its step journal, the owner's lease and the result. Every
+ * change of ownership (create/take over, claim, reopen) is atomic across processes; writes by an
+ * owner that has lost its lease are refused (they return `false`) and change nothing.
+ */
+export interface RunStore {
+  /**
+   * Records a new run (owned by `record.owner` until `record.leaseUntil`) unless its `runId`
+   * exists; an existing one is reported, and taken over when its lease expired before `now`. An
+   * existing run of another chain or `contextHash` (or in flight with another fingerprint) is
+   * `mismatch`, untouched.
+   */
+  create(record: RunRecord, now: number): Promise<CreateRunResult>;
+  /**
+   * Appends a completed step. With `complete`, also keeps that call's idempotency result in the
+   * same round trip (stores that hold both). `false`: `owner` no longer holds the run.
+   */
+  journal(runId: string, owner: string, entry: JournalEntry, complete?: { key: string; value: unknown; ttlMs?: number }): Promise<boolean>;
+  /**
+   * Extends the lease of every listed run `owner` still holds, to `leaseUntil`: one round trip per
+   * runner tick. Resolves with the ids renewed: a listed run missing from it is no longer this owner's.
+   */
+  renew(owner: string, runIds: readonly string[], leaseUntil: number): Promise<string[]>;
+  /**
+   * Records how a run ended (`completed`, `failed`, `declined`) or that it parked at a gate
+   * (`awaiting_confirmation`: no owner, no lease). Kept for `retentionMs`. `entries` are journaled in
+   * the same atomic write (steps no other step depends on: nothing waits for them). `false`: not the owner.
+   */
+  finish(runId: string, owner: string, status: Exclude<RunStatus, 'running'>, result: unknown, retentionMs: number, entries?: readonly JournalEntry[]): Promise<boolean>;
+  /**
+   * Makes a run parked at a gate `running` again under `owner` (a resume): records the approved
+   * gate (a recovered run does not ask again) and the resumed segment's deadline, clears the stored
+   * `result`. `false`: the run is not parked (missing, running or ended).
+   */
+  reopen(runId: string, owner: string, update: { leaseUntil: number; approvedGate: string; deadlineAt: number }): Promise<boolean>;
+  /**
+   * Claims up to `limit` `running` runs whose lease expired before `now`, atomically (one claimer
+   * wins each run across processes), for `owner` until `leaseUntil`; returns them with their journals.
+   * With `only`, claims only the runs it allows; the others are not touched.
+   */
+  claimExpired(owner: string, now: number, leaseUntil: number, limit: number, only?: ClaimFilter): Promise<StoredRun[]>;
+  /** The run and its journal, or `undefined`. */
+  get(runId: string): Promise<StoredRun | undefined>;
+  /**
+   * Summaries of the runs matching `query`, newest first (by `startedAt`, ties by run id descending),
+   * at most `query.limit`, from an index (never a scan of all runs). `more`: further runs may match.
+   * Absent: `runner.listRuns` is refused.
+   */
+  listRuns?(query: RunListQuery): Promise<RunListResult>;
+  /**
+   * The idempotency store `journal(…, complete)` writes into, with its encoding (absent: `complete`
+   * is refused). A runner passes `complete` only when this is its `stores.idempotency`.
+   */
+  readonly idempotency?: IdempotencyStore;
+  /** The runs' event log (`runner.watch`, `runner.stream`); absent: runs record no events. */
+  readonly events?: RunEventLog;
+  /** Releases what the store opened. */
+  close?(): Promise<void>;
+}
+
+
+
+/**
+ * The event log of a run store (docs/guides/watching-runs.md): each run's events in order, numbered
+ * by the store (`seq` from 1, strictly increasing per run), kept as long as their run, at most a
+ * bounded number per run (the oldest go first: a reader that falls that far behind is cut off).
+ */
+export interface RunEventLog {
+  /** Appends cost no round trip (in-process): the runner appends each event as it happens instead of batching. */
+  readonly local?: boolean;
+  /**
+   * Appends encoded events (`encodeRunValue` of a {@link RunEventDraft}, in order) and returns the
+   * last `seq` given. `keepMs`: the run ended or parked, keep its events that long; absent: kept
+   * while the run is in flight.
+   */
+  append(runId: string, events: readonly string[], keepMs?: number): Promise<number>;
+  /** Up to `limit` events with `seq > after`, in order (fewer, or none, when there are no more yet). */
+  read(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+  /** Settles when an event after `after` may have been appended, after `timeoutMs`, or when `signal` aborts. */
+  wait(runId: string, after: number, timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** Tells the run's owner, on whichever instance, that someone watches: it sends events as they happen. */
+  announce(runId: string): Promise<void>;
+  /** Calls `listener` with the run id of every announce (any instance's); returns the unsubscribe. */
+  onAnnounce(listener: (runId: string) => void): () => void;
+  /** Releases what the log opened (connections for waiting and announcing). */
+  close?(): Promise<void>;
+}
+
+/** One run as a listing shows it: never its input, output, context or resume token. */
+export interface RunSummary {
+  runId: string;
+  chain: string;
+  status: RunStatus;
+  /** Epoch ms. */
+  startedAt: number;
+  /** Epoch ms, once the run completed, failed or was declined. */
+  endedAt?: number;
+  /** Steps completed (or skipped) so far. */
+  steps: number;
+  /** Why a failed run failed. */
+  error?: { category: string; code: string };
+  /** What a run parked at a confirmation gate is waiting for: the gated step and its prompt (redacted). */
+  awaiting?: { step: string; question: string };
+}
+
+/** Where a page starts: after the run started at `startedAt` with id `runId` (newest first). */
+export interface RunListAfter {
+  startedAt: number;
+  runId: string;
+}
+
+/** The listing a run store answers (validated by the runner). */
+export interface RunListQuery {
+  /** At least one status. */
+  statuses: readonly RunStatus[];
+  chain?: string;
+  /** Inclusive lower bound of `startedAt` (-Infinity: none). */
+  since: number;
+  /** Exclusive upper bound of `startedAt` (Infinity: none). */
+  until: number;
+  limit: number;
+  after?: RunListAfter;
+}
+
+/** A listing page as a store returns it: `more` when runs past the last one may match. */
+export interface RunListResult {
+  runs: RunSummary[];
+  more: boolean;
+}
