@@ -1,0 +1,208 @@
+// The Lua scripts of the Redis run store (src/redis/runs.ts): each claim, journal write, finish and listing is one atomic script.
+
+// The listing indexes (runner.listRuns): per status, and per status and chain, sorted sets of run ids
+// scored by start time, moved in the same script as the status. A member whose run expired or moved
+// on is dropped when a listing meets it, and each finish prunes a few of the oldest: never a scan.
+const INDEX = `
+local function idx(prefix, status, chain) return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain end
+local function index_move(prefix, id, chain, started, from, to, keepMs)
+  if from then
+    local a, b = idx(prefix, from, chain)
+    redis.call('ZREM', a, id)
+    redis.call('ZREM', b, id)
+  end
+  local a, b = idx(prefix, to, chain)
+  redis.call('ZADD', a, started, id)
+  redis.call('ZADD', b, started, id)
+  if keepMs then
+    for _, k in ipairs({a, b}) do
+      for _, old in ipairs(redis.call('ZRANGE', k, 0, 3)) do
+        if redis.call('HGET', ARGV_RUN .. old, 'status') ~= to then redis.call('ZREM', k, old) end
+      end
+      if redis.call('PTTL', k) < tonumber(keepMs) then redis.call('PEXPIRE', k, keepMs) end
+    end
+  end
+end
+`;
+
+// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash, startedAt, index prefix, run key prefix.
+// Records a new run, or reports the existing one (taken over when its lease ended before now). A run
+// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
+export const CREATE = `local ARGV_RUN = ARGV[12]
+${INDEX}
+local st = redis.call('HGET', KEYS[1], 'status')
+if not st then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
+  redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
+  index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
+  return 'created'
+end
+local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
+if (b[1] and b[1] ~= ARGV[7]) or (b[2] and b[2] ~= '' and ARGV[9] ~= '' and b[2] ~= ARGV[9]) then return 'mismatch' end
+local kind = 'ended'
+if st == 'running' then
+  kind = 'busy'
+  if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) and (not b[3] or b[3] == ARGV[8]) then
+    redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'lease', ARGV[3])
+    redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
+    kind = 'taken'
+  end
+end
+return {kind, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`;
+
+// KEYS: run hash, journal[, idempotency key]. ARGV: owner, entry[, kept result, its ttl].
+// The result is kept even when the owner lost the run: the call happened, a re-run must find it done.
+export const JOURNAL = `
+if KEYS[3] then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4]) end
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
+if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1`;
+
+// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run ids… Renews only the owner's runs in flight; returns their ids.
+export const RENEW = `
+local out = {}
+for i = 4, #ARGV do
+  local k = ARGV[3] .. ARGV[i]
+  local f = redis.call('HMGET', k, 'owner', 'status')
+  if f[1] == ARGV[1] and f[2] == 'running' then
+    redis.call('HSET', k, 'lease', ARGV[2])
+    redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i])
+    out[#out + 1] = ARGV[i]
+  end
+end
+return out`;
+
+// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now, index prefix, run key prefix, journal entries….
+export const FINISH = `local ARGV_RUN = ARGV[8]
+${INDEX}
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
+if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
+for i = 9, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'lease', '0', 'ended', ARGV[6])
+redis.call('ZREM', KEYS[3], ARGV[5])
+local keep = nil
+if ARGV[4] ~= '0' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  keep = ARGV[4]
+end
+if f[3] then index_move(ARGV[7], ARGV[5], f[3], f[4] or '0', 'running', ARGV[2], keep) end
+return 1`;
+
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId, index prefix, run key prefix.
+export const REOPEN = `local ARGV_RUN = ARGV[7]
+${INDEX}
+if redis.call('HGET', KEYS[1], 'status') ~= 'awaiting_confirmation' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'gate', ARGV[3], 'deadline', ARGV[4])
+redis.call('HDEL', KEYS[1], 'result', 'ended')
+local f = redis.call('HMGET', KEYS[1], 'chain', 'started')
+if f[1] then index_move(ARGV[6], ARGV[5], f[1], f[2] or '0', 'awaiting_confirmation', 'running', nil) end
+redis.call('PERSIST', KEYS[1])
+redis.call('PERSIST', KEYS[2])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[5])
+return 1`;
+
+// KEYS: live set. ARGV: owner, now, leaseUntil, limit, run key prefix, journal key prefix, orphanedBefore
+// ('' for none), '1' to filter, then chain and fingerprint pairs. Members whose run ended or vanished
+// leave the set; a lagging score is corrected. With a filter, runs of other chains or fingerprints
+// (not orphaned) are passed over untouched; the scan goes on past them, at most 20 pages.
+export const CLAIM = `
+local allowed = {}
+for i = 9, #ARGV, 2 do allowed[ARGV[i] .. '|' .. ARGV[i + 1]] = true end
+local limit = tonumber(ARGV[4])
+local orphan = tonumber(ARGV[7])
+local out = {}
+local offset = 0
+for page = 1, 20 do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', offset, limit)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local k = ARGV[5] .. id
+    local f = redis.call('HMGET', k, 'status', 'lease', 'chain', 'fp', 'deadline')
+    if f[1] ~= 'running' then
+      redis.call('ZREM', KEYS[1], id)
+    elseif tonumber(f[2]) >= tonumber(ARGV[2]) then
+      redis.call('ZADD', KEYS[1], f[2], id)
+    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')] and not (orphan and tonumber(f[5]) < orphan) then
+      offset = offset + 1
+    else
+      redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
+      redis.call('ZADD', KEYS[1], ARGV[3], id)
+      out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1)}
+      if #out >= limit then return out end
+    end
+  end
+  if #ids < limit then break end
+end
+return out`;
+
+// ARGV: run key prefix, journal key prefix, since, until, limit, cursor score ('' for none), cursor
+// id, chain ('' for any), then index key and status pairs. From each index, up to limit + 1 runs
+// after the cursor (members whose run expired or changed status leave the index), merged newest
+// first; the first `limit` come back with their state and journal, and whether more matched.
+export const LIST = `
+local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local ascore, aid = tonumber(ARGV[6]), ARGV[7]
+local cands = {}
+local function valid(key, id, status)
+  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain')
+  if f[1] ~= status then redis.call('ZREM', key, id) return false end
+  return ARGV[8] == '' or f[2] == ARGV[8]
+end
+for i = 9, #ARGV, 2 do
+  local key, status = ARGV[i], ARGV[i + 1]
+  local got = 0
+  local max = upper
+  if ascore and ascore < upper then
+    if ascore >= tonumber(since) then
+      for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', key, ascore, ascore)) do
+        if id < aid and got <= limit and valid(key, id, status) then
+          cands[#cands + 1] = {ascore, id}
+          got = got + 1
+        end
+      end
+    end
+    max = ascore
+  end
+  local offset = 0
+  for page = 1, 20 do
+    if got > limit then break end
+    local rows = redis.call('ZREVRANGEBYSCORE', key, '(' .. max, since, 'WITHSCORES', 'LIMIT', offset, limit + 1)
+    if #rows == 0 then break end
+    for j = 1, #rows, 2 do
+      if got > limit then break end
+      if valid(key, rows[j], status) then
+        cands[#cands + 1] = {tonumber(rows[j + 1]), rows[j]}
+        got = got + 1
+      end
+      offset = offset + 1
+    end
+    if #rows < 2 * (limit + 1) then break end
+  end
+end
+table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end return a[2] > b[2] end)
+local out = {}
+for i = 1, math.min(limit, #cands) do
+  local id = cands[i][2]
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+end
+return {out, #cands > limit and 1 or 0}`;
+
+// KEYS: run hash, journal.
+export const GET = `return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`;
+
+// KEYS: idempotency key. ARGV: pending marker, pendingTtlMs, runId, owner, '1' to take over.
+// Claims the key (nil) or returns its entry. A pending marker of the same run written by another
+// owner is taken over when asked: that owner lost the run (docs/guides/durable-runs.md), nobody will finish its call.
+export const BEGIN = `
+local v = redis.call('GET', KEYS[1])
+if v then
+  if ARGV[5] ~= '1' or string.sub(v, 1, 8) ~= '{"s":"p"' then return v end
+  local e = cjson.decode(v)
+  if e.r ~= ARGV[3] or e.o == ARGV[4] then return v end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false`;
+
