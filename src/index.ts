@@ -31,7 +31,8 @@ export { toModelResult, type ModelResult, type ModelResultOptions } from './run/
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
 export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type ErrorContext, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
-export { classifyError, codeClassifier, parseRetryAfter, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
+export { parseRetryAfter } from './errors/retry-after.js';
+export { classifyError, codeClassifier, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
 
 // Events, traces, rendering
 export type {

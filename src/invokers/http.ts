@@ -1,5 +1,5 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
-import { parseRetryAfter } from '../errors/classify.js';
+import { parseRetryAfter } from '../errors/retry-after.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
