@@ -2,14 +2,8 @@
 // executor), calls single tools (direct-call.ts) and closes everything it opened.
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import type { Tool } from '../define/tool.js';
 import { RunAbortReason } from '../errors/classify.js';
-import type { ResponseMetadata } from '../observe/result.js';
-import type { MetricsCollector } from '../guidance/metrics.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
-import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
-import type { TimingModel } from '../guidance/timing.js';
-import type { RunnerEmitter } from '../observe/events.js';
 import { callStore } from '../stores/guard.js';
 import { maskText } from '../observe/redact.js';
 import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '../stores/run-list.js';
@@ -26,133 +20,13 @@ import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
-import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptions, RunOptionsArgs, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, InvokeResult, ResumeOptions, RunDecision, RunOptions, RunResult } from './types.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
-import type { RunWatchError } from './watch.js';
 
 export type { RunnerOptions } from './runner-options.js';
 
-/** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
-export interface RunStream<O> {
-  /** The run's id (`options.runId`, or a new one). */
-  runId: string;
-  /** The run's events from its first, ending after `run:end`; each iteration reads from the start. */
-  events: AsyncIterable<RunEvent>;
-  /** The run's result, typed from the chain, as `run` returns it. */
-  result: Promise<RunResult<O>>;
-}
-
-/** Runs chains and single tool calls with the same policies. */
-export interface Runner {
-  /** Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`, `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`. */
-  readonly events: RunnerEmitter;
-  /** Runs a chain. Never throws for run-time failures: the result says what happened. */
-  // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
-  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): Promise<RunResult<O>>;
-  /** Resumes a run stopped at a confirmation gate; a token resumes at most once. The output is typed from `chain`. */
-  resume<Ch extends Chain | readonly Chain[]>(token: string, decision: { approved: boolean }, options: ResumeOptions & { chain: Ch }): Promise<RunResult<ResumedOutput<Ch>>>;
-  /** Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most once. */
-  resume<O = unknown>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
-  /** Calls one tool by name through the same pipeline as a chain step. */
-  invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
-  /** Aborts runs in flight, writes what was learned, and releases timers, listeners and stores. */
-  close(): Promise<void>;
-  /** Same as `close()`, so `await using runner = createRunner(...)` closes the runner when the block ends. */
-  [Symbol.asyncDispose](): Promise<void>;
-  /** Settles when learning data from `stores.learning` is loaded (at once without one). */
-  readonly ready: Promise<void>;
-  /** What the runner learned about which tool follows which, and call counters. */
-  readonly metrics: MetricsCollector;
-  /** What the runner learned about durations: `estimate`, `export`, `import`. */
-  readonly timing: TimingModel;
-  /** Next tools after `tool`, and chains that fit the session (and `goal`). */
-  suggest(tool: string, options?: { sessionId?: string; goal?: string }): ResponseMetadata['suggestions'];
-  /** The tools of a tier that can be offered right now: those whose circuit breaker is not open. */
-  toolsFor(registry: ToolRegistry, level: TierLevel): Promise<Tool[]>;
-  /**
-   * Durable runs (`stores.runs`): claims the runs whose owner died (lease expired), continues each
-   * from its journal and resolves with their results (at most `recover.limit`, default 100, per call).
-   */
-  recover(): Promise<RunResult[]>;
-  /** Durable runs (`stores.runs`): what the run store holds of a run, or `undefined`. */
-  getRun(runId: string): Promise<RunInfo | undefined>;
-  /**
-   * The events of a run (`stores.runs`), from any instance sharing the stores: those after
-   * `options.after` (a seq), in order, each once, ending after `run:end`. A reader that falls so far
-   * behind that the log dropped what it had not read is cut off with a {@link RunWatchError}
-   * (`fell_behind`, with `lastSeq` to resume from); a run the store does not know, `not_found`.
-   *
-   * @example
-   * ```ts
-   * for await (const e of runner.watch(runId, { after: lastSeen })) {
-   *   lastSeen = e.seq;
-   *   if (e.type === 'step:progress') console.log(e.step, e.data);
-   * }
-   * ```
-   */
-  watch(runId: string, options?: WatchOptions): AsyncIterable<RunEvent>;
-  /**
-   * Starts a run (`stores.runs`) and hands back at once its id, its events and its result.
-   *
-   * @example
-   * ```ts
-   * const { runId, events, result } = runner.stream(chain, input, { context });
-   * for await (const e of events) send(e);
-   * const r = await result; // RunResult typed from the chain
-   * ```
-   */
-  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
-  /**
-   * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
-   * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
-   * are undone, and the run ends `failed` with category `cancelled`, code `run_cancelled`. Resolves
-   * once the run has ended (or after 3 s if a tool ignores its signal): `'cancelled'`; `'ended'`
-   * for a run that had ended already, `'not_found'` for one the store does not know.
-   *
-   * @example
-   * ```ts
-   * await runner.cancel(runId, { reason: 'the user closed the page' }); // 'cancelled'
-   * ```
-   */
-  cancel(runId: string, options?: { reason?: string }): Promise<'cancelled' | 'not_found' | 'ended'>;
-  /**
-   * Decides the gate of a run parked at it (`stores.runs`), by run id, for someone other than the
-   * token holder (an operator): exactly once across instances, through the same atomic take as
-   * `resume` (a decision racing a `resume` of the same token: one wins, the other gets
-   * `already_used`). Approved, the run goes on durably as `resume` would, with the context it was
-   * started with; declined, it ends `declined`. `by` is kept on the gate's trace entry
-   * (`decidedBy`) and in `getRun(runId).decidedBy`.
-   *
-   * Resolves with the decided run's {@link RunResult} (or the refusal, e.g. `already_used`),
-   * `'not_found'` for a run id the store does not know, `'not_parked'` for a run that is running or
-   * has ended. Without a run store there is no record to find a run by its id: it throws a
-   * `TypeError` (use `resume` with the token there).
-   *
-   * @example
-   * ```ts
-   * const r = await runner.decide(runId, { approved: true, by: 'ops:alice' });
-   * if (r === 'not_found' || r === 'not_parked') reply(404);
-   * else if (r.status === 'completed') reply(200, r.output);
-   * ```
-   */
-  decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
-  /**
-   * Lists durable runs (`stores.runs`), newest first (by start time, ties by run id), from any
-   * instance sharing the stores: by status (one or several), chain and start time, a page at a time
-   * (pass the page's `cursor` for the next). A summary carries no input, output or token; the
-   * question of a parked gate is redacted as traces are. The approvals inbox is
-   * `listRuns({ status: 'awaiting_confirmation' })`. Rejects with a `TypeError` for a malformed
-   * filter or cursor, or a run store without `listRuns`.
-   *
-   * @example
-   * ```ts
-   * const inbox = await runner.listRuns({ status: 'awaiting_confirmation' });
-   * for (const run of inbox.runs) console.log(run.runId, run.awaiting?.step, run.awaiting?.question);
-   * if (inbox.cursor) await runner.listRuns({ status: 'awaiting_confirmation', cursor: inbox.cursor });
-   * ```
-   */
-  listRuns(filter?: ListRunsFilter): Promise<RunPage>;
-}
+export type { Runner, RunStream } from './runner-api.js';
+import type { Runner, RunStream } from './runner-api.js';
 
 /** How long `cancel()` waits for the run to end. */
 const CANCEL_WAIT_MS = 3_000;
