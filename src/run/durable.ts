@@ -401,7 +401,7 @@ const ORPHAN_GRACE_MS = 60_000;
  * Waits shorter than this are not shown as `retrying`: marking and unmarking cost two store writes
  * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before anyone listing runs would see it.
  */
-export const RETRYING_MIN_MS = 1_000;
+const RETRYING_MIN_MS = 1_000;
 
 /**
  * The runner's hook for retry waits of the durable runs it owns: a wait of at least
@@ -413,7 +413,7 @@ export const RETRYING_MIN_MS = 1_000;
  * parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, Date.now, (id) => leases.get(id) !== undefined, bounded, warn);
  * ```
  */
-export function retryWaits(
+function retryWaits(
   mark: NonNullable<RunStore['markRetrying']>, owner: string, now: () => number, owns: (runId: string) => boolean,
   bounded: <T>(what: string, until: number, fn: () => Promise<T>) => Promise<T>, warn: (error: unknown, what: string) => void,
 ): (runId: string, delayMs: number) => (() => void) | undefined {
