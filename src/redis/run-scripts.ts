@@ -33,6 +33,7 @@ const EXPIRY = `
 local function index_expire(prefix, id, chain, status, now, keepMs)
   local exp = prefix .. 'exp'
   redis.call('ZADD', exp, tonumber(now) + tonumber(keepMs), cjson.encode({status, chain, id}))
+  if redis.call('PTTL', exp) < tonumber(keepMs) then redis.call('PEXPIRE', exp, keepMs) end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, 100)) do
     local e = cjson.decode(m)
     if redis.call('HGET', ARGV_RUN .. e[3], 'status') ~= e[1] then
