@@ -67,6 +67,14 @@ try {
 const schema = `bench_list_${process.pid}`;
 const pool = new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', max: 16 });
 try {
+  // The listing statement exactly as the store sends it, for its plan below.
+  let listed: { text: string; values: unknown[] } | undefined;
+  const query = pool.query.bind(pool) as (q: unknown) => Promise<unknown>;
+  (pool as unknown as { query: (q: unknown) => Promise<unknown> }).query = (q) => {
+    const c = q as { text?: string; values?: unknown[] };
+    if (typeof c.text === 'string' && c.text.includes('CROSS JOIN LATERAL') && c.values) listed = { text: c.text, values: c.values };
+    return query(q);
+  };
   const stores = postgresStores(pool, { schema, sweepIntervalMs: Infinity });
   await stores.migrate();
   const t = performance.now();
@@ -74,8 +82,19 @@ try {
   const recordS = (performance.now() - t) / 1000;
   await pool.query(`ANALYZE "${schema}".runs`);
   const times = await timeFilters(stores.runs);
-  // The per-status range the store reads (src/postgres/runs.ts, listRuns), first page.
-  const plan = (await pool.query(`EXPLAIN SELECT run_id FROM "${schema}".runs WHERE status = $1 AND started_at >= $2 AND started_at < $3 AND (started_at, run_id) < ($4::double precision, $5::text) AND (expires_at IS NULL OR expires_at > $6) ORDER BY started_at DESC, run_id DESC LIMIT 51`, ['completed', -Infinity, Infinity, Infinity, '', Date.now()])).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join(' | ');
+  // The plan of the store's own listing statement (src/postgres/runs.ts, listRuns), as it last ran: a status filter, first page.
+  if (!listed) throw new Error('the listing statement was not seen');
+  // EXPLAIN takes no bound parameters: the statement is prepared, then explained with its values as literals.
+  const literal = (v: unknown): string => (v === null ? 'NULL' : `'${String(Array.isArray(v) ? `{${v.join(',')}}` : v).replace(/'/g, "''")}'`);
+  const client = await pool.connect();
+  let plan: string;
+  try {
+    await client.query(`PREPARE bench_list AS ${listed.text}`);
+    plan = (await client.query(`EXPLAIN EXECUTE bench_list(${listed.values.map(literal).join(', ')})`)).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join(' | ');
+    await client.query('DEALLOCATE bench_list');
+  } finally {
+    client.release();
+  }
   const index = /Index (Only )?Scan[^|]*runs_status_started|Bitmap Index Scan on runs_status_started/.exec(plan)?.[0];
   rows.push(`postgres   ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms); plan uses an index: ${index ? `yes (${index})` : `NO: ${plan}`}`);
 } finally {

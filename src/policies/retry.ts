@@ -48,6 +48,8 @@ export interface RetryPolicyOptions {
   classifiers?: readonly Classifier[];
   /** Called before each wait (for `step:retry` events and logs). */
   onRetry?: (ctx: CallContext, failure: Classified, delayMs: number) => void;
+  /** Called as each wait starts (a durable run shows `retrying`); what it returns is called when the wait ends, however it ends. */
+  onWait?: (ctx: CallContext, delayMs: number) => (() => void) | undefined;
 }
 
 /**
@@ -80,7 +82,7 @@ export function retryDelay(rule: RetryRule, n: number, failure: Classified, rand
  * not taken: the call fails at once with the last error (and `retryAfterMs` for rate limits).
  */
 export function retryPolicy(options: RetryPolicyOptions): Policy {
-  const { random, now, classifiers, onRetry } = options;
+  const { random, now, classifiers, onRetry, onWait } = options;
   const asFailure = (error: unknown): ToolFailure => (error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers)));
 
   /** Why the retries stop (what the call then fails with), or the wait before the next attempt. */
@@ -111,7 +113,14 @@ export function retryPolicy(options: RetryPolicyOptions): Policy {
     for (let attempt = 2; ; attempt++) {
       const verdict = decide(ctx, failure, used);
       if (typeof verdict !== 'number') throw verdict;
-      if (verdict > 0) await sleep(verdict, ctx.run); // rejects with the run's own reason if it aborts
+      const waited = verdict > 0 ? onWait?.(ctx, verdict) : undefined;
+      if (waited) {
+        try {
+          await sleep(verdict, ctx.run);
+        } finally {
+          waited();
+        }
+      } else if (verdict > 0) await sleep(verdict, ctx.run); // rejects with the run's own reason if it aborts
       ctx.attempt = attempt;
       try {
         return await next(ctx);

@@ -127,7 +127,7 @@ export function postgresStores(pool: PostgresPool, options: PostgresStoresOption
 
   const db = new Db(pool, options.schema ?? 'chainkit', options.now ?? Date.now, sweepMs, options.preparedStatements !== false);
   const idempotency = postgresIdempotencyStore(db, { ttlMs, pendingTtlMs, pendingWaitMs, pollMs });
-  const runs = postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const runs = postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency, sweepEveryMs: sweepMs, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
   return {
     runs,
     checkpoints: postgresCheckpointStore(db, perContext),

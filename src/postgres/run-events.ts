@@ -13,6 +13,8 @@ import type { Db } from './db.js';
 export interface PostgresEventLogOptions {
   /** Events kept per run (the oldest deleted as new ones come). Default 10 000. */
   maxEventsPerRun?: number;
+  /** At most one sweep of expired logs this often (ms; the stores' `sweepIntervalMs`). Default a minute. */
+  sweepEveryMs?: number;
 }
 
 /** Expired logs deleted per sweep; at most one sweep a minute, in the background of an append. */
@@ -135,13 +137,14 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
 
   return {
     async append(runId, events, keepMs) {
+      const sweepEveryMs = options.sweepEveryMs ?? SWEEP_EVERY_MS;
       await tables();
       const now = db.now();
       const expiresAt = keepMs === undefined ? null : now + keepMs;
       for (let round = 0; round < 2; round++) {
         const row = (await db.query<{ last: string }>('run (events)', append, [runId, events, expiresAt, now, cap, eventsChannel])).rows[0];
         if (row) {
-          if (keepMs !== undefined && now - lastSweep >= SWEEP_EVERY_MS) {
+          if (keepMs !== undefined && now - lastSweep >= sweepEveryMs) {
             lastSweep = now;
             db.query('run (events sweep)', sweep, [now, SWEEP_BATCH]).catch(() => undefined);
           }

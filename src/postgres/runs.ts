@@ -4,7 +4,7 @@
 // in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
 import { StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
-import { summarize } from '../stores/run-list.js';
+import { steered, summarize } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
@@ -23,12 +23,14 @@ interface RunRow {
   approved_gate: string | null;
   record: string;
   result: string | null;
+  retry_until?: number | null;
+  cancel_reason?: string | null;
 }
 
-const COLUMNS = 'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result';
+const COLUMNS = 'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result, retry_until, cancel_reason';
 
 const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
-  storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil: row.lease_until, deadlineAt: row.deadline_at, approvedGate: row.approved_gate, result: row.result }, journal);
+  steered(storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil: row.lease_until, deadlineAt: row.deadline_at, approvedGate: row.approved_gate, result: row.result }, journal), row.retry_until, row.cancel_reason);
 
 /** Options of the Postgres run store. */
 export interface PostgresRunStoreOptions {
@@ -38,6 +40,8 @@ export interface PostgresRunStoreOptions {
   idempotency: IdempotencyStore;
   /** Events kept per run for `runner.watch`. Default 10 000. */
   maxEventsPerRun?: number;
+  /** At most one sweep of expired event logs this often (ms). Default a minute. */
+  sweepEveryMs?: number;
 }
 
 /**
@@ -52,7 +56,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
   const { s } = db;
   const insert = db.sql(`
 INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash, started_at) VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9, $10)
-ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, retry_until = NULL
 WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain) AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
   AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
 RETURNING (xmax = 0) AS created, ${COLUMNS}`);
@@ -77,7 +81,7 @@ ${append}`);
   const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   const finish = db.sql(`
-WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7 WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
+WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7, retry_until = NULL WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
 SELECT run_id FROM f`);
   const reopen = db.sql(`
@@ -86,12 +90,12 @@ WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
   // SKIP LOCKED: claimers never wait for each other (nor for a journal write), and each row goes to one.
   // With a filter ($5: 'chain|fingerprint' pairs), only runs this runner can continue, or orphaned past $6.
   const claim = db.sql(`
-UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3
+UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3, retry_until = NULL
 FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
   AND ($5::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($5::text[]) OR deadline_at < $6)
   ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
 WHERE r.run_id = c.run_id
-RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result`);
+RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at, r.approved_gate, r.record, r.result, r.cancel_reason`);
 
   // Newest first: per status, one ordered range of runs_status_started (runs_chain_started with a
   // chain) read to the page's size, merged. `status = ANY(…)` on the table would make the planner
@@ -102,8 +106,9 @@ SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id
 FROM (
   SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
   FROM unnest($1::text[]) AS st(status) CROSS JOIN LATERAL (
-    SELECT run_id, chain, status, started_at, ended_at, result FROM ${s}.runs
-    WHERE status = st.status${chain ? ' AND chain = $2' : ' AND $2::text IS NULL'} AND started_at >= $3 AND started_at < $4
+    SELECT run_id, chain, st.status AS status, started_at, ended_at, result FROM ${s}.runs
+    WHERE status = (CASE WHEN st.status = 'retrying' THEN 'running' ELSE st.status END) AND (retry_until IS NOT NULL) = (st.status = 'retrying')
+      ${chain ? 'AND chain = $2' : 'AND $2::text IS NULL'} AND started_at >= $3 AND started_at < $4
       AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)
     ORDER BY started_at DESC, run_id DESC LIMIT $6
   ) r
@@ -112,6 +117,8 @@ FROM (
 ORDER BY p.started_at DESC, p.run_id DESC`;
   const list = db.sql(listSql(false));
   const listChain = db.sql(listSql(true));
+  const markRetrying = db.sql(`UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`);
+  const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
 
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
@@ -140,7 +147,7 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
     throw new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.` });
   };
 
-  const events = postgresEventLog(db, { ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const events = postgresEventLog(db, { ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }), ...(options.sweepEveryMs !== undefined && { sweepEveryMs: options.sweepEveryMs }) });
 
   return {
     idempotency: options.idempotency,
@@ -207,6 +214,12 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
     close: async () => {
       // Side by side: behind a partition each waits its own short bound, and they must not add up.
       await Promise.all([events.close(), db.close()]);
+    },
+    async markRetrying(runId, owner, until) {
+      return (await db.query('run (retrying)', markRetrying, [runId, owner, until])).rowCount === 1;
+    },
+    async requestCancel(runId, reason) {
+      return (await db.query('run (cancel)', requestCancel, [runId, reason ?? ''])).rowCount === 1;
     },
   };
 }

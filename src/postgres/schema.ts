@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -62,6 +62,9 @@ ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS ended_at double precision;
 UPDATE ${s}.runs SET started_at = COALESCE((record::jsonb->>'startedAt')::double precision, 0) WHERE started_at IS NULL;
 CREATE INDEX IF NOT EXISTS runs_status_started ON ${s}.runs (status, started_at DESC, run_id DESC);
 CREATE INDEX IF NOT EXISTS runs_chain_started ON ${s}.runs (chain, status, started_at DESC, run_id DESC);
+-- Version 4: a run in flight waiting out a retry (listed as retrying) and a cancel asked of a run in flight.
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS retry_until double precision;
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS cancel_reason text;
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (
   run_id text NOT NULL,
   seq bigint GENERATED ALWAYS AS IDENTITY,

@@ -25,6 +25,27 @@ local function index_move(prefix, id, chain, started, from, to, keepMs)
 end
 `;
 
+// Retention of the listing indexes (docs/guides/watching-runs.md): each ended or parked run is also
+// a member of \`<index prefix>exp\` scored by when its record expires (member: [status, chain, id]).
+// Each finish removes up to 100 members whose time has come from the indexes (a range of that set,
+// never a scan), so the indexes keep no entry for a run whose record expired.
+const EXPIRY = `
+local function index_expire(prefix, id, chain, status, now, keepMs)
+  local exp = prefix .. 'exp'
+  redis.call('ZADD', exp, tonumber(now) + tonumber(keepMs), cjson.encode({status, chain, id}))
+  if redis.call('PTTL', exp) < tonumber(keepMs) then redis.call('PEXPIRE', exp, keepMs) end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, 100)) do
+    local e = cjson.decode(m)
+    if redis.call('HGET', ARGV_RUN .. e[3], 'status') ~= e[1] then
+      local a, b = idx(prefix, e[1], e[2])
+      redis.call('ZREM', a, e[3])
+      redis.call('ZREM', b, e[3])
+    end
+    redis.call('ZREM', exp, m)
+  end
+end
+`;
+
 // KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash, startedAt, index prefix, run key prefix.
 // Records a new run, or reports the existing one (taken over when its lease ended before now). A run
 // id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
@@ -45,6 +66,7 @@ if st == 'running' then
   kind = 'busy'
   if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) and (not b[3] or b[3] == ARGV[8]) then
     redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'lease', ARGV[3])
+    redis.call('HDEL', KEYS[1], 'retry')
     redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
     kind = 'taken'
   end
@@ -77,11 +99,17 @@ return out`;
 // KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now, index prefix, run key prefix, journal entries….
 export const FINISH = `local ARGV_RUN = ARGV[8]
 ${INDEX}
+${EXPIRY}
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
 for i = 9, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'lease', '0', 'ended', ARGV[6])
 redis.call('ZREM', KEYS[3], ARGV[5])
+if redis.call('HDEL', KEYS[1], 'retry') == 1 and f[3] then
+  local a, b = idx(ARGV[7], 'retrying', f[3])
+  redis.call('ZREM', a, ARGV[5])
+  redis.call('ZREM', b, ARGV[5])
+end
 local keep = nil
 if ARGV[4] ~= '0' then
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -89,6 +117,7 @@ if ARGV[4] ~= '0' then
   keep = ARGV[4]
 end
 if f[3] then index_move(ARGV[7], ARGV[5], f[3], f[4] or '0', 'running', ARGV[2], keep) end
+if f[3] and keep then index_expire(ARGV[7], ARGV[5], f[3], ARGV[2], ARGV[6], keep) end
 return 1`;
 
 // KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId, index prefix, run key prefix.
@@ -129,6 +158,7 @@ for page = 1, 20 do
       offset = offset + 1
     else
       redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
+      redis.call('HDEL', k, 'retry')
       redis.call('ZADD', KEYS[1], ARGV[3], id)
       out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1)}
       if #out >= limit then return out end
@@ -147,8 +177,14 @@ local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local ascore, aid = tonumber(ARGV[6]), ARGV[7]
 local cands = {}
 local function valid(key, id, status)
-  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain')
-  if f[1] ~= status then redis.call('ZREM', key, id) return false end
+  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain', 'retry')
+  local st = f[1]
+  if st == 'running' and f[3] then st = 'retrying' end
+  if st ~= status then
+    -- A run waiting out a retry stays in the running index too (it is running again once the wait ends).
+    if not (status == 'running' and st == 'retrying') then redis.call('ZREM', key, id) end
+    return false
+  end
   return ARGV[8] == '' or f[2] == ARGV[8]
 end
 for i = 9, #ARGV, 2 do
@@ -186,7 +222,7 @@ table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end ret
 local out = {}
 for i = 1, math.min(limit, #cands) do
   local id = cands[i][2]
-  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
 end
 return {out, #cands > limit and 1 or 0}`;
 
@@ -206,3 +242,27 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`;
 
+
+// KEYS: run hash. ARGV: owner, until ('' clears the mark), runId, index prefix. A run the owner holds
+// (running) is marked as waiting out a retry until then, and indexed as retrying too; or unmarked.
+export const RETRYING = `
+local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
+if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
+local a = ARGV[4] .. 'st:retrying'
+local b = f[1] and f[3] and (ARGV[4] .. 'sc:retrying:' .. f[3])
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], 'retry')
+  redis.call('ZREM', a, ARGV[3])
+  if b then redis.call('ZREM', b, ARGV[3]) end
+else
+  redis.call('HSET', KEYS[1], 'retry', ARGV[2])
+  redis.call('ZADD', a, f[4] or '0', ARGV[3])
+  if b then redis.call('ZADD', b, f[4] or '0', ARGV[3]) end
+end
+return 1`;
+
+// KEYS: run hash. ARGV: reason ('' for none). Records a cancel of a run in flight, whoever owns it.
+export const REQUEST_CANCEL = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
+return 1`;

@@ -7,12 +7,12 @@ import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
-import { summarize } from '../stores/run-list.js';
+import { steered, summarize } from '../stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN } from './run-scripts.js';
+import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING } from './run-scripts.js';
 
 /** Options of {@link redisRunStore}. */
 export interface RedisRunStoreOptions {
@@ -50,6 +50,8 @@ const claim = script(CLAIM);
 const get = script(GET);
 const list = script(LIST);
 const begin = script(BEGIN);
+const retrying = script(RETRYING);
+const requestCancel = script(REQUEST_CANCEL);
 
 /** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
@@ -64,10 +66,10 @@ function keepable(value: unknown): string | undefined {
 function fromHash(flat: readonly string[], entries: readonly string[]): StoredRun {
   const h = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) h.set(flat[i]!, flat[i + 1]!);
-  return storedRun(h.get('d')!, {
+  return steered(storedRun(h.get('d')!, {
     status: h.get('status') as RunStatus, owner: h.get('owner') ?? '', leaseUntil: Number(h.get('lease')), deadlineAt: Number(h.get('deadline')),
     approvedGate: h.get('gate'), result: h.get('result'),
-  }, entries);
+  }, entries), h.get('retry'), h.get('cancel'));
 }
 
 /**
@@ -164,13 +166,17 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
       const args = [`${p}:run:`, `${p}:run-j:`, bound(query.since), bound(query.until), query.limit, query.after ? query.after.startedAt : '', query.after?.runId ?? '', query.chain ?? '', ...sets];
       const [rows, more] = (await list(redis, [], args)) as [[string, (string | null)[], string[]][], number];
-      const runs = rows.map(([runId, [chain, status, started, ended, result], journal]) =>
-        summarize({ runId, chain: chain ?? '', status: status as RunStatus, startedAt: Number(started ?? 0), ...(ended != null && { endedAt: Number(ended) }) }, result, journal));
+      const runs = rows.map(([runId, [chain, status, started, ended, result, retry], journal]) =>
+        summarize({ runId, chain: chain ?? '', status: status === 'running' && retry != null ? 'retrying' : status as RunStatus, startedAt: Number(started ?? 0), ...(ended != null && { endedAt: Number(ended) }) }, result, journal));
       return { runs, more: more === 1 };
     }),
     get: (runId) => guard('get', async () => {
       const [hash, entries] = (await get(redis, [runKey(runId), journalKey(runId)], [])) as [string[], string[]];
       return hash.length === 0 ? undefined : fromHash(hash, entries);
     }),
+    markRetrying: (runId, owner, until) => guard('retrying', async () =>
+      (await retrying(redis, [runKey(runId)], [owner, until === null ? '' : until, runId, idx])) === 1),
+    requestCancel: (runId, reason) => guard('cancel', async () =>
+      (await requestCancel(redis, [runKey(runId)], [reason ?? ''])) === 1),
   };
 }

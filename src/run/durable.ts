@@ -2,7 +2,7 @@
 // step, each step journaled before a step that depends on it starts, the result recorded at the end.
 // The owner renews its leases with one timer; `recover()` continues runs whose owner died.
 import type { Chain } from '../define/chain.js';
-import { ToolFailure } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { listening, safeEmit } from '../observe/events.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
@@ -43,7 +43,7 @@ export interface RunInfo {
 
 /** Default lease: how long an owner's silence counts as its death. */
 export const DEFAULT_LEASE_MS = 30_000;
-/** How long an ended run's result is kept for callers retrying its run id (at least the gate's TTL). */
+/** Default retention of an ended run (`retention.completedMs`, `retention.failedMs`): its result kept for callers retrying its run id. */
 const RETENTION_MS = 24 * 3_600_000;
 /** Runs claimed per `recover()` call. */
 const DEFAULT_RECOVER_LIMIT = 100;
@@ -62,6 +62,12 @@ export interface Durable {
   info(runId: string): Promise<RunInfo | undefined>;
   /** Stops polling and renewing: runs in flight stay recorded, for another instance to recover. */
   close(): void;
+  /**
+   * Cancels a run in flight whose owner's lease expired (its owner died): takes it over, undoes its
+   * completed steps and ends it `failed`/`run_cancelled`. `undefined` when this runner cannot (no such
+   * chain or another definition here, or another runner took it first).
+   */
+  cancelExpired(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
 }
 
 /**
@@ -73,12 +79,15 @@ export interface Durable {
  * const result = await durable.run(execution);
  * ```
  */
-export function durableRuns(parts: RunnerParts, store: RunStore, options: { leaseMs?: number; recover?: { intervalMs: number; limit?: number } }): Durable {
+export function durableRuns(parts: RunnerParts, store: RunStore, options: { leaseMs?: number; recover?: { intervalMs: number; limit?: number }; retention?: { completedMs?: number; failedMs?: number } }): Durable {
   const { calls, events, logger } = parts;
   const now = calls.now;
   const owner = newId();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  const retentionMs = Math.max(RETENTION_MS, parts.gates.confirmationTtlMs);
+  const completedMs = options.retention?.completedMs ?? RETENTION_MS;
+  const failedMs = options.retention?.failedMs ?? RETENTION_MS;
+  /** How long the store keeps a run that ended (or parked) so: its kind's retention; a parked run until its token expires. */
+  const keepFor = (status: RunResult['status']): number => (status === 'failed' ? failedMs : status === 'awaiting_confirmation' ? parts.gates.confirmationTtlMs : completedMs);
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
   let closed = false;
@@ -165,14 +174,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       let recorded = false;
       const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
       try {
-        recorded = await bounded('finish', until, () => store.finish(runId, owner, result.status, result, retentionMs, atEnd));
+        recorded = await bounded('finish', until, () => store.finish(runId, owner, result.status, result, keepFor(result.status), atEnd));
       } catch (error) {
         if (error instanceof CheckpointEncodeError) recorded = await finishPlain(runId, result, until, atEnd);
         else warn(error, `could not record the end of run ${runId}`);
       }
       // Steps journaled with the end, and a compensation, are done only once the end is recorded:
       // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
-      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? retentionMs : undefined, until);
+      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? keepFor(result.status) : undefined, until);
       if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(result);
       safeRunEnd(result, recovered);
     };
@@ -183,7 +192,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const finishPlain = async (runId: string, result: RunResult, until: number, atEnd: readonly JournalEntry[]): Promise<boolean> => {
     const plain = { ...result, trace: { ...result.trace, steps: result.trace.steps.map(({ input: _i, output: _o, ...step }) => step) }, ...('completed' in result && { completed: {} }), ...('output' in result && { output: undefined }) };
     try {
-      return await bounded('finish', until, () => store.finish(runId, owner, result.status, plain, retentionMs, atEnd));
+      return await bounded('finish', until, () => store.finish(runId, owner, result.status, plain, keepFor(result.status), atEnd));
     } catch (error) {
       warn(error, `could not record the end of run ${runId}`);
       return false;
@@ -219,7 +228,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     if (listening(events, 'run:recovered')) {
       safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step) });
     }
-    return own(continuation(run, chain), run.deadlineAt, true, leaseUntil);
+    const exec = continuation(run, chain);
+    if (run.cancelRequested) {
+      // Cancelled while its owner was gone: no step starts, what it completed is compensated.
+      const stop = new AbortController();
+      stop.abort(new RunAbortReason('cancelled', `The run was cancelled${run.cancelRequested.reason ? `: ${run.cancelRequested.reason}` : ''}.`, 'run_cancelled'));
+      exec.signal = stop.signal;
+    }
+    return own(exec, run.deadlineAt, true, leaseUntil);
   };
 
   /**
@@ -230,7 +246,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const why = chain ? `chain ${run.chain} has changed here` : `this runner has no chain named '${run.chain}'`;
     const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: run.journal.map((e) => e.trace) },
       earlyFailure(calls, 'timeout', 'deadline_exceeded', `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`));
-    return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, retentionMs)).then(() => result, (error: unknown) => {
+    return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, keepFor('failed'))).then(() => result, (error: unknown) => {
       warn(error, `could not record the end of run ${run.runId}`);
       return result;
     }).finally(() => leases.release(run.runId));
@@ -308,7 +324,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       try {
         // The checkpoint is taken already: nobody else reopens the run, and its end is recorded once.
         if (await bounded('reopen', until, () => store.reopen(runId, owner, { leaseUntil: until, approvedGate: gate, deadlineAt: until }))) {
-          await bounded('finish', until, () => store.finish(runId, owner, result.status as Exclude<RunStatus, 'running'>, result, retentionMs));
+          await bounded('finish', until, () => store.finish(runId, owner, result.status as Exclude<RunStatus, 'running'>, result, keepFor(result.status)));
         }
       } catch (error) {
         warn(error, `could not record the end of run ${runId}`);
@@ -316,7 +332,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const events = parts.recorder.runEvents;
       if (events) {
         events.open(runId);
-        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), retentionMs, until);
+        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), keepFor(result.status), until);
       }
       safeRunEnd(result, false);
       return result;
@@ -333,7 +349,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       if (!run) return undefined;
       const decidedBy = decider(run);
       return {
-        runId: run.runId, chain: run.chain, status: run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step),
+        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step),
         ...(run.result !== undefined && { result: run.result as RunResult }),
         ...(decidedBy !== undefined && { decidedBy }),
       };
@@ -345,7 +361,21 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       leases.close();
       poll = undefined;
     },
+
+    async cancelExpired(run, reason) {
+      const chain = parts.chains.get(run.chain);
+      if (closed || !chain || chain.fingerprint !== run.fingerprint) return undefined;
+      const t = now();
+      const leaseUntil = t + leaseMs;
+      const { journal: _journal, retryingUntil: _retrying, cancelRequested: _cancel, result: _result, ...record } = run;
+      // The same atomic take-over as a caller retrying the run id: one runner wins, the others see it busy.
+      const created = await bounded('create', t + STORE_WAIT_MS, () => store.create({ ...record, owner, leaseUntil }, t));
+      if (created.status !== 'taken') return undefined;
+      return resumeStored({ ...created.run, cancelRequested: reason === undefined ? {} : { reason } }, run.owner, leaseUntil, chain);
+    },
   };
+
+  if (store.markRetrying) parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, now, (runId) => leases.get(runId) !== undefined, bounded, warn);
 
   if (options.recover) {
     // Background recovery never overlaps its own claims and never keeps the process alive; the runs
@@ -366,3 +396,53 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
 const COMPENSATION_TRACE: TraceStep = Object.freeze({ stepNumber: 0, id: '', status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(0).toISOString() }) as TraceStep;
 /** How long past its deadline a run no runner here can continue waits for one that can, before any ends it. */
 const ORPHAN_GRACE_MS = 60_000;
+
+/**
+ * Waits shorter than this are not shown as `retrying`: marking and unmarking cost two store writes
+ * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before anyone listing runs would see it.
+ */
+const RETRYING_MIN_MS = 1_000;
+
+/**
+ * The runner's hook for retry waits of the durable runs it owns: a wait of at least
+ * {@link RETRYING_MIN_MS} marks its run `retrying` in the store (in the background, beside the wait)
+ * and unmarks it when the last wait of the run ends; the writes of one run go in order.
+ *
+ * @example
+ * ```ts
+ * parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, Date.now, (id) => leases.get(id) !== undefined, bounded, warn);
+ * ```
+ */
+function retryWaits(
+  mark: NonNullable<RunStore['markRetrying']>, owner: string, now: () => number, owns: (runId: string) => boolean,
+  bounded: <T>(what: string, until: number, fn: () => Promise<T>) => Promise<T>, warn: (error: unknown, what: string) => void,
+): (runId: string, delayMs: number) => (() => void) | undefined {
+  const waits = new Map<string, { n: number; until: number; tail: Promise<void> }>();
+  const enqueue = (runId: string, w: { n: number; until: number; tail: Promise<void> }, until: number | null): void => {
+    const next = w.tail.then(() => bounded('retrying', now() + STORE_WAIT_MS, () => mark(runId, owner, until))).then(() => undefined, (error: unknown) => warn(error, `could not record the retry wait of run ${runId}`));
+    w.tail = next;
+    void next.then(() => {
+      if (w.tail === next && w.n === 0) waits.delete(runId);
+    });
+  };
+  return (runId, delayMs) => {
+    if (delayMs < RETRYING_MIN_MS || !owns(runId)) return undefined;
+    let w = waits.get(runId);
+    if (!w) waits.set(runId, (w = { n: 0, until: 0, tail: Promise.resolve() }));
+    const held = w;
+    held.n++;
+    const until = now() + delayMs;
+    if (until > held.until) {
+      held.until = until;
+      enqueue(runId, held, until);
+    }
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--held.n > 0) return;
+      held.until = 0;
+      enqueue(runId, held, null);
+    };
+  };
+}

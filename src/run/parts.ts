@@ -141,7 +141,7 @@ function callPipeline(options: RunnerOptions, { now, classifiers, events, logger
   const call = compose(
     [
       idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now),
-      retryPolicy({ random: options.random ?? Math.random, now, classifiers, onRetry }),
+      retryPolicy({ random: options.random ?? Math.random, now, classifiers, onRetry, onWait: (ctx, delayMs) => recorder().retryWait?.(ctx.runId, delayMs) }),
       breakerPolicy({ store: breakers, now, threshold, openMs, classifiers, onChange: onBreakerChange }),
       rateLimits.policy,
       timeoutPolicy(now),

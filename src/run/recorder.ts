@@ -207,6 +207,12 @@ export class Recorder {
     };
   }
 
+  /**
+   * Set by the durable side of a runner with a run store that marks retry waits: told of each retry
+   * wait of a call (its run and length), it returns what to call when the wait ends (or `undefined`).
+   */
+  retryWait: ((runId: string, delayMs: number) => (() => void) | undefined) | undefined = undefined;
+
   /** A step's failed attempt will be retried after `delayMs`: a `step:retry` run event (`message` already masked). */
   stepRetried(runId: string, step: string | undefined, data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }): void {
     const writer = this.runEvents?.writers.get(runId);

@@ -41,6 +41,13 @@ export interface RunnerOptions {
   leaseMs?: number;
   /** Durable runs: claim and continue runs whose owner died, every `intervalMs` (at most `limit` per poll, default 100). */
   recover?: { intervalMs: number; limit?: number };
+  /**
+   * Durable runs: how long the run store keeps an ended run (its record, journal, listing entry and
+   * events), in ms: `completedMs` for completed and declined runs, `failedMs` for failed ones. Default
+   * 24 h each. A run parked at a gate is kept until its resume token expires (`confirmationTtlMs`).
+   * Within it, a caller retrying a run id gets the recorded result; after it, the id starts a new run.
+   */
+  retention?: { completedMs?: number; failedMs?: number };
   /** Circuit-breaker settings for every tool (default: open after 5 transient failures in a row, for 60 s). */
   breaker?: BreakerOptions;
   hooks?: Hooks;
@@ -89,6 +96,10 @@ const RUNNER_OPTIONS = z.object({
     { error: 'Expected `recover` to be an object { intervalMs, limit? }.' },
   ).optional(),
   secret: z.custom<string>((v) => typeof v === 'string' && v.length >= 16, 'Expected `secret` to be a string of at least 16 characters.').optional(),
+  retention: z.object(
+    { completedMs: integer('completedMs', 1).optional(), failedMs: integer('failedMs', 1).optional() },
+    { error: 'Expected `retention` to be an object { completedMs?, failedMs? } (ms).' },
+  ).optional(),
 });
 
 /** The checked options: known tools and chains by name, and the resolved numbers. Throws `DefinitionError` listing every problem. */
@@ -110,6 +121,7 @@ export function checkRunnerOptions(options: RunnerOptions): { tools: Map<string,
   });
   const runs = options.stores?.runs;
   if (runs !== undefined && (typeof runs !== 'object' || runs === null || typeof runs.create !== 'function' || typeof runs.claimExpired !== 'function')) issues.add('stores.runs', 'Expected a run store, e.g. redisStores(redis, { prefix }).runs or postgresStores(pool).runs.');
+  if (runs === undefined && options.retention !== undefined) issues.add('retention', 'Retention applies to durable runs: it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).');
   if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined)) issues.add(options.recover !== undefined ? 'recover' : 'leaseMs', 'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).');
   issues.throwIfAny('runner options');
   return {

@@ -51,7 +51,7 @@ export function createRunner(options: RunnerOptions): Runner {
   const { now } = calls;
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
-  const durable = runStore ? durableRuns(parts, runStore, { ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }), ...(options.recover && { recover: options.recover }) }) : undefined;
+  const durable = runStore ? durableRuns(parts, runStore, { ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }), ...(options.recover && { recover: options.recover }), ...(options.retention && { retention: options.retention }) }) : undefined;
   const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`);
   const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
   parts.recorder.runEvents = hub;
@@ -178,6 +178,11 @@ export function createRunner(options: RunnerOptions): Runner {
         if (run.status === 'awaiting_confirmation') throw new Error(`Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
       }
       if (run.status !== 'running') return 'ended';
+      // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
+      // whoever takes it over, and that runner ends it cancelled instead of continuing it.
+      if (store.requestCancel) await callStore(() => store.requestCancel!(runId, cancelOptions.reason), now() + STORE_WAIT_MS, now, 'run (cancel)');
+      // Its owner's lease has expired: nobody is there to hear the announce; this runner ends it itself.
+      if (durable && run.leaseUntil < now() && (await durable.cancelExpired(run, cancelOptions.reason))) return 'cancelled';
       const until = now() + CANCEL_WAIT_MS;
       for (let round = 0; now() < until; round++) {
         // Announced again now and then: the owner may not have been listening yet.
@@ -185,6 +190,10 @@ export function createRunner(options: RunnerOptions): Runner {
         await new Promise((r) => setTimeout(r, 50));
         const current = await read();
         if (!current || current.status !== 'running') break;
+        if (durable && current.leaseUntil < now()) {
+          await durable.cancelExpired(current, cancelOptions.reason);
+          break;
+        }
       }
       return 'cancelled';
     },

@@ -2,7 +2,7 @@
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
 import { memoryEventLog } from './memory-events.js';
 import { encodeRunValue, storedRun } from './run-codec.js';
-import { isAfter, newestFirst, summarize, type RunSummary } from './run-list.js';
+import { isAfter, newestFirst, steered, summarize, type RunSummary } from './run-list.js';
 import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
 import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, StoredRun } from './run-store.js';
@@ -37,6 +37,10 @@ interface MemoryRun {
   expiresAt: number; // retention of an ended or parked run; Infinity while running
   startedAt: number;
   endedAt?: number;
+  /** While `running`: waiting out a retry until then (markRetrying). */
+  retryUntil?: number;
+  /** While `running`: cancelled by requestCancel, with this reason ('' for none). */
+  cancelReason?: string;
 }
 
 /**
@@ -68,7 +72,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     }
     return run;
   };
-  const view = (runId: string, run: MemoryRun): StoredRun => storedRun(run.record, run, run.journal);
+  const view = (runId: string, run: MemoryRun): StoredRun => steered(storedRun(run.record, run, run.journal), run.retryUntil, run.cancelReason);
   // Retentions are usually equal, so end order is expiry order: drop expired ones from the front, then the excess.
   const trim = (): void => {
     const t = now();
@@ -103,6 +107,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       if (run.leaseUntil >= at || run.fingerprint !== record.fingerprint) return { status: 'busy', run: view(record.runId, run) };
       run.owner = record.owner;
       run.leaseUntil = record.leaseUntil;
+      delete run.retryUntil; // the old owner's wait is over
       return { status: 'taken', run: view(record.runId, run) };
     },
     async journal(runId, owner, entry, complete) {
@@ -134,6 +139,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.status = status;
       run.result = encoded;
       run.leaseUntil = 0;
+      delete run.retryUntil;
       run.expiresAt = now() + retentionMs;
       run.endedAt = now();
       ended.delete(runId);
@@ -157,6 +163,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
         if (run.status !== 'running' || run.leaseUntil >= at || !claimable(run, only)) continue;
         run.owner = owner;
         run.leaseUntil = leaseUntil;
+        delete run.retryUntil; // the old owner's wait is over
         claimed.push(view(runId, run));
       }
       return claimed;
@@ -170,9 +177,10 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const t = now();
       const matched: RunSummary[] = [];
       for (const [runId, run] of runs) {
-        if (run.expiresAt <= t || !query.statuses.includes(run.status) || (query.chain !== undefined && run.chain !== query.chain)) continue;
+        const status = run.status === 'running' && run.retryUntil !== undefined ? 'retrying' : run.status;
+        if (run.expiresAt <= t || !query.statuses.includes(status) || (query.chain !== undefined && run.chain !== query.chain)) continue;
         if (run.startedAt < query.since || run.startedAt >= query.until || !isAfter({ startedAt: run.startedAt, runId }, query.after)) continue;
-        matched.push({ runId, chain: run.chain, status: run.status, startedAt: run.startedAt, steps: 0 });
+        matched.push({ runId, chain: run.chain, status, startedAt: run.startedAt, steps: 0 });
       }
       matched.sort(newestFirst);
       const page = matched.slice(0, query.limit).map((m) => {
@@ -180,6 +188,19 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
         return summarize({ ...m, endedAt: run.endedAt }, run.result, run.journal);
       });
       return { runs: page, more: matched.length > query.limit };
+    },
+    async markRetrying(runId, owner, until) {
+      const run = live(runId);
+      if (!owns(run, owner)) return false;
+      if (until === null) delete run.retryUntil;
+      else run.retryUntil = until;
+      return true;
+    },
+    async requestCancel(runId, reason) {
+      const run = live(runId);
+      if (!run || run.status !== 'running') return false;
+      run.cancelReason = reason ?? '';
+      return true;
     },
   };
 }

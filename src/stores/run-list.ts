@@ -2,12 +2,12 @@
 // (opaque to callers) that pages through them newest first, ties broken by run id.
 import { fromBase64Url, toBase64Url } from '../util/sha256.js';
 import { decodeRunValue } from './run-codec.js';
-import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary } from './run-store.js';
+import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 export type { RunListAfter, RunListQuery, RunListResult, RunSummary } from './run-store.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined'];
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying'];
 
 /** What `runner.listRuns` lists: every field optional. */
 export interface ListRunsFilter {
@@ -137,4 +137,20 @@ export function listQuery(filter: ListRunsFilter = {}): RunListQuery {
   if (filter.chain !== undefined) query.chain = filter.chain;
   if (filter.cursor !== undefined) query.after = decodeRunCursor(filter.cursor);
   return query;
+}
+
+/**
+ * Adds what steers a run in flight to a stored run read back: its retry mark (epoch ms, absent when
+ * null, undefined or empty) and a cancel request (`null`/`undefined`: none; a string: its reason, `''` for none given).
+ *
+ * @example
+ * ```ts
+ * const run = steered(storedRun(row.record, state, row.journal), row.retry_until, row.cancel_reason);
+ * ```
+ */
+export function steered(run: StoredRun, retry: unknown, cancel: unknown): StoredRun {
+  const until = retry === null || retry === undefined || retry === '' ? NaN : Number(retry);
+  if (run.status === 'running' && Number.isFinite(until)) run.retryingUntil = until;
+  if (run.status === 'running' && typeof cancel === 'string') run.cancelRequested = cancel === '' ? {} : { reason: cancel };
+  return run;
 }

@@ -3,8 +3,11 @@ import type { RunEvent, RunEventDraft } from '../observe/events.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { IdempotencyStore } from './types.js';
 
-/** Where a durable run stands. `running` is the only status with a live owner and lease. */
-export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined';
+/**
+ * Where a durable run stands. `running` and `retrying` (running, waiting out a backoff or a
+ * Retry-After before its next attempt) are the statuses with a live owner and lease.
+ */
+export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying';
 
 /** One completed step of a durable run, journaled before any step that depends on it starts. */
 export interface JournalEntry {
@@ -59,6 +62,13 @@ export interface RunRecord {
 /** A run record with its journal, oldest entry first. */
 export interface StoredRun extends RunRecord {
   journal: JournalEntry[];
+  /**
+   * Set while a run in flight (`status: 'running'`) waits out a backoff or Retry-After long enough to
+   * show ({@link RunStore.markRetrying}): the epoch ms the wait ends. Listings show such a run `retrying`.
+   */
+  retryingUntil?: number;
+  /** Someone cancelled the run in flight ({@link RunStore.requestCancel}): whoever continues it ends it cancelled instead. */
+  cancelRequested?: { reason?: string };
 }
 
 /** The answer to {@link RunStore.create}. */
@@ -145,6 +155,18 @@ export interface RunStore {
   readonly events?: RunEventLog;
   /** Releases what the store opened. */
   close?(): Promise<void>;
+  /**
+   * Marks a run `owner` holds (`running`) as waiting out a retry until `until` (epoch ms), or clears
+   * the mark (`null`): listings show it `retrying` meanwhile, and move it back to `running` after.
+   * Finishing or claiming the run clears the mark. `false`: not the owner, or not running. Absent: runs never show `retrying`.
+   */
+  markRetrying?(runId: string, owner: string, until: number | null): Promise<boolean>;
+  /**
+   * Records that a run in flight was cancelled (with `reason`), whoever owns it: a runner that takes it
+   * over (recovery, or the canceller itself once its lease expired) ends it cancelled instead of continuing it.
+   * `false`: the run is not in flight. Absent: a run whose owner died can only be cancelled by the runner that takes it over.
+   */
+  requestCancel?(runId: string, reason: string | undefined): Promise<boolean>;
 }
 
 

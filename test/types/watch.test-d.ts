@@ -1,7 +1,7 @@
 // Watching runs' public types (docs/guides/watching-runs.md), against the built declarations.
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, RunWatchError, type RunEndData, type RunEvent, type RunEventType, type RunResult, type RunStream, type ToolCall } from 'chainkit';
+import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, RunWatchError, type RunEndData, type RunEvent, type RunEventType, type RunnerOptions, type RunResult, type RunStatus, type RunStore, type RunStream, type RunSummary, type ToolCall } from 'chainkit';
 import { lastEventId, toSSE } from 'chainkit/sse';
 
 const count = defineTool({ name: 'count', description: 'c', input: z.object({ n: z.number() }), output: z.object({ total: z.number() }), effect: 'read' });
@@ -56,5 +56,16 @@ describe('watching runs', () => {
     expectTypeOf(toSSE).parameter(0).toEqualTypeOf<AsyncIterable<RunEvent>>();
     expectTypeOf(toSSE).returns.toEqualTypeOf<ReadableStream<Uint8Array>>();
     expectTypeOf(lastEventId(new Headers())).toEqualTypeOf<number | undefined>();
+  });
+
+  it('retention is an option of ms per ending; retrying is a status; stores may mark retries and record cancels', () => {
+    expectTypeOf<RunnerOptions['retention']>().toEqualTypeOf<{ completedMs?: number; failedMs?: number } | undefined>();
+    createRunner({ invoker: functionInvoker({}), stores: { runs: memoryRunStore() }, retention: { completedMs: 3_600_000, failedMs: 86_400_000 } });
+    // @ts-expect-error retention is in ms
+    createRunner({ invoker: functionInvoker({}), stores: { runs: memoryRunStore() }, retention: { completedMs: '1h' } });
+    expectTypeOf<'retrying'>().toExtend<RunStatus>();
+    expectTypeOf<'retrying'>().toExtend<RunSummary['status']>();
+    expectTypeOf<RunStore['markRetrying']>().toEqualTypeOf<((runId: string, owner: string, until: number | null) => Promise<boolean>) | undefined>();
+    expectTypeOf<RunStore['requestCancel']>().toEqualTypeOf<((runId: string, reason: string | undefined) => Promise<boolean>) | undefined>();
   });
 });
