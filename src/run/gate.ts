@@ -48,8 +48,9 @@ export function gateQuestion(host: StepHost, step: PlannedStep, confirm: Confirm
 export function askInProcess(host: StepHost, step: PlannedStep, question: GateQuestion): Promise<boolean> {
   const { exec } = host;
   const tool = step.tool!.name;
-  const request: ConfirmationRequest = { step: step.id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
-  host.recorder.confirmationRequested(host, step.id, tool, question.prompt, request.expiresAt);
+  const id = host.stepKey(step);
+  const request: ConfirmationRequest = { step: id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
+  host.recorder.confirmationRequested(host, id, tool, question.prompt, request.expiresAt);
   let answer: boolean | PromiseLike<boolean>;
   try {
     answer = exec.confirm!(request);
