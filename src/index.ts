@@ -79,3 +79,4 @@ export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOption
 // The task domain
 export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors, TASK_NOT_FOUND_MESSAGE } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';
+export { completeAll, COMPLETE_ALL_CONFIRM_OVER, type CompletedAll } from './tasks/chains.js';

@@ -6,14 +6,16 @@ import type { Chain } from '../define/chain.js';
 import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/validate.js';
+import type { StepCommon } from '../define/step-common.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
-import { describeThrown, iso, StepError, type Execution } from './execution.js';
+import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
 import { schemaFailure } from './pipeline.js';
+import { askInProcess, gateQuestion } from './gate.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import type { NestedEnd, StepHost } from './step-host.js';
 
@@ -194,4 +196,22 @@ export function journalUnit(exec: Execution, entry: JournalEntry): Promise<unkno
 export function unitFailure(host: StepHost, step: string, error: unknown): ChainErrorInfo {
   if (error === false) error = new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${step} was not journaled: the run store refused it (another runner may own the run now).` });
   return failureInfo(host.calls, error, { step, attempts: 0 }, undefined, false);
+}
+
+/**
+ * A step that runs chains, behind its `confirm` (if any): asked in-process, or the run stops at the
+ * gate before any of its sub-chains starts; approved (or ungated), `run` runs it.
+ *
+ * @example
+ * ```ts
+ * return gated(host, step, () => new ItemRun(...).start());
+ * ```
+ */
+export function gated(host: StepHost, step: PlannedStep, run: () => Promise<StepOutcome>): StepOutcome | Promise<StepOutcome> {
+  const { confirm } = step.step as StepCommon;
+  const { exec } = host;
+  if (!confirm || exec.approvedGate === host.stepKey(step)) return run();
+  const question = gateQuestion(host, step, confirm);
+  if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
+  return askInProcess(host, step, question).then((yes) => (yes ? run() : { kind: 'declined' as const }));
 }

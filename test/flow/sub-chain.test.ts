@@ -60,6 +60,19 @@ describe('sub-chain step', () => {
     expect(invoker.calls).toHaveLength(0);
   });
 
+  it('a gate inside a sub-chain is answered in-process; without `confirm` it fails gate_in_sub_chain (it cannot park there)', async () => {
+    const invoker = createMockInvoker({ remove: { ok: { ok: true } } });
+    const sub = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }] });
+    const outer = defineChain({ name: 'outer', input: z.object({}), steps: [{ id: 'clean', chain: sub, input: { id: TASK_ID } }] });
+    const asked: string[] = [];
+    const yes = await runChain(outer, {}, { invoker, confirm: (c) => (asked.push(`${c.step}:${c.prompt}`), true) });
+    expect(yes.status).toBe('completed');
+    expect(asked).toEqual(['clean/rm:Remove?']);
+    const parked = await runChain(outer, {}, { invoker });
+    expect(parked.status === 'failed' && parked.error).toMatchObject({ category: 'confirmation', code: 'gate_in_sub_chain', step: 'clean/rm' });
+    expect(invoker.calls).toHaveLength(1);
+  });
+
   it('refuses statically: unmapped and wrong fields, refs into the sub-chain mapping, a chain that contains itself', () => {
     let error: DefinitionError | undefined;
     try {

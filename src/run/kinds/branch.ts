@@ -4,7 +4,7 @@ import type { Chain } from '../../define/chain.js';
 import type { PlannedStep } from '../../define/validate.js';
 import { describeThrown, StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
-import { nestedInput, runNested } from '../sub-run.js';
+import { gated, nestedInput, runNested } from '../sub-run.js';
 
 /**
  * Runs a branch step (the `branch` entry of the runner table).
@@ -14,7 +14,7 @@ import { nestedInput, runNested } from '../sub-run.js';
  * const outcome = await runBranch(host, step, inFlight);
  * ```
  */
-export function runBranch(host: StepHost, step: PlannedStep, inFlight: InFlight): Promise<StepOutcome> {
+export function runBranch(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const { on, names, hasDefault } = step.branch!;
   let value: unknown;
   try {
@@ -32,8 +32,8 @@ export function runBranch(host: StepHost, step: PlannedStep, inFlight: InFlight)
   }
   const call = step.calls![index]!;
   const input = nestedInput(step, call.resolveInput, host.scope);
-  return runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
+  return gated(host, step, () => runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
     inFlight.children = end.trace;
     return end.outcome;
-  });
+  }));
 }

@@ -10,7 +10,7 @@ import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
-import { journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
+import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
 
 /**
  * Runs a forEach step (the `forEach` entry of the runner table): never more than `concurrency` items
@@ -21,11 +21,11 @@ import { journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure
  * const outcome = await runForEach(host, step, inFlight);
  * ```
  */
-export function runForEach(host: StepHost, step: PlannedStep, inFlight: InFlight): Promise<StepOutcome> {
+export function runForEach(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const { over, concurrency, collect } = step.forEach!;
   const items = over.resolve(host.scope);
   if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${step.id}: ${over} is not an array.` });
-  return new ItemRun(host, step, items, concurrency, collect, inFlight).start();
+  return gated(host, step, () => new ItemRun(host, step, items, concurrency, collect, inFlight).start());
 }
 
 /** One forEach step in flight: its items' pool. */

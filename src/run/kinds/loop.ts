@@ -8,7 +8,7 @@ import { sleep } from '../../policies/abort.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
-import { journalUnit, nestedInput, priorUnits, runNested, unitEntry } from '../sub-run.js';
+import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry } from '../sub-run.js';
 import { deadlineIn } from './runner.js';
 
 /**
@@ -20,7 +20,11 @@ import { deadlineIn } from './runner.js';
  * const outcome = await runLoop(host, step, inFlight);
  * ```
  */
-export async function runLoop(host: StepHost, step: PlannedStep, inFlight: InFlight): Promise<StepOutcome> {
+export function runLoop(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
+  return gated(host, step, () => loop(host, step, inFlight));
+}
+
+async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Promise<StepOutcome> {
   const { until, max, delayMs } = step.loop!;
   const call = step.calls![0]!;
   const key = host.stepKey(step);

@@ -4,7 +4,7 @@ import type { Chain } from '../../define/chain.js';
 import type { PlannedStep } from '../../define/validate.js';
 import type { StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
-import { nestedInput, runNested } from '../sub-run.js';
+import { gated, nestedInput, runNested } from '../sub-run.js';
 
 /**
  * Runs a sub-chain step (the `chain` entry of the runner table): its input built, the chain run
@@ -15,11 +15,11 @@ import { nestedInput, runNested } from '../sub-run.js';
  * const outcome = await runSubChain(host, step, inFlight);
  * ```
  */
-export function runSubChain(host: StepHost, step: PlannedStep, inFlight: InFlight): Promise<StepOutcome> {
+export function runSubChain(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const call = step.calls![0]!;
   const input = nestedInput(step, call.resolveInput, host.scope);
-  return runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
+  return gated(host, step, () => runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
     inFlight.children = end.trace;
     return end.outcome;
-  });
+  }));
 }
