@@ -12,7 +12,7 @@ export {
   defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
   type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
 } from './define/chain.js';
-export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, ChainLike } from './define/spec.js';
+export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, ChainLike, SubChainCall } from './define/spec.js';
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';

@@ -207,7 +207,11 @@ type FlowValueOf<H> = H extends { readonly chain: infer C }
  * type O = ChainOutputOf<typeof shout>; // { loud: string }
  * ```
  */
-export type ChainOutputOf<C> = C extends { readonly kind: 'chain'; readonly output?: (scope: never) => infer O } ? O : never;
+export type ChainOutputOf<C> = C extends {
+  readonly kind: 'chain';
+  /** The chain's output builder, whose return type is the chain's output type. */
+  readonly output?: (scope: never) => infer O;
+} ? O : never;
 /** A branch case's output: a bare chain's or a `{ chain, input }` case's chain's. */
 type CaseOutputOf<K> = K extends { readonly chain: infer C } ? ChainOutputOf<C> : ChainOutputOf<K>;
 

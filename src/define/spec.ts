@@ -14,7 +14,7 @@ export type { SubChainStep } from './kinds/sub-chain.js';
 export type { ForEachStep, ItemScope } from './kinds/for-each.js';
 export type { BranchCase, BranchStep } from './kinds/branch.js';
 export type { LoopStep } from './kinds/loop.js';
-export type { ChainLike } from './kinds/plan.js';
+export type { ChainLike, SubChainCall } from './kinds/plan.js';
 export type { Step } from './step-kinds.js';
 
 /** A check run before any tool call; `message` asks the user for what is missing. */

@@ -7,7 +7,11 @@ import type { FlowCallsPlan } from './sub-chain.js';
 import { isChainLike, planCall, type ChainLike, type KindPlan, type PlanContext, type StepPlanner, type SubChainCall } from './plan.js';
 
 /** A branch case: a chain (given the parent chain's input), or a chain and its input mapping. */
-export type BranchCase<S = Scope> = ChainLike | { chain: ChainLike; input: InputMapping | ((scope: S) => unknown) };
+export type BranchCase<S = Scope> = ChainLike | {
+  chain: ChainLike;
+  /** The case chain's input: literals and refs, or a function of the scope. */
+  input: InputMapping | ((scope: S) => unknown);
+};
 
 /** Runs the chain of the case named by `on`; its result is that chain's output. */
 export interface BranchStep<S = Scope> extends StepCommon<S> {

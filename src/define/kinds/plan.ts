@@ -1,7 +1,7 @@
 // What a step kind's planner is given and returns (define/step-kinds.ts registers the planners).
 import type { IssueList } from '../../errors/definition-error.js';
 import { isPlainObject, type Resolver } from '../mapping.js';
-import type { Ref } from '../ref.js';
+import type { Ref, Scope } from '../ref.js';
 import type { Schema } from '../schema.js';
 
 /** A step's output schema as far as the checks know it: `null` when unknown, `undefined` when a ref path is missing. */
@@ -33,6 +33,7 @@ export interface ChainLike<O = any> {
   readonly fingerprint: string;
   readonly input: Schema;
   readonly context?: Schema;
+  /** Builds the chain's output from its scope (absent: its last step's result). */
   readonly output?: (scope: any) => O;
   readonly plan: readonly { readonly id: string; readonly calls?: readonly SubChainCall[] }[];
 }
@@ -40,7 +41,8 @@ export interface ChainLike<O = any> {
 /** A sub-chain a step runs and how its input is built (from the scope; a `forEach` scope also holds `item`). */
 export interface SubChainCall {
   readonly chain: ChainLike;
-  readonly resolveInput: Resolver;
+  /** Builds the sub-chain's input from the scope. */
+  readonly resolveInput: (scope: Scope) => unknown;
 }
 
 /**
