@@ -123,6 +123,22 @@ describe('forEach step', () => {
     await runner.close();
   });
 
+  it("respects the tool's per-user rate limit across items in flight", async () => {
+    const limited = defineTool({ name: 'mark_limited', description: 'Mark', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), effect: 'read', rateLimit: { limit: 4, intervalMs: 100, per: 'user' } });
+    const one = chain('mark_limited_one', { input: z.object({ id: z.string() }), context: z.object({ userId: z.string() }) }).tool('mark', limited, (ref) => ({ id: ref('input', 'id') })).build();
+    const at: number[] = [];
+    const invoker = functionInvoker([list, limited], { list: listImpl, mark_limited: ({ id }) => (at.push(performance.now()), { id }) });
+    const c = chain('limited', { input: z.object({}), context: z.object({ userId: z.string() }) })
+      .tool('find', list, () => ({ n: 12 }))
+      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: one, input: (item) => ({ id: item('id') }), concurrency: 8 }))
+      .build();
+    const r = await runChain(c, {}, { invoker, context: { userId: 'u1' } });
+    expect(r.status).toBe('completed');
+    expect(at).toHaveLength(12);
+    // No window of 100 ms holds more than 4 calls: the 5th call after any call comes at least ~100 ms later.
+    for (let i = 0; i + 4 < at.length; i++) expect(at[i + 4]! - at[i]!).toBeGreaterThanOrEqual(95);
+  });
+
   it('an empty array yields an empty result without running the chain', async () => {
     const invoker = createMockInvoker({ list: { ok: { items: [] } } });
     const c = chain('empty', { input: z.object({}) })
