@@ -139,6 +139,19 @@ describe('forEach step', () => {
     for (let i = 0; i + 4 < at.length; i++) expect(at[i + 4]! - at[i]!).toBeGreaterThanOrEqual(95);
   });
 
+  it('an item whose input cannot be built fails that item (collected), the others run', async () => {
+    const invoker = createMockInvoker({ list: { ok: listImpl({ n: 3 }) }, mark: (input: { id: string }) => ({ id: input.id, marked: true }) });
+    const c = defineChain({
+      name: 'bad_input', input: z.object({}),
+      steps: [
+        { id: 'find', tool: list, input: { n: 3 } },
+        { id: 'done', forEach: { over: ref('find', 'items'), chain: markOne, onItemError: 'collect', input: (item: { id: string }) => { if (item.id === 't1') throw new Error('no'); return { id: item.id }; } } },
+      ],
+    });
+    const r = await runChain(c, {}, { invoker });
+    expect(r.status === 'completed' && r.output).toEqual([{ ok: true, value: 't0' }, { ok: false, error: expect.objectContaining({ code: 'input_failed', step: 'done/1' }) }, { ok: true, value: 't2' }]);
+  });
+
   it('an empty array yields an empty result without running the chain', async () => {
     const invoker = createMockInvoker({ list: { ok: { items: [] } } });
     const c = chain('empty', { input: z.object({}) })

@@ -76,7 +76,16 @@ class ItemRun {
       }
       this.running++;
       const started = this.host.calls.now();
-      this.item(i).then((end) => this.ended(i, end, started), (error: unknown) => this.ended(i, { outcome: { kind: 'failed', error: unitFailure(this.host, `${this.key}/${i}`, error) }, trace: [] }, started));
+      const failed = (error: unknown): void => this.ended(i, { outcome: { kind: 'failed', error: unitFailure(this.host, `${this.key}/${i}`, error) }, trace: [] }, started);
+      let end: Promise<NestedEnd>;
+      try {
+        end = this.item(i);
+      } catch (error) {
+        // The item's input could not be built: that item fails (collected, or stopping the step).
+        failed(error);
+        continue;
+      }
+      end.then((e) => this.ended(i, e, started), failed);
     }
     if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted)) this.finish();
   }
