@@ -62,6 +62,15 @@ describe('durable forEach (memory run store)', () => {
     expect(done.children).toHaveLength(100);
   });
 
+  it('watch delivers item:end and the nested step events of a forEach', async () => {
+    const { runner } = make(memoryRunStore(), Date.now);
+    await runner.run(all, { n: 2 }, { runId: 'watched' });
+    const seen: string[] = [];
+    for await (const e of runner.watch('watched')) if (e.type !== 'run:start' && e.type !== 'run:end') seen.push(`${e.type} ${e.step}${e.type === 'item:end' ? ` #${e.data.index} ${e.data.status}` : ''}`);
+    expect(seen).toEqual(expect.arrayContaining(['step:end done/0/mark', 'item:end done #0 success', 'item:end done #1 success', 'step:end done']));
+    expect(seen.indexOf('item:end done #1 success')).toBeLessThan(seen.indexOf('step:end done'));
+  });
+
   it('a sub-step journaled before the crash is not called again inside an unfinished item', async () => {
     let t = 1_000_000;
     const now = () => t;
