@@ -152,6 +152,28 @@ describe('forEach step', () => {
     expect(r.status === 'completed' && r.output).toEqual([{ ok: true, value: 't0' }, { ok: false, error: expect.objectContaining({ code: 'input_failed', step: 'done/1' }) }, { ok: true, value: 't2' }]);
   });
 
+  it('keeps the run\'s one deadline: items still to run when it passes are not started', async () => {
+    const started: string[] = [];
+    const invoker = functionInvoker({
+      list: listImpl,
+      mark: async ({ id }: { id: string }, call: { signal: AbortSignal }) => {
+        started.push(id);
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 40);
+          call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
+        });
+        return { id, marked: true };
+      },
+    });
+    const c = chain('slow', { input: z.object({}), timeoutMs: 100 })
+      .tool('find', list, () => ({ n: 10 }))
+      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))
+      .build();
+    const r = await runChain(c, {}, { invoker });
+    expect(r.status === 'failed' && r.error.category).toBe('timeout');
+    expect(started.length).toBeLessThan(5);
+  });
+
   it('an empty array yields an empty result without running the chain', async () => {
     const invoker = createMockInvoker({ list: { ok: { items: [] } } });
     const c = chain('empty', { input: z.object({}) })
