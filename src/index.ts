@@ -12,8 +12,11 @@ export {
   defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
   type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
 } from './define/chain.js';
+export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, ChainLike, SubChainCall } from './define/spec.js';
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
+export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';
+export type { ChainOutputOf, ItemResult } from './define/infer.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, RefPath, RefValueAt, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
 export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
@@ -41,6 +44,7 @@ export type {
   RunEvent, RunEventType, RunEventBase, RunEventDraft, RunEndData, RunStartRunEvent, StepStartRunEvent, StepProgressRunEvent, StepRetryRunEvent, StepEndRunEvent,
   ConfirmationRequestedRunEvent, RunEndRunEvent,
 } from './observe/events.js';
+export type { ItemEndEvent, ItemEndRunEvent } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
 export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
@@ -75,3 +79,4 @@ export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOption
 // The task domain
 export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors, TASK_NOT_FOUND_MESSAGE } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';
+export { completeAll, COMPLETE_ALL_CONFIRM_OVER, type CompletedAll } from './tasks/chains.js';

@@ -72,10 +72,41 @@ export const b${i} = chain('b${i}', { input, context })
 `;
 }
 
+// §12: a 10-step builder chain whose forEach runs a 10-step sub-chain (typed item refs, sub-chain input mappings).
+function flow(i: number): string {
+  return `
+const sub${i} = chain('sub${i}', { input: z.object({ email: z.string(), name: z.string() }), context })
+  .tool('search', search, (ref) => ({ query: ref('input', 'name') }))
+  .select('pick', (ref) => ({ from: ref('search', 'contacts'), where: { name: { contains: ref('input', 'name') } }, expect: 'one' }))
+  .tool('send', send, (ref) => ({ to: ref('input', 'email'), subject: ref('pick', 'name'), body: ref('pick', 'address.city') }))
+  .compute('len', (s) => s.input.name.length)
+  .tool('again', search, (ref) => ({ query: ref('pick', 'name'), limit: 5 }))
+  .select('everyone', (ref) => ({ from: ref('again', 'contacts'), expect: 'all' }))
+  .tool('send2', send, (ref) => ({ to: ref('again', 'contacts.0.email'), subject: 'Hi', body: ref('pick', 'tags.0') }))
+  .compute('flag', (s) => ({ loud: s.results.len > 1 }))
+  .tool('prio', prioritise, (ref) => ({ id: ref('pick', 'id'), level: ref('again', 'total'), mode: 'hard' }))
+  .select('first', (ref) => ({ from: ref('again', 'contacts'), where: { id: { equals: ref('pick', 'id') } }, expect: 'first' }))
+  .output((s) => ({ id: s.results.send.messageId, ok: s.results.prio.ok }));
+export const f${i} = chain('f${i}', { input, context })
+  .tool('search', search, (ref) => ({ query: ref('input', 'q') }))
+  .forEach('each', (ref) => ({ over: ref('search', 'contacts'), chain: sub${i}, input: (item) => ({ email: item('email'), name: item('name') }), concurrency: 4 }))
+  .select('pick', (ref) => ({ from: ref('search', 'contacts'), where: { name: { contains: ref('input', 'q') } }, expect: 'one' }))
+  .tool('send', send, (ref) => ({ to: ref('pick', 'email'), subject: ref('input', 'q'), body: ref('pick', 'address.city') }))
+  .compute('len', (s) => s.results.each.length)
+  .tool('again', search, (ref) => ({ query: ref('pick', 'name'), limit: ref('input', 'level') }))
+  .chain('one', sub${i}, (ref) => ({ email: ref('pick', 'email'), name: ref('pick', 'name') }))
+  .compute('flag', (s) => ({ loud: s.input.level > 1 }), { output: z.object({ loud: z.boolean() }) })
+  .tool('prio', prioritise, (ref) => ({ id: ref('pick', 'id'), level: ref('again', 'total'), mode: 'hard' }))
+  .select('first', (ref) => ({ from: ref('again', 'contacts'), where: { id: { equals: ref('pick', 'id') } }, expect: 'first' }))
+  .output((s) => ({ n: s.results.each.length, id: s.results.each[0]?.id, one: s.results.one.ok, loud: s.results.flag.loud }));
+`;
+}
+
 const out = fileURLToPath(new URL('./generated/', import.meta.url));
 mkdirSync(out, { recursive: true });
 const range = Array.from({ length: CHAINS }, (_, i) => i + 1);
 writeFileSync(`${out}baseline.ts`, header);
 writeFileSync(`${out}declarative.ts`, header + range.map(declarative).join(''));
 writeFileSync(`${out}builder.ts`, header + range.map(builder).join(''));
-console.log(`wrote ${out}{baseline,declarative,builder}.ts`);
+writeFileSync(`${out}flow.ts`, header + range.map(flow).join(''));
+console.log(`wrote ${out}{baseline,declarative,builder,flow}.ts`);

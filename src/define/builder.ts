@@ -3,7 +3,7 @@
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { defineChain, type Chain, type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './chain.js';
-import type { ContextInputOf, ContextOf, ElementOf, MappingOf, RefPath, RefValueAt, SelectResult, WhereOf } from './infer.js';
+import type { ContextInputOf, ContextOf, ElementOf, ItemResult, MappingOf, RefPath, RefValueAt, SelectResult, ValueAt, WhereOf } from './infer.js';
 import { ref, type Ref, type Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';
 
@@ -177,6 +177,70 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
   ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, Computed<O, V>> }, NextLast<O, Computed<O, V>, L>>;
 
   /**
+   * Adds a sub-chain step: `sub` runs as one step (its steps nest under this one in traces and
+   * events); `input` maps the sub-chain's input like a tool's. Its result is the sub-chain's output.
+   *
+   * @example
+   * ```ts
+   * .chain('audit', auditChain, (ref) => ({ count: ref('done', 'length') }))
+   * ```
+   */
+  chain<Id extends string, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>>(
+    id: NewId<Id, R>,
+    sub: C,
+    input: (ref: TypedRef<RefSources<IS, CS, R>>) => M & NoExtra<M, ChainIn<C>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, ChainOut<C>> }, NextLast<O, ChainOut<C>, L>>;
+
+  /**
+   * Adds a forEach step: `chain` runs once per element of `over`, at most `concurrency` at once
+   * (default 1). `input` maps each run's input, `item(path)` reading the element (checked against
+   * its type). Its result is the array of outputs; with `onItemError: 'collect'`, of
+   * `{ ok: true, value } | { ok: false, error }`.
+   *
+   * @example
+   * ```ts
+   * .forEach('done', (ref) => ({ over: ref('find', 'tasks'), chain: completeOne, input: (item) => ({ task_id: item('task_id') }), concurrency: 4 }))
+   * ```
+   */
+  forEach<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, E extends 'fail' | 'collect' = 'fail', O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+    id: NewId<Id, R>,
+    spec: (ref: TypedRef<RefSources<IS, CS, R>>) => ForEachSpec<F, C, M, E, TypedRef<RefSources<IS, CS, R>>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, EachResult<C, E>> }, NextLast<O, EachResult<C, E>, L>>;
+
+  /**
+   * Adds a branch step: the case named by `on` runs (a chain given this chain's input, or
+   * `{ chain, input }`), else `default`; no such case and no default fails `invalid_input`/`no_branch`.
+   * Its result is the union of the cases' outputs.
+   *
+   * @example
+   * ```ts
+   * .branch('notify', (ref) => ({ on: ref('input', 'channel'), cases: { email: emailChain, sms: smsChain } }))
+   * ```
+   */
+  branch<Id extends string, const Cases extends Record<string, CaseSpec>, D extends CaseSpec = never, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+    id: NewId<Id, R>,
+    spec: (ref: TypedRef<RefSources<IS, CS, R>>) => BranchSpec<Cases, D, Scope<SchemaOutput<IS>, ContextOf<CS>, R>, SchemaOutput<IS>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>> }, NextLast<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>, L>>;
+
+  /**
+   * Adds a loop step: `chain` runs until `until(output, iteration)` holds, at most `max` times
+   * (required; beyond it the step fails `loop_limit`), `delayMs` apart. Its result is the last output.
+   *
+   * @example
+   * ```ts
+   * .loop('poll', { chain: checkExport, input: (ref) => ({ id: ref('input', 'exportId') }), until: (out) => out.ready, max: 20, delayMs: 2_000 })
+   * ```
+   */
+  loop<Id extends string, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+    id: NewId<Id, R>,
+    spec: LoopSpec<C, M, TypedRef<RefSources<IS, CS, R>>>,
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, ChainOut<C>> }, NextLast<O, ChainOut<C>, L>>;
+
+  /**
    * Finishes the chain with an output built from the typed results.
    *
    * @example
@@ -197,6 +261,103 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
   build(): Chain<SchemaOutput<IS>, ContextOf<CS>, L, SchemaInput<IS>, ContextInputOf<CS>>;
 }
 
+/** Any chain, as a step that runs one takes it. */
+type AnyChain = Chain<any, any, any, any, any>;
+/** What a chain's input schema accepts. */
+type ChainIn<C> = C extends Chain<any, any, any, infer In, any> ? In : never;
+/** A chain's output type. */
+type ChainOut<C> = C extends Chain<any, any, infer O, any, any> ? O : never;
+/** A forEach step's result: the outputs, or with `'collect'` each item's `{ ok, value } | { ok: false, error }`. */
+type EachResult<C, E> = E extends 'collect' ? ItemResult<ChainOut<C>>[] : ChainOut<C>[];
+
+
+/**
+ * The `item` handed to a builder forEach's `input`: `item(path)` is `ref('item', path)`, its path
+ * checked against the element type `T` (no path: the element itself).
+ *
+ * @example
+ * ```ts
+ * input: (item) => ({ task_id: item('task_id') })
+ * ```
+ */
+export type ItemRef<T> = <P extends string = ''>(path?: RefPath<T, P, 'item'>) => Ref<RefValueAt<T, P, 'item'>, 'item', P>;
+
+/**
+ * What a builder forEach's callback returns.
+ *
+ * @example
+ * ```ts
+ * .forEach('done', (ref) => ({ over: ref('find', 'tasks'), chain: completeOne, input: (item) => ({ task_id: item('task_id') }) }))
+ * ```
+ */
+export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
+  /** A ref to an array. */
+  over: F;
+  /** The chain run per element. */
+  chain: C;
+  /**
+   * The chain's input per element: literals, refs, and `item(path)` for the element's fields. TypeScript
+   * cannot type `item` from `over` in the same object, so its paths and values are checked once the
+   * object is known: a wrong one is an error at its field, saying what is wrong.
+   */
+  input: (item: LooseItemRef) => M & NoExtra<M, ChainIn<C>> & ItemChecked<M, ElementOf<RefValue<F>>, ChainIn<C>>;
+  /** How many items run at once (default 1). */
+  concurrency?: number;
+  /** `'fail'` (default) stops at the first failed item; `'collect'` runs every item and yields `{ ok, value } | { ok: false, error }`. */
+  onItemError?: E;
+}
+
+/** `item(path)` as the callback receives it; {@link ItemChecked} checks the paths against the element type. */
+type LooseItemRef = <P extends string = ''>(path?: P) => Ref<any, 'item', P>;
+/** The item refs of a forEach input mapping checked against the element `El` and the fields of `In`: a message type where one is wrong. */
+type ItemChecked<M, El, In> = { [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string> ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown> : unknown };
+type ItemFieldCheck<El, P extends string, K, Target> = [RefPath<El, P, 'item'>] extends [P]
+  ? [ValueAt<El, P>] extends [Target] ? unknown : `item(${P extends '' ? '' : `'${P}'`}) does not fit field '${K & string}' of the chain's input`
+  : RefPath<El, P, 'item'>;
+
+/** A branch case: a chain (given the chain's input) or `{ chain, input }` with the input mapped. */
+type CaseSpec = AnyChain | { chain: AnyChain; input: Record<string, unknown> };
+/** A case's output type. */
+type CaseOut<K> = K extends { chain: infer C } ? ChainOut<C> : ChainOut<K>;
+/** A case checked: a bare chain must accept the chain's input `I`; a mapping must fit the case chain's input. */
+type CheckedCase<K, I> = K extends { chain: infer C; input: infer M } ? { chain: C; input: M & MappingOf<ChainIn<C>> & NoExtra<M, ChainIn<C>> } : [I] extends [ChainIn<K>] ? K : 'a bare case chain is given the chain input, which its input schema does not accept: use { chain, input }';
+
+/**
+ * What a builder branch's callback returns.
+ *
+ * @example
+ * ```ts
+ * .branch('notify', (ref) => ({ on: ref('input', 'channel'), cases: { email: emailChain, sms: { chain: smsChain, input: { to: ref('input', 'phone') } } } }))
+ * ```
+ */
+export interface BranchSpec<Cases, D, S, I = unknown> {
+  /** A ref to the case name, or a function of the scope returning it. */
+  on: Ref<string | null | undefined, string, string> | ((scope: S) => string);
+  cases: { [K in keyof Cases]: CheckedCase<Cases[K], I> };
+  /** Runs when `on` names no case. */
+  default?: CheckedCase<D, I>;
+}
+
+/**
+ * What a builder loop step takes.
+ *
+ * @example
+ * ```ts
+ * { chain: checkExport, input: (ref) => ({ id: ref('input', 'exportId') }), until: (out) => out.ready, max: 20 }
+ * ```
+ */
+export interface LoopSpec<C, M, TRef> {
+  chain: C;
+  /** The chain's input, the same each iteration. */
+  input: (ref: TRef) => M & NoExtra<M, ChainIn<C>>;
+  /** True ends the loop: given the iteration's output and its number (from 1). */
+  until: (output: ChainOut<C>, iteration: number) => boolean | Promise<boolean>;
+  /** Required: the most iterations; `until` still false after them fails the step with `loop_limit`. */
+  max: number;
+  /** Wait between iterations, ms (default 0). */
+  delayMs?: number;
+}
+
 /** What a tool's input schema accepts. */
 type ToolIn<T> = T extends Tool<any, any, any, infer In> ? In : never;
 /**
@@ -209,7 +370,9 @@ type Leaf = string | number | boolean | bigint | symbol | null | undefined | Dat
 /** A compute step's result: its `output` schema's type, else the awaited return. */
 type Computed<O, V> = O extends { output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>;
 
-const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute'] as const;
+const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute', 'chain', 'forEach', 'branch', 'loop'] as const;
+/** `item(path)` in a builder forEach's input: `ref('item', path)`. */
+const itemRef = (path = ''): Ref => ref('item', path);
 
 /** Step options as given; a JavaScript caller's stray step key would silently replace the step's own. */
 function optionsOf(options: unknown, id: unknown): Record<string, unknown> {
@@ -245,6 +408,29 @@ class Builder {
 
   compute(id: string, compute: ComputeStep['compute'], options?: unknown): Builder {
     return this.add({ id, compute, ...optionsOf(options, id) } as Step);
+  }
+
+  chain(id: string, sub: Chain, input: unknown, options?: unknown): Builder {
+    const mapping = typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : input;
+    return this.add({ id, chain: sub, input: mapping, ...optionsOf(options, id) } as Step);
+  }
+
+  forEach(id: string, spec: unknown, options?: unknown): Builder {
+    const made = (typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec) as Record<string, unknown> | undefined;
+    // The item mapping is made here, once: `item(path)` is ref('item', path), as in the declarative form.
+    const forEach = made && typeof made.input === 'function' ? { ...made, input: (made.input as (item: typeof itemRef) => unknown)(itemRef) } : made;
+    return this.add({ id, forEach, ...optionsOf(options, id) } as Step);
+  }
+
+  branch(id: string, spec: unknown, options?: unknown): Builder {
+    const branch = typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec;
+    return this.add({ id, branch, ...optionsOf(options, id) } as Step);
+  }
+
+  loop(id: string, spec: unknown, options?: unknown): Builder {
+    const made = spec as Record<string, unknown> | undefined;
+    const loop = made && typeof made.input === 'function' ? { ...made, input: (made.input as (r: typeof ref) => unknown)(ref) } : made;
+    return this.add({ id, loop, ...optionsOf(options, id) } as Step);
   }
 
   output(output: (scope: Scope) => unknown): Chain {

@@ -2,6 +2,7 @@
 // Every recursion here is bounded (paths: 6 segments) or tail-recursive (the step fold), so a
 // 30-step chain stays far below the compiler's depth and instantiation limits.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Ref } from './ref.js';
 import type { Tool } from './tool.js';
 
@@ -185,7 +186,44 @@ type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
     ? SelectResult<RefValue<F, I, C, R>, E>
     : H extends { readonly compute: (...args: never[]) => infer V }
       ? H extends { readonly output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>
-      : unknown;
+      : FlowValueOf<H>;
+
+/** What the steps that run chains yield (§12): a sub-chain's output, an array per forEach, a union per branch, a loop's last output. */
+type FlowValueOf<H> = H extends { readonly chain: infer C }
+  ? ChainOutputOf<C>
+  : H extends { readonly forEach: { readonly chain: infer C } }
+    ? H extends { readonly forEach: { readonly onItemError: 'collect' } } ? ItemResult<ChainOutputOf<C>>[] : ChainOutputOf<C>[]
+    : H extends { readonly branch: { readonly cases: infer Cases } }
+      ? CaseOutputOf<Cases[keyof Cases]> | (H extends { readonly branch: { readonly default: infer D } } ? CaseOutputOf<D> : never)
+      : H extends { readonly loop: { readonly chain: infer C } }
+        ? ChainOutputOf<C>
+        : unknown;
+
+/**
+ * A chain's output type, read structurally (define/chain.ts sits above this file).
+ *
+ * @example
+ * ```ts
+ * type O = ChainOutputOf<typeof shout>; // { loud: string }
+ * ```
+ */
+export type ChainOutputOf<C> = C extends {
+  readonly kind: 'chain';
+  /** The chain's output builder, whose return type is the chain's output type. */
+  readonly output?: (scope: never) => infer O;
+} ? O : never;
+/** A branch case's output: a bare chain's or a `{ chain, input }` case's chain's. */
+type CaseOutputOf<K> = K extends { readonly chain: infer C } ? ChainOutputOf<C> : ChainOutputOf<K>;
+
+/**
+ * What a `forEach` with `onItemError: 'collect'` yields per item: its output, or its failure.
+ *
+ * @example
+ * ```ts
+ * for (const r of s.results.done) if (!r.ok) console.log(r.error.code);
+ * ```
+ */
+export type ItemResult<T> = { ok: true; value: T } | { ok: false; error: ChainErrorInfo };
 
 /** Tail-recursive, so long chains do not deepen the instantiation stack. */
 type Fold<Steps, I, C, R> = Steps extends readonly [infer H, ...infer Rest] ? Fold<Rest, I, C, Next<H, I, C, R>> : R;

@@ -10,6 +10,11 @@ export type { ConfirmSpec, FieldMatcher, InputMapping, StepCommon } from './step
 export type { ToolStep } from './kinds/tool.js';
 export type { SelectStep } from './kinds/select.js';
 export type { ComputeStep } from './kinds/compute.js';
+export type { SubChainStep } from './kinds/sub-chain.js';
+export type { ForEachStep, ItemScope } from './kinds/for-each.js';
+export type { BranchCase, BranchStep } from './kinds/branch.js';
+export type { LoopStep } from './kinds/loop.js';
+export type { ChainLike, SubChainCall } from './kinds/plan.js';
 export type { Step } from './step-kinds.js';
 
 /** A check run before any tool call; `message` asks the user for what is missing. */

@@ -8,18 +8,22 @@ import type { Tool } from './tool.js';
 import { computePlanner, type ComputeStep } from './kinds/compute.js';
 import { selectPlanner, type SelectPlan, type SelectStep } from './kinds/select.js';
 import { toolPlanner, type ToolPlan, type ToolStep } from './kinds/tool.js';
+import { subChainPlanner, type SubChainStep } from './kinds/sub-chain.js';
+import { forEachPlanner, type ForEachPlan, type ForEachStep } from './kinds/for-each.js';
+import { branchPlanner, type BranchPlan, type BranchStep } from './kinds/branch.js';
+import { loopPlanner, type LoopPlan, type LoopStep } from './kinds/loop.js';
 
 /** The planner of each step kind, keyed by the spec field that names the kind; the order is the one messages list them in. */
-export const STEP_PLANNERS = { tool: toolPlanner, select: selectPlanner, compute: computePlanner } as const;
+export const STEP_PLANNERS = { tool: toolPlanner, select: selectPlanner, compute: computePlanner, chain: subChainPlanner, forEach: forEachPlanner, branch: branchPlanner, loop: loopPlanner } as const;
 
-/** The name of a step kind (`tool`, `select`, `compute`). */
+/** The name of a step kind (`tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`). */
 export type StepKind = keyof typeof STEP_PLANNERS;
 
 /** One step of a chain. */
-export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S>;
+export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S> | SubChainStep<S> | ForEachStep<S> | BranchStep<S> | LoopStep<S>;
 
 /** One step of a compiled chain, with everything the executor needs precomputed. */
-export interface PlannedStep extends ToolPlan, SelectPlan {
+export interface PlannedStep extends ToolPlan, SelectPlan, ForEachPlan, BranchPlan, LoopPlan {
   readonly index: number;
   readonly id: string;
   readonly kind: StepKind;

@@ -9,11 +9,14 @@ import { missingPathHint } from './path-hints.js';
 import { isRef, type Ref } from './ref.js';
 import { isSchema, isZodSchema, parseSchema, schemaToJSONSchema, type Schema as AnySchema } from './schema.js';
 import { checkMs, checkRetry, isTool } from './tool.js';
-import type { KindPlan, OutputSchema, PlanContext, StepPlanner } from './kinds/plan.js';
+import { isChainLike, type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './kinds/plan.js';
 import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
 
 export type { Resolver } from './mapping.js';
 export type { PlannedStep, StepKind } from './step-kinds.js';
+
+// Outside a forEach input, `ref('item')` is an ordinary step ref.
+const NO_ITEM = Symbol('no item');
 
 const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
 const RESERVED = new Set(['input', 'context']);
@@ -69,7 +72,10 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   const checkRef = (r: Ref, at: string, stepIndex: number, allowSelf = false): Schema => {
     let root: Schema;
     let what: string;
-    if (r.source === 'input') {
+    if (r.source === 'item' && currentItem !== NO_ITEM) {
+      root = currentItem;
+      what = 'the forEach item';
+    } else if (r.source === 'input') {
       root = inputSchema;
       what = 'the chain input';
     } else if (r.source === 'context') {
@@ -154,7 +160,18 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     const compiled = compileMapping(mapping, refs);
     return compiled.constant ? () => compiled.value : compiled.fn;
   };
-  const ctx: PlanContext = { issues, checkRef, mappingResolver };
+  // The element schema `ref('item', …)` reads inside a forEach input (see withItem).
+  let currentItem: Schema | typeof NO_ITEM = NO_ITEM;
+  const withItem = <T>(element: Schema, fn: () => T): T => {
+    const outer = currentItem;
+    currentItem = element;
+    try {
+      return fn();
+    } finally {
+      currentItem = outer;
+    }
+  };
+  const ctx: PlanContext = { issues, checkRef, mappingResolver, chainName: typeof spec.name === 'string' ? spec.name : '', withItem };
   // Earlier steps no later step waits for yet, ascending (a Set keeps insertion order).
   const frontier = new Set<number>();
 
@@ -246,6 +263,7 @@ function fingerprintOf(spec: AnySpec): string {
       if (typeof value === 'function') return `fn:${String(value)}`;
       if (typeof value === 'bigint') return `${value}n`;
       if (isRef(value)) return `ref:${value}${value.transformFn ? `|${String(value.transformFn)}` : ''}`;
+      if (isChainLike(value)) return `chain:${value.name}:${value.fingerprint}`;
       if (isTool(value)) return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
       if (isSchema(value)) return schemaText(value);
       if (typeof value === 'object' && value !== null) {

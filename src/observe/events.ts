@@ -30,6 +30,8 @@ export interface RunRecoveredEvent { runId: string; traceId: string; chain: stri
 export interface RunEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; recovered: boolean; result: import('./result.js').RunResult }
 /** Emitted when a hook threw or rejected; the run went on unaffected. */
 export interface HookErrorEvent { event: string; error: unknown }
+/** A `forEach` item ended (§12): `step` is the forEach step's id, `index` the element's. */
+export interface ItemEndEvent { runId: string; traceId: string; chain: string; step: string; index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo }
 
 /** Every event the runner emits, with its payload. */
 export interface RunnerEvents {
@@ -57,6 +59,8 @@ export interface RunnerEvents {
   'run:end': (e: RunEndEvent) => void;
   /** A hook or listener threw; the run went on. */
   'hook:error': (e: HookErrorEvent) => void;
+  /** A `forEach` item ended. */
+  'item:end': (e: ItemEndEvent) => void;
 }
 
 /** The name of a runner event. */
@@ -91,6 +95,8 @@ export interface Hooks {
   onRunEnd?: (e: RunEndEvent) => void | Promise<void>;
   /** On `hook:error` (its own failures are swallowed). */
   onHookError?: (e: HookErrorEvent) => void | Promise<void>;
+  /** On `item:end`. */
+  onItemEnd?: (e: ItemEndEvent) => void | Promise<void>;
   /**
    * Not an event: runs around each attempt's invoker call and must call `invoke(call)` once,
    * returning its result (e.g. to run the tool inside a tracing span's context). Unlike the
@@ -104,6 +110,7 @@ const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
   ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
   ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onTierEscalation', 'tier:escalation'],
   ['onRunRecovered', 'run:recovered'], ['onRunEnd', 'run:end'], ['onHookError', 'hook:error'],
+  ['onItemEnd', 'item:end'],
 ];
 
 /** Creates the emitter and subscribes `hooks`, each isolated so it cannot affect a run. */
@@ -178,6 +185,8 @@ export type RunEndData =
   | { status: 'declined'; step: string }
   | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } };
 /** The run ended or parked at a gate: the last event of a watch. */
+/** A `forEach` item ended (§12): `step` is the forEach step, `data.index` the element's index. */
+export interface ItemEndRunEvent extends RunEventBase { type: 'item:end'; step: string; data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo } }
 export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: undefined; data: RunEndData }
 
 /**
@@ -191,7 +200,7 @@ export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: u
  * }
  * ```
  */
-export type RunEvent = RunStartRunEvent | StepStartRunEvent | StepProgressRunEvent | StepRetryRunEvent | StepEndRunEvent | ConfirmationRequestedRunEvent | RunEndRunEvent;
+export type RunEvent = RunStartRunEvent | StepStartRunEvent | StepProgressRunEvent | StepRetryRunEvent | StepEndRunEvent | ConfirmationRequestedRunEvent | RunEndRunEvent | ItemEndRunEvent;
 
 /** The name of a run event. */
 export type RunEventType = RunEvent['type'];

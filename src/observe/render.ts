@@ -10,6 +10,21 @@ const MARK: Record<TraceStep['status'], string> = {
 export interface FormatTraceOptions {
   /** Width of the bar area in characters. Default 40. */
   width?: number;
+  /** Nested entries (sub-chain steps, `forEach` items, `loop` iterations) shown per step before `… n more`. Default 20. */
+  maxChildren?: number;
+}
+
+/** Trace entries with their nesting depth, children under their step; `more` counts children left out. */
+type Row = [step: TraceStep, depth: number, more?: number];
+function flatten(steps: readonly TraceStep[], depth: number, max: number, rows: Row[]): Row[] {
+  const shown = depth === 0 ? steps.length : Math.min(steps.length, max);
+  for (let i = 0; i < shown; i++) {
+    const s = steps[i]!;
+    rows.push([s, depth]);
+    if (s.children && s.children.length > 0 && depth < 8) flatten(s.children, depth + 1, max, rows);
+  }
+  if (shown < steps.length) rows.push([steps[0]!, depth, steps.length - shown]);
+  return rows;
 }
 
 /**
@@ -27,17 +42,22 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
   const width = Math.max(10, options.width ?? 40);
   const t0 = Date.parse(trace.startedAt);
   const total = Math.max(1, trace.totalLatencyMs);
-  const idW = Math.max(4, ...trace.steps.map((s) => s.id.length));
-  const toolW = Math.max(4, ...trace.steps.map((s) => (s.tool ?? '').length));
+  const rows = flatten(trace.steps, 0, options.maxChildren ?? 20, []);
+  const idW = Math.max(4, ...rows.map(([s, depth]) => s.id.length + 2 * depth));
+  const toolW = Math.max(4, ...rows.map(([s]) => (s.tool ?? '').length));
   const lines = [`${trace.chain || '(invoke)'}  ${trace.status}  ${trace.totalLatencyMs} ms  run ${trace.runId}`];
-  for (const s of trace.steps) {
+  for (const [s, depth, more] of rows) {
+    if (more !== undefined) {
+      lines.push(`   ${'  '.repeat(depth)}… ${more} more`);
+      continue;
+    }
     const offset = Math.max(0, Date.parse(s.startedAt) - t0);
     const from = Math.min(width - 1, Math.floor((offset / total) * width));
     const len = Math.max(1, Math.min(width - from, Math.round((s.latencyMs / total) * width)));
     const bar = `${' '.repeat(from)}${'█'.repeat(len)}`.padEnd(width);
     const attempts = s.attempts > 1 ? ` ×${s.attempts}` : '';
     const err = s.error ? `  ${s.error.category}/${s.error.code}` : '';
-    lines.push(`${String(s.stepNumber).padStart(2)} ${s.id.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`);
+    lines.push(`${String(s.stepNumber).padStart(2)} ${`${'  '.repeat(depth)}${s.id}`.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`);
   }
   return lines.join('\n');
 }
@@ -54,8 +74,19 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
 export function toMermaid(chain: Chain): string {
   const safe = (s: string): string => s.replace(/"/g, "'");
   const lines = ['flowchart TD', `  start(["${safe(chain.name)}"])`];
+  const subgraphs: string[] = [];
   for (const p of chain.plan) {
-    const label = p.tool ? `${p.id}<br/>${p.tool.name}` : `${p.id}<br/>${p.kind}`;
+    const label = p.tool ? `${p.id}<br/>${p.tool.name}` : p.calls ? `${p.id}<br/>${p.kind}: ${p.calls.map((c) => c.chain.name).join(' | ')}` : `${p.id}<br/>${p.kind}`;
+    // A step that runs chains: each sub-chain's steps in a subgraph the step points at.
+    p.calls?.forEach((c, n) => {
+      const sub = `${p.id}__${n}`;
+      subgraphs.push(`  subgraph ${sub}["${safe(c.chain.name)}"]`);
+      for (const q of (c.chain as Chain).plan) {
+        subgraphs.push(`    ${sub}_${q.id}["${safe(q.tool ? `${q.id}<br/>${q.tool.name}` : `${q.id}<br/>${q.kind}`)}"]`);
+        for (const d of q.deps) subgraphs.push(`    ${sub}_${(c.chain as Chain).plan[d]!.id} --> ${sub}_${q.id}`);
+      }
+      subgraphs.push('  end', `  ${p.id} -.-> ${sub}`);
+    });
     const gated = p.step.confirm ? ' ⚠ confirm' : '';
     lines.push(p.kind === 'tool' ? `  ${p.id}["${safe(label)}${gated}"]` : `  ${p.id}{{"${safe(label)}"}}`);
     if (p.deps.length === 0) lines.push(`  start --> ${p.id}`);
@@ -63,5 +94,5 @@ export function toMermaid(chain: Chain): string {
     const implied = new Set(p.deps.flatMap((d) => chain.plan[d]!.deps));
     for (const d of p.deps) if (!implied.has(d)) lines.push(`  ${chain.plan[d]!.id} --> ${p.id}`);
   }
-  return lines.join('\n');
+  return [...lines, ...subgraphs].join('\n');
 }

@@ -20,6 +20,11 @@ export interface TraceStep {
   error?: ChainErrorInfo;
   /** Who decided this gated step through `runner.decide` (absent when the token holder resumed it). */
   decidedBy?: string;
+  /**
+   * Steps that run chains (`chain`, `branch`: the sub-chain's steps; `forEach`: one entry per item,
+   * `loop`: one per iteration, each holding its sub-chain's steps). Nested ids carry the step's: `audit/find`, `done/3`.
+   */
+  children?: TraceStep[];
 }
 
 /**

@@ -81,19 +81,25 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
   // Spans on which the tool's own error was recorded, so the step end does not add a second, summarised one.
   const recorded = new WeakSet<Span>();
 
-  const parentOf = (runId: string) => {
+  // A nested step (`audit/find`, `done/3/complete`, §12) is a child of the closest open step span above it, else of the run's.
+  const parentOf = (runId: string, step?: string) => {
     const run = runs.get(runId);
-    return run ? trace.setSpan(context.active(), run.span) : context.active();
+    if (!run) return context.active();
+    for (let at = step?.lastIndexOf('/') ?? -1; at > 0; at = step!.lastIndexOf('/', at - 1)) {
+      const above = run.steps.get(step!.slice(0, at));
+      if (above) return trace.setSpan(context.active(), above);
+    }
+    return trace.setSpan(context.active(), run.span);
   };
   const startStep = (e: StepStartEvent | StepEndEvent): Span => {
     const attributes: Attributes = { [OTEL_ATTRIBUTES.runId]: e.runId, [OTEL_ATTRIBUTES.step]: e.step };
     if (e.chain !== undefined) attributes[OTEL_ATTRIBUTES.chain] = e.chain;
-    if (e.tool === undefined) return tracer.startSpan(`step ${e.step}`, { attributes }, parentOf(e.runId));
+    if (e.tool === undefined) return tracer.startSpan(`step ${e.step}`, { attributes }, parentOf(e.runId, e.step));
     attributes[OTEL_ATTRIBUTES.tool] = e.tool;
     attributes[GENAI_ATTRIBUTES.operation] = 'execute_tool';
     attributes[GENAI_ATTRIBUTES.toolName] = e.tool;
     attributes[GENAI_ATTRIBUTES.toolCallId] = `${e.runId}:${e.step}`;
-    return tracer.startSpan(`execute_tool ${e.tool}`, { kind: SpanKind.INTERNAL, attributes }, parentOf(e.runId));
+    return tracer.startSpan(`execute_tool ${e.tool}`, { kind: SpanKind.INTERNAL, attributes }, parentOf(e.runId, e.step));
   };
   const stepKey = (runId: string, step: string): string => `${runId}\u0000${step}`;
   // Steps of `invoke` have no run span; they are kept here by run id + step id.

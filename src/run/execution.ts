@@ -7,6 +7,7 @@ import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { JournalEntry } from '../stores/run-store.js';
+import type { AbortScope } from '../policies/abort.js';
 import type { RunOptions } from './types.js';
 
 /**
@@ -76,6 +77,16 @@ export interface Execution {
    * `error`, its undos journaled in `undone` (entries of `compensation` `undone`/`undo_failed`) kept, the rest done.
    */
   compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[] };
+  /**
+   * A sub-chain's run inside a step (run/sub-run.ts): its step ids are prefixed (`audit/find`), it
+   * emits no run-level events, and it ends as an outcome of that step, not a result.
+   */
+  nested?: { readonly prefix: string; readonly abortWith: AbortScope };
+  /**
+   * A continued run: the journaled steps of its sub-chains (ids with a `/`), by the prefix of the
+   * run that journaled them (`done/3` holds `done/3/complete`; `done` holds item `done/3`'s end).
+   */
+  priorNested?: ReadonlyMap<string, readonly JournalEntry[]>;
 }
 
 /** How a step ended other than ok: what stops the run. */

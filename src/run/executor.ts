@@ -17,6 +17,7 @@ import { failureInfo } from './call-context.js';
 import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type StepOutcome } from './execution.js';
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
+import { nestedEnd, type NestedEnd } from './sub-run.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
 import type { ExecutorParts, InFlight } from './step-host.js';
@@ -43,6 +44,7 @@ export function execute<O>(parts: ExecutorParts, exec: Execution): Promise<RunRe
 class StepRun implements InFlight {
   ctx: CallContext | undefined = undefined;
   input: unknown = undefined;
+  children: TraceStep[] | undefined = undefined;
   constructor(readonly run: Run, readonly step: PlannedStep, readonly started: number) {}
 
   /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
@@ -65,6 +67,8 @@ class Run extends Scheduler implements EndedSegment {
   private lastToolIndex = -1;
   private resolve: ((result: Promise<RunResult>) => void) | undefined;
   private offCallerAbort: (() => void) | undefined;
+  /** '' for a run; `audit/` for the sub-chain run of step `audit` (run/sub-run.ts). */
+  readonly prefix: string;
 
   // Fields are what every run in flight holds: the parts are reached through one, the rest are getters.
   constructor(private readonly parts: ExecutorParts, readonly exec: Execution) {
@@ -73,7 +77,8 @@ class Run extends Scheduler implements EndedSegment {
     this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
     this.segmentStart = exec.segmentStart ?? this.calls.now();
     this.deadlineAt = exec.deadlineAt ?? this.segmentStart + exec.chain.timeoutMs;
-    if (exec.resumed && exec.sessionId === undefined) this.lastCall = this.recorder.transitions.take(exec.runId);
+    this.prefix = exec.nested === undefined ? '' : `${exec.nested.prefix}/`;
+    if (exec.resumed && exec.sessionId === undefined && exec.nested === undefined) this.lastCall = this.recorder.transitions.take(exec.runId);
     for (const t of exec.priorTrace) this.traceSteps[t.stepNumber - 1] = t;
   }
 
@@ -107,6 +112,8 @@ class Run extends Scheduler implements EndedSegment {
   }
   lastTool(): string | undefined { return this.lastToolIndex >= 0 ? this.plan[this.lastToolIndex]!.tool!.name : undefined; }
   isDone(step: PlannedStep): boolean { return this.state[step.index] === DONE; }
+  nest(exec: Execution): Promise<NestedEnd> { return new Run(this, exec).start() as unknown as Promise<NestedEnd>; }
+  stepKey(step: PlannedStep): string { return this.prefix === '' ? step.id : this.prefix + step.id; }
 
   /** Runs the segment; nothing stays suspended while steps are in flight but the steps themselves. */
   start(): Promise<RunResult> {
@@ -114,10 +121,11 @@ class Run extends Scheduler implements EndedSegment {
     this.calls.active.add(this.abort);
     // A RunAbortReason as the signal's reason is kept (`runner.cancel`: `run_cancelled`).
     if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(exec.signal!.reason instanceof RunAbortReason ? exec.signal!.reason : new RunAbortReason('cancelled', 'The caller cancelled the run.')));
-    this.recorder.chainStarted(this, exec.resumed);
+    if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
+    else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) this.checkPreconditions();
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
-    if (this.stop) return this.conclude();
+    if (this.stop) return exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>);
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -125,7 +133,7 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   protected finished(): void {
-    this.resolve!(this.conclude());
+    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>));
   }
 
   private checkPreconditions(): void {
@@ -146,7 +154,7 @@ class Run extends Scheduler implements EndedSegment {
 
   protected startStep(step: PlannedStep): void {
     const started = this.calls.now();
-    this.recorder.stepStarted(this, step.id, step.tool?.name, step.index + 1);
+    this.recorder.stepStarted(this, this.stepKey(step), step.tool?.name, step.index + 1);
     const run = new StepRun(this, step, started);
     let body: StepOutcome | Promise<unknown>;
     try {
@@ -162,8 +170,9 @@ class Run extends Scheduler implements EndedSegment {
   endStep(run: StepRun, outcome: StepOutcome): void {
     const { step, started, ctx } = run;
     const ended = this.calls.now();
-    const entry = traceEntry(step.index + 1, step.id, step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
+    const entry = traceEntry(step.index + 1, this.stepKey(step), step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
     if (run.input !== undefined) entry.input = run.input;
+    if (run.children !== undefined) entry.children = run.children;
     if (this.exec.decidedBy !== undefined && step.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {
@@ -176,7 +185,7 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   failed(step: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
-    const info = failureInfo(this.calls, error, { step: step.id, ...(step.tool && { tool: step.tool.name }), attempts: ctx?.attempt ?? 0 }, ctx, true);
+    const info = failureInfo(this.calls, error, { step: this.stepKey(step), ...(step.tool && { tool: step.tool.name }), attempts: ctx?.attempt ?? 0 }, ctx, true);
     // Secrets of the call's input, the chain's input and context leave in no text (docs/ARCHITECTURE.md, Secrets); failures only.
     maskError(info, secretMask(this.calls.redact, ctx?.input, this.exec.input, this.exec.context));
     return { kind: 'failed', error: info };
@@ -213,7 +222,7 @@ class Run extends Scheduler implements EndedSegment {
 
   /** Durable runs: a step counts as done (and its dependents may start) once the journal kept it. */
   private journal(step: PlannedStep, entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): void {
-    const kept: JournalEntry = outcome.skipped ? { step: step.id, skipped: true, trace: entry } : { step: step.id, value: outcome.value, trace: entry };
+    const kept: JournalEntry = outcome.skipped ? { step: entry.id, skipped: true, trace: entry } : { step: entry.id, value: outcome.value, trace: entry };
     let answer: unknown;
     try {
       answer = this.exec.journal!(kept);

@@ -47,9 +47,10 @@ export function gateQuestion(host: StepHost, step: PlannedStep, confirm: Confirm
  */
 export function askInProcess(host: StepHost, step: PlannedStep, question: GateQuestion): Promise<boolean> {
   const { exec } = host;
-  const tool = step.tool!.name;
-  const request: ConfirmationRequest = { step: step.id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
-  host.recorder.confirmationRequested(host, step.id, tool, question.prompt, request.expiresAt);
+  const tool = gateTool(step);
+  const id = host.stepKey(step);
+  const request: ConfirmationRequest = { step: id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
+  host.recorder.confirmationRequested(host, id, tool, question.prompt, request.expiresAt);
   let answer: boolean | PromiseLike<boolean>;
   try {
     answer = exec.confirm!(request);
@@ -74,7 +75,7 @@ export async function parkAtGate(
 ): Promise<RunResult> {
   const { exec, calls, gates } = host;
   const { chain } = exec;
-  const tool = step.tool!.name;
+  const tool = gateTool(step);
   const createdAt = calls.now();
   const expiresAt = createdAt + gates.confirmationTtlMs;
   const id = newId();
@@ -105,4 +106,16 @@ export async function parkAtGate(
   if (gate.details !== undefined) confirmation.details = gate.details;
   host.recorder.confirmationRequested(host, step.id, tool, gate.prompt, confirmation.expiresAt);
   return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, gates.secret), confirmation, ...base };
+}
+
+/**
+ * What a gate names as its `tool`: the step's tool, or for a step that runs chains (§12) their names.
+ *
+ * @example
+ * ```ts
+ * gateTool(step); // 'delete_task', or 'complete_one' for a forEach of that chain
+ * ```
+ */
+export function gateTool(step: PlannedStep): string {
+  return step.tool?.name ?? (step.calls ? step.calls.map((c) => c.chain.name).join(' | ') : step.kind);
 }

@@ -47,9 +47,11 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
+  let nested: Map<string, JournalEntry[]> | undefined;
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
     else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    else if (entry.step.includes('/')) nestUnder(nested ??= new Map(), entry); // a sub-chain's step (§12): see priorNested
     else {
       done.push(entry.step);
       if (entry.skipped !== true) results[entry.step] = entry.value;
@@ -62,5 +64,14 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
+    ...(nested && { priorNested: nested }),
   };
+}
+
+/** Files a journaled sub-chain step (`done/3/complete`) under the prefix of the run that journaled it (`done/3`). */
+function nestUnder(nested: Map<string, JournalEntry[]>, entry: JournalEntry): void {
+  const prefix = entry.step.slice(0, entry.step.lastIndexOf('/'));
+  const list = nested.get(prefix);
+  if (list) list.push(entry);
+  else nested.set(prefix, [entry]);
 }

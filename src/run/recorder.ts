@@ -225,6 +225,14 @@ export class Recorder {
     this.logger?.info({ runId, tool, from, to }, `tool ${tool} escalated from tier ${from} to ${to}`);
   }
 
+  /** A `forEach` item ended: the `item:end` event (and run event), from the item's trace entry. */
+  itemEnded(site: RecordSite, step: string, index: number, entry: TraceStep): void {
+    const { status, latencyMs, error } = entry;
+    this.runEvents?.writers.get(site.runId)?.push('item:end', step, { index, status, latencyMs, ...(error && { error }) });
+    if (!listening(this.events, 'item:end')) return;
+    safeEmit(this.events, 'item:end', { runId: site.runId, traceId: site.traceId, chain: site.chain!, step, index, status, latencyMs, ...(error && { error }) });
+  }
+
   /** The fields every log line of a run carries, then `extra`. */
   logFields(site: RecordSite, extra: Record<string, unknown>): Record<string, unknown> {
     return { runId: site.runId, traceId: site.traceId, chain: site.chain, ...extra };

@@ -10,10 +10,14 @@ import { runCompute } from './kinds/compute.js';
 import { deadlineIn, type StepRunner } from './kinds/runner.js';
 import { runSelect } from './kinds/select.js';
 import { runTool } from './kinds/tool.js';
+import { runSubChain } from './kinds/sub-chain.js';
+import { runForEach } from './kinds/for-each.js';
+import { runBranch } from './kinds/branch.js';
+import { runLoop } from './kinds/loop.js';
 
 // One runner per kind, every kind required by the type. A lookup and a call to a module-level
 // function: the per-step dispatch allocates nothing.
-const RUNNERS: { readonly [K in StepKind]: StepRunner } = { tool: runTool, select: runSelect, compute: runCompute };
+const RUNNERS: { readonly [K in StepKind]: StepRunner } = { tool: runTool, select: runSelect, compute: runCompute, chain: runSubChain, forEach: runForEach, branch: runBranch, loop: runLoop };
 
 /**
  * What a step does: an outcome at once, or a promise. A tool step's promise resolves with the

@@ -33,7 +33,7 @@ export function runTool(host: StepHost, step: PlannedStep, inFlight: InFlight): 
   const input = parsed.data;
   if (host.recorder.traceDetail === 'full') inFlight.input = host.recorder.redacted(input);
 
-  if (def.confirm && exec.approvedGate !== step.id) {
+  if (def.confirm && exec.approvedGate !== host.stepKey(step)) {
     const question = gateQuestion(host, step, def.confirm);
     if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
     return askInProcess(host, step, question).then((yes) => (yes ? startCall(host, step, def, input, inFlight) : { kind: 'declined' as const }));
@@ -46,7 +46,7 @@ function startCall(host: StepHost, step: PlannedStep, def: ToolStep, input: unkn
   const tool = step.tool!;
   // The step's own key is read for writes only; without one, callContext applies the default.
   const key = tool.effect !== 'read' && def.idempotencyKey ? def.idempotencyKey(host.scope) : undefined;
-  const ctx = callContext(host.calls, host, step.id, tool, input, key, def);
+  const ctx = callContext(host.calls, host, host.stepKey(step), tool, input, key, def);
   inFlight.ctx = ctx;
   return host.calls.call(ctx);
 }

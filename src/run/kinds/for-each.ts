@@ -1,0 +1,153 @@
+// The forEach step's runner (its spec type and planner: define/kinds/for-each.ts): one nested run of
+// the chain per element, at most `concurrency` at once; each finished item journaled (`step/i`) in a
+// durable run, so a recovered run runs only the items that had not finished.
+import type { Chain } from '../../define/chain.js';
+import type { ItemScope } from '../../define/spec.js';
+import type { PlannedStep } from '../../define/validate.js';
+import { RunAbortReason } from '../../errors/classify.js';
+import type { ChainErrorInfo } from '../../errors/categories.js';
+import type { TraceStep } from '../../observe/trace.js';
+import { AbortScope } from '../../policies/abort.js';
+import { StepError, type StepOutcome } from '../execution.js';
+import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
+import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
+
+/**
+ * Runs a forEach step (the `forEach` entry of the runner table): never more than `concurrency` items
+ * in flight; with `onItemError: 'fail'` the first failed item stops the others and fails the step.
+ *
+ * @example
+ * ```ts
+ * const outcome = await runForEach(host, step, inFlight);
+ * ```
+ */
+export function runForEach(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
+  const { over, concurrency, collect } = step.forEach!;
+  const items = over.resolve(host.scope);
+  if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${step.id}: ${over} is not an array.` });
+  return gated(host, step, () => new ItemRun(host, step, items, concurrency, collect, inFlight).start());
+}
+
+/** One forEach step in flight: its items' pool. */
+class ItemRun {
+  private readonly key: string;
+  private readonly values: unknown[];
+  private readonly entries: (TraceStep | undefined)[];
+  private readonly group = new AbortScope();
+  private readonly prior;
+  private next = 0;
+  private running = 0;
+  private stop: StepOutcome | undefined;
+  private resolve!: (outcome: StepOutcome) => void;
+
+  constructor(
+    private readonly host: StepHost,
+    private readonly step: PlannedStep,
+    private readonly items: readonly unknown[],
+    private readonly concurrency: number,
+    private readonly collect: boolean,
+    private readonly inFlight: InFlight,
+  ) {
+    this.key = host.stepKey(step);
+    this.values = new Array<unknown>(items.length);
+    this.entries = new Array<TraceStep | undefined>(items.length);
+    this.prior = priorUnits(host.exec, this.key);
+  }
+
+  start(): Promise<StepOutcome> {
+    this.host.abort.link(this.group);
+    return new Promise<StepOutcome>((resolve) => {
+      this.resolve = resolve;
+      this.launch();
+    });
+  }
+
+  /** Starts items while fewer than `concurrency` run; ends the step when none runs and none is left. */
+  private launch(): void {
+    const { items, prior } = this;
+    while (this.running < this.concurrency && this.next < items.length && this.stop === undefined && !this.group.aborted) {
+      const i = this.next++;
+      const kept = prior?.get(i);
+      if (kept) {
+        // Finished in an earlier segment (a recovered run): not run again.
+        this.values[i] = kept.value;
+        this.entries[i] = kept.trace;
+        continue;
+      }
+      this.running++;
+      const started = this.host.calls.now();
+      const failed = (error: unknown): void => this.ended(i, { outcome: { kind: 'failed', error: unitFailure(this.host, `${this.key}/${i}`, error) }, trace: [] }, started);
+      let end: Promise<NestedEnd>;
+      try {
+        end = this.item(i);
+      } catch (error) {
+        // The item's input could not be built: that item fails (collected, or stopping the step).
+        failed(error);
+        continue;
+      }
+      end.then((e) => this.ended(i, e, started), failed);
+    }
+    if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted)) this.finish();
+  }
+
+  private item(i: number): Promise<NestedEnd> {
+    const { host, step } = this;
+    const call = step.calls![0]!;
+    const scope: ItemScope = { input: host.scope.input, context: host.scope.context, results: host.scope.results, item: this.items[i] };
+    const input = nestedInput(step, call.resolveInput, scope);
+    return runNested(host, `${this.key}/${i}`, call.chain as Chain, input, this.group);
+  }
+
+  private ended(i: number, end: NestedEnd, started: number): void {
+    const { host } = this;
+    const id = `${this.key}/${i}`;
+    const entry = unitEntry(i + 1, id, end, started, host.calls.now());
+    this.entries[i] = entry;
+    host.recorder.itemEnded(host, this.key, i, entry);
+    const { outcome } = end;
+    if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
+    else if (this.collect && !this.group.aborted) {
+      this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
+    } else {
+      if (this.stop === undefined) {
+        this.stop = outcome;
+        this.group.abort(new RunAbortReason('cancelled', `Stopped because item ${i} of step ${this.step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`));
+      }
+      return this.done();
+    }
+    // A durable run journals the item before it counts as finished.
+    if (host.exec.journal === undefined) return this.done();
+    journalUnit(host.exec, { step: id, value: this.values[i], trace: entry }).then(
+      (kept) => (kept === false ? this.failed(id, false) : this.done()),
+      (error: unknown) => this.failed(id, error),
+    );
+  }
+
+  private failed(id: string, error: unknown): void {
+    if (this.stop === undefined) {
+      this.stop = { kind: 'failed', error: unitFailure(this.host, id, error) };
+      this.group.abort(new RunAbortReason('cancelled', `Stopped because ${id} could not be journaled.`));
+    }
+    this.done();
+  }
+
+  private done(): void {
+    this.running--;
+    this.launch();
+  }
+
+  private finish(): void {
+    this.host.abort.unlink(this.group);
+    const children: TraceStep[] = [];
+    for (const e of this.entries) if (e !== undefined) children.push(e);
+    this.inFlight.children = children;
+    if (this.stop) return this.resolve(this.stop);
+    // The run stopped (cancel, deadline, another step's failure) before every item ran.
+    if (this.next < this.items.length) return this.resolve({ kind: 'failed', error: unitFailure(this.host, this.key, this.host.abort.reason ?? this.group.reason) });
+    this.resolve({ kind: 'ok', value: this.values, skipped: false });
+  }
+}
+
+function declinedInfo(host: StepHost, id: string): ChainErrorInfo {
+  return unitFailure(host, id, new StepError({ category: 'confirmation', code: 'declined', message: `Item ${id}: a confirmation was declined.` }));
+}

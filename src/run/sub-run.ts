@@ -1,0 +1,217 @@
+// Chains run inside a step (`chain`, `forEach`, `branch`, `loop`, §12): each is an execution of its
+// own — the same scheduler, step kinds, policies and journal — whose step ids carry the step's as a
+// prefix (`audit/find`, `done/3/complete`), so events, traces, idempotency keys and the journal name
+// them apart. It emits no run-level events and ends as an outcome of its step, not as a result.
+import type { Chain } from '../define/chain.js';
+import { parseSchema } from '../define/schema.js';
+import type { Scope } from '../define/ref.js';
+import type { PlannedStep } from '../define/validate.js';
+import type { StepCommon } from '../define/step-common.js';
+import { toErrorInfo } from '../errors/messages.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
+import type { TraceStep } from '../observe/trace.js';
+import type { AbortScope } from '../policies/abort.js';
+import type { JournalEntry } from '../stores/run-store.js';
+import { failureInfo } from './call-context.js';
+import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
+import { schemaFailure } from './pipeline.js';
+import { askInProcess, gateQuestion } from './gate.js';
+import { segmentResult, type EndedSegment } from './segment-end.js';
+import type { NestedEnd, StepHost } from './step-host.js';
+
+export type { NestedEnd } from './step-host.js';
+
+/**
+ * Runs `chain` with `input` inside the step `prefix` of `host`'s run: input (and context, if the
+ * sub-chain declares a schema) checked, journaled sub-steps of an earlier segment not run again,
+ * aborted with `abortWith`. Resolves with its outcome; never rejects.
+ *
+ * @example
+ * ```ts
+ * const end = await runNested(host, 'audit', auditChain, { count: 3 }, host.abort);
+ * ```
+ */
+export function runNested(host: StepHost, prefix: string, chain: Chain, input: unknown, abortWith: AbortScope): Promise<NestedEnd> {
+  const parent = host.exec;
+  const parsed = parseSchema(chain.input, input);
+  if (!parsed.success) return Promise.resolve(failedEnd(host, prefix, schemaFailure('invalid_step_input', `Input for chain ${chain.name} (step ${prefix}) does not match its schema`, parsed.error.issues)));
+  let context = parent.context;
+  if (chain.context) {
+    const ctx = parseSchema(chain.context, context);
+    if (!ctx.success) return Promise.resolve(failedEnd(host, prefix, schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema (step ${prefix})`, ctx.error.issues, 'invalid_input')));
+    context = ctx.data as Record<string, unknown>;
+  }
+  const results = Object.create(null) as Record<string, unknown>;
+  const done: string[] = [];
+  const priorTrace: TraceStep[] = [];
+  const start = prefix.length + 1;
+  for (const e of parent.priorNested?.get(prefix) ?? []) {
+    const id = e.step.slice(start);
+    done.push(id);
+    if (e.skipped !== true) results[id] = e.value;
+    priorTrace.push(e.trace);
+  }
+  const now = host.calls.now();
+  const exec: Execution = {
+    chain, runId: parent.runId, traceId: parent.traceId, input: parsed.data, context, results, done, priorTrace,
+    startedAt: now, segmentStart: now, deadlineAt: host.deadlineAt, resumed: done.length > 0,
+    nested: { prefix, abortWith },
+    ...(parent.sessionId !== undefined && { sessionId: parent.sessionId }),
+    ...(parent.confirm !== undefined && { confirm: parent.confirm }),
+    ...(parent.journal !== undefined && { journal: parent.journal }),
+    ...(parent.durable !== undefined && { durable: parent.durable }),
+    ...(parent.interrupted !== undefined && { interrupted: parent.interrupted }),
+    ...(parent.priorNested !== undefined && { priorNested: parent.priorNested }),
+  };
+  return host.nest(exec);
+}
+
+/** A sub-chain run that failed before its first step. */
+function failedEnd(host: StepHost, prefix: string, failure: Parameters<typeof toErrorInfo>[0]): NestedEnd {
+  return { outcome: { kind: 'failed', error: toErrorInfo(failure, { step: prefix }, host.calls.retryTable) }, trace: [] };
+}
+
+/**
+ * The end of a sub-chain's run (the executor's `finished` for a nested execution): its output, or
+ * its failure after its own completed steps were compensated, or a decline. A gate that is not
+ * answered in-process (`run(…, { confirm })`) cannot park inside a sub-chain: it fails the step.
+ *
+ * @example
+ * ```ts
+ * const end = await nestedEnd(run);
+ * ```
+ */
+export async function nestedEnd(run: EndedSegment): Promise<NestedEnd> {
+  const { exec, calls } = run;
+  exec.nested!.abortWith.unlink(run.abort);
+  calls.active.delete(run.abort);
+  const stop = run.stopped;
+  if (!stop) {
+    const { chain } = exec;
+    try {
+      return { outcome: { kind: 'ok', value: chain.output ? chain.output(run.scope) : lastResult(run), skipped: false }, trace: run.traceEntries() };
+    } catch (error) {
+      return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, { step: exec.nested!.prefix }, calls.retryTable) }, trace: run.traceEntries() };
+    }
+  }
+  if (stop.outcome.kind === 'declined') return { outcome: stop.outcome, trace: run.traceEntries() };
+  if (stop.outcome.kind === 'gate') {
+    const step = exec.chain.plan[stop.index]!;
+    const error = toErrorInfo({ category: 'confirmation', code: 'gate_in_sub_chain', message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable);
+    return { outcome: { kind: 'failed', error }, trace: run.traceEntries() };
+  }
+  // Failure path only: the full segment end compensates the sub-chain's own completed steps.
+  const result = await segmentResult(run);
+  return { outcome: result.status === 'failed' ? { kind: 'failed', error: result.error } : { kind: 'failed', error: stop.outcome.error }, trace: result.trace.steps };
+}
+
+function lastResult(run: EndedSegment): unknown {
+  const { plan } = run.exec.chain;
+  const { results } = run.exec;
+  for (let i = plan.length - 1; i >= 0; i--) {
+    const step = plan[i]!;
+    if (run.isDone(step) && step.id in results) return results[step.id];
+  }
+  return undefined;
+}
+
+/**
+ * A sub-chain's input, built from `scope` by the step's resolver; a resolver that throws is the step's failure.
+ *
+ * @example
+ * ```ts
+ * const input = nestedInput(step, call.resolveInput, host.scope);
+ * ```
+ */
+export function nestedInput(step: PlannedStep, resolve: (scope: Scope) => unknown, scope: Scope): unknown {
+  try {
+    return resolve(scope);
+  } catch (error) {
+    throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${step.id}: building the sub-chain's input threw: ${describeThrown(error)}` });
+  }
+}
+
+/**
+ * The trace entry of one unit nested under a step (a `forEach` item, a `loop` iteration): `id` is
+ * `step/index`, `children` its sub-chain's steps.
+ *
+ * @example
+ * ```ts
+ * const entry = unitEntry(4, 'done/3', end, started, now());
+ * ```
+ */
+export function unitEntry(stepNumber: number, id: string, end: NestedEnd, started: number, ended: number): TraceStep {
+  const { outcome } = end;
+  const status = outcome.kind === 'ok' ? 'success' : outcome.kind === 'declined' ? 'declined' : 'error';
+  const entry: TraceStep = { stepNumber, id, status, attempts: 0, latencyMs: ended - started, startedAt: iso(started), children: end.trace };
+  if (outcome.kind === 'failed') entry.error = outcome.error;
+  return entry;
+}
+
+/**
+ * The journaled units (items, iterations) of step `prefix` from an earlier segment, by index.
+ *
+ * @example
+ * ```ts
+ * const prior = priorUnits(host.exec, 'done'); // Map { 0 => entry, 1 => entry }
+ * ```
+ */
+export function priorUnits(exec: Execution, prefix: string): Map<number, JournalEntry> | undefined {
+  const entries = exec.priorNested?.get(prefix);
+  if (!entries) return undefined;
+  const units = new Map<number, JournalEntry>();
+  for (const e of entries) {
+    const n = Number(e.step.slice(prefix.length + 1));
+    if (Number.isSafeInteger(n)) units.set(n, e);
+  }
+  return units;
+}
+
+/**
+ * Journals a finished unit (item, iteration) of a durable run before it counts as done; resolves at
+ * once without a journal. Resolves `false`, or rejects, when the store refused or failed.
+ *
+ * @example
+ * ```ts
+ * await journalUnit(host.exec, { step: 'done/3', value, trace: entry });
+ * ```
+ */
+export function journalUnit(exec: Execution, entry: JournalEntry): Promise<unknown> {
+  if (exec.journal === undefined) return Promise.resolve(true);
+  try {
+    return Promise.resolve(exec.journal(entry));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * A failure of a unit (a journal that refused or threw) as the error a collected item or the step carries.
+ *
+ * @example
+ * ```ts
+ * const error = unitFailure(host, 'done/3', thrown);
+ * ```
+ */
+export function unitFailure(host: StepHost, step: string, error: unknown): ChainErrorInfo {
+  if (error === false) error = new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${step} was not journaled: the run store refused it (another runner may own the run now).` });
+  return failureInfo(host.calls, error, { step, attempts: 0 }, undefined, false);
+}
+
+/**
+ * A step that runs chains, behind its `confirm` (if any): asked in-process, or the run stops at the
+ * gate before any of its sub-chains starts; approved (or ungated), `run` runs it.
+ *
+ * @example
+ * ```ts
+ * return gated(host, step, () => new ItemRun(...).start());
+ * ```
+ */
+export function gated(host: StepHost, step: PlannedStep, run: () => Promise<StepOutcome>): StepOutcome | Promise<StepOutcome> {
+  const { confirm } = step.step as StepCommon;
+  const { exec } = host;
+  if (!confirm || exec.approvedGate === host.stepKey(step)) return run();
+  const question = gateQuestion(host, step, confirm);
+  if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
+  return askInProcess(host, step, question).then((yes) => (yes ? run() : { kind: 'declined' as const }));
+}
