@@ -257,6 +257,32 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
   return rows.reduce((n, r) => n + r.failed, 0) + blocks.reduce((n, b) => n + b.failed, 0);
 }
 
+/**
+ * Only the issue-19 blocks (`BENCH_ONLY=journal`): the four-statement journal and chainkit on
+ * `postgresStores`, in a schema of their own, without the interleaved rows, DBOS or Redis.
+ */
+export async function journalBench({ chain, tools, impl, userId }: DurableBenchInput): Promise<number> {
+  const tag = `chainkit_bench_${process.pid}`;
+  const counter: Counter = { rt: 0, cmds: 0 };
+  const pool = countingPool(counter);
+  const stores = postgresStores(pool, { schema: `${tag}_ck` });
+  const runner = createRunner({ invoker: functionInvoker(impl), tools, stores });
+  runner.events.on('step:end', () => {}); // as in run.ts: listeners attached, payloads built
+  const input = { match: 'dentist', title: 'Dentist 3pm' };
+  let blocks: Block[] = [];
+  try {
+    await stores.migrate();
+    blocks = await plainJournalBlocks(pool, counter, `${tag}_plain`, () => runner.run(chain, input, { context: { userId } }), { chain, impl, userId, input });
+  } finally {
+    await runner.close();
+    await stores.close();
+    await pool.query(`DROP SCHEMA IF EXISTS ${tag}_plain CASCADE; DROP SCHEMA IF EXISTS ${tag}_ck CASCADE`).catch(() => {});
+    await pool.end();
+  }
+  printBlocks(blocks);
+  return blocks.reduce((n, b) => n + b.failed, 0);
+}
+
 const BLOCK_CHAINS = Number(process.env.BENCH_DURABLE_BLOCK ?? 500);
 const BLOCK_REPS = 5;
 

@@ -14,7 +14,7 @@ import { parseSchema, type Schema } from '../src/define/schema.js';
 import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
 import { currentRetryKit, installedVersion, type RetryKit } from './current-retry.js';
-import { durableBench } from './durable.js';
+import { durableBench, journalBench } from './durable.js';
 import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
 
 const execFileAsync = promisify(execFile);
@@ -189,7 +189,8 @@ if (PEAK_CHILD) {
   process.exit(0);
 }
 const CONC = Number(process.env.BENCH_CONC ?? 10_000);
-// BENCH_ONLY=seq,failure,load,redis,guidance,durable runs only the parts named (all by default).
+// BENCH_ONLY=seq,failure,load,redis,guidance,durable runs only the parts named (all by default);
+// `peak` runs only the load's peak-heap rows, `journal` only the durable table's issue-19 blocks.
 const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 const part = (name: string): boolean => only.size === 0 || only.has(name);
 const notes: string[] = [];
@@ -245,15 +246,17 @@ if (part('failure')) {
 }
 
 const failures: { status: string; error?: { code: string } }[] = [];
-if (part('load')) {
+if (part('load') || only.has('peak')) {
   const slowRunner = chainkit(slow);
   runners.push(slowRunner);
-  await concurrent(1000, () => baseline(slow, 'dentist', 'x'));
-  await concurrent(1000, () => slowRunner.run(chain, { match: 'dentist', title: 'x' }, context));
+  if (part('load')) {
+    await concurrent(1000, () => baseline(slow, 'dentist', 'x'));
+    await concurrent(1000, () => slowRunner.run(chain, { match: 'dentist', title: 'x' }, context));
+  }
   const wall: [number[], number[]] = [[], []];
   const heap: [number[], number[]] = [[], []];
   const peaks: [number[], number[], number[]] = [[], [], []];
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 3 && part('load'); round++) {
     const base = await concurrent(CONC, () => baseline(slow, 'dentist', 'x'));
     const ours = await concurrent(CONC, () => slowRunner.run(chain, { match: 'dentist', title: 'x' }, context));
     wall[0].push(base.wallMs);
@@ -268,8 +271,10 @@ if (part('load')) {
     peaks[1].push(await peakInChild('chainkit', CONC));
   }
   const load = `${CONC.toLocaleString('en')} concurrent find-and-update, 5 ms tools`;
-  row(load, 'wall ms', median(wall[0]), median(wall[1]), 0);
-  row(load, 'heap MB retained in flight', median(heap[0]), median(heap[1]));
+  if (part('load')) {
+    row(load, 'wall ms', median(wall[0]), median(wall[1]), 0);
+    row(load, 'heap MB retained in flight', median(heap[0]), median(heap[1]));
+  }
   row(load, 'peak heap MB (1 ms samples)', median(peaks[0]), median(peaks[1]));
   row(`${load} (baseline: ${plainKit.versions})`, 'peak heap MB (1 ms samples)', median(peaks[2]), median(peaks[1]));
 }
@@ -338,7 +343,7 @@ if (rows.length > 0) {
 for (const n of notes) console.log(n);
 if (part('seq') || part('failure') || part('redis')) console.log(`chainkit runs that did not complete in the sequential workloads: ${failed}`);
 if (peakFailures) failures.push(...Array.from({ length: peakFailures }, () => ({ status: 'failed', error: { code: 'in a peak run' } })));
-if (part('load')) console.log(`chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
+if (part('load') || only.has('peak')) console.log(`chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
 console.log(`node ${process.version}, ${process.env.CI ? 'CI' : 'local'}, ${new Date().toISOString().slice(0, 10)}; baselines on ${devKit.versions} unless named; tracing: summary traces always built, events: listeners on step:end and chain:end`);
 
 for (const r of runners) await r.close();
@@ -346,3 +351,4 @@ if (failures.length || failed) process.exitCode = 1;
 
 // Second table: durable runs on PostgreSQL and Redis against a hand-written pg journal and DBOS (bench/durable.ts).
 if (part('durable') && (await durableBench({ chain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
+else if (only.has('journal') && (await journalBench({ chain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;

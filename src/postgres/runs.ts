@@ -59,8 +59,7 @@ INSERT INTO ${s}.runs AS r (run_id, status, owner, lease_until, deadline_at, rec
 ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, retry_until = NULL
 WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain) AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
   AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
-RETURNING (xmax = 0) AS created, ${COLUMNS}`);
-  const readJournal = db.sql(`SELECT entry FROM ${s}.run_journal WHERE run_id = $1 ORDER BY seq`);
+RETURNING (xmax = 0) AS created`);
   const readJournals = db.sql(`SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`);
   const read = db.sql(`
 SELECT ${COLUMNS}, expires_at, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = r.run_id ORDER BY seq) AS journal
@@ -127,14 +126,16 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
   const create = async (data: string, record: Parameters<RunStore['create']>[0], now: number): Promise<CreateRunResult> => {
     // A run id seen at once by create, finish and the sweep settles in a few rounds; more means something is wrong.
     for (let round = 0; round < 5; round++) {
-      const inserted = (await db.query<RunRow & { created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null, record.startedAt])).rows[0];
+      // Only `created` comes back: the common path parses one column, not the whole record.
+      const inserted = (await db.query<{ created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null, record.startedAt])).rows[0];
       if (inserted?.created) return { status: 'created' };
-      if (inserted) {
-        const entries = await db.query<{ entry: string }>('run (create)', readJournal, [record.runId]);
-        return { status: 'taken', run: fromRow(inserted, entries.rows.map((r) => r.entry)) };
-      }
       const row = await get(record.runId, 'run (create)');
       if (!row) continue; // deleted meanwhile: record it now
+      // Taken over by this statement (its lease had ended): the run, read after the claim committed, with its journal.
+      if (inserted) {
+        if (row.status === 'running' && row.owner === record.owner) return { status: 'taken', run: fromRow(row, row.journal) };
+        continue; // changed hands again meanwhile: look at it afresh
+      }
       if (row.expires_at !== null && row.expires_at <= db.now()) {
         await db.query('run (create)', dropExpired, [record.runId, db.now()]); // past its retention: as if gone
         continue;

@@ -121,11 +121,10 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const lease = leases.hold(runId, leaseUntil);
     // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included;
     // so does a cancel from any instance (announced through the run's event log).
-    lease.stop = new AbortController();
+    // One controller for both (a cancel aborts the run's event writer's): no signal combined per run.
     const events = parts.recorder.runEvents;
-    const cancelled = events?.open(runId).cancelled;
+    lease.stop = events ? events.open(runId).stopper : new AbortController();
     const stops = [lease.stop.signal];
-    if (cancelled) stops.push(cancelled);
     if (exec.signal) stops.push(exec.signal);
     exec.signal = stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
     exec.deadlineAt = deadlineAt;

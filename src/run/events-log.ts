@@ -49,6 +49,11 @@ export class RunEventWriter {
     return (this.stop ??= new AbortController()).signal;
   }
 
+  /** The controller a cancel aborts; the owner may abort it too (a lost lease), one signal for both. */
+  get stopper(): AbortController {
+    return (this.stop ??= new AbortController());
+  }
+
   /** Cancels the run: its tools' signals abort, no later step starts, compensation runs. */
   cancel(reason: string | undefined): void {
     const message = `The run was cancelled${reason ? `: ${reason}` : ''}.`;

@@ -53,7 +53,7 @@ export class LeaseKeeper {
     return this.leases.get(runId);
   }
 
-  /** Holds `runId` until `until`; the renewal timer starts with the first lease. */
+  /** Holds `runId` until `until`; the renewal timer starts with the first lease (or runs on from the last). */
   hold(runId: string, until: number): Lease {
     const lease: Lease = { until, lost: false, failed: undefined, stop: undefined };
     this.leases.set(runId, lease);
@@ -64,13 +64,12 @@ export class LeaseKeeper {
     return lease;
   }
 
-  /** Stops holding `runId`; the timer stops with the last lease. */
+  /**
+   * Stops holding `runId`. The timer outlives the last lease until its next tick finds none (it keeps
+   * no process alive): runs one after the other share one timer instead of setting and clearing one each.
+   */
   release(runId: string): void {
     this.leases.delete(runId);
-    if (this.leases.size === 0 && this.renewal !== undefined) {
-      clearInterval(this.renewal);
-      this.renewal = undefined;
-    }
   }
 
   /** The lease is another runner's now: the run's calls are aborted (their tools see `signal`), nothing more is called or undone. */
@@ -110,8 +109,13 @@ export class LeaseKeeper {
   private tick(): void {
     // One renewal at a time: during a partition, renewals would otherwise pile up in the store's queue.
     // One unanswered past the lease it asked for no longer blocks the next (no timer of its own for that).
+    if (this.leases.size === 0) {
+      clearInterval(this.renewal);
+      this.renewal = undefined;
+      return;
+    }
     const t = this.now();
-    if (this.leases.size === 0 || t < this.renewingUntil) return;
+    if (t < this.renewingUntil) return;
     const ids = [...this.leases.keys()];
     const until = t + this.leaseMs;
     this.renewingUntil = until;

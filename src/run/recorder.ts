@@ -160,7 +160,7 @@ export class Recorder {
     this.runEvents?.writers.get(site.runId)?.push('step:start', step, tool === undefined ? { stepNumber } : { tool, stepNumber });
     if (!listening(this.events, 'step:start')) return;
     const { runId, traceId, chain } = site;
-    safeEmit(this.events, 'step:start', chain === undefined ? { runId, traceId, step, ...(tool && { tool }), stepNumber } : { runId, traceId, chain, step, ...(tool && { tool }), stepNumber });
+    safeEmit(this.events, 'step:start', chain === undefined ? { runId, traceId, step, ...(tool && { tool }), stepNumber } : tool ? { runId, traceId, chain, step, tool, stepNumber } : { runId, traceId, chain, step, stepNumber });
   }
 
   /** `step:end` of a step, a direct call or an undo, from its finished trace entry. */
@@ -168,14 +168,18 @@ export class Recorder {
     const writer = this.runEvents?.writers.get(site.runId);
     if (writer) {
       const { tool, status, attempts, latencyMs, error } = entry;
-      writer.push('step:end', entry.id, { ...(tool !== undefined && { tool }), status, attempts, latencyMs, ...(error && { error }) });
+      // The common shapes as literals (a spread of a conditional object allocates it first).
+      writer.push('step:end', entry.id, error ? { ...(tool !== undefined && { tool }), status, attempts, latencyMs, error }
+        : tool !== undefined ? { tool, status, attempts, latencyMs } : { status, attempts, latencyMs });
     }
     if (!listening(this.events, 'step:end')) return;
     const { runId, traceId, chain } = site;
     const { id: step, tool, status, attempts, latencyMs, error } = entry;
-    safeEmit(this.events, 'step:end', chain === undefined
-      ? { runId, traceId, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
-      : { runId, traceId, chain, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) });
+    safeEmit(this.events, 'step:end', chain === undefined || error
+      ? chain === undefined
+        ? { runId, traceId, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
+        : { runId, traceId, chain, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
+      : tool ? { runId, traceId, chain, step, tool, status, attempts, latencyMs } : { runId, traceId, chain, step, status, attempts, latencyMs });
   }
 
   /** A chain step's log lines: its input and output at `debug`, a timeout at `warn`. */

@@ -47,29 +47,32 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
   const ended = calls.now();
   const trace = newTrace(run, exec.startedAt, ended, 'completed', run.traceEntries());
   const lastTool = run.lastTool();
-  const base = {
-    runId: exec.runId,
-    chain: chain.name,
-    trace,
-    metadata: recorder.metadata({
-      chain,
-      ...(lastTool && { lastTool }),
-      actualDurationMs: ended - run.segmentStart,
-      sessionTools: exec.sessionId !== undefined ? recorder.sessionTools(exec.sessionId) : toolsRun(trace.steps),
-      advice: lastTool ? recorder.advice(run.sessionKey, lastTool) : [],
-    }),
-  };
+  const actualDurationMs = ended - run.segmentStart;
+  const sessionTools = exec.sessionId !== undefined ? recorder.sessionTools(exec.sessionId) : toolsRun(trace.steps);
+  const metadata = recorder.metadata(lastTool
+    ? { chain, lastTool, actualDurationMs, sessionTools, advice: recorder.advice(run.sessionKey, lastTool) }
+    : { chain, actualDurationMs, sessionTools, advice: [] });
+  const stop = run.stopped;
+  if (!stop) {
+    // The common end, one literal (every result of a run in flight is made here): no shared base copied in.
+    let output: unknown;
+    try {
+      output = chain.output ? chain.output(run.scope) : lastResult(run);
+    } catch (error) {
+      const info = toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, calls.retryTable);
+      const result: RunResult = { status: 'failed', error: info, completed: { ...exec.results }, compensated: [], runId: exec.runId, chain: chain.name, trace, metadata };
+      settleTrace(trace, 'failed', info);
+      return result;
+    }
+    const result: RunResult = { status: 'completed', output, runId: exec.runId, chain: chain.name, trace, metadata };
+    settleTrace(trace, 'completed', undefined);
+    return result;
+  }
+  const base = { runId: exec.runId, chain: chain.name, trace, metadata };
   const failed = (error: ChainErrorInfo): RunResult => ({ status: 'failed', error, completed: { ...exec.results }, compensated: [], ...base });
 
   let result: RunResult;
-  const stop = run.stopped;
-  if (!stop) {
-    try {
-      result = { status: 'completed', output: chain.output ? chain.output(run.scope) : lastResult(run), ...base };
-    } catch (error) {
-      result = failed(toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, calls.retryTable));
-    }
-  } else if (stop.outcome.kind === 'failed') {
+  if (stop.outcome.kind === 'failed') {
     result = failed(stop.outcome.error);
     const undone = exec.compensating ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone) : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
