@@ -7,7 +7,7 @@ import { memoryRunStore } from '../../src/testing/index.js';
 
 const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
 const write = defineTool({ name: 'write', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const check = defineTool({ name: 'check', description: 'c', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: { maxAttempts: 1 } });
+const check = defineTool({ name: 'check', description: 'c', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read' });
 const undo = defineTool({ name: 'undo', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
 const chain = defineChain({
   name: 'rerun_c', input: z.object({ n: z.number() }), context: z.object({ tenant: z.string() }),
