@@ -224,9 +224,15 @@ function graph(transitions: Overview['learned']['transitions']): Element {
   for (const e of edges) {
     const a = pos.get(e.from), b = pos.get(e.to);
     if (!a || !b) continue;
+    const title = s('title', {}, `${e.from} → ${e.to}: ${e.count}× · ${Math.round(e.ok * 100)} % ok`);
+    if (e.from === e.to) {
+      // A tool followed by itself: a loop above its node.
+      svg.appendChild(s('path', { d: `M ${a.x - 8} ${a.y - 14} C ${a.x - 34} ${a.y - 64}, ${a.x + 34} ${a.y - 64}, ${a.x + 8} ${a.y - 15}`, fill: 'none', class: e.ok >= 0.7 ? 'edge' : 'edge weak', 'stroke-width': 1 + (4 * e.count) / max, 'marker-end': 'url(#arrow)' }, title));
+      continue;
+    }
     const dx = b.x - a.x, dy = b.y - a.y, len = Math.hypot(dx, dy) || 1;
     const x1 = a.x + (dx / len) * 18, y1 = a.y + (dy / len) * 18, x2 = b.x - (dx / len) * 22, y2 = b.y - (dy / len) * 22;
-    svg.appendChild(s('line', { x1, y1, x2, y2, class: e.ok >= 0.7 ? 'edge' : 'edge weak', 'stroke-width': 1 + (4 * e.count) / max, 'marker-end': 'url(#arrow)' }, s('title', {}, `${e.from} → ${e.to}: ${e.count}× · ${Math.round(e.ok * 100)} % ok`)));
+    svg.appendChild(s('line', { x1, y1, x2, y2, class: e.ok >= 0.7 ? 'edge' : 'edge weak', 'stroke-width': 1 + (4 * e.count) / max, 'marker-end': 'url(#arrow)' }, title));
   }
   for (const n of nodes) {
     const p = pos.get(n)!;
@@ -361,7 +367,7 @@ function renderRun(): void {
     const facts: Child[] = [
       h('span', {}, badge(st.status)),
       st.tool ? h('span', {}, 'tool ', h('code', {}, st.tool)) : null,
-      h('span', {}, `${st.attempts} attempt${st.attempts === 1 ? '' : 's'}`),
+      st.attempts > 0 ? h('span', {}, `${st.attempts} attempt${st.attempts === 1 ? '' : 's'}`) : null,
       h('span', {}, ms(dur)),
       tries.length ? h('span', {}, `${tries.length} retr${tries.length === 1 ? 'y' : 'ies'}, waited ${ms(tries.reduce((a, e) => a + Number(e.data.delayMs ?? 0), 0))}`) : null,
       err && typeof err.retryAfterMs === 'number' ? h('span', {}, `Retry-After ${ms(err.retryAfterMs)}`) : null,
