@@ -88,7 +88,7 @@ describe('inspector() in node:http', () => {
     // No token, a wrong one, a token without its cookie, one from another handler, a cross-site request: all 403, nothing decided.
     const other = await mount({ csrfSecret: 'another-secret-0123456789' });
     const foreign = await session(other.origin, BASE);
-    for (const headers of [{ cookie }, { cookie, 'x-chainkit-csrf': `${token}x` }, { 'x-chainkit-csrf': token }, { cookie: foreign.cookie, 'x-chainkit-csrf': foreign.token }, { cookie, 'x-chainkit-csrf': token, origin: 'https://evil.example' }, { cookie, 'x-chainkit-csrf': token, 'sec-fetch-site': 'cross-site' }]) {
+    for (const headers of <Record<string, string>[]>[{ cookie }, { cookie, 'x-chainkit-csrf': `${token}x` }, { 'x-chainkit-csrf': token }, { cookie: foreign.cookie, 'x-chainkit-csrf': foreign.token }, { cookie, 'x-chainkit-csrf': token, origin: 'https://evil.example' }, { cookie, 'x-chainkit-csrf': token, 'sec-fetch-site': 'cross-site' }]) {
       const res = await post(origin, body, headers);
       expect(res.status).toBe(403);
       expect(await res.text()).toMatch(/CSRF/);
