@@ -1,6 +1,7 @@
 // `npm run inspector`: the demo's task chains run on a durable (memory) runner, and the inspector
 // serves them on 127.0.0.1: the approvals inbox, a failed run to re-run, a long export to cancel.
-// Options: PORT=4777 (default; 0 picks a free port). Stop with Ctrl-C.
+// Options: PORT=4777 (default; 0 picks a free port). Stop with Ctrl-C. `--check` (CI): serve, read the
+// page and the runs once, and exit.
 import { createServer } from 'node:http';
 import { z } from 'zod';
 import {
@@ -61,14 +62,26 @@ const handle = inspector(runner, {
   actor: () => 'demo-operator',
 });
 const server = createServer(toNodeHandler(handle));
-server.listen(Number(process.env.PORT ?? 4777), '127.0.0.1', () => {
+const check = process.argv.includes('--check');
+server.listen(check ? 0 : Number(process.env.PORT ?? 4777), '127.0.0.1', () => {
   const { port } = server.address() as { port: number };
-  console.log(`chainkit inspector: http://127.0.0.1:${port}/inspector/   (Ctrl-C to stop)`);
+  const url = `http://127.0.0.1:${port}/inspector/`;
+  console.log(`chainkit inspector: ${url}   (Ctrl-C to stop)`);
+  if (check) void selfCheck(url).then(stop, (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
 });
-const stop = (): void => {
+async function selfCheck(url: string): Promise<void> {
+  const page = await fetch(url);
+  const overview = (await (await fetch(`${url}api/overview`)).json()) as { inbox: unknown[]; runs: unknown[] };
+  if (page.status !== 200 || overview.inbox.length !== 2) throw new Error(`unexpected: page ${page.status}, inbox ${overview.inbox.length}`);
+  console.log(`page ${page.status}, ${overview.runs.length} runs, ${overview.inbox.length} in the inbox`);
+}
+function stop(): void {
   server.close();
   server.closeAllConnections();
   void runner.close().then(() => process.exit(0));
-};
+}
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);
