@@ -46,7 +46,11 @@ export interface StepView {
   output?: unknown;
   error?: unknown;
   decidedBy?: string;
+  /** What else the trace entry holds (e.g. a sub-chain's or a `forEach`'s items), redacted. */
+  extra?: Record<string, unknown>;
 }
+
+const KNOWN_STEP_KEYS = new Set(['stepNumber', 'id', 'tool', 'status', 'attempts', 'latencyMs', 'startedAt', 'input', 'output', 'error', 'decidedBy']);
 
 /** A run as the page shows it. */
 export interface RunView {
@@ -76,6 +80,10 @@ function stepView(t: TraceStep, safe: Safe): StepView {
   if (t.output !== undefined) v.output = safe(t.output);
   if (t.error !== undefined) v.error = safe(t.error);
   if (t.decidedBy !== undefined) v.decidedBy = safe(t.decidedBy) as string;
+  for (const key of Object.keys(t)) {
+    if (KNOWN_STEP_KEYS.has(key)) continue;
+    (v.extra ??= {})[key] = safe((t as unknown as Record<string, unknown>)[key]);
+  }
   return v;
 }
 

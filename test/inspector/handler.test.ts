@@ -229,3 +229,19 @@ describe('the page assets', () => {
     expect(gzipSync(APP_JS).length + gzipSync(APP_CSS).length + gzipSync(pageHtml(BASE, 'x')).length).toBeLessThan(60_000);
   });
 });
+
+describe('the run view', () => {
+  it('keeps what else a trace entry holds (sub-chains, forEach items), redacted, and never a resume token or raw output', async () => {
+    const { runView, safeWith } = await import('../../src/inspector/views.js');
+    const step = { stepNumber: 1, id: 'each', status: 'success', attempts: 1, latencyMs: 3, startedAt: new Date(0).toISOString(), items: [{ index: 0, status: 'success', input: { apiKey: 'k-123456' } }] };
+    const info = {
+      runId: 'r~rerun2', chain: 'c', status: 'awaiting_confirmation' as const, owner: 'o', leaseUntil: 0, steps: ['each'],
+      result: { status: 'awaiting_confirmation', resumeToken: 'TOKEN-SECRET-1', confirmation: { step: 's', tool: 't', prompt: 'ok? password=pw-1', expiresAt: 'x' }, runId: 'r~rerun2', chain: 'c', trace: { traceId: 't', runId: 'r~rerun2', chain: 'c', startedAt: 'a', endedAt: 'b', totalLatencyMs: 3, status: 'awaiting_confirmation', steps: [step] }, metadata: {} },
+    };
+    const view = runView(info as never, safeWith(undefined));
+    expect(view.rerunOf).toBe('r~rerun1');
+    expect(view.steps[0]!.extra).toEqual({ items: [{ index: 0, status: 'success', input: { apiKey: '[REDACTED]' } }] });
+    expect(view.awaiting!.prompt).toBe('ok? password=[REDACTED]');
+    expect(JSON.stringify(view)).not.toMatch(/TOKEN-SECRET-1|pw-1|k-123456/);
+  });
+});

@@ -5,7 +5,7 @@
 type Json = Record<string, unknown>;
 interface Summary { runId: string; chain: string; status: string; startedAt: number; endedAt?: number; steps: number; error?: { category: string; code: string }; awaiting?: { step: string; question: string } }
 interface Caps { readOnly: boolean; signal: boolean; rerun: boolean }
-interface Step { stepNumber: number; id: string; tool?: string; status: string; attempts: number; latencyMs: number; startedAt: string; input?: unknown; output?: unknown; error?: Json; decidedBy?: string }
+interface Step { stepNumber: number; id: string; tool?: string; status: string; attempts: number; latencyMs: number; startedAt: string; input?: unknown; output?: unknown; error?: Json; decidedBy?: string; extra?: Json }
 interface RunView {
   runId: string; chain: string; status: string; rerunOf?: string; traceStatus?: string; startedAt?: string; endedAt?: string; totalLatencyMs?: number; decidedBy?: string;
   journaled: string[]; steps: Step[]; output?: unknown; error?: Json; awaiting?: { step: string; tool: string; prompt: string; expiresAt: string }; declinedStep?: string;
@@ -380,6 +380,8 @@ function renderRun(): void {
     if (st.input !== undefined) detail.push(h('h4', {}, 'Input'), h('pre', {}, pretty(st.input)));
     if (st.output !== undefined) detail.push(h('h4', {}, 'Output'), h('pre', {}, pretty(st.output)));
     if (err) detail.push(h('h4', {}, 'Error'), h('pre', {}, pretty(err)));
+    // Sub-chains, forEach items and whatever else a step kind records on its trace entry.
+    for (const [key, value] of Object.entries(st.extra ?? {})) detail.push(h('h4', {}, key), h('pre', {}, pretty(value)));
     return h('li', { class: 'step' },
       h('div', { class: 'step-head' }, h('span', { class: 'step-name' }, `${st.stepNumber}. `, h('strong', {}, st.id)), h('span', { class: 'track', 'aria-hidden': 'true' }, bar)),
       h('div', { class: 'facts' }, facts),
