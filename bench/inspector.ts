@@ -5,7 +5,8 @@
 //   open    a page open, as the browser keeps it: the live stream (/api/live, nudged on every run),
 //           the run view's event stream of a run emitting events, and the overview read again on
 //           each nudge (at most every 100 ms, as the page does).
-// Rows: median runs/s of the rounds, and the time a run takes more (or less: noise) than with `none`.
+// Rows: median runs/s of the rounds (rotated order, a GC between rounds), and the time a run takes
+// more (or less: noise) than with `none`. On a busy machine the noise is larger than the cost.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
@@ -77,7 +78,16 @@ async function round(mode: Mode): Promise<number> {
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 const results: Record<Mode, number[]> = { none: [], mounted: [], open: [] };
 await round('none'); // warm-up
-for (let i = 0; i < ROUNDS; i++) for (const mode of ['none', 'mounted', 'open'] as const) results[mode].push(await round(mode));
+const MODES = ['none', 'mounted', 'open'] as const;
+const gc = (globalThis as { gc?: () => void }).gc;
+for (let i = 0; i < ROUNDS; i++) {
+  // Each round in another order, collected in between: no mode always pays for the garbage of another.
+  for (let j = 0; j < MODES.length; j++) {
+    const mode = MODES[(i + j) % MODES.length]!;
+    gc?.();
+    results[mode].push(await round(mode));
+  }
+}
 const base = median(results.none);
 console.log('| inspector | durable runs/s (median) | time per run vs none |');
 console.log('|---|---:|---:|');
@@ -85,4 +95,4 @@ for (const mode of ['none', 'mounted', 'open'] as const) {
   const m = median(results[mode]);
   console.log(`| ${mode === 'none' ? 'none' : mode === 'mounted' ? 'mounted, no page open' : 'a page open (live stream + a run view + overview reads)'} | ${Math.round(m).toLocaleString('en')} | ${mode === 'none' ? '–' : `${base / m >= 1 ? '+' : '−'}${Math.abs((base / m - 1) * 100).toFixed(1)} %`} |`);
 }
-console.log(`${ROUNDS} rounds of ${RUNS} sequential runs (memory run store, 3 steps each), interleaved; node ${process.version}, ${new Date().toISOString().slice(0, 10)}`);
+console.log(`${ROUNDS} rounds of ${RUNS} sequential runs (memory run store, 3 steps each), interleaved; node ${process.version}, ${new Date().toISOString().slice(0, 10)}${gc ? '' : ' (no --expose-gc)'}`);
