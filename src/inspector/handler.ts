@@ -139,7 +139,7 @@ class LiveHub {
   }
 }
 
-/** The `text/event-stream` telling one page that runs changed (`changed`), at most every 100 ms, until the page goes away. */
+/** The `text/event-stream` telling one page that runs changed (`changed`: at once, then at most every 100 ms), until the page goes away. */
 function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let close: (() => void) | undefined;
@@ -154,11 +154,20 @@ function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Arra
           close?.();
         }
       };
+      // At once for the first change, then at most every 100 ms (a burst of step events is one nudge).
+      let last = 0;
+      const changed = (): void => {
+        last = Date.now();
+        send('event: changed\ndata: {}\n\n');
+      };
       const off = hub.open(() => {
-        timer ??= setTimeout(() => {
+        if (timer !== undefined) return;
+        const wait = last + 100 - Date.now();
+        if (wait <= 0) changed();
+        else timer = setTimeout(() => {
           timer = undefined;
-          send('event: changed\ndata: {}\n\n');
-        }, 100);
+          changed();
+        }, wait);
       });
       beat = setInterval(() => send(': keep-alive\n\n'), 15_000);
       beat.unref?.();
