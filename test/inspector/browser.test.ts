@@ -1,10 +1,10 @@
 // End to end in a real headless Chromium (puppeteer-core; the browser comes from the
-// @sparticuz/chromium npm package, or CHROMIUM_PATH): the inspector mounted in a node:http app.
+// @sparticuz/chromium npm package; else Debian's /usr/bin/chromium; or CHROMIUM_PATH): the inspector mounted in a node:http app.
 // Approve clicked twice → the tool runs once and the run shows completed; a running run cancelled
 // from the page → its tool's signal aborts; a request without authorization → 401 and no data; the
 // page works with the keyboard and at phone width. Saves a screenshot of a run's view in
 // .artifacts/inspector.png (and docs/inspector.png with UPDATE_SCREENSHOTS=1).
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import chromium from '@sparticuz/chromium';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,8 +30,16 @@ beforeAll(async () => {
     actor: () => 'ops:e2e',
   });
   ({ origin, close } = await serve(handle));
-  const executablePath = process.env.CHROMIUM_PATH ?? (await chromium.executablePath());
-  browser = await puppeteer.launch({ executablePath, args: chromium.args, headless: true });
+  if (process.env.CHROMIUM_PATH) browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH, headless: true });
+  else {
+    try {
+      browser = await puppeteer.launch({ executablePath: await chromium.executablePath(), args: chromium.args, headless: true });
+    } catch (error) {
+      // The npm build needs a few system libraries; Debian's chromium package brings its own.
+      if (!existsSync('/usr/bin/chromium')) throw error;
+      browser = await puppeteer.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'], headless: true });
+    }
+  }
 }, 120_000);
 
 afterAll(async () => {
