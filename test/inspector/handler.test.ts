@@ -146,6 +146,23 @@ describe('inspector() in node:http', () => {
     }
   });
 
+  it('sends a signal through runner.signal(runId, name, payload) where the runner has it', async () => {
+    const { runner } = makeRunner();
+    const sent: unknown[][] = [];
+    // A runner with signal() (the "flow" step kinds add it): the inspector finds it at run time.
+    const withSignal = Object.assign(Object.create(runner) as typeof runner, { signal: async (...args: unknown[]) => (sent.push(args), 'delivered') });
+    const asked: InspectorAction[] = [];
+    const server = await serve(inspector(withSignal, { basePath: BASE, authorize: (_req, action) => (asked.push(action), true) }));
+    cleanups.push(() => runner.close(), server.close);
+    const overview = (await (await fetch(`${server.origin}${BASE}/api/overview`)).json()) as { capabilities: { signal: boolean } };
+    expect(overview.capabilities.signal).toBe(true);
+    const { cookie, token } = await session(server.origin, BASE);
+    const res = await post(server.origin, { action: 'signal', runId: 'r-9', name: 'payment_received', payload: { amount: 5 } }, { cookie, 'x-chainkit-csrf': token });
+    expect(await res.json()).toEqual({ outcome: 'delivered' });
+    expect(sent).toEqual([['r-9', 'payment_received', { amount: 5 }]]);
+    expect(asked.at(-1)).toBe('signal');
+  });
+
   it('read-only: shows runs, refuses every action', async () => {
     const { origin, runner, calls } = await mount({ readOnly: true });
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
