@@ -22,6 +22,7 @@ export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schem
 
 // Running
 export { createRunner, type Runner, type RunnerOptions, type RunStream } from './run/runner.js';
+export { rerunIdOf, type Rerun, type RerunRefusal } from './run/rerun.js';
 export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';

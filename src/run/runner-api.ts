@@ -12,6 +12,7 @@ import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
 import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs, RunResult } from './types.js';
 import type { RunWatchError } from './watch.js';
+import type { Rerun, RerunRefusal } from './rerun.js';
 
 /** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
 export interface RunStream<O> {
@@ -133,4 +134,20 @@ export interface Runner {
    * ```
    */
   listRuns(filter?: ListRunsFilter): Promise<RunPage>;
+  /**
+   * Re-runs a failed durable run (`stores.runs`) from its first failed step: a new run, id
+   * `<runId>~rerun1` (a re-run of that is `~rerun2`), with the old run's input and context, whose
+   * journal starts with the old run's completed steps (not those its compensation undid), so they
+   * are not called again. Resolves once the new run is recorded, with its id and its `result`;
+   * exactly once: re-running the same run again answers the same new run. `'not_found'`,
+   * `'not_failed'` (running, parked, completed or declined), or `'unknown_chain'` (this runner has
+   * no chain of that name, or another definition of it).
+   *
+   * @example
+   * ```ts
+   * const r = await runner.rerun('order-7');
+   * if (typeof r !== 'string') console.log(r.runId, (await r.result).status); // 'order-7~rerun1' 'completed'
+   * ```
+   */
+  rerun(runId: string): Promise<Rerun | RerunRefusal>;
 }

@@ -22,6 +22,7 @@ import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, InvokeResult, ResumeOptions, RunDecision, RunOptions, RunResult } from './types.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
 export type { RunnerOptions } from './runner-options.js';
 
@@ -212,6 +213,12 @@ export function createRunner(options: RunnerOptions): Runner {
       for (const run of found.runs) if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
       const last = found.runs[found.runs.length - 1];
       return found.more && last ? { runs: found.runs, cursor: encodeRunCursor(last) } : { runs: found.runs };
+    },
+
+    async rerun(runId: string): Promise<Rerun | RerunRefusal> {
+      assertOpen();
+      if (!durable || !runStore) throw needsRunStore('rerun()');
+      return rerunRun({ parts, durable, store: runStore }, runId);
     },
 
     async close(): Promise<void> {
