@@ -8,17 +8,17 @@
 
 // Definitions
 export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type RateLimitKeyCall, type ToolSuggestion } from './define/tool.js';
-export {
-  defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
-  type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
-} from './define/chain.js';
+export { defineChain, isChain, type Chain, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext } from './define/chain.js';
+export { type ChainSpec, type Step, type ToolStep, type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition } from './define/spec.js';
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, RefPath, RefValueAt, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
 export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
 // Running
-export { createRunner, type Runner, type RunnerOptions, type RunStream } from './run/runner.js';
+export { createRunner } from './run/runner.js';
+export { type Runner, type RunStream } from './run/runner-api.js';
+export { type RunnerOptions } from './run/runner-options.js';
 export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
@@ -43,7 +43,7 @@ export type {
 } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
-export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
+export { redact, SECRET_KEY, type RedactRule } from './util/redact.js';
 export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
 
 // Guidance
@@ -54,14 +54,16 @@ export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type Timin
 export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
 export type { GuidanceSources } from './guidance/suggest.js';
 export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
-export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type ToolRegistryOptions, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { createToolRegistry, type ToolRegistry, type ToolRegistryOptions, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { TIER_LEVELS, type TierLevel } from './guidance/intent.js';
 export { classifyComplexity } from './guidance/intent.js';
 
 // Stores
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
 export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
-export type { ListRunsFilter, RunPage, RunSummary, RunListQuery, RunListResult, RunListAfter } from './stores/run-list.js';
+export type { ListRunsFilter, RunPage } from './stores/run-list.js';
+export type { RunSummary, RunListQuery, RunListResult, RunListAfter } from './stores/run-store.js';
 export type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample, IdempotencyBeginOptions } from './stores/types.js';
 export type { RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, RunEventLog } from './stores/run-store.js';
 export type { BreakerOptions } from './policies/breaker.js';

@@ -7,8 +7,6 @@ import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './sc
 import { z } from 'zod';
 import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
 
-export { isSchema } from './schema.js';
-
 /** What a tool does to the world: drives confirmation and idempotency. */
 export type ToolEffect = 'read' | 'write' | 'destructive';
 
@@ -133,8 +131,8 @@ export type ToolInput<T> = T extends Tool<infer I, any, any, any> ? I : never;
 /** The output type of a tool. */
 export type ToolOutput<T> = T extends Tool<any, infer O, any, any> ? O : never;
 
-export const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
-export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
+const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
+const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
 
 /** A duration that can be handed to a timer: `> 0` (or `>= 0` with `allowZero`) and below 2^31 ms. */
 export function isTimerMs(v: unknown, allowZero = false): v is number {
@@ -163,7 +161,7 @@ const RATE_LIMIT = z.object(
 );
 
 /** Checks a rate-limit spec: its fields by schema, then `per` and `key`, which decide together. */
-export function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
+function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
   if (rl === undefined) return;
   for (const i of optionIssues(RATE_LIMIT, rl, path)) issues.add(i.path, i.message);
   if (typeof rl !== 'object' || rl === null || Array.isArray(rl)) return; // said above: not an object at all

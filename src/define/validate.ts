@@ -12,9 +12,6 @@ import { checkMs, checkRetry, isTool } from './tool.js';
 import type { KindPlan, OutputSchema, PlanContext, StepPlanner } from './kinds/plan.js';
 import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
 
-export type { Resolver } from './mapping.js';
-export type { PlannedStep, StepKind } from './step-kinds.js';
-
 const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
 const RESERVED = new Set(['input', 'context']);
 

@@ -74,7 +74,7 @@ const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCate
  * codes (the task domain's `invalid_task_id`, yours) are not here: its tools carry them as a
  * {@link codeClassifier} in their `classifiers`.
  */
-export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
+const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
   ['not_found', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
   ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
   ['invalid_input', 'invalid_input'], ['malformed_input', 'invalid_input'], ['conflict', 'conflict'], ['timeout', 'timeout'],
@@ -83,7 +83,7 @@ export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string,
 const CATEGORIES: ReadonlySet<string> = new Set(ERROR_CATEGORIES);
 
 /** Whether a value is one of the {@link ErrorCategory} names (own data only, never a prototype name). */
-export function isErrorCategory(value: unknown): value is ErrorCategory {
+function isErrorCategory(value: unknown): value is ErrorCategory {
   return typeof value === 'string' && CATEGORIES.has(value);
 }
 

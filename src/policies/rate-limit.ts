@@ -11,7 +11,7 @@ import { StoreFailure } from '../stores/guard.js';
 import { BoundedLru } from '../util/lru.js';
 
 /** Waiting calls a limiter holds when the tool sets no `maxQueue` (docs/guides/policies.md). */
-export const DEFAULT_MAX_QUEUE = 50;
+const DEFAULT_MAX_QUEUE = 50;
 /** Limiters a store keeps at once by default; beyond, the least recently used idle ones are dropped. */
 export const DEFAULT_MAX_LIMITERS = 10_000;
 
@@ -263,7 +263,7 @@ const ANONYMOUS = 'anonymous';
  * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx); // 'acme' (or 'anonymous')
  * ```
  */
-export function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | undefined {
+function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | undefined {
   let key: unknown;
   if (spec.key !== undefined) {
     const { tool, runId, step = tool.name, sessionId, context } = ctx;

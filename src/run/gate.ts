@@ -1,7 +1,7 @@
 // Confirmation gates: the question a gated step asks, answered in-process (`confirm`) within the
 // deadline, or the run parked — its checkpoint stored, its resume token signed.
-import type { ConfirmSpec } from '../define/chain.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { ConfirmSpec } from '../define/spec.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ConfirmationRequest, RunResult } from '../observe/result.js';

@@ -7,9 +7,6 @@ import type { InvokeWrapper, ToolCall, ToolInvoker } from '../invokers/types.js'
 import type { Call, CallContext, Policy } from '../policies/types.js';
 import { parseSchema } from '../define/schema.js';
 
-export type { InvokeWrapper, ToolCall, ToolInvoker } from '../invokers/types.js';
-export type { Call, CallContext, Policy } from '../policies/types.js';
-
 /** Composes policies outside-in: `compose([a, b], end)` is `a(b(end))`. */
 export function compose(policies: readonly Policy[], end: Call): Call {
   return policies.reduceRight<Call>((next, policy) => policy(next), end);

@@ -10,13 +10,13 @@ import { IssueList } from '../errors/definition-error.js';
 import type { FallbackRule } from '../guidance/fallback.js';
 import type { ToolRegistry } from '../guidance/tiers.js';
 import type { Hooks } from '../observe/events.js';
-import type { RedactRule } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 import type { BreakerOptions } from '../policies/breaker.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
-import type { ToolInvoker } from './pipeline.js';
-import type { Logger } from './types.js';
+import type { ToolInvoker } from '../invokers/types.js';
+import type { Logger } from '../observe/logger.js';
 
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
 

@@ -2,10 +2,10 @@
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
 import { memoryEventLog } from './memory-events.js';
 import { encodeRunValue, storedRun } from './run-codec.js';
-import { isAfter, newestFirst, summarize, type RunSummary } from './run-list.js';
+import { isAfter, newestFirst, summarize } from './run-list.js';
 import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
-import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, StoredRun } from './run-store.js';
+import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 /** Options of {@link memoryRunStore}. */
 export interface MemoryRunStoreOptions {
