@@ -17,7 +17,7 @@ export interface FallbackRule {
  * DEFAULT_FALLBACKS.find((r) => r.category === 'rate_limited')?.advice;
  * ```
  */
-export const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
+const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
   { tool: '*', category: 'invalid_input', advice: 'Check the arguments against the tool schema; ask the user for missing or malformed values instead of guessing.' },
   { tool: '*', category: 'validation', advice: 'The tool returned unexpected data; do not retry it — report the problem and continue without this result.' },
   { tool: '*', category: 'not_found', advice: 'List the available items first and pick from what exists, or ask the user which item they mean.' },

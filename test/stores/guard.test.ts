@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { AbortScope, createRunner, defineChain, defineTool, DEFAULT_RETRY_TABLE, memoryBreakerStore } from 'chainkit';
+import { createRunner, defineChain, defineTool, DEFAULT_RETRY_TABLE, memoryBreakerStore } from 'chainkit';
+import { AbortScope } from '../../src/policies/abort.js';
 import { createMockInvoker } from 'chainkit/testing';
 import type { IdempotencyClaim } from '../../src/stores/types.js';
 import { breakerPolicy } from '../../src/policies/breaker.js';
