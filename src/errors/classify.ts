@@ -25,7 +25,7 @@ export type Classifier = (error: unknown) => Classified | undefined;
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
   readonly info: Classified;
-  /** @param cause What the tool really threw (kept as the standard `cause`, docs/ARCHITECTURE.md, One call). */
+  /** @param cause What the tool really threw (kept as the standard `cause`). */
   constructor(info: Classified, cause?: unknown) {
     // Control flow, never shown with a stack: capturing one would dominate the cost of a retry.
     const limit = Error.stackTraceLimit;
@@ -221,7 +221,7 @@ const byCodeWords: Classifier = (error) => {
 };
 
 /**
- * The built-in classifiers, in the order docs/guides/policies.md (Errors) gives, after errors that declare their `category`;
+ * The built-in classifiers, in the order the [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors, after errors that declare their `category`;
  * last, the words of an unknown code (`user_not_found` → not_found), as for in-band codes.
  *
  * @example

@@ -1,5 +1,6 @@
 // Retries by category: the table in docs/guides/policies.md (Errors) decides whether and how long to wait, per failure.
-// Own loop, p-retry dropped: its one backoff rule, Math.random jitter and deadline-blind waits cannot state the table, and as a bare loop it cost the bench's failure path (first attempt 503) 1.5× the hand-written baseline, against 1.06× with this loop.
+// A loop of its own rather than p-retry: p-retry's one backoff rule, Math.random jitter and deadline-blind
+// waits cannot state a table per category, and its wrapper adds work to every failed attempt.
 import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
 import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
 import { sleep } from './abort.js';

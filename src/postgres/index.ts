@@ -1,6 +1,6 @@
 /**
  * chainkit/postgres: durable runs, confirmation checkpoints and idempotency on PostgreSQL, so a run
- * survives the death of the process running it (docs/guides/durable-runs.md) on the database an app already runs.
+ * survives the death of the process running it ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)) on the database an app already runs.
  *
  * ## Set-up
  *

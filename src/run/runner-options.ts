@@ -34,7 +34,7 @@ export interface RunnerOptions {
   fallbacks?: FallbackRule[];
   /**
    * Where state lives; memory stores by default. With `runs`, every run is durable: recorded,
-   * journaled step by step, and recoverable by another instance if this one dies (docs/guides/durable-runs.md).
+   * journaled step by step, and recoverable by another instance if this one dies ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)).
    */
   stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore; runs?: RunStore };
   /** Durable runs: how long an owner's silence counts as its death (its lease). Default 30 s. */
@@ -66,7 +66,7 @@ export interface RunnerOptions {
 }
 
 // What each option must be, with the message that says so. `null` means "the default" where the
-// option has one (`?? default` below), as it always did.
+// option has one (`?? default` below).
 const RUNNER_OPTIONS = z.object({
   invoker: fn('invoker', 'a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...})'),
   confirmationTtlMs: timerMs('confirmationTtlMs').nullish(),
