@@ -5,7 +5,7 @@ import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
 import { z } from 'zod';
-import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
+import { fn, integer, optionIssues, retryRule, timerMs } from './options.js';
 
 /** What a tool does to the world: drives confirmation and idempotency. */
 export type ToolEffect = 'read' | 'write' | 'destructive';

@@ -4,7 +4,7 @@ import { isChain } from '../define/chain.js';
 import { z } from 'zod';
 import { isTool, type Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
-import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
+import { fn, integer, optionIssues, retryRule, timerMs } from '../define/options.js';
 import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import type { FallbackRule } from '../guidance/fallback.js';

@@ -1,7 +1,7 @@
 // Options stated as zod schemas whose leaves carry chainkit's own messages ("Expected `x` to be …"),
 // and the issues they find as definition issues with readable paths (`retry.internal.factor`, `tools[2]`).
 import { z } from 'zod';
-import { MAX_TIMER_MS } from './timer.js';
+import { MAX_TIMER_MS } from '../util/timer.js';
 
 /** One problem found in an option object: where, and what was expected. */
 export interface OptionIssue {
