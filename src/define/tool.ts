@@ -141,7 +141,7 @@ export function isTimerMs(v: unknown, allowZero = false): v is number {
 
 /** Adds an issue unless `value` is a usable timer duration; shared by tools, steps, chains and the runner. */
 export function checkMs(value: unknown, path: string, field: string, issues: IssueList, allowZero = false): void {
-  if (!isTimerMs(value, allowZero)) issues.add(path, `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`);
+  for (const i of optionIssues(timerMs(field, allowZero), value, path)) issues.add(i.path, i.message);
 }
 
 /** Checks a retry override (the {@link retryRule} schema); shared by tools, steps and the runner's table. */

@@ -8,6 +8,8 @@ import { abortAtDeadline, type AbortScope } from './abort.js';
 import type { CallContext, Policy } from './types.js';
 import { StoreFailure } from '../stores/guard.js';
 import { BoundedLru } from '../util/lru.js';
+import { checkOptions, fn, integer } from '../define/options.js';
+import { z } from 'zod';
 
 /** Waiting calls a limiter holds when the tool sets no `maxQueue` (docs/guides/policies.md). */
 const DEFAULT_MAX_QUEUE = 50;
@@ -209,6 +211,11 @@ export interface MemoryLimiterOptions {
   maxLimiters?: number;
 }
 
+const MEMORY_LIMITER_OPTIONS = z.object(
+  { now: fn('now'), maxLimiters: integer('maxLimiters', 1).optional() },
+  { error: 'Expected memoryLimiterStore options to be an object.' },
+);
+
 /**
  * Limiters in this process (the default). Per-user limiters idle for two windows (at least a
  * minute) are dropped, and at most `maxLimiters` are kept, so memory stays bounded with many users.
@@ -220,7 +227,7 @@ export interface MemoryLimiterOptions {
  */
 export function memoryLimiterStore(now: () => number = Date.now, options: MemoryLimiterOptions = {}): MemoryLimiterStore {
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
-  if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
+  checkOptions('memoryLimiterStore options', MEMORY_LIMITER_OPTIONS, { ...options, now });
   // Keyed by tool id (and key): a Map inside, so a user id such as `__proto__` is just another key.
   // Past the cap the least recently used idle limiter goes (a dropped user starts a fresh window).
   const limiters = new BoundedLru<string, WindowLimiter>(max, { evictable: (l) => l.idle });

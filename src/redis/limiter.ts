@@ -7,6 +7,8 @@ import type { RateLimitSpec } from '../define/tool.js';
 import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
 import { storeFailure } from '../stores/guard.js';
 import { BoundedLru } from '../util/lru.js';
+import { checkOptions, fn, integer, nonEmpty } from '../define/options.js';
+import { z } from 'zod';
 import { DEFAULT_MAX_LIMITERS, earliestSlot, maxQueueOf, type Limiter, type LimiterStore, type Refusal, type Release } from '../policies/rate-limit.js';
 
 /** Options of {@link redisLimiterStore}. */
@@ -242,6 +244,11 @@ function detach(b: Bottleneck): void {
   void b.ready().then(() => b.disconnect(false)).catch(() => undefined);
 }
 
+const REDIS_LIMITER_OPTIONS = z.object(
+  { prefix: nonEmpty('prefix'), maxLimiters: integer('maxLimiters', 1).optional(), now: fn('now').optional() },
+  { error: 'Expected redisLimiterStore options { prefix, … }.' },
+);
+
 /**
  * Rate limits shared by every process on the same Redis, through bottleneck's Redis clustering:
  * the same windows, concurrency and queue for all. As with the memory store, a call whose slot
@@ -255,9 +262,8 @@ function detach(b: Bottleneck): void {
  * ```
  */
 export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptions): RedisLimiterStore {
-  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  checkOptions('redisLimiterStore options', REDIS_LIMITER_OPTIONS, options);
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
-  if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
   const now = options.now ?? Date.now;
   // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
   let conn: Bottleneck.IORedisConnection | undefined;
