@@ -1,5 +1,10 @@
 // Rate limits shared across processes on Redis (bottleneck clustering), with the wait computed and
 // refused fast like the memory limiter's, a queue bound, and a bounded number of local limiters.
+// bottleneck is kept, pinned to exactly 2.19.5, rather than replaced by a script of our own: its
+// cluster mode already gives the shared queue with heartbeat retries, `maxConcurrent` across
+// processes and the reclaiming of slots a dead process held, which a fixed-window script would have
+// to rebuild. The price is that LIMITER_STATE reads its private keys, so the version is exact (2.19.5
+// is its last release) and test/redis/bottleneck-layout.test.ts fails if the version or the layout differs.
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from './client.js';
@@ -42,7 +47,8 @@ const QUEUE_FULL: Refusal = { refused: 'queue_full' };
 
 // KEYS: a bottleneck limiter's settings hash and its per-client queue counts. What a wait estimate
 // needs — reservoir, when it was last refilled, calls waiting across the cluster, running, maxConcurrent —
-// or false before its first use. Reads bottleneck 2's key layout (see its refs.lua / process_tick.lua).
+// or false before its first use. Reads bottleneck 2.19.5's key layout (its refs.lua / process_tick.lua),
+// pinned by package.json and checked by test/redis/bottleneck-layout.test.ts.
 const LIMITER_STATE = `
 local s = redis.call('HMGET', KEYS[1], 'reservoir', 'lastReservoirRefresh', 'running', 'maxConcurrent')
 local reservoir, last = tonumber(s[1]), tonumber(s[2])
