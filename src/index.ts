@@ -55,14 +55,14 @@ export { createToolRegistry, type ToolRegistry, type ToolRegistryOptions, type T
 export type { TierLevel } from './guidance/intent.js';
 export { classifyComplexity } from './guidance/intent.js';
 
-// Stores
+// Stores (the store contracts, for writing a store: chainkit/stores)
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
 export type { ListRunsFilter, RunPage } from './stores/run-list.js';
 export type { RunRecord, RunStatus, RunSummary } from './stores/run-store.js';
 export type { BreakerOptions } from './policies/breaker.js';
-export { AbortScope } from './policies/abort.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';
+export { AbortScope } from './policies/abort.js';
 
 // Invokers
 export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImplementations, type ToolResultOf } from './invokers/function.js';
