@@ -15,8 +15,7 @@ import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
 import { currentRetryKit, installedVersion, type RetryKit } from './current-retry.js';
 import { durableBench } from './durable.js';
-import { MetricsCollector, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
-import { TimingModel } from '../src/guidance/timing.js';
+import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
 
 const execFileAsync = promisify(execFile);
 const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';

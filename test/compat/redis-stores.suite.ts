@@ -5,8 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, taskTools } from 'chainkit';
-import { AbortScope } from '../../src/policies/abort.js';
+import { AbortScope, createRunner, findAndDelete, taskTools } from 'chainkit';
 import { redisLimiterStore, redisStores } from 'chainkit/redis';
 import { addOne, flaky, TASK, workerInvoker } from '../fixtures/redis-worker.js';
 import type { SuiteClient, SuiteOptions } from './redis-client.js';

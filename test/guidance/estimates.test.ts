@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool } from 'chainkit';
-import { TimingModel } from '../../src/guidance/timing.js';
+import { createRunner, defineChain, defineTool, TimingModel } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 
 const io = { input: z.object({ q: z.string() }), output: z.object({ n: z.number() }) };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createRunner, listTasks } from 'chainkit';
-import { TimingModel, complexityOf } from '../../src/guidance/timing.js';
+import { createRunner, listTasks, TimingModel } from 'chainkit';
+import { complexityOf } from '../../src/guidance/timing.js';
 
 describe('TimingModel', () => {
   const tools = new Map([[listTasks.name, listTasks]]);

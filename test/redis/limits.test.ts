@@ -2,8 +2,7 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineTool, type Release, type ToolCall } from 'chainkit';
-import { AbortScope } from '../../src/policies/abort.js';
+import { AbortScope, createRunner, defineTool, type Release, type ToolCall } from 'chainkit';
 import { redisLimiterStore, redisStores } from 'chainkit/redis';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this run's prefix.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AbortScope } from '../../src/policies/abort.js';
+import { AbortScope } from 'chainkit';
 
 describe('AbortScope', () => {
   it('aborts linked children along with it, until unlinked, and a real signal follows', () => {

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, DEFAULT_RETRY_TABLE, memoryBreakerStore } from 'chainkit';
-import { AbortScope } from '../../src/policies/abort.js';
+import { AbortScope, createRunner, defineChain, defineTool, DEFAULT_RETRY_TABLE, memoryBreakerStore } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import type { IdempotencyClaim } from '../../src/stores/types.js';
 import { breakerPolicy } from '../../src/policies/breaker.js';
