@@ -1,6 +1,7 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
 import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
 import { checkOptions, finiteMs, integer } from '../define/options.js';
+import { trimOldest } from '../util/bounded.js';
 import { z } from 'zod';
 import { unknownClaim, unknownOutcomeInfo } from './pending.js';
 import type { Classified } from '../errors/classify.js';
@@ -66,15 +67,10 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
     unlist(id, e);
     entries.delete(id);
   };
-  // Expired entries first, then the oldest tenth: batches keep eviction O(1) amortised.
+  // Expired entries and the oldest past the cap, from the front (used ones are tombstones until they expire).
   const sweep = (): void => {
     const t = now();
-    for (const [id, e] of entries) if (e.expiresAt <= t) drop(id, e);
-    let excess = entries.size > max ? entries.size - Math.floor(max * 0.9) : 0;
-    for (const [id, e] of entries) {
-      if (excess-- <= 0) break;
-      drop(id, e);
-    }
+    trimOldest(entries, max, (e) => e.expiresAt <= t, drop);
   };
   // One context over its bound: its expired checkpoints go, then its own oldest.
   const trim = (ids: Set<string>): void => {
@@ -161,14 +157,10 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   const now = options.now ?? Date.now;
   const entries = new Map<string, IdempotencyEntry>(); // insertion order = age
 
-  // Evicts the oldest tenth at once (expired or finished entries; an in-flight claim is never evicted).
+  // Expired and finished entries, oldest first, down to the cap; a claim in flight is never evicted.
   const evict = (): void => {
     const t = now();
-    const target = Math.floor(max * 0.9);
-    for (const [key, e] of entries) {
-      if (entries.size <= target) break;
-      if (e.done || e.expiresAt <= t) entries.delete(key);
-    }
+    trimOldest(entries, max, (e) => e.expiresAt <= t, (key) => entries.delete(key), (e) => !e.done && e.expiresAt > t);
   };
 
   const complete = (key: string, value: unknown, ttlMs?: number): void => {
