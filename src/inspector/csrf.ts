@@ -8,7 +8,7 @@ import { equalConstantTime, hmacSha256, toBase64Url } from '../util/sha256.js';
 /** The header an action carries its token in. */
 export const CSRF_HEADER = 'x-chainkit-csrf';
 /** The cookie holding the nonce. */
-export const CSRF_COOKIE = 'chainkit_inspector_csrf';
+const CSRF_COOKIE = 'chainkit_inspector_csrf';
 
 /** A fresh random nonce (128 bits, base64url). */
 export function newNonce(): string {

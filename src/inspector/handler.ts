@@ -1,7 +1,7 @@
 // The inspector's request handler: routes under `basePath`, authorization of every request, the
 // CSRF check of actions, the security headers of every response, and the live streams.
 import type { BreakerChangeEvent, RunEvent, StepEndEvent, StepRetryEvent } from '../observe/events.js';
-import type { RedactRule } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 import type { Runner } from '../run/runner-api.js';
 import { lastEventId, SSE_HEADERS, toSSE } from '../sse/index.js';
 import { RUN_STATUSES } from '../stores/run-list.js';

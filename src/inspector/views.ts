@@ -1,7 +1,8 @@
 // What the inspector sends the page: built field by field from what the runner tells (never a resume
 // token, never the raw output or completed values), every value redacted as traces are.
 import type { RunEvent } from '../observe/events.js';
-import { maskText, type RedactRule } from '../observe/redact.js';
+import { maskText } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 import type { RunResult } from '../observe/result.js';
 import { IDENTITY_KEY, type TraceStep } from '../observe/trace.js';
 import type { RunInfo } from '../run/durable.js';
@@ -26,7 +27,7 @@ export function safeWith(rule: RedactRule | undefined, identity = false): Safe {
 }
 
 /** A run id's parent when it is a re-run (`x~rerun1` → `x`, `x~rerun2` → `x~rerun1`). */
-export function rerunOf(runId: string): string | undefined {
+function rerunOf(runId: string): string | undefined {
   const m = /^(.*)~rerun(\d{1,6})$/s.exec(runId);
   if (!m) return undefined;
   const n = Number(m[2]);
@@ -34,7 +35,7 @@ export function rerunOf(runId: string): string | undefined {
 }
 
 /** One step of a run's waterfall. */
-export interface StepView {
+interface StepView {
   stepNumber: number;
   id: string;
   tool?: string;

@@ -1,5 +1,7 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
 import { parseRetryAfter } from '../errors/retry-after.js';
+import { checkOptions, fn, integer } from '../define/options.js';
+import { z } from 'zod';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
@@ -56,6 +58,15 @@ const DEFAULT_MAX_BODY = 10 * 1024 * 1024;
 const MAX_ERROR_BODY = 64 * 1024;
 const MAX_REDIRECTS = 5;
 
+const HTTP_INVOKER_OPTIONS = z.object(
+  {
+    baseUrl: z.custom<string>((v) => typeof v === 'string' && /^https?:\/\//.test(v), 'Expected `baseUrl` to be an http(s) URL.'),
+    maxBodyBytes: integer('maxBodyBytes', 1).optional(),
+    fetch: fn('fetch').optional(),
+  },
+  { error: 'Expected httpInvoker options { baseUrl, … }.' },
+);
+
 /**
  * An invoker that POSTs each call to `{baseUrl}/tools/{name}` as JSON, with `Idempotency-Key` for
  * write/destructive calls and the call's `signal` (so timeouts and cancels abort the request).
@@ -76,12 +87,11 @@ const MAX_REDIRECTS = 5;
  * ```
  */
 export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
-  if (typeof options?.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) throw new TypeError('Expected `baseUrl` to be an http(s) URL.');
+  checkOptions('httpInvoker options', HTTP_INVOKER_OPTIONS, options);
   const base = options.baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
   const doFetch = options.fetch ?? fetch;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  if (!(Number.isSafeInteger(maxBody) && maxBody > 0)) throw new TypeError('Expected `maxBodyBytes` to be a positive integer.');
   return async (call) => {
     const extra = typeof options.headers === 'function' ? options.headers(call) : options.headers;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-chainkit-run-id': call.runId, ...extra };

@@ -1,16 +1,17 @@
 // The runner's public face: what `createRunner` returns (its methods documented here, built in runner.ts).
 import type { Chain } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
-import type { ResponseMetadata } from '../observe/result.js';
+import type { InvokeResult, ResponseMetadata, RunResult } from '../observe/result.js';
 import type { MetricsCollector } from '../guidance/metrics.js';
-import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
+import type { ToolRegistry } from '../guidance/tiers.js';
+import type { TierLevel } from '../guidance/intent.js';
 import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import type { ListRunsFilter, RunPage } from '../stores/run-list.js';
 import type { RunInfo } from './durable.js';
 import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
-import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs } from './types.js';
 import type { RunWatchError } from './watch.js';
 import type { Rerun, RerunRefusal } from './rerun.js';
 

@@ -20,13 +20,11 @@ import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
-import type { DecideResult, InvokeOptions, InvokeResult, ResumeOptions, RunDecision, RunOptions, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
+import type { InvokeResult, RunResult } from '../observe/result.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
-export type { RunnerOptions } from './runner-options.js';
-
-export type { Runner, RunStream } from './runner-api.js';
 import type { Runner, RunStream } from './runner-api.js';
 
 /** How long `cancel()` waits for the run to end. */

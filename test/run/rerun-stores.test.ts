@@ -4,7 +4,8 @@ import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, ref, type Runner, type RunStore } from '../../src/index.js';
+import { createRunner, defineChain, defineTool, functionInvoker, ref, type Runner } from '../../src/index.js';
+import type { RunStore } from '../../src/stores/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
 
