@@ -1,5 +1,6 @@
 // Tools implemented as local functions: the simplest invoker, also handy in tests.
 import type { Tool, ToolInput, ToolOutput } from '../define/tool.js';
+import { DefinitionError } from '../errors/definition-error.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** A local implementation of one tool. */
@@ -39,13 +40,15 @@ export type ToolResultOf<T> = ToolOutput<T> | ToolErrorResult | Promise<ToolOutp
  * ```
  */
 export type ToolImplementations<Tools extends readonly Tool[]> = {
-  [T in Tools[number] as T['name']]?: (input: ToolInput<T>, call: ToolCall) => ToolResultOf<T>;
+  [T in Tools[number] as T['name']]: (input: ToolInput<T>, call: ToolCall) => ToolResultOf<T>;
 };
 
 /**
- * An invoker that calls local functions by tool name, typed by the tools: `functions` may only
- * name those tools, and each receives its tool's input type and must return its output type (or
- * an in-band error result). An unknown tool fails as `not_found`.
+ * An invoker that calls local functions by tool name, typed by the tools: `functions` must name
+ * every one of those tools and no other, and each receives its tool's input type and must return
+ * its output type (or an in-band error result). A tool left without an implementation is a type
+ * error, and a `DefinitionError` naming it at run time; the invoker declares the tools it serves, so
+ * a runner refuses a chain needing any other before the chain's first step.
  *
  * @example
  * ```ts
@@ -56,8 +59,9 @@ export type ToolImplementations<Tools extends readonly Tool[]> = {
  */
 export function functionInvoker<const Tools extends readonly Tool[]>(tools: Tools, functions: NoInfer<ToolImplementations<Tools>>): ToolInvoker;
 /**
- * An invoker that calls local functions by tool name (untyped: any name, any input). An unknown
- * tool fails as `not_found`.
+ * An invoker that calls local functions by tool name (untyped: any name, any input). It serves
+ * the tools it has a function for: a runner refuses a chain needing any other before the chain's
+ * first step (a `DefinitionError`); a direct call of an unknown tool fails as `not_found`.
  *
  * @example
  * ```ts
@@ -73,8 +77,12 @@ export function functionInvoker(toolsOrFunctions: readonly Tool[] | Record<strin
   for (const [name, fn] of Object.entries(functions)) {
     if (typeof fn !== 'function') throw new TypeError(`Expected \`${name}\` to be a function.`);
   }
+  if (Array.isArray(toolsOrFunctions)) {
+    const missing = (toolsOrFunctions as readonly Tool[]).filter((t) => !Object.hasOwn(functions, t.name)).map((t) => t.name);
+    if (missing.length > 0) throw new DefinitionError('function invoker', missing.map((name) => ({ path: `functions.${name}`, message: `No implementation for tool '${name}'.` })));
+  }
   const table = new Map(Object.entries(functions));
-  return (call) => {
+  const invoker: ToolInvoker = (call) => {
     const fn = table.get(call.tool);
     if (!fn) return Promise.reject(Object.assign(new Error(`No function for tool '${call.tool}'.`), { status: 404 }));
     try {
@@ -85,6 +93,8 @@ export function functionInvoker(toolsOrFunctions: readonly Tool[] | Record<strin
       return Promise.resolve(error).then(rethrow);
     }
   };
+  invoker.serves = (tool) => table.has(tool);
+  return invoker;
 }
 
 function rethrow(error: unknown): never {

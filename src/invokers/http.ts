@@ -1,4 +1,5 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
+import type { Tool } from '../define/tool.js';
 import { parseRetryAfter } from '../errors/retry-after.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
@@ -15,6 +16,12 @@ export interface HttpInvokerOptions {
    * counted while streaming) fails with `validation` / `response_too_large` without being read whole.
    */
   maxBodyBytes?: number;
+  /**
+   * The tools this API serves (tools or their names). Given, the invoker declares them
+   * (`ToolInvoker.serves`): a runner refuses a chain with any other tool before its first step.
+   * Default: not declared, every tool is tried.
+   */
+  tools?: readonly (Tool | string)[];
 }
 
 /**
@@ -82,7 +89,8 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
   const doFetch = options.fetch ?? fetch;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   if (!(Number.isSafeInteger(maxBody) && maxBody > 0)) throw new TypeError('Expected `maxBodyBytes` to be a positive integer.');
-  return async (call) => {
+  const served = options.tools === undefined ? undefined : servedNames(options.tools);
+  const invoker: ToolInvoker = async (call) => {
     const extra = typeof options.headers === 'function' ? options.headers(call) : options.headers;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-chainkit-run-id': call.runId, ...extra };
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
@@ -107,6 +115,18 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after') ?? undefined);
     throw new HttpToolError(`${call.tool}: HTTP ${res.status}${detail ? ` — ${detail}` : ''}`, res.status, retryAfterMs);
   };
+  if (served) invoker.serves = (tool) => served.has(tool);
+  return invoker;
+}
+
+/** The names in `tools` (tools or names), checked. */
+function servedNames(tools: readonly (Tool | string)[]): Set<string> {
+  if (!Array.isArray(tools)) throw new TypeError('Expected `tools` to be an array of tools or tool names.');
+  return new Set(tools.map((t) => {
+    const name = typeof t === 'string' ? t : (t as Partial<Tool> | null)?.name;
+    if (typeof name !== 'string') throw new TypeError('Expected `tools` to be an array of tools or tool names.');
+    return name;
+  }));
 }
 
 /** Where a 3xx answer may lead: the next URL, or a refusal. The refused answer's body is discarded. */
