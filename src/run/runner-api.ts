@@ -12,6 +12,7 @@ import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
 import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs, RunResult } from './types.js';
 import type { RunWatchError } from './watch.js';
+import type { TypeText } from '../util/type-text.js';
 
 /** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
 export interface RunStream<O> {
@@ -30,6 +31,8 @@ export interface Runner {
   /** Runs a chain. Never throws for run-time failures: the result says what happened. */
   // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
   run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): Promise<RunResult<O>>;
+  // Only for `run(chain, input)` of a chain that declares a context: the type error names the context and its type.
+  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): Promise<RunResult<O>>;
   /** Resumes a run stopped at a confirmation gate; a token resumes at most once. The output is typed from `chain`. */
   resume<Ch extends Chain | readonly Chain[]>(token: string, decision: { approved: boolean }, options: ResumeOptions & { chain: Ch }): Promise<RunResult<ResumedOutput<Ch>>>;
   /** Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most once. */
@@ -83,6 +86,8 @@ export interface Runner {
    * ```
    */
   stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
+  // Only for `stream(chain, input)` of a chain that declares a context: the type error names the context and its type.
+  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): RunStream<O>;
   /**
    * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
    * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
@@ -134,3 +139,15 @@ export interface Runner {
    */
   listRuns(filter?: ListRunsFilter): Promise<RunPage>;
 }
+
+/**
+ * What `run(chain, input)` gets in place of the input when the chain declares a context and none is
+ * given: a message naming the context and its type, so the type error says what is missing.
+ *
+ * @example
+ * ```ts
+ * type M = ContextRequired<{ userId: string }>; // 'context { userId: string } is required: run(chain, input, { context })'
+ * ```
+ */
+export type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;
+
