@@ -47,7 +47,7 @@ const CLOSE_WAIT_MS = 4_500;
  * await runner.close();
  * ```
  */
-export function createRunner(options: RunnerOptions): Runner {
+export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<RunnerOptions, 'chains'> & { chains?: Chains }): Runner<Chains> {
   const parts = runnerParts(options);
   // A chain with a tool the invoker cannot run fails here, or before its run's first step: never after a confirmation.
   const served = servedCheck(options.invoker);
@@ -76,7 +76,7 @@ export function createRunner(options: RunnerOptions): Runner {
     if (closed) throw closedError();
   };
 
-  const runner: Runner = {
+  const runner: Runner<Chains> = {
     events,
 
     // Not async: an async wrapper would stay suspended for the whole run, for every run in flight.
