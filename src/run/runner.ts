@@ -3,6 +3,7 @@
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
 import { RunAbortReason } from '../errors/classify.js';
+import { DefinitionError } from '../errors/definition-error.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
 import { callStore } from '../stores/guard.js';
 import { maskText } from '../observe/redact.js';
@@ -89,8 +90,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
         known = false; // a Proxy whose traps throw is no chain either
       }
       if (!known) return Promise.reject(new TypeError('Expected a chain made by defineChain().'));
-      const unserved = unservedError(served, [[chain, 'chain']], `run of chain ${chain.name}`);
-      if (unserved) return Promise.reject(unserved);
+      const unserved = served(chain, 'chain'); // a lookup per run; the error is built only when there is one
+      if (unserved) return Promise.reject(new DefinitionError(`run of chain ${chain.name}`, [unserved]));
       let prepared: ReturnType<typeof prepareRun>;
       try {
         prepared = prepareRun(parts, chain, input, opts);
