@@ -81,8 +81,8 @@ type MissingImplementations<Tools extends readonly Tool[], M> = [M] extends [nev
 type ImplementationsByKey<Tools extends readonly Tool[], K extends string> = {
   [P in K | ([Exclude<K, ToolNames<Tools>>] extends [never] ? ToolNames<Tools> : never)]: P extends ToolNames<Tools> ? (input: ToolInput<ToolNamed<Tools, P>>, call: ToolCall) => ToolResultOf<ToolNamed<Tools, P>> : (input: any, call: ToolCall) => NotATool<P, Tools>;
 };
-/** @internal What `functionInvoker(tools, impls)` checks `impls` against (see above). */
-export type ImplementationsOf<Tools extends readonly Tool[], K extends string, F> = [unknown] extends [F] ? ImplementationsByKey<Tools, K> : CheckedImplementations<Tools, F>;
+/** What `functionInvoker(tools, impls)` checks `impls` against (see above). */
+type ImplementationsOf<Tools extends readonly Tool[], K extends string, F> = [unknown] extends [F] ? ImplementationsByKey<Tools, K> : CheckedImplementations<Tools, F>;
 
 /**
  * An invoker that calls local functions by tool name, typed by the tools: `functions` must name

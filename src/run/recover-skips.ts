@@ -9,7 +9,7 @@ import { STORE_WAIT_MS } from '../util/timer.js';
 const EXPLAINED_RUNS = 20;
 
 /** Why a run in flight was not recovered here, or `undefined` when it was (or is no longer in flight). */
-export function skipReason(run: StoredRun, chains: ReadonlyMap<string, Chain>, now: number): { reason: 'unknown_chain' | 'chain_changed' | 'lease_live' | 'not_claimed'; message: string } | undefined {
+function skipReason(run: StoredRun, chains: ReadonlyMap<string, Chain>, now: number): { reason: 'unknown_chain' | 'chain_changed' | 'lease_live' | 'not_claimed'; message: string } | undefined {
   if (run.status !== 'running') return undefined;
   const chain = chains.get(run.chain);
   if (!chain) return { reason: 'unknown_chain', message: `this runner has no chain named '${run.chain}' (give it in createRunner({ chains }))` };

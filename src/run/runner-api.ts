@@ -155,7 +155,7 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
  * type M = ContextRequired<{ userId: string }>; // 'context { userId: string } is required: run(chain, input, { context })'
  * ```
  */
-export type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;
+type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;
 
 /**
  * The output of a run of one of `Chains` (a union), or `unknown` when they are not known by type.
@@ -165,4 +165,4 @@ export type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(ch
  * type O = OutputOfChains<[typeof findAndDelete, typeof addTask]>; // the union of their outputs
  * ```
  */
-export type OutputOfChains<Chains extends readonly Chain[]> = ChainOutput<Chains[number]> extends infer O ? (0 extends 1 & O ? unknown : [O] extends [never] ? unknown : O) : unknown;
+type OutputOfChains<Chains extends readonly Chain[]> = ChainOutput<Chains[number]> extends infer O ? (0 extends 1 & O ? unknown : [O] extends [never] ? unknown : O) : unknown;
