@@ -1,6 +1,7 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
 import type { Tool } from '../define/tool.js';
 import { parseRetryAfter } from '../errors/retry-after.js';
+import { servedNames } from './serves.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
@@ -117,16 +118,6 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
   };
   if (served) invoker.serves = (tool) => served.has(tool);
   return invoker;
-}
-
-/** The names in `tools` (tools or names), checked. */
-function servedNames(tools: readonly (Tool | string)[]): Set<string> {
-  if (!Array.isArray(tools)) throw new TypeError('Expected `tools` to be an array of tools or tool names.');
-  return new Set(tools.map((t) => {
-    const name = typeof t === 'string' ? t : (t as Partial<Tool> | null)?.name;
-    if (typeof name !== 'string') throw new TypeError('Expected `tools` to be an array of tools or tool names.');
-    return name;
-  }));
 }
 
 /** Where a 3xx answer may lead: the next URL, or a refusal. The refused answer's body is discarded. */

@@ -5,6 +5,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, httpInvoker, isDefinitionError, memoryCheckpointStore, type ToolInvoker } from 'chainkit';
+import { mcpInvoker } from 'chainkit/mcp';
 import { createMockInvoker } from 'chainkit/testing';
 
 const lookup = defineTool({ name: 'lookup_order', description: 'Find an order', effect: 'read', input: z.object({ orderId: z.string() }), output: z.object({ amount: z.number() }) });
@@ -130,5 +131,14 @@ describe('a chain whose tool the invoker cannot run fails before its first step'
     expect([http.serves?.('lookup_order'), http.serves?.('refund_payment'), http.serves?.('notify')]).toEqual([true, true, false]);
     expect(() => createRunner({ invoker: http, chains: [refundAndNotify] })).toThrow(/needs tools the invoker does not serve: cancel_refund, notify/);
     expect(httpInvoker({ baseUrl: 'http://127.0.0.1:9' }).serves).toBeUndefined();
+  });
+
+  it('mcpInvoker declares the tools it serves when given `tools`', () => {
+    const client = { callTool: async () => ({ content: [] }) } as unknown as Parameters<typeof mcpInvoker>[0];
+    const mcp = mcpInvoker(client, { tools: [lookup, refund] });
+    expect([mcp.serves?.('lookup_order'), mcp.serves?.('refund_payment'), mcp.serves?.('notify')]).toEqual([true, true, false]);
+    expect(() => createRunner({ invoker: mcp, chains: [refundChain, refundAndNotify] })).toThrow(/chains\[1\]: Chain 'refund_notify' needs tools the invoker does not serve: cancel_refund, notify/);
+    expect(mcpInvoker(client).serves).toBeUndefined();
+    expect(() => mcpInvoker(client, { tools: [42 as never] })).toThrow(TypeError);
   });
 });
