@@ -23,6 +23,10 @@ const SERVICES = [
   'test/define/type-messages.test.ts', // tsc in a child process
   'test/run/exit.test.ts', // child processes
   'test/sqlite/learning.test.ts', // child processes
+  'test/stores/run-lifecycle.test.ts', // memory, Redis and PostgreSQL
+  'test/stores/cancel-dead-owner.test.ts', // Redis, PostgreSQL and killed worker processes
+  'test/run/rerun-stores.test.ts', // Redis and PostgreSQL
+  'test/flow/durable-for-each-stores.test.ts', // Redis and PostgreSQL
 ];
 
 export default mergeConfig(

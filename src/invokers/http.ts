@@ -1,7 +1,9 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
+import type { Tool } from '../define/tool.js';
 import { parseRetryAfter } from '../errors/retry-after.js';
 import { checkOptions, fn, integer } from '../define/options.js';
 import { z } from 'zod';
+import { servedNames } from './serves.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
@@ -17,6 +19,12 @@ export interface HttpInvokerOptions {
    * counted while streaming) fails with `validation` / `response_too_large` without being read whole.
    */
   maxBodyBytes?: number;
+  /**
+   * The tools this API serves (tools or their names). Given, the invoker declares them
+   * (`ToolInvoker.serves`): a runner refuses a chain with any other tool before its first step.
+   * Default: not declared, every tool is tried.
+   */
+  tools?: readonly (Tool | string)[];
 }
 
 /**
@@ -63,6 +71,7 @@ const HTTP_INVOKER_OPTIONS = z.object(
     baseUrl: z.custom<string>((v) => typeof v === 'string' && /^https?:\/\//.test(v), 'Expected `baseUrl` to be an http(s) URL.'),
     maxBodyBytes: integer('maxBodyBytes', 1).optional(),
     fetch: fn('fetch').optional(),
+    tools: z.custom<readonly unknown[]>((v) => Array.isArray(v), 'Expected `tools` to be an array of tools or tool names.').optional(),
   },
   { error: 'Expected httpInvoker options { baseUrl, … }.' },
 );
@@ -92,7 +101,8 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
   const origin = new URL(base).origin;
   const doFetch = options.fetch ?? fetch;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  return async (call) => {
+  const served = options.tools === undefined ? undefined : servedNames(options.tools);
+  const invoker: ToolInvoker = async (call) => {
     const extra = typeof options.headers === 'function' ? options.headers(call) : options.headers;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-chainkit-run-id': call.runId, ...extra };
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
@@ -117,6 +127,8 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after') ?? undefined);
     throw new HttpToolError(`${call.tool}: HTTP ${res.status}${detail ? ` — ${detail}` : ''}`, res.status, retryAfterMs);
   };
+  if (served) invoker.serves = (tool) => served.has(tool);
+  return invoker;
 }
 
 /** Where a 3xx answer may lead: the next URL, or a refusal. The refused answer's body is discarded. */

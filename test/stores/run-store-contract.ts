@@ -752,7 +752,7 @@ export function cancelAcrossRunnersContract(name: string, setup: () => Promise<R
         chains: [cancellable],
         stores: { runs },
       });
-      const b = createRunner({ invoker: functionInvoker([], {}), chains: [cancellable], stores: { runs: peer! } });
+      const b = createRunner({ invoker: () => Promise.reject(new Error('this instance only cancels')), chains: [cancellable], stores: { runs: peer! } });
       runners.push(a, b);
       const runId = uid('cancel');
       const result = a.run(cancellable, { n: 1 }, { runId });
