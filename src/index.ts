@@ -22,8 +22,8 @@ export { createRunner, type Runner, type RunnerOptions, type RunStream } from '.
 export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
-export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest } from './observe/result.js';
-export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, RunDecision, GateDecision, DecideResult } from './run/types.js';
+export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest, InDoubtStep } from './observe/result.js';
+export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, RunDecision, GateDecision, RetryDecision, DecideResult } from './run/types.js';
 export type { Logger } from './observe/logger.js';
 export type { InvokeWrapper, ToolCall, ToolInvoker } from './invokers/types.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/model-result.js';

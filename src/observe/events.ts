@@ -176,7 +176,8 @@ export type RunEndData =
   | { status: 'completed'; output: unknown }
   | { status: 'failed'; error: ChainErrorInfo }
   | { status: 'declined'; step: string }
-  | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } };
+  | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } }
+  | { status: 'in_doubt'; step: string };
 /** The run ended or parked at a gate: the last event of a watch. */
 export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: undefined; data: RunEndData }
 

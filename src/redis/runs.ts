@@ -12,7 +12,7 @@ import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN } from './run-scripts.js';
+import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, TAKE_PARKED } from './run-scripts.js';
 
 /** Options of {@link redisRunStore}. */
 export interface RedisRunStoreOptions {
@@ -50,6 +50,7 @@ const claim = script(CLAIM);
 const get = script(GET);
 const list = script(LIST);
 const begin = script(BEGIN);
+const takeParked = script(TAKE_PARKED);
 
 /** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
@@ -171,6 +172,10 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     get: (runId) => guard('get', async () => {
       const [hash, entries] = (await get(redis, [runKey(runId), journalKey(runId)], [])) as [string[], string[]];
       return hash.length === 0 ? undefined : fromHash(hash, entries);
+    }),
+    takeParked: (runId, owner, from, update, entry) => guard('take', async () => {
+      const data = entry ? encodeRunValue(entry) : '';
+      return (await takeParked(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data])) === 1;
     }),
   };
 }
