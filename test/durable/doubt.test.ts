@@ -251,3 +251,53 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     expect(heir.calls).toEqual([]);
   });
 });
+
+describe('what recording a plain write costs', () => {
+  /** A memory run store that counts the calls made to it, by method. */
+  function counted(): { runs: RunStore; idempotency: IdempotencyStore; calls: Map<string, number> } {
+    const idempotency = memoryIdempotencyStore();
+    const inner = memoryRunStore({ idempotency });
+    const calls = new Map<string, number>();
+    const runs = new Proxy(inner, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (typeof value !== 'function' || typeof key !== 'string') return value;
+        return (...args: unknown[]) => {
+          calls.set(key, (calls.get(key) ?? 0) + 1);
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { runs, idempotency, calls };
+  }
+  const idemWrite = defineTool({ name: 'w_idem', description: 'w', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write', idempotent: true });
+  const plainWrite = defineTool({ name: 'w_plain', description: 'w', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write' });
+  const shape = (name: string, write: typeof idemWrite | typeof plainWrite) => defineChain({
+    name, input: z.object({ n: z.number() }), timeoutMs: 60_000,
+    steps: [
+      { id: 'a', tool: read, input: { n: ref('input', 'n') } },
+      { id: 'w', tool: write, input: { n: ref('a', 'n') } },
+      { id: 'b', tool: read, input: { n: ref('w', 'n') } },
+    ],
+  });
+  const reads = shape('cost_reads', idemWrite);
+  const withPlain = shape('cost_plain', plainWrite);
+  const echo = async ({ n }: { n: number }) => ({ n });
+
+  it('one store round trip more per plain write, none for reads and idempotent writes (the same chain otherwise)', async () => {
+    const costOf = async (c: typeof reads | typeof withPlain): Promise<Map<string, number>> => {
+      const stores = counted();
+      const r = createRunner({ invoker: functionInvoker([read, idemWrite, plainWrite], { read: echo, w_idem: echo, w_plain: echo }), tools: [read, idemWrite, plainWrite], chains: [c], stores });
+      runners.push(r);
+      stores.calls.clear();
+      expect((await r.run(c, { n: 1 })).status).toBe('completed');
+      return stores.calls;
+    };
+    const base = await costOf(reads);
+    const plain = await costOf(withPlain);
+    const total = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
+    expect(total(plain) - total(base)).toBe(1);
+    expect(plain.get('journal')! - base.get('journal')!).toBe(1); // the `started` entry
+    for (const [method, n] of base) if (method !== 'journal') expect(plain.get(method), method).toBe(n);
+  });
+});
