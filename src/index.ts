@@ -63,7 +63,7 @@ export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './sto
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
 export type { ListRunsFilter, RunPage, RunSummary, RunListQuery, RunListResult, RunListAfter } from './stores/run-list.js';
 export type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample, IdempotencyBeginOptions } from './stores/types.js';
-export type { RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, RunEventLog } from './stores/run-store.js';
+export type { RunStore, RunRecord, StoredRun, JournalEntry, StartedWrite, RunStatus, CreateRunResult, ClaimFilter, RunEventLog } from './stores/run-store.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';
 export { AbortScope } from './policies/abort.js';
