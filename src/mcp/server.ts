@@ -131,7 +131,7 @@ function resultEnvelope(chain: Chain): z.ZodObject {
  */
 function envelope(output: z.ZodType): z.ZodObject {
   return z.looseObject({
-    status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed']),
+    status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt']),
     output: output.optional().describe('completed: the chain\'s result'),
     resumeToken: z.string().optional().describe('awaiting_confirmation: pass to confirm_action'),
     prompt: z.string().optional().describe('awaiting_confirmation: the question for the user'),

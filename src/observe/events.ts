@@ -183,7 +183,8 @@ export type RunEndData =
   | { status: 'completed'; output: unknown }
   | { status: 'failed'; error: ChainErrorInfo }
   | { status: 'declined'; step: string }
-  | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } };
+  | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } }
+  | { status: 'in_doubt'; step: string };
 /** The run ended or parked at a gate: the last event of a watch. */
 /** A `forEach` item ended (§12): `step` is the forEach step, `data.index` the element's index. */
 export interface ItemEndRunEvent extends RunEventBase { type: 'item:end'; step: string; data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo } }

@@ -11,6 +11,20 @@ export interface ConfirmationRequest {
   expiresAt: string;
 }
 
+/**
+ * A plain write (a write or destructive tool not declared `idempotent: true`) that was in flight
+ * when its runner died or lost its lease: it may have taken effect, so it is not called again
+ * until someone decides (`runner.decide(runId, { retry, by })`).
+ */
+export interface InDoubtStep {
+  step: string;
+  tool: string;
+  /** The step's input, redacted as in traces. */
+  input?: unknown;
+  /** When the write was started (epoch ms). */
+  startedAt: number;
+}
+
 /** Fields every run result has. */
 export interface RunResultBase {
   runId: string;
@@ -32,6 +46,14 @@ export type RunResult<O = unknown> = (
       compensated: string[];
       /** Undos that failed (or could not run): the side effects they leave need attention. */
       compensationFailures?: { step: string; error: ChainErrorInfo }[];
+    }
+  | {
+      /** Parked: a plain write's outcome is unknown (API.md §10); `runner.decide(runId, { retry, by })` settles it. */
+      status: 'in_doubt';
+      /** The (first) step whose write is in doubt. */
+      step: string;
+      /** Every write in doubt (usually one; steps that ran side by side may leave several). */
+      inDoubt: InDoubtStep[];
     }
 ) & RunResultBase;
 

@@ -31,7 +31,7 @@ export interface TraceStep {
  * A trace's status: its run's, except that a run that completed some steps and then failed is
  * `partial` (the result's own status stays `failed`).
  */
-export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed';
+export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed' | 'in_doubt';
 
 /** The whole trace of a run, a resume or an invoke. */
 export interface Trace {

@@ -118,6 +118,12 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
   const listChain = db.sql(listSql(true));
   const markRetrying = db.sql(`UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`);
   const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
+  // A parked run ($5: its status, never 'running') taken back by one decision, its entry ($7) journaled in the same statement.
+  const takeParked = db.sql(`
+WITH t AS (UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, deadline_at = $4, result = NULL, expires_at = NULL, ended_at = NULL
+  WHERE run_id = $1 AND status = $5 AND status <> 'running' AND (expires_at IS NULL OR expires_at > $6) RETURNING run_id),
+j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT t.run_id, $7::text FROM t WHERE $7::text IS NOT NULL)
+SELECT run_id FROM t`);
 
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
@@ -211,6 +217,10 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
       const row = await get(runId, 'run (get)');
       if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;
       return fromRow(row, row.journal);
+    },
+    async takeParked(runId, owner, from, update, entry) {
+      const data = entry ? encodeRunValue(entry) : null;
+      return (await db.query('run (take)', takeParked, () => [runId, owner, update.leaseUntil, update.deadlineAt, from, db.now(), data])).rowCount === 1;
     },
     close: async () => {
       // Side by side: behind a partition each waits its own short bound, and they must not add up.

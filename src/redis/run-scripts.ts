@@ -266,3 +266,18 @@ export const REQUEST_CANCEL = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
 return 1`;
+
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked status, journal entry ('' for none).
+// Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled: exactly one taker wins.
+export const TAKE_PARKED = `local ARGV_RUN = ARGV[6]
+${INDEX}
+if ARGV[7] == 'running' or redis.call('HGET', KEYS[1], 'status') ~= ARGV[7] then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'deadline', ARGV[3])
+redis.call('HDEL', KEYS[1], 'result', 'ended')
+local f = redis.call('HMGET', KEYS[1], 'chain', 'started')
+if f[1] then index_move(ARGV[5], ARGV[4], f[1], f[2] or '0', ARGV[7], 'running', nil) end
+redis.call('PERSIST', KEYS[1])
+redis.call('PERSIST', KEYS[2])
+if ARGV[8] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[8]) end
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[4])
+return 1`;

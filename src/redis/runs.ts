@@ -12,7 +12,7 @@ import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING } from './run-scripts.js';
+import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING, TAKE_PARKED } from './run-scripts.js';
 import { checkOptions, integer, integerMs, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
 
@@ -54,6 +54,7 @@ const list = script(LIST);
 const begin = script(BEGIN);
 const retrying = script(RETRYING);
 const requestCancel = script(REQUEST_CANCEL);
+const takeParked = script(TAKE_PARKED);
 
 /** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
@@ -184,5 +185,9 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       (await retrying(redis, [runKey(runId)], [owner, until === null ? '' : until, runId, idx])) === 1),
     requestCancel: (runId, reason) => guard('cancel', async () =>
       (await requestCancel(redis, [runKey(runId)], [reason ?? ''])) === 1),
+    takeParked: (runId, owner, from, update, entry) => guard('take', async () => {
+      const data = entry ? encodeRunValue(entry) : '';
+      return (await takeParked(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data])) === 1;
+    }),
   };
 }

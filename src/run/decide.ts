@@ -1,6 +1,7 @@
 // Steering a run parked at a gate by run id, from any instance: a decision made by someone other
 // than the token holder (`runner.decide`), and a cancel (`runner.cancel`). Both go through the
 // checkpoint's atomic take, as `resume` does: whichever takes it first acts, the others are refused.
+// A run parked in doubt is decided with `{ retry, by }` through the run store's own atomic take.
 import { RunAbortReason } from '../errors/classify.js';
 import type { RunResult } from '../observe/result.js';
 import { callStore } from '../stores/guard.js';
@@ -10,7 +11,7 @@ import type { Durable } from './durable.js';
 import { checkRunId } from './run-id.js';
 import type { RunnerParts } from './parts.js';
 import { prepareResume } from './prepare.js';
-import type { DecideResult, RunDecision } from './types.js';
+import type { DecideResult, GateDecision, RunDecision } from './types.js';
 
 /** What steering a parked run needs: the runner's parts, its durable side and its run store. */
 export interface ParkedRuns {
@@ -29,9 +30,15 @@ export interface ParkedRuns {
  */
 export function checkDecision(runId: unknown, decision: RunDecision): void {
   checkRunId(runId);
-  if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean, by: string }.');
+  const d = decision as { approved?: unknown; retry?: unknown } | undefined;
+  const gate = typeof d?.approved === 'boolean';
+  const retry = typeof d?.retry === 'boolean';
+  if (gate === retry) throw new TypeError('Expected a decision { approved: boolean, by: string } (a gate) or { retry: boolean, by: string } (a run in doubt).');
   if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255) throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');
 }
+
+/** A gate's decision (`approved`), not a retry decision (`retry`); checked by {@link checkDecision} already. */
+const isGateDecision = (decision: RunDecision): decision is GateDecision => typeof (decision as { approved?: unknown }).approved === 'boolean';
 
 /** The stored run, bounded like every run-store read. */
 async function readRun({ parts, store }: ParkedRuns, runId: string): Promise<StoredRun | undefined> {
@@ -58,6 +65,11 @@ function parkedToken(run: StoredRun): string | undefined {
 export async function decideRun(steer: ParkedRuns, runId: string, decision: RunDecision): Promise<DecideResult> {
   const run = await readRun(steer, runId);
   if (!run) return 'not_found';
+  if (!isGateDecision(decision)) {
+    if (run.status === 'awaiting_confirmation') throw new TypeError(`Run ${runId} waits at a confirmation gate: decide it with { approved, by }.`);
+    return run.status === 'in_doubt' ? steer.durable.settleDoubt(run, { retry: decision.retry, by: decision.by }) : 'not_parked';
+  }
+  if (run.status === 'in_doubt') throw new TypeError(`Run ${runId} is in doubt (a write's outcome is unknown): decide it with { retry, by }.`);
   const token = parkedToken(run);
   if (token === undefined) return 'not_parked';
   const { parts, durable } = steer;

@@ -4,7 +4,7 @@
 import type { Chain } from '../define/chain.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { listening, safeEmit } from '../observe/events.js';
-import type { RunResult } from '../observe/result.js';
+import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
@@ -20,9 +20,11 @@ import { runEndData } from './events-log.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import type { RunnerParts } from './parts.js';
-import { continuation, decider, journalPlan } from './journal.js';
+import { continuation, decider, journaledSteps, journalPlan, writesInDoubt } from './journal.js';
 import { checkRunId } from './run-id.js';
 import { LeaseKeeper, type Lease } from './lease.js';
+import { toErrorInfo } from '../errors/messages.js';
+import type { DecideResult, RetryDecision } from './types.js';
 
 /** What `runner.getRun(runId)` tells about a durable run. */
 export interface RunInfo {
@@ -37,8 +39,10 @@ export interface RunInfo {
   steps: string[];
   /** The recorded result, once the run ended or parked at a gate. */
   result?: RunResult;
-  /** Who decided its gate through `runner.decide` (from the gate's trace entry, once journaled or ended). */
+  /** Who decided its gate, or its write in doubt, through `runner.decide` (from the journal or the recorded result). */
   decidedBy?: string;
+  /** A run `in_doubt`: the plain writes whose outcome is unknown (step, tool, redacted input, when they started). */
+  inDoubt?: InDoubtStep[];
 }
 
 /** Default lease: how long an owner's silence counts as its death. */
@@ -56,8 +60,13 @@ export interface Durable {
   resume(exec: Execution): Promise<RunResult>;
   /** Ends a run parked at a gate with `result` (declined by a decision): reopened for this runner, then finished. */
   endParked(result: RunResult): Promise<RunResult>;
-  /** Claims runs whose owner died and continues them; resolves with their results. */
+  /** Claims runs whose owner died and continues them (or parks them `in_doubt`); resolves with their results. */
   recover(): Promise<RunResult[]>;
+  /**
+   * Settles a run parked `in_doubt` (read as `run`) exactly once across instances: retried and
+   * continued, or failed and compensated (`outcome_unknown`; with `cancelled`, the cancel's reason, `run_cancelled`).
+   */
+  settleDoubt(run: StoredRun, decision: RetryDecision, cancelled?: string): Promise<DecideResult>;
   /** The stored run, or `undefined`. */
   info(runId: string): Promise<RunInfo | undefined>;
   /** Stops polling and renewing: runs in flight stay recorded, for another instance to recover. */
@@ -114,7 +123,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const durableParts: RunnerParts = { ...parts, calls: fencedCalls };
 
   /** Runs `exec` as a durable run this runner owns: journal each step and each undo, record the end. */
-  const own = (exec: Execution, deadlineAt: number, recovered: boolean, leaseUntil: number): Promise<RunResult> => {
+  const own = (exec: Execution, deadlineAt: number, recovered: boolean, leaseUntil: number, retried?: { steps: ReadonlySet<string>; by: string }): Promise<RunResult> => {
     const { runId } = exec;
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
@@ -131,6 +140,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
     exec.journal = (entry: JournalEntry) => {
+      // A write retried by a decision: who decided shows on its trace entry (journaled, and in the result's trace).
+      if (retried?.steps.has(entry.step) && entry.trace) entry.trace.decidedBy = retried.by;
       if (plan.skip.has(entry.step)) return true;
       if (plan.atEnd.has(entry.step)) {
         encodeRunValue(entry); // a value no store keeps fails its step now, not the end write
@@ -152,6 +163,16 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
         lease.failed = error;
       }
       return false;
+    };
+    // A plain write is journaled as started before it is called: whoever finds it with no outcome parks the run in doubt.
+    exec.beforeWrite = async (ctx) => {
+      const started: JournalEntry = { step: ctx.step!, started: { tool: ctx.tool.name, input: parts.recorder.redacted(ctx.input), at: now(), ...(retried?.steps.has(ctx.step!) && { decidedBy: retried.by }) } };
+      try {
+        encodeRunValue(started);
+      } catch {
+        delete started.started!.input; // an input the journal cannot encode is not shown, the start still recorded
+      }
+      if (!(await write(started))) throw lease.failed ?? leaseLost(runId);
     };
     let compensating = exec.compensating !== undefined;
     exec.undoJournal = {
@@ -224,8 +245,10 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const resumeStored = (run: StoredRun, previousOwner: string, leaseUntil: number, given?: Chain): Promise<RunResult> => {
     const chain = given ?? parts.chains.get(run.chain);
     if (!chain || chain.fingerprint !== run.fingerprint) return endOrphan(run, chain);
+    const doubt = writesInDoubt(run);
+    if (doubt.length > 0) return parkInDoubt(run, chain, doubt, previousOwner);
     if (listening(events, 'run:recovered')) {
-      safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step) });
+      safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: journaledSteps(run) });
     }
     const exec = continuation(run, chain);
     if (run.cancelRequested) {
@@ -243,12 +266,57 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
    */
   const endOrphan = (run: StoredRun, chain: Chain | undefined): Promise<RunResult> => {
     const why = chain ? `chain ${run.chain} has changed here` : `this runner has no chain named '${run.chain}'`;
-    const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: run.journal.map((e) => e.trace) },
+    const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: priorTraceOf(run) },
       earlyFailure(calls, 'timeout', 'deadline_exceeded', `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`));
     return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, keepFor('failed'))).then(() => result, (error: unknown) => {
       warn(error, `could not record the end of run ${run.runId}`);
       return result;
     }).finally(() => leases.release(run.runId));
+  };
+
+  /**
+   * A run found with a plain write started and no outcome journaled (its owner died or lost its lease
+   * mid-call): the write may have taken effect, so it is not called again (API.md §6, §10). The run is
+   * parked `in_doubt` (no owner, no lease, never claimed again) until `runner.decide(runId, { retry, by })`.
+   */
+  const parkInDoubt = async (run: StoredRun, chain: Chain, doubt: InDoubtStep[], previousOwner: string): Promise<RunResult> => {
+    const { runId } = run;
+    const first = doubt[0]!;
+    const body = { status: 'in_doubt' as const, step: first.step, inDoubt: doubt };
+    const site = { chain: run.chain, runId, traceId: run.traceId, sessionId: run.sessionId, definition: chain, startedAt: run.startedAt, priorTrace: priorTraceOf(run) };
+    const result = earlyResult(parts, site, body);
+    const until = now() + STORE_WAIT_MS;
+    try {
+      if (!(await bounded('finish', until, () => store.finish(runId, owner, 'in_doubt', result, Infinity)))) {
+        return earlyResult(parts, site, earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(runId).message));
+      }
+    } catch (error) {
+      warn(error, `could not park run ${runId} in doubt`);
+      return earlyResult(parts, site, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+    } finally {
+      leases.release(runId);
+    }
+    logger?.warn({ runId, traceId: run.traceId, chain: run.chain, step: first.step, tool: first.tool, owner, previousOwner },
+      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })`);
+    const log = parts.recorder.runEvents;
+    if (log) {
+      log.open(runId);
+      await log.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), keepFor('failed'), until);
+    }
+    safeRunEnd(result, true);
+    return result;
+  };
+
+  /** Takes a run in doubt for this runner with `entry` (the decision) journaled in the same write; `false` if another decision took it first. */
+  const takeInDoubt = async (run: StoredRun, chain: Chain, entry: JournalEntry): Promise<{ leaseUntil: number; deadlineAt: number } | false> => {
+    if (!store.takeParked) throw new TypeError('Deciding a run in doubt needs a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).');
+    const t = now();
+    // The run waited for a person: its decision starts a new segment, with the chain's whole time budget.
+    const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
+    const taken = await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'in_doubt', update, entry));
+    if (!taken) return false;
+    leases.hold(run.runId, update.leaseUntil);
+    return update;
   };
 
   /** The chains this runner can continue: what a claim is filtered by. */
@@ -342,15 +410,41 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       return Promise.all(await claimAndStart());
     },
 
+    async settleDoubt(run, decision, cancelled) {
+      const chain = parts.chains.get(run.chain);
+      if (!chain || chain.fingerprint !== run.fingerprint) {
+        throw new TypeError(`Run ${run.runId} is in doubt, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+      }
+      const doubt = writesInDoubt(run);
+      const first = doubt[0];
+      const step = first?.step ?? '';
+      const mark = { retry: decision.retry, by: decision.by, at: now() };
+      // Refused: the decision is also the compensation's start, so a runner that dies while undoing leaves a run that is only undone.
+      const error = decision.retry ? undefined : cancelled !== undefined ? toErrorInfo({
+        category: 'cancelled', code: 'run_cancelled', message: `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; step ${step}, in doubt, was not called again.`,
+      }, { step, ...(first && { tool: first.tool }) }, calls.retryTable) : toErrorInfo({
+        category: 'unknown', code: 'outcome_unknown',
+        message: `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
+      }, { step, ...(first && { tool: first.tool }), userMessage: 'It is not known whether this step took effect, so it was not repeated. Check it before trying again.' }, calls.retryTable);
+      const entry: JournalEntry = error ? { step, decision: mark, compensation: 'start', error } : { step, decision: mark };
+      const taken = await takeInDoubt(run, chain, entry);
+      if (!taken) return 'not_parked';
+      const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
+      if (error) exec.compensating = { error, undone: [] };
+      return own(exec, taken.deadlineAt, false, taken.leaseUntil, decision.retry ? { steps: new Set(doubt.map((d) => d.step)), by: decision.by } : undefined);
+    },
+
     async info(runId) {
       checkRunId(runId);
       const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
       if (!run) return undefined;
       const decidedBy = decider(run);
+      const doubt = run.status === 'in_doubt' ? writesInDoubt(run) : [];
       return {
-        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: run.journal.filter((e) => e.compensation === undefined).map((e) => e.step),
+        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: journaledSteps(run),
         ...(run.result !== undefined && { result: run.result as RunResult }),
         ...(decidedBy !== undefined && { decidedBy }),
+        ...(doubt.length > 0 && { inDoubt: doubt }),
       };
     },
 
@@ -444,4 +538,11 @@ function retryWaits(
       enqueue(runId, held, null);
     };
   };
+}
+
+/** The trace entries of a stored run's journaled steps, oldest first. */
+function priorTraceOf(run: StoredRun): TraceStep[] {
+  const out: TraceStep[] = [];
+  for (const e of run.journal) if (e.compensation === undefined && e.started === undefined && e.decision === undefined && e.trace) out.push(e.trace);
+  return out;
 }

@@ -3,7 +3,7 @@ import type { Chain } from '../define/chain.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { maskError, secretMask } from '../observe/redact.js';
-import type { RunResult } from '../observe/result.js';
+import type { InDoubtStep, RunResult } from '../observe/result.js';
 import { settleTrace, type Trace, type TraceStep } from '../observe/trace.js';
 import type { Calls } from './call-context.js';
 import { newTrace, type Recorder, type RecordSite } from './recorder.js';
@@ -20,7 +20,7 @@ export interface EarlySite extends RecordSite {
 }
 
 /** What an early result is: any result body but a completion. */
-export type EarlyBody = { status: 'declined'; step: string } | EarlyFailure;
+export type EarlyBody = { status: 'declined'; step: string } | { status: 'in_doubt'; step: string; inDoubt: InDoubtStep[] } | EarlyFailure;
 /** A failure decided before any step ran. */
 export type EarlyFailure = { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] };
 

@@ -220,5 +220,6 @@ export function runEndData(result: RunResult, redacted: (value: unknown) => unkn
       const { step, tool, prompt, expiresAt } = result.confirmation;
       return { status: 'awaiting_confirmation', confirmation: { step, tool, prompt, expiresAt } };
     }
+    case 'in_doubt': return { status: 'in_doubt', step: result.step };
   }
 }

@@ -5,6 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Classified } from '../errors/classify.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
+import type { CallContext } from '../policies/types.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import type { AbortScope } from '../policies/abort.js';
@@ -87,6 +88,12 @@ export interface Execution {
    * run that journaled them (`done/3` holds `done/3/complete`; `done` holds item `done/3`'s end).
    */
   priorNested?: ReadonlyMap<string, readonly JournalEntry[]>;
+  /**
+   * Durable runs: awaited before each call of a plain write (a write or destructive tool not
+   * declared `idempotent`), to record that it started; a rejection fails the step, nothing called.
+   * Reads and idempotent writes never wait for it.
+   */
+  beforeWrite?: (ctx: CallContext) => Promise<void>;
 }
 
 /** How a step ended other than ok: what stops the run. */

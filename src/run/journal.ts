@@ -1,7 +1,7 @@
 // A durable run's journal: which steps are journaled when, and how a stored run continues from it.
 import type { Chain } from '../define/chain.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import type { RunResult } from '../observe/result.js';
+import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
@@ -35,7 +35,10 @@ export function journalPlan(chain: Chain): JournalPlan {
 
 /** Who decided the run's gate: on the gate's trace entry, in the journal or the recorded result. */
 export function decider(run: StoredRun): string | undefined {
-  for (const e of run.journal) if (e.trace?.decidedBy !== undefined) return e.trace.decidedBy;
+  for (const e of run.journal) {
+    if (e.trace?.decidedBy !== undefined) return e.trace.decidedBy;
+    if (e.decision !== undefined) return e.decision.by;
+  }
   const steps = (run.result as RunResult | undefined)?.trace?.steps;
   if (Array.isArray(steps)) for (const t of steps) if (t.decidedBy !== undefined) return t.decidedBy;
   return undefined;
@@ -51,11 +54,12 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
     else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    else if (entry.started !== undefined || entry.decision !== undefined) continue; // marks, not steps
     else if (entry.step.includes('/')) nestUnder(nested ??= new Map(), entry); // a sub-chain's step (§12): see priorNested
     else {
       done.push(entry.step);
       if (entry.skipped !== true) results[entry.step] = entry.value;
-      priorTrace.push(entry.trace);
+      if (entry.trace) priorTrace.push(entry.trace);
     }
   }
   return {
@@ -66,6 +70,35 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(compensating && { compensating }),
     ...(nested && { priorNested: nested }),
   };
+}
+
+/**
+ * The plain writes of a stored run whose outcome is unknown: journaled as `started` with no
+ * completed entry of their step after, and no decision after (a `retry: true` decision lets them be
+ * called again; its retry journals a `started` of its own). A run that compensates has none: it is
+ * only undone, never continued forward.
+ *
+ * @example
+ * ```ts
+ * const doubt = writesInDoubt(run); // [{ step: 'refund', tool: 'issue_refund', startedAt, input }]
+ * ```
+ */
+export function writesInDoubt(run: StoredRun): InDoubtStep[] {
+  const open = new Map<string, InDoubtStep>();
+  for (const e of run.journal) {
+    if (e.compensation !== undefined) return [];
+    if (e.started !== undefined) open.set(e.step, { step: e.step, tool: e.started.tool, ...(e.started.input !== undefined && { input: e.started.input }), startedAt: e.started.at });
+    else if (e.decision !== undefined) open.clear();
+    else open.delete(e.step);
+  }
+  return [...open.values()];
+}
+
+/** The ids of a stored run's journaled steps (entries that are neither marks nor compensation), in order. */
+export function journaledSteps(run: StoredRun): string[] {
+  const steps: string[] = [];
+  for (const e of run.journal) if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps.push(e.step);
+  return steps;
 }
 
 /** Files a journaled sub-chain step (`done/3/complete`) under the prefix of the run that journaled it (`done/3`). */

@@ -12,7 +12,8 @@ export type ModelResult =
   | { status: 'completed'; output: unknown; metadata: ResponseMetadata }
   | { status: 'awaiting_confirmation'; resumeToken: string; prompt: string; step: string; tool: string; expiresAt: string; instructions: string; metadata: ResponseMetadata }
   | { status: 'declined'; step: string; message: string; metadata: ResponseMetadata }
-  | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata };
+  | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata }
+  | { status: 'in_doubt'; step: string; tool: string; message: string; metadata: ResponseMetadata };
 
 /** Options of {@link toModelResult}. */
 export interface ModelResultOptions {
@@ -44,6 +45,8 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       return { status: 'declined', step: result.step, message: 'The user declined; nothing more was done.', metadata: result.metadata };
     case 'failed':
       return { status: 'failed', error: maskError({ ...result.error }, PATTERN_MASK), compensated: result.compensated, metadata: result.metadata };
+    case 'in_doubt':
+      return { status: 'in_doubt', step: result.step, tool: result.inDoubt[0]?.tool ?? '', message: 'A step that changes data was interrupted and may or may not have taken effect; an operator must check it before the run goes on. Do not repeat it yourself.', metadata: result.metadata };
   }
 }
 
@@ -53,6 +56,7 @@ export function modelSummary(result: ModelResult): string {
     case 'completed': return JSON.stringify(result.output) ?? 'null';
     case 'awaiting_confirmation': return `${result.prompt}\n${result.instructions}`;
     case 'declined': return result.message;
+    case 'in_doubt': return result.message;
     case 'failed': return [result.error.userMessage, ...result.error.suggestions].join('\n');
   }
 }

@@ -122,9 +122,18 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * has ended. Without a run store there is no record to find a run by its id: it throws a
    * `TypeError` (use `resume` with the token there).
    *
+   * A run parked `in_doubt` (a plain write was in flight when its runner died or lost its lease,
+   * so it may have taken effect) is decided with `{ retry, by }`, also exactly once across
+   * instances: `retry: true` calls the step once more with the same idempotency key and continues
+   * the run durably; `retry: false` ends it `failed`, code `outcome_unknown`, undoing the steps
+   * completed before it. `by` is kept in the run's journal and `getRun(runId).decidedBy`. The form
+   * must match what the run waits for: a `TypeError` otherwise.
+   *
    * @example
    * ```ts
    * const r = await runner.decide(runId, { approved: true, by: 'ops:alice' });
+   * // a run in doubt, after checking the payment provider: the refund did not go through
+   * await runner.decide(doubtfulRunId, { retry: true, by: 'ops:alice' });
    * if (r === 'not_found' || r === 'not_parked') reply(404);
    * else if (r.status === 'completed') reply(200, r.output);
    * ```

@@ -192,6 +192,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
         // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
         if (run.status === 'awaiting_confirmation') throw new Error(`Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
       }
+      // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
+      if (run.status === 'in_doubt' && durable) return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) === 'string' ? 'ended' : 'cancelled';
       if (run.status !== 'running') return 'ended';
       // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
       // whoever takes it over, and that runner ends it cancelled instead of continuing it.

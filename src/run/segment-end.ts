@@ -95,7 +95,7 @@ function priorUndos(result: Extract<RunResult, { status: 'failed' }>, entries: r
     ids.add(e.step);
     if (e.compensation === 'undo_failed') failures.push({ step: e.step, error: e.error as ChainErrorInfo });
     else result.compensated.push(e.step);
-    result.trace.steps.push(e.trace);
+    if (e.trace) result.trace.steps.push(e.trace);
   }
   if (failures.length > 0) result.compensationFailures = failures;
   return ids;

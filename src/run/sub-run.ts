@@ -49,7 +49,7 @@ export function runNested(host: StepHost, prefix: string, chain: Chain, input: u
     const id = e.step.slice(start);
     done.push(id);
     if (e.skipped !== true) results[id] = e.value;
-    priorTrace.push(e.trace);
+    if (e.trace) priorTrace.push(e.trace);
   }
   const now = host.calls.now();
   const exec: Execution = {
@@ -62,6 +62,7 @@ export function runNested(host: StepHost, prefix: string, chain: Chain, input: u
     ...(parent.durable !== undefined && { durable: parent.durable }),
     ...(parent.interrupted !== undefined && { interrupted: parent.interrupted }),
     ...(parent.priorNested !== undefined && { priorNested: parent.priorNested }),
+    ...(parent.beforeWrite !== undefined && { beforeWrite: parent.beforeWrite }),
   };
   return host.nest(exec);
 }

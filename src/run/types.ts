@@ -40,8 +40,19 @@ export interface GateDecision {
   by: string;
 }
 
-/** What `runner.decide` accepts: a gate's decision (the only kind of parked run decided today). */
-export type RunDecision = GateDecision;
+/**
+ * A decision on a run parked `in_doubt` (a plain write's outcome unknown after a crash or a lost
+ * lease, API.md §10), made by a person who checked the downstream system.
+ */
+export interface RetryDecision {
+  /** `true`: the write did not happen; call it once more (same idempotency key) and continue. `false`: end the run `failed`/`outcome_unknown`, undoing the steps completed before it. */
+  retry: boolean;
+  /** Who decided (an operator id such as `'ops:alice'`): non-empty text, kept in the run's journal and `getRun(runId).decidedBy`. */
+  by: string;
+}
+
+/** What `runner.decide` accepts: a gate's decision, or the decision on a run in doubt. */
+export type RunDecision = GateDecision | RetryDecision;
 
 /**
  * What `runner.decide` answers: the result of the decided run (a run continued after approval, a

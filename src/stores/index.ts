@@ -26,5 +26,5 @@ export type {
   BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyBeginOptions, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore,
   MaybePromise, TakeResult, TimingSample,
 } from './types.js';
-export type { ClaimFilter, CreateRunResult, JournalEntry, RunEventLog, RunListAfter, RunListQuery, RunListResult, RunRecord, RunStore, StoredRun } from './run-store.js';
+export type { ClaimFilter, CreateRunResult, JournalEntry, RunEventLog, RunListAfter, RunListQuery, RunListResult, RunRecord, RunStore, StartedWrite, StoredRun } from './run-store.js';
 export { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from './serialize.js';

@@ -209,6 +209,17 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.cancelReason = reason ?? '';
       return true;
     },
+    async takeParked(runId, owner, from, update, entry) {
+      const encoded = entry && encodeRunValue(entry);
+      const run = live(runId);
+      if (!run || run.status === 'running' || run.status !== from) return false;
+      Object.assign(run, { status: 'running', owner, leaseUntil: update.leaseUntil, deadlineAt: update.deadlineAt, expiresAt: Infinity });
+      delete run.result;
+      delete run.endedAt;
+      ended.delete(runId);
+      if (encoded !== undefined) run.journal.push(encoded);
+      return true;
+    },
   };
 }
 

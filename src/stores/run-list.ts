@@ -5,7 +5,7 @@ import { decodeRunValue } from './run-codec.js';
 import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying'];
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying', 'in_doubt'];
 
 /** What `runner.listRuns` lists: every field optional. */
 export interface ListRunsFilter {
@@ -40,7 +40,10 @@ export interface RunPage {
  */
 export function summarize(run: { runId: string; chain: string; status: RunStatus; startedAt: number; endedAt?: number | undefined }, result: string | null | undefined, journal: readonly string[]): RunSummary {
   let steps = 0;
-  for (const text of journal) if ((decodeRunValue(text) as JournalEntry).compensation === undefined) steps++;
+  for (const text of journal) {
+    const e = decodeRunValue(text) as JournalEntry;
+    if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps++; // marks are not steps
+  }
   const summary: RunSummary = { runId: run.runId, chain: run.chain, status: run.status, startedAt: run.startedAt, steps };
   const ended = run.status === 'completed' || run.status === 'failed' || run.status === 'declined';
   if (ended && run.endedAt !== undefined && Number.isFinite(run.endedAt)) summary.endedAt = run.endedAt;
@@ -50,6 +53,10 @@ export function summarize(run: { runId: string; chain: string; status: RunStatus
     if (run.status === 'awaiting_confirmation' && r?.confirmation && typeof r.confirmation.step === 'string') {
       summary.awaiting = { step: r.confirmation.step, question: typeof r.confirmation.prompt === 'string' ? r.confirmation.prompt : '' };
     }
+  }
+  if (result !== undefined && result !== null && result !== '' && run.status === 'in_doubt') {
+    const first = (decodeRunValue(result) as { inDoubt?: { step?: unknown; tool?: unknown; startedAt?: unknown }[] } | null)?.inDoubt?.[0];
+    if (first && typeof first.step === 'string' && typeof first.tool === 'string' && typeof first.startedAt === 'number') summary.inDoubt = { step: first.step, tool: first.tool, startedAt: first.startedAt };
   }
   return summary;
 }

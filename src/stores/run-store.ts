@@ -5,9 +5,11 @@ import type { IdempotencyStore } from './types.js';
 
 /**
  * Where a durable run stands. `running` and `retrying` (running, waiting out a backoff or a
- * Retry-After before its next attempt) are the statuses with a live owner and lease.
+ * Retry-After before its next attempt) are the statuses with a live owner and lease. Parked
+ * statuses (`awaiting_confirmation`, `in_doubt`) have no owner and no lease and are never claimed by
+ * recovery: a decision takes them back ({@link RunStore.takeParked}, `reopen` for a gate).
  */
-export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying';
+export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt';
 
 /** One completed step of a durable run, journaled before any step that depends on it starts. */
 export interface JournalEntry {
@@ -17,8 +19,11 @@ export interface JournalEntry {
   value?: unknown;
   /** The step was skipped: done, with no result. */
   skipped?: true;
-  /** The step's trace entry, so a recovered run's trace shows the whole run. */
-  trace: TraceStep;
+  /**
+   * The step's trace entry, so a recovered run's trace shows the whole run. Absent on a `started`
+   * entry and on a `decision` that does not compensate.
+   */
+  trace?: TraceStep;
   /**
    * Compensation, journaled: `start` (the run failed at `step` with `error` and begins to undo; it
    * is never continued forward again), then one entry per undo of `step`: `undone`, or `undo_failed`
@@ -27,6 +32,29 @@ export interface JournalEntry {
   compensation?: 'start' | 'undone' | 'undo_failed';
   /** The run's failure (`start`) or the undo's (`undo_failed`), as a `ChainErrorInfo`. */
   error?: unknown;
+  /**
+   * A plain write (a write or destructive tool not declared `idempotent`) of `step` is about to be
+   * called: journaled before the call, so a runner that finds it with no outcome after it knows the
+   * write may have taken effect (the run is parked `in_doubt`, never called blindly again).
+   */
+  started?: StartedWrite;
+  /**
+   * Someone decided the plain writes in doubt before this entry (`runner.decide(runId, { retry, by })`):
+   * `retry: true`, they are called once more; `false`, the run fails (this entry is then also a
+   * compensation `start`, with its `error`).
+   */
+  decision?: { retry: boolean; by: string; at: number };
+}
+
+/** What a `started` journal entry keeps of a plain write about to be called. */
+export interface StartedWrite {
+  tool: string;
+  /** The step's input, redacted as a trace's (secret-named fields masked). */
+  input?: unknown;
+  /** Epoch ms. */
+  at: number;
+  /** Who decided that it be called again, when it is a retry decided by `runner.decide`. */
+  decidedBy?: string;
 }
 
 /** What a run store keeps of one durable run. Plain JSON. */
@@ -167,6 +195,14 @@ export interface RunStore {
    * `false`: the run is not in flight. Absent: a run whose owner died can only be cancelled by the runner that takes it over.
    */
   requestCancel?(runId: string, reason: string | undefined): Promise<boolean>;
+  /**
+   * Takes a run parked with status `from` (no owner, no lease: `in_doubt`, for one) back to
+   * `running` under `owner` until `update.leaseUntil`, with the new segment's deadline, clearing its
+   * stored `result`, and appends `entry` to its journal in the same atomic write. Exactly one of
+   * several concurrent takers gets `true`; `false`: the run is not parked with that status (missing,
+   * running, ended, or taken first). Absent: parked runs other than gates cannot be decided.
+   */
+  takeParked?(runId: string, owner: string, from: RunStatus, update: { leaseUntil: number; deadlineAt: number }, entry?: JournalEntry): Promise<boolean>;
 }
 
 
@@ -212,6 +248,8 @@ export interface RunSummary {
   error?: { category: string; code: string };
   /** What a run parked at a confirmation gate is waiting for: the gated step and its prompt (redacted). */
   awaiting?: { step: string; question: string };
+  /** A run parked `in_doubt`: the plain write whose outcome is unknown (its step and tool, when it started, epoch ms). */
+  inDoubt?: { step: string; tool: string; startedAt: number };
 }
 
 /** Where a page starts: after the run started at `startedAt` with id `runId` (newest first). */

@@ -49,8 +49,9 @@ function storesOf(kind: Kind, now: () => number): Stores {
 const LEASE = 60_000; // renewals every 20 s of real time: none happens during a test, the clock moves leases
 const ctx = z.object({ userId: z.string() });
 const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const ship = defineTool({ name: 'ship', description: 's', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', retry: false });
+// These writes honour their idempotency key (recovery may call them again under it); a plain write is parked in doubt instead (doubt.test.ts).
+const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+const ship = defineTool({ name: 'ship', description: 's', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', retry: false, idempotent: true });
 const release = defineTool({ name: 'release', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
 const keep = defineTool({ name: 'keep', description: 'k', input: z.object({ n: z.number() }), output: z.any(), effect: 'write' });
 const pay = defineTool({ name: 'pay', description: 'p', input: z.object({ n: z.number() }), output: z.object({ paid: z.boolean() }), effect: 'write' });

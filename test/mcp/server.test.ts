@@ -108,7 +108,7 @@ describe('serveChains', () => {
     expect(del.title).toBe('Find and delete');
     expect(tools.find((t) => t.name === 'confirm_action')!.title).toEqual(expect.any(String));
     for (const tool of tools) {
-      expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object', required: ['status', 'metadata'], properties: { status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed'] }, resumeToken: { type: 'string' }, error: { type: 'object' } } });
+      expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object', required: ['status', 'metadata'], properties: { status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt'] }, resumeToken: { type: 'string' }, error: { type: 'object' } } });
     }
     // Every kind of result passes the client's validation against the declared schema.
     expect((await call(clients.a!, 'task_summary', {})).structuredContent.status).toBe('completed');

@@ -141,7 +141,8 @@ describe('durable runs (memory run store)', () => {
     const { runner } = make(store);
     const r = await runner.run(chain, { n: 1 }, { runId: 'nofin' });
     expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
-    expect(await inner.get('nofin')).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'b' }] });
+    // b, a plain write, is journaled as started before its call, then as done.
+    expect(await inner.get('nofin')).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'b', started: { tool: 'write' } }, { step: 'b', value: expect.anything() }] });
   });
 
   it('a run whose end or journal the store did not record reports a partial trace with its error', async () => {

@@ -246,6 +246,35 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(kept).toMatchObject({ status: 'completed', approvedGate: 'delete', result: { status: 'completed' } });
     });
 
+    it('parks a run in doubt with no owner and no lease, never claimed; takeParked takes it back once, its entry journaled in the same write', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const rec = record('A', t + 1000);
+      await runs.create(rec, t);
+      await runs.journal(rec.runId, 'A', entry('find', 1));
+      expect(await runs.journal(rec.runId, 'A', { step: 'refund', started: { tool: 'issue_refund', input: { amount: 5 }, at: t } })).toBe(true);
+      const update = { leaseUntil: t + 5000, deadlineAt: t + 2 * HOUR };
+      expect(await runs.takeParked!(rec.runId, 'B', 'in_doubt', update)).toBe(false); // running
+      expect(await runs.finish(rec.runId, 'A', 'in_doubt', { status: 'in_doubt', step: 'refund' }, Infinity)).toBe(true);
+      expect(await runs.get(rec.runId)).toMatchObject({ status: 'in_doubt', leaseUntil: 0, result: { status: 'in_doubt' } });
+      expect(await runs.claimExpired('C', t + HOUR, t + 2 * HOUR, 10)).toEqual([]); // parked: never claimed
+      expect((await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs.map((r) => r.runId)).toEqual([rec.runId]);
+      expect(await runs.takeParked!(rec.runId, 'B', 'awaiting_confirmation', update)).toBe(false); // another parked status
+      expect(await runs.takeParked!(uid('missing'), 'B', 'in_doubt', update)).toBe(false);
+      const decision = { step: 'refund', decision: { retry: true, by: 'ops:alice', at: t } };
+      const takes = await Promise.all(['B', 'C', 'D'].map((o) => runs.takeParked!(rec.runId, o, 'in_doubt', update, decision)));
+      expect(takes.filter(Boolean)).toHaveLength(1); // exactly one taker
+      const winner = ['B', 'C', 'D'][takes.indexOf(true)]!;
+      const got = (await runs.get(rec.runId))!;
+      expect(got).toMatchObject({ status: 'running', owner: winner, leaseUntil: t + 5000, deadlineAt: t + 2 * HOUR });
+      expect(got.result).toBeUndefined();
+      expect(got.journal.map((e) => e.step)).toEqual(['find', 'refund', 'refund']);
+      expect(got.journal[2]).toEqual(decision);
+      expect((await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs).toEqual([]);
+      expect(await runs.journal(rec.runId, winner, entry('refund', 'ok'))).toBe(true);
+      expect(await runs.finish(rec.runId, winner, 'completed', { status: 'completed' }, HOUR)).toBe(true);
+    });
+
     it('claims only running runs whose lease expired, up to the limit, with their journals, once', async () => {
       const { runs } = await setup();
       const t = Date.now();

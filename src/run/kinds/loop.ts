@@ -37,7 +37,7 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
     const kept = prior?.get(n);
     if (kept) {
       value = kept.value;
-      children.push(kept.trace);
+      if (kept.trace) children.push(kept.trace);
     } else {
       if (n > 1 && delayMs > 0) await host.bounded(sleep(delayMs, host.abort), deadlineIn(host, `the wait between iterations of loop ${step.id}`));
       const started = host.calls.now();

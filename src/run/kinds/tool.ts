@@ -48,5 +48,8 @@ function startCall(host: StepHost, step: PlannedStep, def: ToolStep, input: unkn
   const key = tool.effect !== 'read' && def.idempotencyKey ? def.idempotencyKey(host.scope) : undefined;
   const ctx = callContext(host.calls, host, host.stepKey(step), tool, input, key, def);
   inFlight.ctx = ctx;
+  // A plain write's start is recorded first (durable runs): recovery must know it may have happened.
+  const before = host.exec.beforeWrite;
+  if (before !== undefined && tool.effect !== 'read' && !tool.idempotent) return before(ctx).then(() => host.calls.call(ctx));
   return host.calls.call(ctx);
 }
