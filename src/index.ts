@@ -15,6 +15,7 @@ export {
 export { ref, isRef, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, RefPath, RefValueAt, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
+export type { CheckedSteps } from './define/ref-check.js';
 export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
 
 // Running
