@@ -16,6 +16,7 @@ export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type 
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';
 export type { ChainOutputOf, ItemResult } from './define/infer.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, RefPath, RefValueAt, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
+export type { CheckedSteps } from './define/ref-check.js';
 export type { Schema, SchemaInput, SchemaOutput, StandardSchemaV1 } from './define/schema.js';
 
 // Running

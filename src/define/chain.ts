@@ -2,6 +2,7 @@
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { DefinitionError, IssueList } from '../errors/definition-error.js';
 import type { ContextInputOf, ContextOf, LastResult, StepResults } from './infer.js';
+import type { CheckedSteps } from './ref-check.js';
 import type { Scope } from './ref.js';
 import { compilePlan } from './validate.js';
 import { type PlannedStep } from './step-kinds.js';
@@ -89,7 +90,8 @@ export function defineChain<
   // check type: that would widen the ids again.
   const Steps extends readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[] = readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[],
 >(
-  spec: ChainSpec<IS, CS, O, Steps>,
+  // The refs' paths and `where` fields are checked against the inferred steps (define/ref-check.ts).
+  spec: ChainSpec<IS, CS, O, Steps> & { readonly steps: CheckedSteps<Steps, SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> },
 ): Chain<SchemaOutput<IS>, ContextOf<CS>, [O] extends [never] ? LastResult<Steps, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> : O, SchemaInput<IS>, ContextInputOf<CS>> {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();

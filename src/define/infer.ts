@@ -245,7 +245,7 @@ export type StepResults<Steps extends readonly unknown[], I, C> = Untyped<Steps>
 /** Steps not written as a tuple, or with an id typed only as `string`, cannot be looked up by id. */
 type Untyped<Steps extends readonly unknown[]> = number extends Steps['length'] ? true : string extends StepIdOf<Steps[number]> ? true : false;
 /** One object type instead of an intersection, for readable hovers and messages. */
-type Flat<T> = { [K in keyof T]: T[K] };
+type Flat<T> = T extends unknown ? { [K in keyof T]: T[K] } : never;
 
 /**
  * A declarative chain's output without `output`: the last step's result (a skipped last step

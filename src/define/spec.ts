@@ -44,8 +44,14 @@ export interface ChainSpec<
   context?: CS;
   steps: Steps;
   /** The chain's output, from the scope with every step's result typed; default: the last step's result. */
-  output?: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>>) => O;
+  output?: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>>) => OutputOf<O>;
   /** Whole-chain deadline in ms (default 60 000). */
   timeoutMs?: number;
   preconditions?: Precondition<Scope<SchemaOutput<IS>, ContextOf<CS>>>[];
 }
+
+/**
+ * What `output` returns: `O`; `unknown` while `O` is not inferred yet (`never`), so a chain whose
+ * refs are reported (define/ref-check.ts) does not also get a spurious error at `output`.
+ */
+type OutputOf<O> = [O] extends [never] ? unknown : O;

@@ -7,10 +7,12 @@ import { describe, expect, it } from 'vitest';
 
 const root = new URL('../../', import.meta.url).pathname;
 const header = `import { z } from 'zod';
-import { chain, defineTool } from 'chainkit';
+import { chain, defineChain, defineTool, ref } from 'chainkit';
 const search = defineTool({ name: 'search', description: 's', effect: 'read', input: z.object({ query: z.string() }), output: z.object({ contacts: z.array(z.object({ id: z.string(), name: z.string(), email: z.string() })) }) });
 const send = defineTool({ name: 'send', description: 's', effect: 'read', input: z.object({ to: z.string() }), output: z.object({ id: z.string() }) });
 const input = z.object({ name: z.string(), tasks: z.array(z.object({ title: z.string() })) });
+const userContext = z.object({ userId: z.string() });
+void chain; void defineChain; void ref; void userContext;
 `;
 
 /** The errors tsc reports for `body`, as text. */
@@ -93,5 +95,62 @@ void runner.run(c, { name: 'Ada', tasks: [] });
     const out = tscErrors(`${imports}functionInvoker([search, send], { send: async ({ to }) => ({ id: to }) });\n`);
     expect(firstLines(out)).toContain(`Property 'search' is missing`);
     expect(out.match(/error TS/g)).toHaveLength(1);
+  });
+});
+
+describe('tsc messages for ref path typos in the declarative form', { timeout: 60_000 }, () => {
+  const steps = (send: string, extra = ''): string => `defineChain({ name: 'd', input, context: userContext, steps: [
+  { id: 'find', tool: search, input: { query: ref('input', 'name') } },
+  { id: 'contact', select: { from: ref('find', 'contacts'), expect: 'one' } },
+  { id: 'send', tool: send, input: { to: ${send} } },${extra}
+] });
+`;
+
+  it('names the wrong field of a step and the valid ones, at the ref, once', () => {
+    const out = tscErrors(steps(`ref('contact', 'emial')`));
+    const lines = out.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    // Reported at the property that holds the ref (line 11 of the file, column of `to`).
+    expect(lines[0]).toMatch(/case\.ts\(11,38\): error TS2322: /);
+    expect(lines[0]).toContain(`PathError<"'emial' is not a field of step contact: id, name, email">`);
+  });
+
+  it('names the wrong segment of a nested path with an index, in the input and the context', () => {
+    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.0.titel')`)))).toContain(`'titel' is not a field of tasks.0 in the input: title`);
+    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.title')`)))).toContain(`'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`);
+    expect(firstLines(tscErrors(steps(`ref('context', 'userid')`)))).toContain(`'userid' is not a field of the context: userId`);
+  });
+
+  it('names a where field the selected items do not have, and a wrong ref in a matcher', () => {
+    const where = tscErrors(steps(`'x'`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { nmae: { equals: 'x' } }, expect: 'one' } },`));
+    expect(firstLines(where)).toContain(`'nmae' is not a field of the selected items: id, name, email`);
+    const matcher = tscErrors(steps(`'x'`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'nmae') } }, expect: 'one' } },`));
+    expect(firstLines(matcher)).toContain(`'nmae' is not a field of the input: name, tasks`);
+  });
+
+  it('names a wrong step id in output and the ids there are', () => {
+    const out = tscErrors(`defineChain({ name: 'd', input, steps: [
+  { id: 'find', tool: search, input: { query: ref('input', 'name') } },
+  { id: 'send', tool: send, input: { to: 'x' } },
+], output: (s) => s.results.sned });
+`);
+    expect(firstLines(out)).toContain(`Property 'sned' does not exist on type 'Readonly<{ find: { contacts: { id: string; name: string; email: string; }[]; }; send: { id: string; }; }>'`);
+  });
+
+  it('accepts the valid paths (no error at all)', () => {
+    expect(tscErrors(steps(`ref('contact', 'email')`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'tasks.0.title') } }, expect: 'all' } },`))).toBe('');
+  });
+});
+
+describe('tsc messages for a where field typo in the builder', { timeout: 60_000 }, () => {
+  it('names the wrong field at the field, with the item fields in the type', () => {
+    const out = tscErrors(`chain('c', { input })
+  .tool('find', search, (ref) => ({ query: ref('input', 'name') }))
+  .select('contact', (ref) => ({ from: ref('find', 'contacts'), where: { nmae: { equals: 'x' } }, expect: 'one' }))
+  .build();
+`);
+    const first = firstLines(out);
+    expect(first).toContain(`'nmae' does not exist in type '{ id?: `);
+    expect(first).toMatch(/name\?: .*email\?: /);
   });
 });

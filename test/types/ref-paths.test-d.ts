@@ -2,7 +2,7 @@
 // segment and the valid ones at that level (nested paths and indices too).
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chain, type RefPath } from 'chainkit';
+import { chain, defineChain, ref, type ChainOutput, type RefPath } from 'chainkit';
 import { emailInput, searchContacts, sendEmail, userContext } from './fixtures.js';
 
 const tasksInput = z.object({ tasks: z.array(z.object({ title: z.string() })), name: z.string() });
@@ -44,5 +44,61 @@ describe('ref path typos', () => {
         return { query: r };
       })
       .build();
+  });
+});
+
+// The declarative form: the plain `ref` cannot know the chain, so `defineChain` checks the refs of
+// the inferred steps; a wrong path is one error at the property holding the ref.
+describe('declarative ref path typos', () => {
+  const steps = { find: { id: 'find', tool: searchContacts, input: { query: ref('input', 'name') } }, contact: { id: 'contact', select: { from: ref('find', 'contacts'), expect: 'one' } } } as const;
+
+  it('rejects a wrong segment in a step, the input and the context, nested and indexed', () => {
+    defineChain({
+      name: 'typos', input: tasksInput, context: userContext,
+      steps: [
+        { id: 'search', tool: searchContacts, input: { query: ref('input', 'name') } },
+        { id: 'contact', select: { from: ref('search', 'contacts'), expect: 'one' } },
+        // @ts-expect-error — 'emial' is not a field of step contact
+        { id: 'a', tool: sendEmail, input: { to: ref('contact', 'emial'), subject: 's', body: 'b' } },
+        // @ts-expect-error — 'userid' is not a field of the context
+        { id: 'b', tool: searchContacts, input: { query: ref('context', 'userid') } },
+        // @ts-expect-error — 'titel' is not a field of tasks.0 in the input
+        { id: 'c', tool: searchContacts, input: { query: ref('input', 'tasks.0.titel') } },
+        // @ts-expect-error — bracket indices too
+        { id: 'd', tool: searchContacts, input: { query: ref('input', 'tasks[0].titel') } },
+        // @ts-expect-error — an index comes first in an array
+        { id: 'e', tool: searchContacts, input: { query: ref('input', 'tasks.title') } },
+        // @ts-expect-error — nested mappings are checked too
+        { id: 'f', tool: sendEmail, input: { to: 'x', subject: 's', body: 'b', meta: { tag: ref('search', 'contacts.0.nmae') } } },
+        // @ts-expect-error — the select's `from` path is checked the same way
+        { id: 'g', select: { from: ref('search', 'contactz'), expect: 'all' } },
+        { id: 'ok', tool: sendEmail, input: { to: ref('contact', 'email'), subject: ref('input', 'tasks.0.title'), body: ref('search', 'contacts[0].name') }, confirm: false },
+      ],
+    });
+  });
+
+  it('rejects a where field the items do not have, and a wrong ref in a matcher', () => {
+    defineChain({
+      name: 'where', input: tasksInput,
+      steps: [
+        steps.find,
+        // @ts-expect-error — 'nmae' is not a field of the selected items
+        { id: 'a', select: { from: ref('find', 'contacts'), where: { nmae: { equals: 'x' } }, expect: 'one' } },
+        // @ts-expect-error — 'nmae' is not a field of the input
+        { id: 'b', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'nmae') } }, expect: 'one' } },
+        { id: 'c', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'name') }, id: { in: ['1'] } }, expect: 'all' } },
+      ],
+    });
+  });
+
+  it('keeps the output typed, and a wrong step id in output is an error', () => {
+    const c = defineChain({ name: 'ok', input: tasksInput, steps: [steps.find, steps.contact], output: (s) => s.results.contact.email });
+    expectTypeOf<ChainOutput<typeof c>>().toEqualTypeOf<string>();
+    // @ts-expect-error — no step 'contcat'
+    defineChain({ name: 'no', input: tasksInput, steps: [steps.find, steps.contact], output: (s) => s.results.contcat });
+  });
+
+  it('the path parameter type of a where field names the selected items', () => {
+    expectTypeOf<RefPath<{ title: string }, 'titel', 'item'>>().toEqualTypeOf<"'titel' is not a field of the item: title">();
   });
 });
