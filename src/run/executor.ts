@@ -118,14 +118,15 @@ class Run extends Scheduler implements EndedSegment {
   /** Runs the segment; nothing stays suspended while steps are in flight but the steps themselves. */
   start(): Promise<RunResult> {
     const { exec } = this;
-    this.calls.active.add(this.abort);
+    // A sub-chain's run is aborted through its step's scope (linked below), not by `close` directly.
+    if (exec.nested === undefined) this.calls.active.add(this.abort);
     // A RunAbortReason as the signal's reason is kept (`runner.cancel`: `run_cancelled`).
     if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(exec.signal!.reason instanceof RunAbortReason ? exec.signal!.reason : new RunAbortReason('cancelled', 'The caller cancelled the run.')));
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) this.checkPreconditions();
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
-    if (this.stop) return exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>);
+    if (this.stop) return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -133,7 +134,7 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   protected finished(): void {
-    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>));
+    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as never));
   }
 
   private checkPreconditions(): void {

@@ -76,31 +76,31 @@ class ItemRun {
       }
       this.running++;
       const started = this.host.calls.now();
-      const failed = (error: unknown): void => this.ended(i, { outcome: { kind: 'failed', error: unitFailure(this.host, `${this.key}/${i}`, error) }, trace: [] }, started);
+      const id = `${this.key}/${i}`;
+      const failed = (error: unknown): void => this.ended(i, id, { outcome: { kind: 'failed', error: unitFailure(this.host, id, error) }, trace: [] }, started);
       let end: Promise<NestedEnd>;
       try {
-        end = this.item(i);
+        end = this.item(i, id);
       } catch (error) {
         // The item's input could not be built: that item fails (collected, or stopping the step).
         failed(error);
         continue;
       }
-      end.then((e) => this.ended(i, e, started), failed);
+      end.then((e) => this.ended(i, id, e, started), failed);
     }
     if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted)) this.finish();
   }
 
-  private item(i: number): Promise<NestedEnd> {
+  private item(i: number, id: string): Promise<NestedEnd> {
     const { host, step } = this;
     const call = step.calls![0]!;
     const scope: ItemScope = { input: host.scope.input, context: host.scope.context, results: host.scope.results, item: this.items[i] };
     const input = nestedInput(step, call.resolveInput, scope);
-    return runNested(host, `${this.key}/${i}`, call.chain as Chain, input, this.group);
+    return runNested(host, id, call.chain as Chain, input, this.group);
   }
 
-  private ended(i: number, end: NestedEnd, started: number): void {
+  private ended(i: number, id: string, end: NestedEnd, started: number): void {
     const { host } = this;
-    const id = `${this.key}/${i}`;
     const entry = unitEntry(i + 1, id, end, started, host.calls.now());
     this.entries[i] = entry;
     host.recorder.itemEnded(host, this.key, i, entry);
