@@ -17,6 +17,7 @@ import { failureInfo } from './call-context.js';
 import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type StepOutcome } from './execution.js';
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
+import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
@@ -45,6 +46,7 @@ class StepRun implements InFlight {
   ctx: CallContext | undefined = undefined;
   input: unknown = undefined;
   children: TraceStep[] | undefined = undefined;
+  undo: UndoUnit[] | undefined = undefined;
   constructor(readonly run: Run, readonly step: PlannedStep, readonly started: number) {}
 
   /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
@@ -64,6 +66,8 @@ class Run extends Scheduler implements EndedSegment {
   private readonly traceSteps: (TraceStep | undefined)[];
   readonly segmentStart: number;
   private lastCall: LastCall | undefined;
+  /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
+  private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: Promise<RunResult>) => void) | undefined;
   private offCallerAbort: (() => void) | undefined;
@@ -114,6 +118,17 @@ class Run extends Scheduler implements EndedSegment {
   isDone(step: PlannedStep): boolean { return this.state[step.index] === DONE; }
   nest(exec: Execution): Promise<NestedEnd> { return new Run(this, exec).start() as unknown as Promise<NestedEnd>; }
   stepKey(step: PlannedStep): string { return this.prefix === '' ? step.id : this.prefix + step.id; }
+  undoUnits(): UndoUnit[] {
+    const { plan, scope, nestedUndo } = this;
+    const { results } = this.exec;
+    let units: UndoUnit[] | undefined;
+    for (const step of plan) {
+      const nested = nestedUndo?.[step.index];
+      if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
+      if (step.compensate && this.isDone(step) && step.id in results) (units ??= []).push({ step, id: this.stepKey(step), scope });
+    }
+    return units ?? [];
+  }
 
   /** Runs the segment; nothing stays suspended while steps are in flight but the steps themselves. */
   start(): Promise<RunResult> {
@@ -174,6 +189,7 @@ class Run extends Scheduler implements EndedSegment {
     const entry = traceEntry(step.index + 1, this.stepKey(step), step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
     if (run.input !== undefined) entry.input = run.input;
     if (run.children !== undefined) entry.children = run.children;
+    if (run.undo !== undefined && run.undo.length > 0) (this.nestedUndo ??= [])[step.index] = run.undo;
     if (this.exec.decidedBy !== undefined && step.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {

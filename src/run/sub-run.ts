@@ -95,7 +95,8 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
   if (!stop) {
     const { chain } = exec;
     try {
-      return { outcome: { kind: 'ok', value: chain.output ? chain.output(run.scope) : lastResult(run), skipped: false }, trace: run.traceEntries() };
+      const value = chain.output ? chain.output(run.scope) : lastResult(run);
+      return { outcome: { kind: 'ok', value, skipped: false }, trace: run.traceEntries(), undo: run.undoUnits() };
     } catch (error) {
       return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, { step: exec.nested!.prefix }, calls.retryTable) }, trace: run.traceEntries() };
     }

@@ -9,6 +9,7 @@ import type { ChainErrorInfo } from '../../errors/categories.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
+import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
 import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
 
@@ -33,6 +34,8 @@ class ItemRun {
   private readonly key: string;
   private readonly values: unknown[];
   private readonly entries: (TraceStep | undefined)[];
+  /** By item index: the completed steps with `compensate` of the items that ended ok (made at the first). */
+  private undo: (UndoUnit[] | undefined)[] | undefined;
   private readonly group = new AbortScope();
   private readonly prior;
   private next = 0;
@@ -105,6 +108,7 @@ class ItemRun {
     this.entries[i] = entry;
     host.recorder.itemEnded(host, this.key, i, entry);
     const { outcome } = end;
+    if (end.undo !== undefined && end.undo.length > 0) (this.undo ??= [])[i] = end.undo;
     if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
     else if (this.collect && !this.group.aborted) {
       this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
@@ -141,6 +145,12 @@ class ItemRun {
     const children: TraceStep[] = [];
     for (const e of this.entries) if (e !== undefined) children.push(e);
     this.inFlight.children = children;
+    // Items that completed are undone if the run fails, this step's own failure included; in item order.
+    if (this.undo !== undefined) {
+      const units: UndoUnit[] = [];
+      for (const u of this.undo) if (u !== undefined) units.push(...u);
+      this.inFlight.undo = units;
+    }
     if (this.stop) return this.resolve(this.stop);
     // The run stopped (cancel, deadline, another step's failure) before every item ran.
     if (this.next < this.items.length) return this.resolve({ kind: 'failed', error: unitFailure(this.host, this.key, this.host.abort.reason ?? this.group.reason) });
