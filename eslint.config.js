@@ -29,4 +29,9 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
     },
   },
+  {
+    // The inspector's page runs in a browser: its own program (DOM types), excluded from the root one.
+    files: ['src/inspector/page/**/*.ts'],
+    languageOptions: { parserOptions: { project: './src/inspector/page/tsconfig.json', tsconfigRootDir: import.meta.dirname } },
+  },
 );

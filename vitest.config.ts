@@ -12,6 +12,8 @@ export default defineConfig({
       'chainkit/postgres': fileURLToPath(new URL('./src/postgres/index.ts', import.meta.url)),
       'chainkit/sqlite': fileURLToPath(new URL('./src/sqlite/index.ts', import.meta.url)),
       'chainkit/sse': fileURLToPath(new URL('./src/sse/index.ts', import.meta.url)),
+      'chainkit/inspector': fileURLToPath(new URL('./src/inspector/index.ts', import.meta.url)),
+      'chainkit/stores': fileURLToPath(new URL('./src/stores/index.ts', import.meta.url)),
       'chainkit/testing': fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)),
       chainkit: fileURLToPath(new URL('./src/index.ts', import.meta.url)),
     },

@@ -29,7 +29,7 @@ it('retries a 503 with backoff, then renames the task', async () => {
 });
 
 it('times out a tool that never answers', async () => {
-  const invoker = createMockInvoker([listTasks], { list_tasks: { hang: true } });
+  const invoker = createMockInvoker([listTasks, updateTask], { list_tasks: { hang: true } });
   const pending = createRunner({ invoker }).run(findAndUpdate, { match: 'milk', title: 'x' }, { context });
   await vi.advanceTimersByTimeAsync(7000); // the chain's deadline
   const result = await pending;

@@ -16,6 +16,7 @@ const LAYERS = [
   ['run'],
   ['tasks'],
   ['testing', 'redis', 'postgres', 'sqlite', 'mcp', 'otel', 'ai', 'openai-agents', 'sse'],
+  ['inspector'], // serves runs as chainkit/sse does: built on it
   ['(root)'],
 ];
 const rank = new Map(LAYERS.flatMap((folders, i) => folders.map((folder) => [folder, i])));

@@ -7,21 +7,22 @@
 // This file is the table of contents.
 
 // Definitions
-export { defineTool, isTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type RateLimitKeyCall, type ToolSuggestion } from './define/tool.js';
-export {
-  defineChain, isChain, type Chain, type ChainSpec, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext, type Step, type ToolStep,
-  type SelectStep, type ComputeStep, type StepCommon, type ConfirmSpec, type FieldMatcher, type InputMapping, type Precondition,
-} from './define/chain.js';
+export { defineTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type RateLimitKeyCall, type ToolSuggestion } from './define/tool.js';
+export { defineChain, type Chain, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext } from './define/chain.js';
+export type { ChainSpec, Step, ToolStep, SelectStep, ComputeStep, StepCommon, ConfirmSpec, FieldMatcher, InputMapping, Precondition } from './define/spec.js';
 export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, ChainLike, SubChainCall } from './define/spec.js';
-export { ref, isRef, Ref, type Scope } from './define/ref.js';
+export { ref, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';
 export type { ChainOutputOf, ItemResult } from './define/infer.js';
 export type { ContextInputOf, ContextOf, ElementOf, LastResult, MappingOf, PathOf, RefPath, RefValueAt, SelectResult, StepResults, ValueAt, WhereOf } from './define/infer.js';
-export { isSchema, parseSchema, schemaToJSONSchema, type ParseResult, type Schema, type SchemaInput, type SchemaIssue, type SchemaOutput, type StandardSchemaV1 } from './define/schema.js';
+export type { Schema, SchemaInput, SchemaOutput, StandardSchemaV1 } from './define/schema.js';
 
 // Running
-export { createRunner, type Runner, type RunnerOptions, type RunStream } from './run/runner.js';
+export { createRunner } from './run/runner.js';
+export type { Runner, RunStream } from './run/runner-api.js';
+export type { RunnerOptions } from './run/runner-options.js';
+export { rerunIdOf, type Rerun, type RerunRefusal } from './run/rerun.js';
 export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
@@ -34,8 +35,7 @@ export { toModelResult, type ModelResult, type ModelResultOptions } from './run/
 // Errors
 export { DefinitionError, isDefinitionError, type DefinitionIssue } from './errors/definition-error.js';
 export { ERROR_CATEGORIES, DEFAULT_RETRY_TABLE, type ErrorCategory, type ChainErrorInfo, type ErrorContext, type Alternative, type RetryRule, type RetryTable } from './errors/categories.js';
-export { parseRetryAfter } from './errors/retry-after.js';
-export { classifyError, codeClassifier, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
+export { codeClassifier, DEFAULT_CLASSIFIERS, type Classified, type Classifier, type CodeRule } from './errors/classify.js';
 
 // Events, traces, rendering
 export type {
@@ -47,27 +47,24 @@ export type {
 export type { ItemEndEvent, ItemEndRunEvent } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
-export { redact, SECRET_KEY, type RedactRule } from './observe/redact.js';
+export { redact, type RedactRule } from './util/redact.js';
 export { formatTrace, toMermaid, type FormatTraceOptions } from './observe/render.js';
 
 // Guidance
 export type { ResponseMetadata, TimingMetadata, NextToolSuggestion, ChainSuggestion } from './observe/result.js';
 export { MetricsCollector, type MetricsOptions, type ChainSummary, type CommonChain, type TransitionStats, type CallStats, type AdviceStats } from './guidance/metrics.js';
 export { metricsTool, type MetricsToolDefinition, type MetricsToolResult } from './guidance/metrics-tool.js';
-export { TimingModel, complexityOf, inputSizeOf, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
-export { alternativesFor, SPLIT_INPUT_OVER_CHARS, MAX_SUGGESTED_TIMEOUT_MS } from './guidance/alternatives.js';
-export type { GuidanceSources } from './guidance/suggest.js';
-export { FallbackAdvisor, DEFAULT_FALLBACKS, STEP_BACK_ADVICE, type FallbackRule, type FallbackOptions } from './guidance/fallback.js';
-export { createToolRegistry, TIER_LEVELS, type ToolRegistry, type ToolRegistryOptions, type TierLevel, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export { TimingModel, DEFAULT_ESTIMATE_MS, type TimingEstimate, type TimingData, type Confidence, type EstimateSource } from './guidance/timing.js';
+export type { FallbackRule } from './guidance/fallback.js';
+export { createToolRegistry, type ToolRegistry, type ToolRegistryOptions, type TierSpec, type FunctionDefinition } from './guidance/tiers.js';
+export type { TierLevel } from './guidance/intent.js';
 export { classifyComplexity } from './guidance/intent.js';
 
-// Stores
+// Stores (the store contracts, for writing a store: chainkit/stores)
 export { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore, type MemoryCheckpointStoreOptions, type MemoryIdempotencyStoreOptions, type MemoryStoreOptions } from './stores/memory.js';
-export { encodeCheckpoint, decodeCheckpoint, CheckpointEncodeError } from './stores/serialize.js';
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
-export type { ListRunsFilter, RunPage, RunSummary, RunListQuery, RunListResult, RunListAfter } from './stores/run-list.js';
-export type { BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, MaybePromise, TakeResult, TimingSample, IdempotencyBeginOptions } from './stores/types.js';
-export type { RunStore, RunRecord, StoredRun, JournalEntry, RunStatus, CreateRunResult, ClaimFilter, RunEventLog } from './stores/run-store.js';
+export type { ListRunsFilter, RunPage } from './stores/run-list.js';
+export type { RunRecord, RunStatus, RunSummary } from './stores/run-store.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export { memoryLimiterStore, type Limiter, type LimiterStore, type MemoryLimiterOptions, type MemoryLimiterStore, type Refusal, type Release } from './policies/rate-limit.js';
 export { AbortScope } from './policies/abort.js';
@@ -77,6 +74,6 @@ export { functionInvoker, type ToolFunction, type ToolErrorResult, type ToolImpl
 export { httpInvoker, HttpToolError, HttpResponseRefused, type HttpInvokerOptions } from './invokers/http.js';
 
 // The task domain
-export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors, TASK_NOT_FOUND_MESSAGE } from './tasks/tools.js';
+export { Task, listTasks, addTask, updateTask, completeTask, deleteTask, taskTools, taskErrors } from './tasks/tools.js';
 export { findAndUpdate, findAndDelete, findAndComplete, taskSummary, taskChains, type CompletedTask, type TaskSummary } from './tasks/chains.js';
 export { completeAll, COMPLETE_ALL_CONFIRM_OVER, type CompletedAll } from './tasks/chains.js';

@@ -5,7 +5,6 @@ import { createRunner, defineTool, type Runner } from 'chainkit';
 import { createTaskStore, fixtures, type TaskStore } from 'chainkit/testing';
 
 export const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
-export const OTHER_USER = '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d';
 export const TASK_ID = 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d';
 
 export const echo = defineTool({

@@ -2,7 +2,8 @@
 // (tRPC's procedure builder is the model), so every ref, mapping and option is checked where it is
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
-import { defineChain, type Chain, type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './chain.js';
+import { defineChain, type Chain } from './chain.js';
+import { type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './spec.js';
 import type { ContextInputOf, ContextOf, ElementOf, ItemResult, MappingOf, RefPath, RefValueAt, SelectResult, ValueAt, WhereOf } from './infer.js';
 import { ref, type Ref, type Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';

@@ -3,10 +3,9 @@ import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { DefinitionError, IssueList } from '../errors/definition-error.js';
 import type { ContextInputOf, ContextOf, LastResult, StepResults } from './infer.js';
 import type { Scope } from './ref.js';
-import { compilePlan, type PlannedStep } from './validate.js';
+import { compilePlan } from './validate.js';
+import { type PlannedStep } from './step-kinds.js';
 import type { ChainSpec, Precondition, Step } from './spec.js';
-
-export type { ChainSpec, ComputeStep, ConfirmSpec, FieldMatcher, InputMapping, Precondition, SelectStep, Step, StepCommon, ToolStep } from './spec.js';
 
 /**
  * A validated, compiled chain. `I`, `C`, `O` are its input, context and output types; `In` and
@@ -60,7 +59,7 @@ export type ChainRunInput<T> = T extends Chain<any, any, any, infer In, any> ? I
  */
 export type ChainRunContext<T> = T extends Chain<any, any, any, any, infer CIn> ? CIn : never;
 
-export const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
+const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
 
 /**
  * Defines a chain. Validates it statically and throws one {@link DefinitionError} listing every

@@ -6,7 +6,7 @@ import { isRef, type Ref, type Scope } from './ref.js';
 export type Resolver = (scope: Scope) => unknown;
 
 /** How deep a literal may nest; deeper is surely a mistake (and would overflow the stack somewhere). */
-export const MAX_LITERAL_DEPTH = 64;
+const MAX_LITERAL_DEPTH = 64;
 
 /** True for `{}`-style objects (not arrays, class instances, or null-prototype objects). */
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>

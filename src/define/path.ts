@@ -96,7 +96,7 @@ export function arrayOf(element: Schema): Schema {
 }
 
 /** Strips wrappers that do not change the shape: optional, nullable, default, readonly, catch, prefault. */
-export function unwrap(schema: Schema, side: 'in' | 'out' = 'out'): Schema {
+function unwrap(schema: Schema, side: 'in' | 'out' = 'out'): Schema {
   let s = schema;
   for (let i = 0; i < 20; i++) {
     const def = defOf(s);

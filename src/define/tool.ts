@@ -5,9 +5,7 @@ import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
 import { z } from 'zod';
-import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
-
-export { isSchema } from './schema.js';
+import { fn, integer, optionIssues, retryRule, timerMs } from './options.js';
 
 /** What a tool does to the world: drives confirmation and idempotency. */
 export type ToolEffect = 'read' | 'write' | 'destructive';
@@ -133,8 +131,8 @@ export type ToolInput<T> = T extends Tool<infer I, any, any, any> ? I : never;
 /** The output type of a tool. */
 export type ToolOutput<T> = T extends Tool<any, infer O, any, any> ? O : never;
 
-export const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
-export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
+const TOOL_NAME = /^[A-Za-z][\w.-]{0,63}$/;
+const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
 
 /** A duration that can be handed to a timer: `> 0` (or `>= 0` with `allowZero`) and below 2^31 ms. */
 export function isTimerMs(v: unknown, allowZero = false): v is number {
@@ -143,7 +141,7 @@ export function isTimerMs(v: unknown, allowZero = false): v is number {
 
 /** Adds an issue unless `value` is a usable timer duration; shared by tools, steps, chains and the runner. */
 export function checkMs(value: unknown, path: string, field: string, issues: IssueList, allowZero = false): void {
-  if (!isTimerMs(value, allowZero)) issues.add(path, `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`);
+  for (const i of optionIssues(timerMs(field, allowZero), value, path)) issues.add(i.path, i.message);
 }
 
 /** Checks a retry override (the {@link retryRule} schema); shared by tools, steps and the runner's table. */
@@ -163,7 +161,7 @@ const RATE_LIMIT = z.object(
 );
 
 /** Checks a rate-limit spec: its fields by schema, then `per` and `key`, which decide together. */
-export function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
+function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
   if (rl === undefined) return;
   for (const i of optionIssues(RATE_LIMIT, rl, path)) issues.add(i.path, i.message);
   if (typeof rl !== 'object' || rl === null || Array.isArray(rl)) return; // said above: not an object at all

@@ -12,9 +12,6 @@ import { checkMs, checkRetry, isTool } from './tool.js';
 import { isChainLike, type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './kinds/plan.js';
 import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
 
-export type { Resolver } from './mapping.js';
-export type { PlannedStep, StepKind } from './step-kinds.js';
-
 // Outside a forEach input, `ref('item')` is an ordinary step ref.
 const NO_ITEM = Symbol('no item');
 

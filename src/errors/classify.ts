@@ -25,7 +25,7 @@ export type Classifier = (error: unknown) => Classified | undefined;
 export class ToolFailure extends Error {
   override readonly name = 'ToolFailure';
   readonly info: Classified;
-  /** @param cause What the tool really threw (kept as the standard `cause`, docs/ARCHITECTURE.md, One call). */
+  /** @param cause What the tool really threw (kept as the standard `cause`). */
   constructor(info: Classified, cause?: unknown) {
     // Control flow, never shown with a stack: capturing one would dominate the cost of a retry.
     const limit = Error.stackTraceLimit;
@@ -74,7 +74,7 @@ const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCate
  * codes (the task domain's `invalid_task_id`, yours) are not here: its tools carry them as a
  * {@link codeClassifier} in their `classifiers`.
  */
-export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
+const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
   ['not_found', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
   ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
   ['invalid_input', 'invalid_input'], ['malformed_input', 'invalid_input'], ['conflict', 'conflict'], ['timeout', 'timeout'],
@@ -83,7 +83,7 @@ export const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string,
 const CATEGORIES: ReadonlySet<string> = new Set(ERROR_CATEGORIES);
 
 /** Whether a value is one of the {@link ErrorCategory} names (own data only, never a prototype name). */
-export function isErrorCategory(value: unknown): value is ErrorCategory {
+function isErrorCategory(value: unknown): value is ErrorCategory {
   return typeof value === 'string' && CATEGORIES.has(value);
 }
 
@@ -221,7 +221,7 @@ const byCodeWords: Classifier = (error) => {
 };
 
 /**
- * The built-in classifiers, in the order docs/guides/policies.md (Errors) gives, after errors that declare their `category`;
+ * The built-in classifiers, in the order the [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors, after errors that declare their `category`;
  * last, the words of an unknown code (`user_not_found` → not_found), as for in-band codes.
  *
  * @example

@@ -90,7 +90,7 @@ const wordingOf = (category: ErrorCategory): Wording => (Object.hasOwn(WORDING, 
  * userMessageFor('rate_limited', 7000); // 'Too many requests right now. Please wait 7 seconds and try again.'
  * ```
  */
-export function userMessageFor(category: ErrorCategory, retryAfterMs?: number): string {
+function userMessageFor(category: ErrorCategory, retryAfterMs?: number): string {
   if (category === 'rate_limited' && retryAfterMs !== undefined && Number.isFinite(retryAfterMs) && retryAfterMs >= 0) {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
     return `Too many requests right now. Please wait ${seconds} ${seconds === 1 ? 'second' : 'seconds'} and try again.`;
@@ -103,7 +103,7 @@ const STACK_FRAME = /\n\s*at .*/g;
 const userText = (text: string): string => text.replace(STACK_FRAME, '').trim();
 
 /** Default recovery suggestions for a category (a fresh array the caller may keep). */
-export function suggestionsFor(category: ErrorCategory): string[] {
+function suggestionsFor(category: ErrorCategory): string[] {
   return wordingOf(category).suggestions.slice();
 }
 

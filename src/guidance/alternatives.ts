@@ -5,9 +5,9 @@ import { chainDuration } from './suggest.js';
 
 const MAX = 5;
 /** Input over this many characters earns `split_input` after a timeout. */
-export const SPLIT_INPUT_OVER_CHARS = 10_000;
+const SPLIT_INPUT_OVER_CHARS = 10_000;
 /** `increase_timeout` offers twice the timeout that applied, up to this (never less than the tool's own). */
-export const MAX_SUGGESTED_TIMEOUT_MS = 120_000;
+const MAX_SUGGESTED_TIMEOUT_MS = 120_000;
 
 /**
  * Alternatives for a failure, best first, at most 5. `suggestion` is an action with an argument

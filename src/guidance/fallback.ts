@@ -1,6 +1,6 @@
 // Fallback advice: after repeated failures in a session, tell the agent what to try instead.
 import type { ErrorCategory } from '../errors/categories.js';
-import { evictOldest } from '../util/bounded.js';
+import { BoundedLru } from '../util/lru.js';
 
 /** One advice rule: for failures of `tool` (or any, `'*'`) with `category` (or any, `'*'`). */
 export interface FallbackRule {
@@ -17,7 +17,7 @@ export interface FallbackRule {
  * DEFAULT_FALLBACKS.find((r) => r.category === 'rate_limited')?.advice;
  * ```
  */
-export const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
+const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
   { tool: '*', category: 'invalid_input', advice: 'Check the arguments against the tool schema; ask the user for missing or malformed values instead of guessing.' },
   { tool: '*', category: 'validation', advice: 'The tool returned unexpected data; do not retry it — report the problem and continue without this result.' },
   { tool: '*', category: 'not_found', advice: 'List the available items first and pick from what exists, or ask the user which item they mean.' },
@@ -78,12 +78,13 @@ export interface FallbackOptions {
  */
 export class FallbackAdvisor {
   private readonly rules = new Map<string, string>();
-  private readonly sessions = new Map<string, SessionState>();
+  private readonly sessions: BoundedLru<string, SessionState>;
   private readonly opts: Required<FallbackOptions>;
 
   constructor(rules: readonly FallbackRule[] = [], options: FallbackOptions = {}) {
     for (const r of [...DEFAULT_FALLBACKS, ...rules]) this.rules.set(`${r.tool}\u0000${r.category}`, r.advice); // user rules win
     this.opts = { consecutive: 2, stepBack: 5, historyCap: 20, maxSessions: 10_000, ...options };
+    this.sessions = new BoundedLru(this.opts.maxSessions);
   }
 
   /** Records a call's outcome: a category for a failure, `undefined` for a success. */
@@ -94,12 +95,8 @@ export class FallbackAdvisor {
       s?.consecutive.delete(tool);
       return;
     }
-    if (s) this.sessions.delete(sessionId); // re-insert: most recently used last
-    else {
-      if (this.sessions.size >= this.opts.maxSessions) evictOldest(this.sessions, this.opts.maxSessions);
-      s = { failures: [], consecutive: new Map() };
-    }
-    this.sessions.set(sessionId, s);
+    s ??= { failures: [], consecutive: new Map() };
+    this.sessions.set(sessionId, s); // (again) the most recently used
     s.consecutive.set(tool, (s.consecutive.get(tool) ?? 0) + 1);
     s.failures.push({ tool, category: failure });
     if (s.failures.length > this.opts.historyCap) s.failures.shift();

@@ -4,8 +4,6 @@ import type { Tool } from '../define/tool.js';
 import type { ResponseMetadata, TimingMetadata } from '../observe/result.js';
 import { nextTools, relevantChains, type GuidanceSources } from './suggest.js';
 
-export type { ChainSuggestion, NextToolSuggestion, ResponseMetadata, TimingMetadata } from '../observe/result.js';
-
 /** What a result's metadata is built from. */
 export interface MetadataInput {
   chain?: Chain;

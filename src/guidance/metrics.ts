@@ -1,5 +1,7 @@
 // Learns which tool follows which: a ring of recent transitions, summarised lazily on query.
 import type { ToolTransition } from '../observe/trace.js';
+import { checkOptions, integer } from '../define/options.js';
+import { z } from 'zod';
 
 /** Statistics of moves from one tool to another. */
 export interface TransitionStats {
@@ -61,6 +63,15 @@ export interface MetricsOptions {
   minSuccessRate?: number;
 }
 
+const METRICS_OPTIONS = z.object(
+  {
+    capacity: integer('capacity', 1).optional(),
+    minOccurrences: integer('minOccurrences', 0).optional(),
+    minSuccessRate: z.custom<number>((v) => typeof v === 'number' && v >= 0 && v <= 1, 'Expected `minSuccessRate` to be a number from 0 to 1.').optional(),
+  },
+  { error: 'Expected MetricsCollector options to be an object.' },
+);
+
 /**
  * Records tool transitions and call counters; every summary is computed on query, so recording
  * stays O(1) on the hot path.
@@ -84,12 +95,11 @@ export class MetricsCollector {
   private readonly advice = { total: 0, byTool: new Map<string, number>(), byCategory: new Map<string, number>() };
 
   constructor(options: MetricsOptions = {}) {
+    checkOptions('MetricsCollector options', METRICS_OPTIONS, options);
     const capacity = options.capacity ?? 10_000;
-    if (!(Number.isInteger(capacity) && capacity > 0)) throw new TypeError('Expected `capacity` to be a positive integer.');
     this.ring = new Array(capacity);
     this.minOccurrences = options.minOccurrences ?? 5;
     this.minSuccessRate = options.minSuccessRate ?? MIN_CHAIN_SUCCESS;
-    if (!(this.minSuccessRate >= 0 && this.minSuccessRate <= 1)) throw new TypeError('Expected `minSuccessRate` to be a number from 0 to 1.');
   }
 
   /** Adds a transition (O(1)). */

@@ -4,8 +4,6 @@ import type { Tool } from '../define/tool.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { classifyComplexity, TIER_LEVELS, type TierLevel } from './intent.js';
 
-export { TIER_LEVELS, type TierLevel } from './intent.js';
-
 /** Which tools each tier offers: tool names, or `'all'`. */
 export type TierSpec = Partial<Record<TierLevel, readonly string[] | 'all'>>;
 

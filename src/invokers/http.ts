@@ -1,5 +1,9 @@
 // Tools behind an HTTP API: POST {baseUrl}/tools/{name} with the input as JSON.
+import type { Tool } from '../define/tool.js';
 import { parseRetryAfter } from '../errors/retry-after.js';
+import { checkOptions, fn, integer } from '../define/options.js';
+import { z } from 'zod';
+import { servedNames } from './serves.js';
 import type { ToolCall, ToolInvoker } from './types.js';
 
 /** Options of {@link httpInvoker}. */
@@ -15,6 +19,12 @@ export interface HttpInvokerOptions {
    * counted while streaming) fails with `validation` / `response_too_large` without being read whole.
    */
   maxBodyBytes?: number;
+  /**
+   * The tools this API serves (tools or their names). Given, the invoker declares them
+   * (`ToolInvoker.serves`): a runner refuses a chain with any other tool before its first step.
+   * Default: not declared, every tool is tried.
+   */
+  tools?: readonly (Tool | string)[];
 }
 
 /**
@@ -56,6 +66,16 @@ const DEFAULT_MAX_BODY = 10 * 1024 * 1024;
 const MAX_ERROR_BODY = 64 * 1024;
 const MAX_REDIRECTS = 5;
 
+const HTTP_INVOKER_OPTIONS = z.object(
+  {
+    baseUrl: z.custom<string>((v) => typeof v === 'string' && /^https?:\/\//.test(v), 'Expected `baseUrl` to be an http(s) URL.'),
+    maxBodyBytes: integer('maxBodyBytes', 1).optional(),
+    fetch: fn('fetch').optional(),
+    tools: z.custom<readonly unknown[]>((v) => Array.isArray(v), 'Expected `tools` to be an array of tools or tool names.').optional(),
+  },
+  { error: 'Expected httpInvoker options { baseUrl, … }.' },
+);
+
 /**
  * An invoker that POSTs each call to `{baseUrl}/tools/{name}` as JSON, with `Idempotency-Key` for
  * write/destructive calls and the call's `signal` (so timeouts and cancels abort the request).
@@ -76,13 +96,13 @@ const MAX_REDIRECTS = 5;
  * ```
  */
 export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
-  if (typeof options?.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) throw new TypeError('Expected `baseUrl` to be an http(s) URL.');
+  checkOptions('httpInvoker options', HTTP_INVOKER_OPTIONS, options);
   const base = options.baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
   const doFetch = options.fetch ?? fetch;
   const maxBody = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  if (!(Number.isSafeInteger(maxBody) && maxBody > 0)) throw new TypeError('Expected `maxBodyBytes` to be a positive integer.');
-  return async (call) => {
+  const served = options.tools === undefined ? undefined : servedNames(options.tools);
+  const invoker: ToolInvoker = async (call) => {
     const extra = typeof options.headers === 'function' ? options.headers(call) : options.headers;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-chainkit-run-id': call.runId, ...extra };
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
@@ -107,6 +127,8 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after') ?? undefined);
     throw new HttpToolError(`${call.tool}: HTTP ${res.status}${detail ? ` — ${detail}` : ''}`, res.status, retryAfterMs);
   };
+  if (served) invoker.serves = (tool) => served.has(tool);
+  return invoker;
 }
 
 /** Where a 3xx answer may lead: the next URL, or a refusal. The refused answer's body is discarded. */

@@ -24,8 +24,24 @@ export interface ToolCall {
   progress(data: unknown): void;
 }
 
-/** How tools are really called: any transport. */
-export type ToolInvoker = (call: ToolCall) => Promise<unknown>;
+/**
+ * How tools are really called: any transport. An invoker may declare which tools it can run
+ * (`serves`): the runner then checks every chain before its first step — `createRunner` its
+ * `chains`, `run` and `resume` the chain they are given — and a chain with a tool the invoker does
+ * not serve is a `DefinitionError` naming the chain and the tools, before any confirmation is asked.
+ * `functionInvoker` and `createMockInvoker` declare it; an invoker without it is assumed to serve every tool.
+ *
+ * @example
+ * ```ts
+ * const names = new Set(['get_weather']);
+ * const invoker: ToolInvoker = Object.assign(async (call: ToolCall) => callMyBackend(call), { serves: (tool: string) => names.has(tool) });
+ * ```
+ */
+export interface ToolInvoker {
+  (call: ToolCall): Promise<unknown>;
+  /** Whether this invoker can run tool `tool` (optional; the answer should not change over the invoker's life). */
+  serves?(tool: string): boolean;
+}
 
 /**
  * Runs around each attempt's invoker call (`hooks.wrapInvoke`): it must call `invoke(call)` once

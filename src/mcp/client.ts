@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Schema } from '../define/schema.js';
 import { defineTool, type Tool, type ToolEffect } from '../define/tool.js';
 import type { ErrorCategory } from '../errors/categories.js';
+import { servedNames } from '../invokers/serves.js';
 import type { ToolInvoker } from '../invokers/types.js';
 
 /**
@@ -51,18 +52,22 @@ const PROTOCOL: Partial<Record<number, [ErrorCategory, string]>> = {
  * unknown tool → `not_found`, an in-band `{ error, retry_after }` body by its code, else by the
  * message patterns); protocol errors are classified by their JSON-RPC code. The call's `signal`
  * cancels the request (the server receives `notifications/cancelled`). Write and destructive calls
- * carry their idempotency key in `_meta['chainkit/idempotencyKey']`.
+ * carry their idempotency key in `_meta['chainkit/idempotencyKey']`. With `tools` (the server's
+ * tools, e.g. `await toolsFromMcp(client)`), the invoker declares them (`ToolInvoker.serves`): a
+ * runner refuses a chain with any other tool before its first step.
  *
  * @example
  * ```ts
  * const client = new Client({ name: 'my-app', version: '1.0.0' });
  * await client.connect(new StdioClientTransport({ command: 'task-server' }));
- * const runner = createRunner({ invoker: mcpInvoker(client), tools: await toolsFromMcp(client) });
+ * const tools = await toolsFromMcp(client);
+ * const runner = createRunner({ invoker: mcpInvoker(client, { tools }), tools });
  * ```
  */
-export function mcpInvoker(client: Client): ToolInvoker {
+export function mcpInvoker(client: Client, options: { tools?: readonly (Tool | string)[] } = {}): ToolInvoker {
   if (typeof client?.callTool !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
-  return async (call) => {
+  const served = options.tools === undefined ? undefined : servedNames(options.tools);
+  const invoker: ToolInvoker = async (call) => {
     const args = call.input === undefined ? {} : call.input;
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       throw new McpToolError(`${call.tool}: MCP tool arguments must be an object.`, 'invalid_input', 'invalid_arguments');
@@ -82,6 +87,8 @@ export function mcpInvoker(client: Client): ToolInvoker {
     if (result.isError) throw resultFailure(call.tool, result);
     return outputOf(result);
   };
+  if (served) invoker.serves = (tool) => served.has(tool);
+  return invoker;
 }
 
 function textOf(result: CallToolResult): string | undefined {

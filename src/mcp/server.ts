@@ -8,8 +8,8 @@ import { schemaToJSONSchema, type Schema } from '../define/schema.js';
 import { ERROR_CATEGORIES } from '../errors/categories.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { modelSummary, toModelResult } from '../run/model-result.js';
-import type { Runner } from '../run/runner.js';
-import type { RunResult } from '../run/types.js';
+import type { Runner } from '../run/runner-api.js';
+import type { RunResult } from '../observe/result.js';
 
 /** What an MCP request handler is given: `signal`, `sessionId`, `authInfo`, `requestInfo`, … */
 export type McpRequestExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;

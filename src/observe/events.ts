@@ -6,16 +6,16 @@ import type { InvokeWrapper } from '../invokers/types.js';
 
 /** Emitted when a run or resume starts. */
 export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
-/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (docs/ARCHITECTURE.md, Secrets). */
+/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (secret values removed from every text). */
 export interface ChainEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; durationMs: number; error?: ChainErrorInfo; trace: Trace }
 /** Emitted before a step (or an `invoke` call) starts. */
 export interface StepStartEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; stepNumber: number }
-/** Emitted when a step ends; a failure's `error` is already masked (docs/ARCHITECTURE.md, Secrets). */
+/** Emitted when a step ends; a failure's `error` is already masked (secret values removed from every text). */
 export interface StepEndEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo }
 /** Emitted before a retry's wait starts. */
 export interface StepRetryEvent {
   runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string;
-  /** The failed attempt's message, secret values of the call's input and context masked (docs/ARCHITECTURE.md, Secrets). */
+  /** The failed attempt's message, secret values of the call's input and context masked. */
   message: string;
 }
 /** Emitted when a run stops at a confirmation gate. */

@@ -3,8 +3,6 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import type { TraceStep } from './trace.js';
 import { hides, isSecretKey, REDACTED, walk, type RedactRule } from '../util/redact.js';
 
-export { describeValue, isSecretKey, redact, REDACTED, SECRET_KEY, type RedactRule } from '../util/redact.js';
-
 // `key=value`, `key: value`, `"key": "value"`: found key first, so a non-secret key never swallows
 // the pair after it ("Error: password=x"). A quoted key needs a quoted or numeric value, which keeps
 // chainkit's own "at 'password': Invalid input" readable.

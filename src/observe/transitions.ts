@@ -1,5 +1,5 @@
 // Remembers each session's last tool so `tool:transition` can say which tool followed which.
-import { evictOldest } from '../util/bounded.js';
+import { BoundedLru } from '../util/lru.js';
 import type { ToolTransition } from './trace.js';
 
 const MAX_RECENT = 10;
@@ -20,8 +20,10 @@ export function transitionFrom(prev: LastCall, sessionId: string, tool: string, 
  * Runs without a session keep their last call themselves and park it here only across a gate.
  */
 export class TransitionTracker {
-  private readonly last = new Map<string, LastCall & { recent: readonly string[] }>();
-  constructor(private readonly maxSessions = 10_000) {}
+  private readonly last: BoundedLru<string, LastCall & { recent: readonly string[] }>;
+  constructor(maxSessions = 10_000) {
+    this.last = new BoundedLru(maxSessions);
+  }
 
   /** Records a finished call; returns the transition from the session's previous call, if any. */
   record(sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition | undefined {
@@ -56,8 +58,6 @@ export class TransitionTracker {
 
   /** Stores an entry as the most recently used, forgetting the least recently used when full. */
   private put(id: string, entry: LastCall & { recent: readonly string[] }): void {
-    if (this.last.has(id)) this.last.delete(id); // re-inserted below: Map order is least-recently-used first
-    else if (this.last.size >= this.maxSessions) evictOldest(this.last, this.maxSessions);
     this.last.set(id, entry);
   }
 

@@ -10,7 +10,7 @@ import type { z } from 'zod';
 import type { Chain } from '../define/chain.js';
 import { chainToolCore, type AgentContextOption } from '../run/agent-tool.js';
 import type { ModelResult } from '../run/model-result.js';
-import type { Runner } from '../run/runner.js';
+import type { Runner } from '../run/runner-api.js';
 
 export type { AgentContextOption } from '../run/agent-tool.js';
 export type { ModelResult } from '../run/model-result.js';

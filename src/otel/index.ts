@@ -6,7 +6,8 @@
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Exception, type Span, type Tracer } from '@opentelemetry/api';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Hooks, StepEndEvent, StepStartEvent } from '../observe/events.js';
-import { describeValue, secretMask, type SecretMask } from '../observe/redact.js';
+import { secretMask, type SecretMask } from '../observe/redact.js';
+import { describeValue } from '../util/redact.js';
 
 /** Options of {@link otelHooks}. */
 export interface OtelHooksOptions {

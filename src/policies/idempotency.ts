@@ -81,7 +81,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   // After the call, the store's trouble must not hide the outcome: the side effect happened (or not).
   // The caller's answer waits for the record's write until the run's deadline, or until its scope
   // aborts (deadline, cancel, `close()`): the write goes on, but no wait or timer outlives the run
-  // (API.md §10). Undefined when the store answered synchronously (memory): no extra hop.
+  // (a durable run's partition rule). Undefined when the store answered synchronously (memory): no extra hop.
   const settleBy = (done: Promise<unknown> | undefined, ctx: CallContext): Promise<unknown> | undefined => {
     if (done === undefined) return undefined;
     const scope = ctx.run;

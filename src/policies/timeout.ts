@@ -2,7 +2,7 @@
 // chain deadline by never letting an attempt run past it.
 // Written by hand, not with p-timeout: p-timeout keeps ~1.5 KB per call in flight (an async
 // wrapper, a finally chain, an eager TimeoutError, a timers object) and settles on a run's abort
-// only through a real AbortSignal; one Attempt object below does all of it (bench: heap row).
+// only through a real AbortSignal; one Attempt object below does all of it.
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { AbortScope } from './abort.js';
 import type { CallContext, Policy } from './types.js';

@@ -43,7 +43,7 @@ export interface CallContext {
    */
   lateAnswer?: ((value: unknown) => void) | undefined;
   /**
-   * The durable run making the call and the runner that owns it (docs/guides/durable-runs.md): its
+   * The durable run making the call and the runner that owns it (durable runs): its
    * idempotency claims name the owner, and a new owner takes over a claim its dead predecessor left.
    */
   readonly durable: IdempotencyBeginOptions | undefined;

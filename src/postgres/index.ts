@@ -1,6 +1,6 @@
 /**
  * chainkit/postgres: durable runs, confirmation checkpoints and idempotency on PostgreSQL, so a run
- * survives the death of the process running it (docs/guides/durable-runs.md) on the database an app already runs.
+ * survives the death of the process running it ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)) on the database an app already runs.
  *
  * ## Set-up
  *
@@ -42,7 +42,8 @@
  *
  * @module chainkit/postgres
  */
-import { isTimerMs } from '../define/tool.js';
+import { checkOptions, fn, integer, integerMs, timerMs } from '../define/options.js';
+import { z } from 'zod';
 import type { CheckpointStore, IdempotencyStore } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import { postgresCheckpointStore } from './checkpoints.js';
@@ -96,6 +97,22 @@ export interface PostgresStores {
   close(): Promise<void>;
 }
 
+const POSTGRES_STORES_OPTIONS = z.object(
+  {
+    schema: z.custom<string>((v) => typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v), 'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.').optional(),
+    idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),
+    pendingTtlMs: integerMs('pendingTtlMs').optional(),
+    pendingWaitMs: timerMs('pendingWaitMs').optional(),
+    pollMs: timerMs('pollMs').optional(),
+    maxPendingPerContext: integer('maxPendingPerContext', 1).optional(),
+    sweepIntervalMs: z.custom<number>((v) => typeof v === 'number' && v > 0, 'Expected `sweepIntervalMs` to be a positive number of ms (or Infinity).').optional(),
+    preparedStatements: z.boolean('Expected `preparedStatements` to be true or false.').optional(),
+    now: fn('now').optional(),
+    maxEventsPerRun: integer('maxEventsPerRun', 1).optional(),
+  },
+  { error: 'Expected postgresStores options to be an object.' },
+);
+
 /**
  * Run, checkpoint and idempotency stores on PostgreSQL, in tables of one schema created on first
  * use. Every claim and finish is one statement; the pool stays yours to end.
@@ -110,20 +127,13 @@ export interface PostgresStores {
  */
 export function postgresStores(pool: PostgresPool, options: PostgresStoresOptions = {}): PostgresStores {
   if (typeof pool?.query !== 'function') throw new TypeError('Expected a pg Pool (new pg.Pool(...)).');
+  checkOptions('postgresStores options', POSTGRES_STORES_OPTIONS, options);
   const ttlMs = options.idempotencyTtlMs ?? 24 * 3_600_000;
   const pendingTtlMs = options.pendingTtlMs ?? 60_000;
   const pendingWaitMs = options.pendingWaitMs ?? 30_000;
   const pollMs = options.pollMs ?? 50;
   const perContext = options.maxPendingPerContext ?? 100;
   const sweepMs = options.sweepIntervalMs ?? 60_000;
-  for (const [name, v] of [['idempotencyTtlMs', ttlMs], ['pendingTtlMs', pendingTtlMs]] as const) {
-    if (!(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`Expected \`${name}\` to be a positive integer number of ms.`);
-  }
-  for (const [name, v] of [['pendingWaitMs', pendingWaitMs], ['pollMs', pollMs]] as const) {
-    if (!isTimerMs(v)) throw new TypeError(`Expected \`${name}\` to be a positive number of ms below 2^31.`);
-  }
-  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPendingPerContext` to be a positive integer.');
-  if (!(typeof sweepMs === 'number' && sweepMs > 0)) throw new TypeError('Expected `sweepIntervalMs` to be a positive number of ms (or Infinity).');
 
   const db = new Db(pool, options.schema ?? 'chainkit', options.now ?? Date.now, sweepMs, options.preparedStatements !== false);
   const idempotency = postgresIdempotencyStore(db, { ttlMs, pendingTtlMs, pendingWaitMs, pollMs });

@@ -8,6 +8,8 @@ import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
 import type { RunEventLog } from '../stores/run-store.js';
 import type { Db } from './db.js';
+import { checkOptions, integer } from '../define/options.js';
+import { z } from 'zod';
 
 /** Options of the Postgres event log. */
 export interface PostgresEventLogOptions {
@@ -50,6 +52,11 @@ async function endListener(client: Listener, connected: Promise<Listener>): Prom
   if (!ended) client.connection?.stream?.destroy();
 }
 
+const POSTGRES_EVENT_LOG_OPTIONS = z.object(
+  { maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
+  { error: 'Expected postgresEventLog options to be an object.' },
+);
+
 /**
  * The event log of `postgresStores(…).runs.events`: tables created on first use.
  *
@@ -61,7 +68,7 @@ async function endListener(client: Listener, connected: Promise<Listener>): Prom
  */
 export function postgresEventLog(db: Db, options: PostgresEventLogOptions = {}): RunEventLog & { close(): Promise<void> } {
   const cap = options.maxEventsPerRun ?? 10_000;
-  if (!(Number.isInteger(cap) && cap > 0)) throw new TypeError('Expected `maxEventsPerRun` to be a positive integer.');
+  checkOptions('postgresEventLog options', POSTGRES_EVENT_LOG_OPTIONS, options);
   const { s } = db;
   const tag = createHash('sha1').update(db.schema).digest('hex').slice(0, 16);
   const eventsChannel = `ck_ev_${tag}`;

@@ -5,7 +5,8 @@
  * @module chainkit/redis
  */
 import type { RedisClient } from './client.js';
-import { isTimerMs } from '../define/tool.js';
+import { checkOptions, fn, integer, integerMs, nonEmpty, timerMs } from '../define/options.js';
+import { z } from 'zod';
 import { storeFailure } from '../stores/guard.js';
 import { unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
@@ -62,7 +63,7 @@ export interface RedisStores {
   metrics: LearningStore;
   /** Rate limits shared by every process (bottleneck's Redis clustering). */
   limiter: LimiterStore;
-  /** Durable runs (docs/guides/durable-runs.md): `journal(…, complete)` keeps results in `idempotency`, in the same round trip. */
+  /** Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)): `journal(…, complete)` keeps results in `idempotency`, in the same round trip. */
   runs: RunStore;
 }
 
@@ -152,6 +153,21 @@ if probing or (open == 0 and failures >= tonumber(ARGV[2])) then
 end
 return ''`;
 
+const REDIS_STORES_OPTIONS = z.object(
+  {
+    prefix: nonEmpty('prefix'),
+    // Redis `PX` takes integers; a timer above 2^31 ms fires at once: refused here, not at the first call.
+    idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),
+    pendingTtlMs: integerMs('pendingTtlMs').optional(),
+    pendingWaitMs: timerMs('pendingWaitMs').optional(),
+    pollMs: timerMs('pollMs').optional(),
+    maxPendingPerContext: integer('maxPendingPerContext', 1).optional(),
+    maxEventsPerRun: integer('maxEventsPerRun', 1).optional(),
+    now: fn('now').optional(),
+  },
+  { error: 'Expected redisStores options { prefix, … }.' },
+);
+
 /**
  * Checkpoint, idempotency and circuit-breaker stores on Redis. The connection stays yours to close.
  *
@@ -164,23 +180,15 @@ return ''`;
  * ```
  */
 export function redisStores(redis: RedisClient, options: RedisStoresOptions): RedisStores {
-  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  checkOptions('redisStores options', REDIS_STORES_OPTIONS, options);
   const p = options.prefix;
   const idemTtl = options.idempotencyTtlMs ?? 24 * 3_600_000;
   const pendingTtl = options.pendingTtlMs ?? 60_000;
   const pendingWait = options.pendingWaitMs ?? 30_000;
   const pollMs = options.pollMs ?? 50;
   const now = options.now ?? Date.now;
-  // Redis `PX` takes integers up to 2^63; a timer above 2^31 ms fires at once: refuse both here, not at the first call.
-  for (const [name, v] of [['idempotencyTtlMs', idemTtl], ['pendingTtlMs', pendingTtl]] as const) {
-    if (!(Number.isSafeInteger(v) && v > 0)) throw new TypeError(`Expected \`${name}\` to be a positive integer number of ms.`);
-  }
-  for (const [name, v] of [['pendingWaitMs', pendingWait], ['pollMs', pollMs]] as const) {
-    if (!isTimerMs(v)) throw new TypeError(`Expected \`${name}\` to be a positive number of ms below 2^31.`);
-  }
 
   const perContext = options.maxPendingPerContext ?? 100;
-  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPendingPerContext` to be a positive integer.');
   // The same codec as the memory store: Dates and BigInts survive, what cannot be kept is refused before SAVE.
   const checkpoints: CheckpointStore = {
     async save(cp: Checkpoint) {

@@ -1,5 +1,10 @@
 // Rate limits shared across processes on Redis (bottleneck clustering), with the wait computed and
 // refused fast like the memory limiter's, a queue bound, and a bounded number of local limiters.
+// bottleneck is kept, pinned to exactly 2.19.5, rather than replaced by a script of our own: its
+// cluster mode already gives the shared queue with heartbeat retries, `maxConcurrent` across
+// processes and the reclaiming of slots a dead process held, which a fixed-window script would have
+// to rebuild. The price is that LIMITER_STATE reads its private keys, so the version is exact (2.19.5
+// is its last release) and test/redis/bottleneck-layout.test.ts fails if the version or the layout differs.
 import Bottleneck from 'bottleneck';
 import type { Redis } from 'ioredis';
 import type { RedisClient } from './client.js';
@@ -7,6 +12,8 @@ import type { RateLimitSpec } from '../define/tool.js';
 import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
 import { storeFailure } from '../stores/guard.js';
 import { BoundedLru } from '../util/lru.js';
+import { checkOptions, fn, integer, nonEmpty } from '../define/options.js';
+import { z } from 'zod';
 import { DEFAULT_MAX_LIMITERS, earliestSlot, maxQueueOf, type Limiter, type LimiterStore, type Refusal, type Release } from '../policies/rate-limit.js';
 
 /** Options of {@link redisLimiterStore}. */
@@ -40,7 +47,8 @@ const QUEUE_FULL: Refusal = { refused: 'queue_full' };
 
 // KEYS: a bottleneck limiter's settings hash and its per-client queue counts. What a wait estimate
 // needs — reservoir, when it was last refilled, calls waiting across the cluster, running, maxConcurrent —
-// or false before its first use. Reads bottleneck 2's key layout (see its refs.lua / process_tick.lua).
+// or false before its first use. Reads bottleneck 2.19.5's key layout (its refs.lua / process_tick.lua),
+// pinned by package.json and checked by test/redis/bottleneck-layout.test.ts.
 const LIMITER_STATE = `
 local s = redis.call('HMGET', KEYS[1], 'reservoir', 'lastReservoirRefresh', 'running', 'maxConcurrent')
 local reservoir, last = tonumber(s[1]), tonumber(s[2])
@@ -242,6 +250,11 @@ function detach(b: Bottleneck): void {
   void b.ready().then(() => b.disconnect(false)).catch(() => undefined);
 }
 
+const REDIS_LIMITER_OPTIONS = z.object(
+  { prefix: nonEmpty('prefix'), maxLimiters: integer('maxLimiters', 1).optional(), now: fn('now').optional() },
+  { error: 'Expected redisLimiterStore options { prefix, … }.' },
+);
+
 /**
  * Rate limits shared by every process on the same Redis, through bottleneck's Redis clustering:
  * the same windows, concurrency and queue for all. As with the memory store, a call whose slot
@@ -255,9 +268,8 @@ function detach(b: Bottleneck): void {
  * ```
  */
 export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptions): RedisLimiterStore {
-  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  checkOptions('redisLimiterStore options', REDIS_LIMITER_OPTIONS, options);
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
-  if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected `maxLimiters` to be a positive integer.');
   const now = options.now ?? Date.now;
   // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
   let conn: Bottleneck.IORedisConnection | undefined;

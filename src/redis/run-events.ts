@@ -7,6 +7,8 @@ import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
 import type { RunEventLog } from '../stores/run-store.js';
 import type { RedisClient } from './client.js';
+import { checkOptions, integer, nonEmpty } from '../define/options.js';
+import { z } from 'zod';
 
 // KEYS: the run's stream. ARGV: keepMs ('' while the run is in flight), max events kept, events…
 // Returns the last seq (0 for an empty log).
@@ -44,6 +46,11 @@ export interface RedisEventLogOptions {
 
 const decode = decodeCheckpoint as (text: string) => unknown;
 
+const REDIS_EVENT_LOG_OPTIONS = z.object(
+  { prefix: nonEmpty('prefix'), maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
+  { error: 'Expected redisEventLog options { prefix, … }.' },
+);
+
 /**
  * The event log of the Redis run store (`redisStores(…).runs.events`).
  *
@@ -54,9 +61,9 @@ const decode = decodeCheckpoint as (text: string) => unknown;
  * ```
  */
 export function redisEventLog(redis: RedisClient, options: RedisEventLogOptions): RunEventLog & { close(): Promise<void> } {
+  checkOptions('redisEventLog options', REDIS_EVENT_LOG_OPTIONS, options);
   const p = options.prefix;
   const cap = options.maxEventsPerRun ?? 10_000;
-  if (!(Number.isInteger(cap) && cap > 0)) throw new TypeError('Expected `maxEventsPerRun` to be a positive integer.');
   const key = (runId: string): string => `${p}:run-e:${runId}`;
   const channel = `${p}:runs:announce`;
   const listeners = new Set<(runId: string) => void>();

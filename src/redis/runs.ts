@@ -13,6 +13,8 @@ import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING } from './run-scripts.js';
+import { checkOptions, integer, integerMs, nonEmpty } from '../define/options.js';
+import { z } from 'zod';
 
 /** Options of {@link redisRunStore}. */
 export interface RedisRunStoreOptions {
@@ -86,6 +88,11 @@ export async function beginForRun(redis: RedisClient, key: string, pendingTtlMs:
   return (await begin(redis, [key], [marker, pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'])) as string | null;
 }
 
+const REDIS_RUN_STORE_OPTIONS = z.object(
+  { prefix: nonEmpty('prefix'), idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(), maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
+  { error: 'Expected redisRunStore options { prefix, … }.' },
+);
+
 /**
  * A run store on Redis (normally used as `redisStores(redis, { prefix }).runs`). Runs are as durable
  * as the Redis holding them: use AOF persistence (`appendonly yes`, `appendfsync everysec` or
@@ -101,10 +108,9 @@ export async function beginForRun(redis: RedisClient, key: string, pendingTtlMs:
  * ```
  */
 export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions): RunStore {
-  if (typeof options?.prefix !== 'string' || options.prefix === '') throw new TypeError('Expected a non-empty `prefix`.');
+  checkOptions('redisRunStore options', REDIS_RUN_STORE_OPTIONS, options);
   const p = options.prefix;
   const idemTtl = options.idempotencyTtlMs ?? 24 * 3_600_000;
-  if (!(Number.isSafeInteger(idemTtl) && idemTtl > 0)) throw new TypeError('Expected `idempotencyTtlMs` to be a positive integer number of ms.');
   const live = `${p}:runs:live`;
   const idx = `${p}:runs:`;
   const runKey = (id: string): string => `${p}:run:${id}`;

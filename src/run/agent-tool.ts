@@ -1,9 +1,10 @@
 // What the agent-framework adapters share: a chain as one tool call, with its gates answered by
 // the framework's approval step.
 import { isChain, type Chain } from '../define/chain.js';
-import type { Runner } from './runner.js';
+import type { Runner } from './runner-api.js';
 import { toModelResult, type ModelResult } from './model-result.js';
-import type { ConfirmationRequest, RunOptions } from './types.js';
+import type { RunOptions } from './types.js';
+import type { ConfirmationRequest } from '../observe/result.js';
 
 /** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
 export type AgentContextOption<F> = Record<string, unknown> | ((frameworkContext: F) => Record<string, unknown> | Promise<Record<string, unknown>>);

@@ -7,7 +7,7 @@ import { toErrorInfo, type FailureDetails } from '../errors/messages.js';
 import { alternativesFor } from '../guidance/alternatives.js';
 import type { GuidanceSources } from '../guidance/suggest.js';
 import { inputSizeOf } from '../guidance/timing.js';
-import type { RedactRule } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
@@ -53,14 +53,14 @@ export interface CallSite {
  * The deadline of a call that has no run's deadline to keep: {@link OWN_DEADLINE_TIMEOUTS} of its
  * tool's timeouts from `from` (room for the default retries), and at least `floorMs`.
  */
-export interface OwnDeadline {
+interface OwnDeadline {
   readonly floorMs: number;
   /** Epoch ms the call started. */
   readonly from: number;
 }
 
 /** How many of its tool's timeouts a call with its own deadline may take. */
-export const OWN_DEADLINE_TIMEOUTS = 3;
+const OWN_DEADLINE_TIMEOUTS = 3;
 /** `runner.invoke` without `timeoutMs`: at least 30 s (InvokeOptions documents it). */
 export const INVOKE_FLOOR_MS = 30_000;
 /** An undo after a failure: the run's deadline may have passed, and an undo must still be tried. */

@@ -2,7 +2,7 @@
 // first. It belongs to the run (it acts on what the run did), not to the policies around one call.
 import type { Scope } from '../define/ref.js';
 import { parseSchema } from '../define/schema.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';

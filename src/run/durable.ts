@@ -42,7 +42,7 @@ export interface RunInfo {
 }
 
 /** Default lease: how long an owner's silence counts as its death. */
-export const DEFAULT_LEASE_MS = 30_000;
+const DEFAULT_LEASE_MS = 30_000;
 /** Default retention of an ended run (`retention.completedMs`, `retention.failedMs`): its result kept for callers retrying its run id. */
 const RETENTION_MS = 24 * 3_600_000;
 /** Runs claimed per `recover()` call. */

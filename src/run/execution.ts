@@ -15,7 +15,7 @@ import type { RunOptions } from './types.js';
  * so every step that depends on it) until it settles; throwing, rejecting or answering `false` stops
  * the run as failed, the rejection classified as any failure (a `store_unavailable` passes through).
  */
-export type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | boolean>;
+type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | boolean>;
 
 /**
  * Durable runs journal their compensation: its start (the run's failure) before the first undo, and

@@ -2,7 +2,7 @@
 // the recorder records how each ended, an optional journal keeps them (durable runs), and the end
 // becomes a result — output, failure (after compensation), decline, or a run parked at a gate.
 import type { Scope } from '../define/ref.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import { RunAbortReason, type Classified } from '../errors/classify.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { complexityOf } from '../guidance/timing.js';
@@ -22,8 +22,6 @@ import { nestedEnd, type NestedEnd } from './sub-run.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
 import type { ExecutorParts, InFlight } from './step-host.js';
-
-export type { Execution } from './execution.js';
 
 /**
  * Runs one execution segment to its end and returns the result; never throws for run-time failures.

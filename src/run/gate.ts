@@ -1,7 +1,7 @@
 // Confirmation gates: the question a gated step asks, answered in-process (`confirm`) within the
 // deadline, or the run parked — its checkpoint stored, its resume token signed.
-import type { ConfirmSpec } from '../define/chain.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { ConfirmSpec } from '../define/spec.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ConfirmationRequest, RunResult } from '../observe/result.js';
@@ -116,6 +116,6 @@ export async function parkAtGate(
  * gateTool(step); // 'delete_task', or 'complete_one' for a forEach of that chain
  * ```
  */
-export function gateTool(step: PlannedStep): string {
+function gateTool(step: PlannedStep): string {
   return step.tool?.name ?? (step.calls ? step.calls.map((c) => c.chain.name).join(' | ') : step.kind);
 }

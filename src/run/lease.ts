@@ -1,5 +1,5 @@
 // The leases a runner holds on its durable runs: one timer renews them all; a call or an undo passes
-// its run's fence first, so an owner that lost its lease acts no more (API.md §10).
+// its run's fence first, so an owner that lost its lease acts no more.
 import type { RunStore } from '../stores/run-store.js';
 
 /** What a runner knows of a lease it holds. */

@@ -1,8 +1,7 @@
 // A run's result as a model should see it: plain JSON with what happened and what to do next.
 import type { ChainErrorInfo } from '../errors/categories.js';
-import type { ResponseMetadata } from '../guidance/metadata.js';
+import type { ResponseMetadata, RunResult } from '../observe/result.js';
 import { maskError, secretMask } from '../observe/redact.js';
-import type { RunResult } from './types.js';
 
 // The runner masked the error with the run's own secrets already; this pass catches `key=value`
 // secrets in a result built or changed elsewhere. It copies: the caller's result stays as it was.

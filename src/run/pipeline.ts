@@ -7,9 +7,6 @@ import type { InvokeWrapper, ToolCall, ToolInvoker } from '../invokers/types.js'
 import type { Call, CallContext, Policy } from '../policies/types.js';
 import { parseSchema } from '../define/schema.js';
 
-export type { InvokeWrapper, ToolCall, ToolInvoker } from '../invokers/types.js';
-export type { Call, CallContext, Policy } from '../policies/types.js';
-
 /** Composes policies outside-in: `compose([a, b], end)` is `a(b(end))`. */
 export function compose(policies: readonly Policy[], end: Call): Call {
   return policies.reduceRight<Call>((next, policy) => policy(next), end);
@@ -67,7 +64,7 @@ const NO_PROGRESS: ProgressReport = () => IGNORE;
  * The {@link ToolCall} handed to invokers. `signal` is an own enumerable getter, so the AbortController
  * behind it is only made if the tool reads it, and spreading the call (`{ ...call }`) still carries it;
  * `progress` is a plain field, the shared no-op unless the run records events.
- * A class sharing one getter: an object literal with a getter costs ~1 µs per attempt, this ~0.2 µs (measured).
+ * A class sharing one getter, since an object literal would define its getter again for every attempt.
  */
 class AttemptCall {
   declare tool: string;

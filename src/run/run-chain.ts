@@ -1,9 +1,11 @@
 // One-shot runs: a runner made and closed around a single chain run.
 import type { Chain } from '../define/chain.js';
-import { createRunner, type Runner } from './runner.js';
+import { createRunner } from './runner.js';
+import { type Runner } from './runner-api.js';
 import type { RunnerOptions } from './runner-options.js';
-import type { ToolInvoker } from './pipeline.js';
-import type { RunOptions, RunResult } from './types.js';
+import type { ToolInvoker } from '../invokers/types.js';
+import type { RunOptions } from './types.js';
+import type { RunResult } from '../observe/result.js';
 
 /** Options of {@link runChain}: an `invoker` (a runner is made and closed for you) or a `runner`. */
 export type RunChainOptions<C> = RunOptions<C> & ({ invoker: ToolInvoker; runner?: never } & Omit<RunnerOptions, 'invoker'> | { runner: Runner; invoker?: never });

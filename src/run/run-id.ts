@@ -1,4 +1,4 @@
-// Run ids are the caller's (API.md §10): checked before any store is asked.
+// Run ids are the caller's: checked before any store is asked.
 import { ToolFailure } from '../errors/classify.js';
 
 /** The longest run id accepted. */

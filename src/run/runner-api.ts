@@ -1,17 +1,20 @@
 // The runner's public face: what `createRunner` returns (its methods documented here, built in runner.ts).
-import type { Chain } from '../define/chain.js';
+import type { Chain, ChainOutput } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
-import type { ResponseMetadata } from '../observe/result.js';
+import type { InvokeResult, ResponseMetadata, RunResult } from '../observe/result.js';
 import type { MetricsCollector } from '../guidance/metrics.js';
-import type { TierLevel, ToolRegistry } from '../guidance/tiers.js';
+import type { ToolRegistry } from '../guidance/tiers.js';
+import type { TierLevel } from '../guidance/intent.js';
 import type { TimingModel } from '../guidance/timing.js';
 import type { RunnerEmitter } from '../observe/events.js';
 import type { ListRunsFilter, RunPage } from '../stores/run-list.js';
 import type { RunInfo } from './durable.js';
 import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
-import type { DecideResult, InvokeOptions, InvokeResult, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs } from './types.js';
 import type { RunWatchError } from './watch.js';
+import type { Rerun, RerunRefusal } from './rerun.js';
+import type { TypeText } from '../util/type-text.js';
 
 /** What `runner.stream` hands back at once: the run's id, its events as they happen, and its result. */
 export interface RunStream<O> {
@@ -23,17 +26,25 @@ export interface RunStream<O> {
   result: Promise<RunResult<O>>;
 }
 
-/** Runs chains and single tool calls with the same policies. */
-export interface Runner {
+/**
+ * Runs chains and single tool calls with the same policies. `Chains` are the chains it was given
+ * (`createRunner({ chains })`): a `resume` or `decide` without `chain` is typed by their outputs.
+ */
+export interface Runner<Chains extends readonly Chain[] = Chain[]> {
   /** Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`, `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`. */
   readonly events: RunnerEmitter;
   /** Runs a chain. Never throws for run-time failures: the result says what happened. */
   // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
   run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): Promise<RunResult<O>>;
+  /** Not a way to call it: `run(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
+  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): Promise<RunResult<O>>;
   /** Resumes a run stopped at a confirmation gate; a token resumes at most once. The output is typed from `chain`. */
   resume<Ch extends Chain | readonly Chain[]>(token: string, decision: { approved: boolean }, options: ResumeOptions & { chain: Ch }): Promise<RunResult<ResumedOutput<Ch>>>;
-  /** Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most once. */
-  resume<O = unknown>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
+  /**
+   * Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most
+   * once. The output is typed as one of the runner's `chains` (`unknown` when it was given none).
+   */
+  resume<O = OutputOfChains<Chains>>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
   /** Calls one tool by name through the same pipeline as a chain step. */
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
   /** Aborts runs in flight, writes what was learned, and releases timers, listeners and stores. */
@@ -83,6 +94,8 @@ export interface Runner {
    * ```
    */
   stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
+  /** Not a way to call it: `stream(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
+  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): RunStream<O>;
   /**
    * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
    * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
@@ -116,7 +129,7 @@ export interface Runner {
    * else if (r.status === 'completed') reply(200, r.output);
    * ```
    */
-  decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
+  decide<O = OutputOfChains<Chains>>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
   /**
    * Lists durable runs (`stores.runs`), newest first (by start time, ties by run id), from any
    * instance sharing the stores: by status (one or several), chain and start time, a page at a time
@@ -133,4 +146,41 @@ export interface Runner {
    * ```
    */
   listRuns(filter?: ListRunsFilter): Promise<RunPage>;
+  /**
+   * Re-runs a failed durable run (`stores.runs`) from its first failed step: a new run, id
+   * `<runId>~rerun1` (a re-run of that is `~rerun2`), with the old run's input and context, whose
+   * journal starts with the old run's completed steps (not those its compensation undid), so they
+   * are not called again. Resolves once the new run is recorded, with its id and its `result`;
+   * exactly once: re-running the same run again answers the same new run. `'not_found'`,
+   * `'not_failed'` (running, parked, completed or declined), or `'unknown_chain'` (this runner has
+   * no chain of that name, or another definition of it).
+   *
+   * @example
+   * ```ts
+   * const r = await runner.rerun('order-7');
+   * if (typeof r !== 'string') console.log(r.runId, (await r.result).status); // 'order-7~rerun1' 'completed'
+   * ```
+   */
+  rerun(runId: string): Promise<Rerun | RerunRefusal>;
 }
+
+/**
+ * What `run(chain, input)` gets in place of the input when the chain declares a context and none is
+ * given: a message naming the context and its type, so the type error says what is missing.
+ *
+ * @example
+ * ```ts
+ * type M = ContextRequired<{ userId: string }>; // 'context { userId: string } is required: run(chain, input, { context })'
+ * ```
+ */
+type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;
+
+/**
+ * The output of a run of one of `Chains` (a union), or `unknown` when they are not known by type.
+ *
+ * @example
+ * ```ts
+ * type O = OutputOfChains<[typeof findAndDelete, typeof addTask]>; // the union of their outputs
+ * ```
+ */
+type OutputOfChains<Chains extends readonly Chain[]> = ChainOutput<Chains[number]> extends infer O ? (0 extends 1 & O ? unknown : [O] extends [never] ? unknown : O) : unknown;

@@ -4,19 +4,19 @@ import { isChain } from '../define/chain.js';
 import { z } from 'zod';
 import { isTool, type Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
-import { fn, integer, optionIssues, retryRule, timerMs } from '../util/option-schema.js';
+import { fn, integer, optionIssues, retryRule, timerMs } from '../define/options.js';
 import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
 import type { FallbackRule } from '../guidance/fallback.js';
 import type { ToolRegistry } from '../guidance/tiers.js';
 import type { Hooks } from '../observe/events.js';
-import type { RedactRule } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 import type { BreakerOptions } from '../policies/breaker.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
-import type { ToolInvoker } from './pipeline.js';
-import type { Logger } from './types.js';
+import type { ToolInvoker } from '../invokers/types.js';
+import type { Logger } from '../observe/logger.js';
 
 const DEFAULT_CONFIRMATION_TTL_MS = 15 * 60_000;
 
@@ -34,7 +34,7 @@ export interface RunnerOptions {
   fallbacks?: FallbackRule[];
   /**
    * Where state lives; memory stores by default. With `runs`, every run is durable: recorded,
-   * journaled step by step, and recoverable by another instance if this one dies (docs/guides/durable-runs.md).
+   * journaled step by step, and recoverable by another instance if this one dies ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)).
    */
   stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore; runs?: RunStore };
   /** Durable runs: how long an owner's silence counts as its death (its lease). Default 30 s. */
@@ -73,7 +73,7 @@ export interface RunnerOptions {
 }
 
 // What each option must be, with the message that says so. `null` means "the default" where the
-// option has one (`?? default` below), as it always did.
+// option has one (`?? default` below).
 const RUNNER_OPTIONS = z.object({
   invoker: fn('invoker', 'a function (call: ToolCall) => Promise<unknown>, e.g. functionInvoker({...})'),
   confirmationTtlMs: timerMs('confirmationTtlMs').nullish(),

@@ -3,6 +3,7 @@
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
 import { RunAbortReason } from '../errors/classify.js';
+import { DefinitionError } from '../errors/definition-error.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
 import { callStore } from '../stores/guard.js';
 import { maskText } from '../observe/redact.js';
@@ -11,6 +12,8 @@ import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { durableRuns, type RunInfo } from './durable.js';
 import { checkRunId } from './run-id.js';
+import { servedCheck, unservedError } from './served.js';
+import { logSkippedRuns } from './recover-skips.js';
 import { cancelAnnounce, RunEventHub } from './events-log.js';
 import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
@@ -20,12 +23,11 @@ import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
 import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
-import type { DecideResult, InvokeOptions, InvokeResult, ResumeOptions, RunDecision, RunOptions, RunResult } from './types.js';
+import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
+import type { InvokeResult, RunResult } from '../observe/result.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
-export type { RunnerOptions } from './runner-options.js';
-
-export type { Runner, RunStream } from './runner-api.js';
 import type { Runner, RunStream } from './runner-api.js';
 
 /** How long `cancel()` waits for the run to end. */
@@ -45,8 +47,12 @@ const CLOSE_WAIT_MS = 4_500;
  * await runner.close();
  * ```
  */
-export function createRunner(options: RunnerOptions): Runner {
+export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<RunnerOptions, 'chains'> & { chains?: Chains }): Runner<Chains> {
   const parts = runnerParts(options);
+  // A chain with a tool the invoker cannot run fails here, or before its run's first step: never after a confirmation.
+  const served = servedCheck(options.invoker);
+  const unservedChains = unservedError(served, (options.chains ?? []).map((c, i) => [c, `chains[${i}]`] as const));
+  if (unservedChains) throw unservedChains;
   const { calls, recorder, gates, events, logger, metrics, timing, learning, breakers } = parts;
   const { now } = calls;
   const runStore = options.stores?.runs;
@@ -70,7 +76,7 @@ export function createRunner(options: RunnerOptions): Runner {
     if (closed) throw closedError();
   };
 
-  const runner: Runner = {
+  const runner: Runner<Chains> = {
     events,
 
     // Not async: an async wrapper would stay suspended for the whole run, for every run in flight.
@@ -83,6 +89,8 @@ export function createRunner(options: RunnerOptions): Runner {
         known = false; // a Proxy whose traps throw is no chain either
       }
       if (!known) return Promise.reject(new TypeError('Expected a chain made by defineChain().'));
+      const unserved = served(chain, 'chain'); // a lookup per run; the error is built only when there is one
+      if (unserved) return Promise.reject(new DefinitionError(`run of chain ${chain.name}`, [unserved]));
       let prepared: ReturnType<typeof prepareRun>;
       try {
         prepared = prepareRun(parts, chain, input, opts);
@@ -99,6 +107,10 @@ export function createRunner(options: RunnerOptions): Runner {
     async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
+      // Before the checkpoint is taken: the token stays good for a runner that can continue the run.
+      const given: readonly Chain[] = opts.chain === undefined ? [] : Array.isArray(opts.chain) ? (opts.chain as readonly Chain[]) : [opts.chain as Chain];
+      const unserved = unservedError(served, given.filter((c) => isChain(c)).map((c) => [c, 'chain'] as const), 'resume');
+      if (unserved) throw unserved;
       const prepared = await prepareResume(parts, token, { approved: decision.approved }, opts);
       // A declined gate ends the run: the run store records it (it would stay parked otherwise).
       if ('status' in prepared) return (prepared.status === 'declined' && durable ? durable.endParked(prepared) : prepared) as Promise<RunResult<O>> | RunResult<O>;
@@ -127,7 +139,10 @@ export function createRunner(options: RunnerOptions): Runner {
     async recover(): Promise<RunResult[]> {
       assertOpen();
       if (!durable) throw needsRunStore('recover()');
-      return durable.recover();
+      const results = await durable.recover();
+      // Why the runs in flight it did not take stayed where they are: a debug line each (docs/guides/durable-runs.md).
+      if (logger && runStore) await logSkippedRuns(logger, runStore, parts.chains, new Set(results.map((r) => r.runId)), now);
+      return results;
     },
 
     async getRun(runId: string): Promise<RunInfo | undefined> {
@@ -212,6 +227,12 @@ export function createRunner(options: RunnerOptions): Runner {
       for (const run of found.runs) if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
       const last = found.runs[found.runs.length - 1];
       return found.more && last ? { runs: found.runs, cursor: encodeRunCursor(last) } : { runs: found.runs };
+    },
+
+    async rerun(runId: string): Promise<Rerun | RerunRefusal> {
+      assertOpen();
+      if (!durable || !runStore) throw needsRunStore('rerun()');
+      return rerunRun({ parts, durable, store: runStore }, runId);
     },
 
     async close(): Promise<void> {

@@ -1,6 +1,6 @@
 // How a segment ends: the result of a run whose steps are over — its output, its failure (after
 // compensating what was done), a decline, or the run parked at a gate — with its trace and metadata.
-import type { PlannedStep } from '../define/validate.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';

@@ -1,7 +1,7 @@
 // The narrow doors between the executor's parts: what the runner hands the executor, and what the
 // step kinds, the gate and the result see of the run they belong to.
 import type { Scope } from '../define/ref.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';

@@ -2,7 +2,7 @@
 // kind (run/kinds/<kind>.ts), registered in this table. A kind's spec type and planner are in
 // define/kinds/<kind>.ts, registered in define/step-kinds.ts: define/ (layer 3) may not import run/
 // (layer 8), so a kind is one file per layer, each listed in its layer's table.
-import type { PlannedStep, StepKind } from '../define/validate.js';
+import type { PlannedStep, StepKind } from '../define/step-kinds.js';
 import { RunAbortReason } from '../errors/classify.js';
 import { describeThrown, isThenable, SKIPPED, StepError, type StepOutcome } from './execution.js';
 import type { InFlight, StepHost } from './step-host.js';

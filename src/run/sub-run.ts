@@ -5,7 +5,7 @@
 import type { Chain } from '../define/chain.js';
 import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
-import type { PlannedStep } from '../define/validate.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { StepCommon } from '../define/step-common.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ChainErrorInfo } from '../errors/categories.js';

@@ -1,11 +1,8 @@
 // Options of runs, resumes and invokes. The results they return are in observe/result.ts, the
-// logger in observe/logger.ts; both are re-exported here, beside the options that produce them.
+// logger in observe/logger.ts.
 import type { Chain, ChainOutput } from '../define/chain.js';
-import type { TierLevel } from '../guidance/tiers.js';
+import type { TierLevel } from '../guidance/intent.js';
 import type { ConfirmationRequest, RunResult } from '../observe/result.js';
-
-export type { ConfirmationRequest, InvokeResult, RunResult, RunResultBase } from '../observe/result.js';
-export type { Logger } from '../observe/logger.js';
 
 /** Options of `runner.run`. */
 export interface RunOptions<C = Record<string, unknown>> {

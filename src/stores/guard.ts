@@ -1,7 +1,6 @@
 // Store calls that may go over the network: failures and silence become `store_unavailable`, in time.
-// The bound is a timer and a race, not p-timeout: 0.9 µs and 0.9 KB in flight per async store call
-// against p-timeout's 2.7 µs and 1.9 KB (measured, Node 20), and p-timeout refused a 0 ms wait (a store
-// call made at the deadline failed with "Expected `milliseconds` to be a positive number").
+// The bound is a timer and a race, not p-timeout: it holds less per call in flight, and a call made at
+// the deadline must fail as `store_unavailable`, where p-timeout refuses a 0 ms wait.
 import { delayUntil } from '../util/timer.js';
 import { ToolFailure } from '../errors/classify.js';
 import type { MaybePromise } from './types.js';

@@ -2,6 +2,8 @@
 // woken on append, and ended runs' logs dropped when their retention ends — nothing grows unbounded.
 import type { RunEvent } from '../observe/events.js';
 import { decodeCheckpoint } from './serialize.js';
+import { checkOptions, integer } from '../define/options.js';
+import { z } from 'zod';
 import type { RunEventLog } from './run-store.js';
 
 /** Options of {@link memoryEventLog}. */
@@ -27,6 +29,11 @@ interface Log {
 
 const decode = decodeCheckpoint as (text: string) => unknown;
 
+const EVENT_LOG_OPTIONS = z.object(
+  { maxEventsPerRun: integer('maxEventsPerRun', 1).optional(), maxEnded: integer('maxEnded', 1).optional() },
+  { error: 'Expected memoryEventLog options to be an object.' },
+);
+
 /**
  * An event log in memory, for `memoryRunStore()`: one process, appends answered at once.
  *
@@ -38,7 +45,7 @@ const decode = decodeCheckpoint as (text: string) => unknown;
  */
 export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog {
   const cap = options.maxEventsPerRun ?? 10_000;
-  if (!(Number.isInteger(cap) && cap > 0)) throw new TypeError('Expected `maxEventsPerRun` to be a positive integer.');
+  checkOptions('memoryEventLog options', EVENT_LOG_OPTIONS, options);
   const maxEnded = options.maxEnded ?? 10_000;
   const now = options.now ?? Date.now;
   const logs = new Map<string, Log>();

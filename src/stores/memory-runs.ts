@@ -1,11 +1,13 @@
 // A run store in memory: one process only (tests, single-process apps), with the same contract and
 // the same codec as the Redis and Postgres stores, so it keeps and refuses the same values.
 import { memoryEventLog } from './memory-events.js';
+import { checkOptions, integer } from '../define/options.js';
+import { z } from 'zod';
 import { encodeRunValue, storedRun } from './run-codec.js';
-import { isAfter, newestFirst, steered, summarize, type RunSummary } from './run-list.js';
+import { isAfter, newestFirst, steered, summarize } from './run-list.js';
 import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
-import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, StoredRun } from './run-store.js';
+import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 /** Options of {@link memoryRunStore}. */
 export interface MemoryRunStoreOptions {
@@ -43,6 +45,11 @@ interface MemoryRun {
   cancelReason?: string;
 }
 
+const RUN_STORE_OPTIONS = z.object(
+  { maxEnded: integer('maxEnded', 1).optional(), maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
+  { error: 'Expected memoryRunStore options to be an object.' },
+);
+
 /**
  * A run store in memory: durable across runners of one process, not across a crash. Every write is
  * encoded (so it refuses what the Redis and Postgres stores refuse) and every read is a fresh copy.
@@ -57,7 +64,7 @@ interface MemoryRun {
  */
 export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
   const maxEnded = options.maxEnded ?? 10_000;
-  if (!(Number.isInteger(maxEnded) && maxEnded > 0)) throw new TypeError('Expected `maxEnded` to be a positive integer.');
+  checkOptions('memoryRunStore options', RUN_STORE_OPTIONS, options);
   const now = options.now ?? Date.now;
   const idempotency = options.idempotency;
   const runs = new Map<string, MemoryRun>();

@@ -1,5 +1,8 @@
 // In-process stores: the defaults, bounded by TTL and a maximum count (oldest evicted first).
 import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
+import { checkOptions, finiteMs, integer } from '../define/options.js';
+import { trimOldest } from '../util/bounded.js';
+import { z } from 'zod';
 import { unknownClaim, unknownOutcomeInfo } from './pending.js';
 import type { Classified } from '../errors/classify.js';
 import type { BreakerChange, BreakerDecision, BreakerStore, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
@@ -29,6 +32,11 @@ interface Entry {
   contextHash: string;
 }
 
+const CHECKPOINT_OPTIONS = z.object(
+  { maxEntries: integer('maxEntries', 1).optional(), maxPerContext: integer('maxPerContext', 1).optional() },
+  { error: 'Expected memoryCheckpointStore options to be an object.' },
+);
+
 /**
  * A checkpoint store in memory: one process only. Checkpoints are kept encoded (the same codec as
  * the Redis store, so both keep and refuse the same values) and every read is a fresh copy. Taken
@@ -44,8 +52,7 @@ interface Entry {
 export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}): CheckpointStore {
   const max = options.maxEntries ?? 10_000;
   const perContext = options.maxPerContext ?? 100;
-  if (!(Number.isInteger(max) && max > 0)) throw new TypeError('Expected `maxEntries` to be a positive integer.');
-  if (!(Number.isInteger(perContext) && perContext > 0)) throw new TypeError('Expected `maxPerContext` to be a positive integer.');
+  checkOptions('memoryCheckpointStore options', CHECKPOINT_OPTIONS, options);
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>(); // insertion order = age
   const pending = new Map<string, Set<string>>(); // context hash → ids of its pending checkpoints, oldest first
@@ -60,15 +67,10 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
     unlist(id, e);
     entries.delete(id);
   };
-  // Expired entries first, then the oldest tenth: batches keep eviction O(1) amortised.
+  // Expired entries and the oldest past the cap, from the front (used ones are tombstones until they expire).
   const sweep = (): void => {
     const t = now();
-    for (const [id, e] of entries) if (e.expiresAt <= t) drop(id, e);
-    let excess = entries.size > max ? entries.size - Math.floor(max * 0.9) : 0;
-    for (const [id, e] of entries) {
-      if (excess-- <= 0) break;
-      drop(id, e);
-    }
+    trimOldest(entries, max, (e) => e.expiresAt <= t, drop);
   };
   // One context over its bound: its expired checkpoints go, then its own oldest.
   const trim = (ids: Set<string>): void => {
@@ -131,6 +133,11 @@ interface IdempotencyEntry {
   run?: { runId: string; owner: string };
 }
 
+const IDEMPOTENCY_OPTIONS = z.object(
+  { maxEntries: integer('maxEntries', 1).optional(), ttlMs: finiteMs('ttlMs').optional(), pendingTtlMs: finiteMs('pendingTtlMs').optional() },
+  { error: 'Expected memoryIdempotencyStore options to be an object.' },
+);
+
 /**
  * An idempotency store in memory: one process only, bounded by TTL (default 24 h) and a maximum
  * count (oldest evicted first). Concurrent duplicates of an in-flight call wait for its outcome; the
@@ -146,20 +153,14 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   const max = options.maxEntries ?? 10_000;
   const ttl = options.ttlMs ?? 24 * 3_600_000;
   const pendingTtl = options.pendingTtlMs ?? 60_000;
-  if (!(Number.isFinite(pendingTtl) && pendingTtl > 0)) throw new TypeError('Expected `pendingTtlMs` to be a positive, finite number of ms.');
-  if (!(Number.isInteger(max) && max > 0)) throw new TypeError('Expected `maxEntries` to be a positive integer.');
-  if (!(Number.isFinite(ttl) && ttl > 0)) throw new TypeError('Expected `ttlMs` to be a positive, finite number of ms.');
+  checkOptions('memoryIdempotencyStore options', IDEMPOTENCY_OPTIONS, options);
   const now = options.now ?? Date.now;
   const entries = new Map<string, IdempotencyEntry>(); // insertion order = age
 
-  // Evicts the oldest tenth at once (expired or finished entries; an in-flight claim is never evicted).
+  // Expired and finished entries, oldest first, down to the cap; a claim in flight is never evicted.
   const evict = (): void => {
     const t = now();
-    const target = Math.floor(max * 0.9);
-    for (const [key, e] of entries) {
-      if (entries.size <= target) break;
-      if (e.done || e.expiresAt <= t) entries.delete(key);
-    }
+    trimOldest(entries, max, (e) => e.expiresAt <= t, (key) => entries.delete(key), (e) => !e.done && e.expiresAt > t);
   };
 
   const complete = (key: string, value: unknown, ttlMs?: number): void => {

@@ -4,8 +4,6 @@ import { fromBase64Url, toBase64Url } from '../util/sha256.js';
 import { decodeRunValue } from './run-codec.js';
 import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
-export type { RunListAfter, RunListQuery, RunListResult, RunSummary } from './run-store.js';
-
 /** Every run status, in the order a listing without a status filter covers them. */
 export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying'];
 
@@ -94,7 +92,7 @@ export function encodeRunCursor(last: RunListAfter): string {
  * const after = decodeRunCursor(page.cursor);
  * ```
  */
-export function decodeRunCursor(cursor: string): RunListAfter {
+function decodeRunCursor(cursor: string): RunListAfter {
   let parsed: unknown;
   try {
     parsed = typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,2000}$/.test(cursor) ? JSON.parse(new TextDecoder().decode(fromBase64Url(cursor) ?? new Uint8Array())) : undefined;

@@ -1,4 +1,4 @@
-// The run store's interfaces (durable runs, API.md §10–11): records, the journal, leases, claims, the event log and listing.
+// The run store's interfaces (durable runs, run events): records, the journal, leases, claims, the event log and listing.
 import type { RunEvent, RunEventDraft } from '../observe/events.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { IdempotencyStore } from './types.js';
@@ -172,7 +172,7 @@ export interface RunStore {
 
 
 /**
- * The event log of a run store (docs/guides/watching-runs.md): each run's events in order, numbered
+ * The event log of a run store ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)): each run's events in order, numbered
  * by the store (`seq` from 1, strictly increasing per run), kept as long as their run, at most a
  * bounded number per run (the oldest go first: a reader that falls that far behind is cut off).
  */

@@ -26,7 +26,7 @@ const listed = (s: PickScope): Task[] => s.results.find.tasks;
  * taskPosition('Buy 3 apples'); // undefined
  * ```
  */
-export function taskPosition(match: string): number | undefined {
+function taskPosition(match: string): number | undefined {
   const m = /^\s*(?:task\s*)?#?\s*(\d{1,9})\s*$/i.exec(match);
   return m ? Number(m[1]) : undefined;
 }

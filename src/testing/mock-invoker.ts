@@ -75,7 +75,9 @@ function delay(ms: number): Promise<void> {
 
 /**
  * Creates a scripted invoker. Delays use `setTimeout`, so fake timers drive them; `{ hang: true }`
- * settles only when the call's signal aborts (with the abort reason).
+ * settles only when the call's signal aborts (with the abort reason). It serves the tools scripted:
+ * a runner refuses a chain with another tool before its first step (a `DefinitionError`); a call
+ * of an unscripted tool (`runner.invoke`) fails as `not_found`.
  *
  * @example
  * ```ts
@@ -88,7 +90,9 @@ function delay(ms: number): Promise<void> {
 export function createMockInvoker(script: MockScript): MockInvoker;
 /**
  * Creates a scripted invoker typed by the tools: the script may only name those tools, and each
- * answer (`ok` values, functions' inputs and returns) is typed by its tool's schemas.
+ * answer (`ok` values, functions' inputs and returns) is typed by its tool's schemas. It serves the
+ * tools given (a runner refuses a chain with another before its first step); a call of one left
+ * unscripted fails as `not_found`.
  *
  * @example
  * ```ts
@@ -137,6 +141,9 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
   }) as MockInvoker;
 
   Object.defineProperty(invoker, 'calls', { get: () => calls });
+  // The tools it stands in for (given, or else scripted): a runner refuses a chain needing another before its first step.
+  const served = Array.isArray(scriptOrTools) ? new Set((scriptOrTools as readonly Tool[]).map((t) => t.name)) : undefined;
+  invoker.serves = served ? (tool) => served.has(tool) : (tool) => Object.hasOwn(script, tool);
   invoker.callsTo = (tool) => calls.filter((c) => c.tool === tool);
   invoker.reset = () => {
     calls.length = 0;

@@ -1,5 +1,6 @@
 // A Map with a cap on its size: past it, the least recently used entries that may go are dropped.
-// One mechanism for every cache of per-key objects (the memory and Redis rate limiters' per-user limiters).
+// The one bounded map of the core: the rate limiters' per-key limiters, the context-hash cache, the
+// per-session state of transitions and fallback advice.
 
 /** Options of {@link BoundedLru}. */
 export interface BoundedLruOptions<K, V> {
@@ -10,7 +11,7 @@ export interface BoundedLruOptions<K, V> {
 }
 
 interface Slot<V> {
-  readonly value: V;
+  value: V;
   /** Read since it was last passed over: gets a second chance before it is dropped. */
   used: boolean;
 }
@@ -52,10 +53,23 @@ export class BoundedLru<K, V> {
 
   /** Adds (or replaces) an entry as the most recent one, evicting past the cap; returns `value`. */
   set(key: K, value: V): V {
+    const slot = this.map.get(key);
+    if (slot === undefined) {
+      this.map.set(key, { value, used: false });
+      if (this.map.size >= this.trimAt) this.trim(key);
+      return value;
+    }
+    // Replaced: the same slot moves to the back (no allocation for a key updated on every call).
     this.map.delete(key);
-    this.map.set(key, { value, used: false });
-    if (this.map.size >= this.trimAt) this.trim(key);
+    slot.value = value;
+    slot.used = false;
+    this.map.set(key, slot);
     return value;
+  }
+
+  /** Whether `key` has an entry (without marking it used). */
+  has(key: K): boolean {
+    return this.map.has(key);
   }
 
   /** Removes an entry (without `onEvict`). */

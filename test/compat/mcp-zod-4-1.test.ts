@@ -9,7 +9,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { version } from 'zod/v4/core';
-import { createRunner, createToolRegistry, defineChain, parseSchema, ref, schemaToJSONSchema } from 'chainkit';
+import { createRunner, createToolRegistry, defineChain, ref } from 'chainkit';
+import { parseSchema, schemaToJSONSchema } from '../../src/define/schema.js';
 import { mcpInvoker, toolsFromMcp } from 'chainkit/mcp';
 
 // chainkit's own imports of zod (src, through vitest's aliases) get zod 4.1, as with a peer install.

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import * as zm41 from 'zod-4-1/mini';
 import { z as z41 } from 'zod-4-1';
 import * as zm from 'zod/mini';
-import { defineChain, DefinitionError, defineTool, createToolRegistry, functionInvoker, isSchema, ref, runChain, schemaToJSONSchema, type Schema } from 'chainkit';
+import { defineChain, DefinitionError, defineTool, createToolRegistry, functionInvoker, ref, runChain, type Schema } from 'chainkit';
+import { isSchema, schemaToJSONSchema } from '../../src/define/schema.js';
 
 interface Schemas {
   listIn: Schema; listOut: Schema; renameIn: Schema; renameOut: Schema; chainIn: Schema; ctx: Schema;

@@ -1,7 +1,8 @@
 // Any Standard Schema validator (valibot, arktype, …) for tool and chain schemas: run-time validation and JSON Schema.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createToolRegistry, defineChain, defineTool, functionInvoker, isSchema, parseSchema, ref, runChain, schemaToJSONSchema, type StandardSchemaV1, type ToolInput, type ToolOutput } from 'chainkit';
+import { createToolRegistry, defineChain, defineTool, functionInvoker, ref, runChain, type StandardSchemaV1, type ToolInput, type ToolOutput } from 'chainkit';
+import { isSchema, parseSchema, schemaToJSONSchema } from '../../src/define/schema.js';
 
 type Check<T> = (value: unknown) => T | { at: PropertyKey[]; message: string };
 

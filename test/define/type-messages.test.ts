@@ -54,3 +54,44 @@ describe('tsc messages for ref path typos', { timeout: 60_000 }, () => {
     expect(firstLines(out)).toContain(`'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`);
   });
 });
+
+// Issue 26 §3: the three messages a new user met, each one error whose first line says what is wrong.
+describe('tsc messages for runs and implementations', { timeout: 60_000 }, () => {
+  const imports = `import { createRunner, functionInvoker } from 'chainkit';\n`;
+
+  it('running a chain that declares a context without one names the context and its type', () => {
+    const out = tscErrors(`${imports}const c = chain('c', { input, context: z.object({ userId: z.string(), tenant: z.string().optional() }) })
+  .tool('find', search, (ref) => ({ query: ref('input', 'name') })).build();
+const runner = createRunner({ invoker: functionInvoker([search], { search: async () => ({ contacts: [] }) }) });
+void runner.run(c, { name: 'Ada', tasks: [] });
+`);
+    expect(firstLines(out)).toContain(`is not assignable to parameter of type '"context { userId: string; tenant?: string } is required: run(chain, input, { context })"'`);
+    expect(out.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('an implementation returning the wrong shape leads with the wrong field', () => {
+    const out = tscErrors(`${imports}functionInvoker([search, send], {
+  search: async ({ query }) => ({ contacts: [{ id: query, name: 'Ada', email: 42 }] }),
+  send: async ({ to }) => ({ id: to }),
+});
+`);
+    expect(out.split('\n')[0]).toContain(`is not assignable to type '"wrong output of tool search: contacts[number].email: expected string"'`);
+    expect(out.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('a misspelled tool key is one error naming the key and the tools', () => {
+    const out = tscErrors(`${imports}functionInvoker([search, send], {
+  serach: async ({ query }, call) => ({ contacts: [{ id: query, name: call.runId, email: 'a@b' }] }),
+  send: async ({ to }) => ({ id: to }),
+});
+`);
+    expect(out.split('\n')[0]).toContain(`'serach' is not one of the tools given: search, send`);
+    expect(out.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('a tool left without an implementation is one error naming it', () => {
+    const out = tscErrors(`${imports}functionInvoker([search, send], { send: async ({ to }) => ({ id: to }) });\n`);
+    expect(firstLines(out)).toContain(`Property 'search' is missing`);
+    expect(out.match(/error TS/g)).toHaveLength(1);
+  });
+});

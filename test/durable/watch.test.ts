@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRunner, functionInvoker, type RunEvent, type Runner } from '../../src/index.js';
+import { createRunner, type RunEvent, type Runner } from '../../src/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
 import { job, type WatchJob } from '../fixtures/watch-worker.js';
@@ -72,8 +72,9 @@ for (const store of ['redis', 'postgres'] as const) {
     });
     const observers = async (ns: string): Promise<[Runner, Runner]> => {
       const [sb, sc] = await setups[store](ns);
-      const b = createRunner({ invoker: functionInvoker([], {}), chains: [job], stores: sb! });
-      const c = createRunner({ invoker: functionInvoker([], {}), chains: [job], stores: sc! });
+      // Observers that run no tool: an invoker that declares no tools (`functionInvoker([], {})` would serve none, and createRunner refuse `job`).
+      const b = createRunner({ invoker: () => Promise.reject(new Error('observer')), chains: [job], stores: sb! });
+      const c = createRunner({ invoker: () => Promise.reject(new Error('observer')), chains: [job], stores: sc! });
       runners.push(b, c);
       return [b, c];
     };

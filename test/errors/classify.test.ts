@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { classifyError, createRunner, defineChain, defineTool, ERROR_CATEGORIES, functionInvoker, parseRetryAfter } from 'chainkit';
+import { createRunner, defineChain, defineTool, ERROR_CATEGORIES, functionInvoker } from 'chainkit';
+import { classifyError } from '../../src/errors/classify.js';
+import { parseRetryAfter } from '../../src/errors/retry-after.js';
 import { createMockInvoker } from 'chainkit/testing';
 import { toErrorInfo } from '../../src/errors/messages.js';
 import { http } from '../helpers.js';

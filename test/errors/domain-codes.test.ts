@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { classifyError, createRunner, defineTool, findAndUpdate, functionInvoker, isDefinitionError, taskChains, taskTools, type Classifier } from 'chainkit';
+import { createRunner, defineTool, findAndUpdate, functionInvoker, isDefinitionError, taskChains, taskTools, type Classifier } from 'chainkit';
+import { classifyError } from '../../src/errors/classify.js';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { codeClassifier } from '../../src/errors/classify.js';
 import { taskErrors } from '../../src/tasks/tools.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyError } from 'chainkit';
+import { classifyError } from '../../src/errors/classify.js';
 
 // The message patterns of issue 18 (docs/guides/policies.md, Errors): one test each.
 const cat = (message: string) => classifyError(new Error(message)).category;

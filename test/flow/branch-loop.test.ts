@@ -32,7 +32,7 @@ describe('branch step', () => {
   });
 
   it('runs `default` when `on` names no case', async () => {
-    const r = await runChain(notify(true), { channel: 'pigeon', to: 'x' }, { invoker: createMockInvoker({}) });
+    const r = await runChain(notify(true), { channel: 'pigeon', to: 'x' }, { invoker: createMockInvoker({ echo: { ok: { value: 'x' } } }) });
     expect(r.status === 'completed' && r.output).toBe('nobody');
   });
 

@@ -2,7 +2,8 @@
 // runs only the items that had not finished, each write once, under keys that carry the item index.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, type Runner, type RunStore } from 'chainkit';
+import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, type Runner } from 'chainkit';
+import type { RunStore } from 'chainkit/stores';
 
 const list = defineTool({ name: 'list', description: 'List ids', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
 const mark = defineTool({ name: 'mark', description: 'Mark', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), idempotent: true });

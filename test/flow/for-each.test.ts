@@ -175,7 +175,7 @@ describe('forEach step', () => {
   });
 
   it('an empty array yields an empty result without running the chain', async () => {
-    const invoker = createMockInvoker({ list: { ok: { items: [] } } });
+    const invoker = createMockInvoker({ list: { ok: { items: [] } }, mark: { ok: { id: 'x', marked: true } } });
     const c = chain('empty', { input: z.object({}) })
       .tool('find', list, () => ({ n: 0 }))
       .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  createRunner, createToolRegistry, DefinitionError, FallbackAdvisor, STEP_BACK_ADVICE, taskChains, taskTools, type TierEscalationEvent,
-} from 'chainkit';
+import { createRunner, createToolRegistry, DefinitionError, taskChains, taskTools, type TierEscalationEvent } from 'chainkit';
+import { FallbackAdvisor, STEP_BACK_ADVICE } from '../../src/guidance/fallback.js';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 describe('suggestions', () => {

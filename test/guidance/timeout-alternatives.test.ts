@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { alternativesFor, createRunner, defineTool, MetricsCollector, TimingModel, type ChainErrorInfo, type Tool } from 'chainkit';
+import { createRunner, defineTool, MetricsCollector, TimingModel, type ChainErrorInfo, type Tool } from 'chainkit';
+import { alternativesFor } from '../../src/guidance/alternatives.js';
 import { createMockInvoker } from 'chainkit/testing';
 
 const io = { input: z.object({ text: z.string() }), output: z.object({ ok: z.boolean() }) };

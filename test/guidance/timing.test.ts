@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createRunner, listTasks, TimingModel, complexityOf } from 'chainkit';
+import { createRunner, listTasks, TimingModel } from 'chainkit';
+import { complexityOf } from '../../src/guidance/timing.js';
 
 describe('TimingModel', () => {
   const tools = new Map([[listTasks.name, listTasks]]);

@@ -7,14 +7,14 @@ import { createRunner, defineChain, defineTool, ref, type Runner, type RunnerOpt
 import { createMockInvoker } from 'chainkit/testing';
 import type { FreezableProxy } from './proxy.js';
 
-export const lookup = defineTool({ name: 'pt_lookup', description: 'Reads the item.', input: z.object({ sku: z.string() }), output: z.object({ sku: z.string(), price: z.number() }), effect: 'read' });
-export const charge = defineTool({ name: 'pt_charge', description: 'Charges once per key.', input: z.object({ amount: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-export const notify = defineTool({ name: 'pt_notify', description: 'Says it is paid.', input: z.object({ payment: z.string() }), output: z.object({ sent: z.boolean() }), effect: 'read' });
+const lookup = defineTool({ name: 'pt_lookup', description: 'Reads the item.', input: z.object({ sku: z.string() }), output: z.object({ sku: z.string(), price: z.number() }), effect: 'read' });
+const charge = defineTool({ name: 'pt_charge', description: 'Charges once per key.', input: z.object({ amount: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+const notify = defineTool({ name: 'pt_notify', description: 'Says it is paid.', input: z.object({ payment: z.string() }), output: z.object({ sent: z.boolean() }), effect: 'read' });
 
 /** Deadline of the partitioned run: the 3 s. */
 export const DEADLINE_MS = 3_000;
 /** A lease short enough for the recovering runner not to wait long. */
-export const LEASE_MS = 800;
+const LEASE_MS = 800;
 
 const paidChain = (timeoutMs: number) => defineChain({
   name: 'pt_paid',

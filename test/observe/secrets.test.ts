@@ -1,9 +1,11 @@
 // Secrets never leave in text (API.md §6): masked in messages, traces, events, logs, candidates and model results.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, ref, SECRET_KEY, toModelResult, type InvokeResult, type Logger, type RunnerOptions, type RunResult } from 'chainkit';
+import { createRunner, defineChain, defineTool, ref, toModelResult, type InvokeResult, type Logger, type RunnerOptions, type RunResult } from 'chainkit';
+import { SECRET_KEY } from '../../src/util/redact.js';
 import { createMockInvoker, type MockScript } from 'chainkit/testing';
-import { isSecretKey, maskText, secretMask } from '../../src/observe/redact.js';
+import { maskText, secretMask } from '../../src/observe/redact.js';
+import { isSecretKey } from '../../src/util/redact.js';
 
 /** A runner whose events and log lines are all kept, to search them for leaks. */
 function watched(script: MockScript, options: Partial<RunnerOptions> = {}) {

@@ -176,7 +176,7 @@ describe('otelHooks', () => {
 
   it('records the original error, keeps it as a non-enumerable cause, and logs it as { err }', async () => {
     const original = new TypeError('db driver exploded');
-    const invoker = functionInvoker({ list_tasks: () => { throw original; } });
+    const invoker = functionInvoker({ list_tasks: () => { throw original; }, update_task: () => ({}) });
     const logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() };
     const runner = createRunner({ invoker, tools: [...taskTools], hooks: otelHooks({ tracer }), logger, retry: { unknown: { retries: 0 } } });
     const result = await runner.run(findAndUpdate, { match: 'dentist', title: 'x' }, alice);

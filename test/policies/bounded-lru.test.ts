@@ -45,6 +45,18 @@ describe('BoundedLru', () => {
     expect(lru.get('x5')).toBe(0);
   });
 
+  it('moves a replaced entry to the back with its new value; has() does not count as a read', () => {
+    const lru = new BoundedLru<string, number>(2);
+    lru.set('a', 1);
+    lru.set('b', 2);
+    lru.set('a', 3); // replaced: now the most recent
+    expect(keys(lru)).toEqual(['b', 'a']);
+    expect(lru.get('a')).toBe(3);
+    expect(lru.has('b')).toBe(true); // not a read: b stays the first to go
+    lru.set('c', 4);
+    expect(keys(lru)).toEqual(['a', 'c']);
+  });
+
   it('refuses a cap that is not a positive integer; keys such as __proto__ are ordinary keys', () => {
     expect(() => new BoundedLru(0)).toThrow(TypeError);
     expect(() => new BoundedLru(1.5)).toThrow(TypeError);

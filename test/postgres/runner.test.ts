@@ -72,7 +72,7 @@ describe('chainkit/postgres under runners', () => {
   it('a duplicate waiting for a call in flight elsewhere ends at its deadline, and stops polling', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
     await elsewhere.begin(payKey('pg-k1')); // in flight in "another process"
-    const r = replica({ pendingWaitMs: 3000 }, createMockInvoker({ pay: { ok: { ok: true } } }));
+    const r = replica({ pendingWaitMs: 3000 }, createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: true } } }));
     await r.stores.migrate(); // connected, tables found: the 60 ms below are the wait's alone
     const result = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k1', timeoutMs: 60 });
     expect(result.status === 'failed' && result.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
@@ -87,7 +87,7 @@ describe('chainkit/postgres under runners', () => {
   it('a duplicate that outlives pendingWaitMs fails with conflict; one that sees the result gets it, cached', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
     await elsewhere.begin(payKey('pg-k2'));
-    const r = replica({ pendingWaitMs: 40 }, createMockInvoker({ pay: { ok: { ok: false } } }));
+    const r = replica({ pendingWaitMs: 40 }, createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: false } } }));
     const waited = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k2', timeoutMs: 10_000 });
     expect(waited.status === 'failed' && waited.error.category).toBe('conflict');
     await elsewhere.begin(payKey('pg-k3'));
@@ -102,7 +102,7 @@ describe('chainkit/postgres under runners', () => {
   });
 
   it('keeps the key of a write whose outcome is unknown: a duplicate on another replica gets that failure, the tool runs once', async () => {
-    const invoker = createMockInvoker({ drop: [() => new Promise(() => {}), { ok: { ok: true } }] }); // hangs, ignoring its signal
+    const invoker = createMockInvoker([...taskTools, pay, drop], { drop: [() => new Promise(() => {}), { ok: { ok: true } }] }); // hangs, ignoring its signal
     const [a, b] = [replica({}, invoker), replica({}, invoker)];
     const first = a.runner.invoke('drop', {}, { idempotencyKey: 'pg-k5', timeoutMs: 2000 });
     await pause(20);

@@ -3,7 +3,8 @@
 // (test/durable) do the same across real processes on Redis and PostgreSQL.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, DefinitionError, functionInvoker, ref, type Runner, type RunStore, type ToolCall } from '../../src/index.js';
+import { createRunner, defineChain, defineTool, DefinitionError, functionInvoker, ref, type Runner, type ToolCall } from '../../src/index.js';
+import { type RunStore } from '../../src/stores/index.js';
 import { memoryRunStore } from '../../src/testing/index.js';
 
 const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });

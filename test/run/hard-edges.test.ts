@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, findAndDelete, memoryCheckpointStore, ref, runChain, taskTools, type CheckpointStore, type LearningStore, type RunResult } from 'chainkit';
+import { createRunner, defineChain, defineTool, findAndDelete, memoryCheckpointStore, ref, runChain, taskTools, type RunResult } from 'chainkit';
+import { type CheckpointStore, type LearningStore } from 'chainkit/stores';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const codeOf = (r: RunResult) => (r.status === 'failed' ? `${r.error.category}/${r.error.code}` : r.status);
@@ -252,7 +253,7 @@ describe('runner.invoke on hostile or out-of-range input', () => {
 
 describe('classification of a huge message', () => {
   it('a megabyte of text classifies at once (the patterns read its head only)', async () => {
-    const { classifyError } = await import('chainkit');
+    const { classifyError } = await import('../../src/errors/classify.js');
     expect(classifyError(new Error('dependency '.repeat(100_000))).category).toBe('unknown');
     expect(classifyError(new Error(`upstream dependency unavailable ${'x'.repeat(1_000_000)}`)).category).toBe('unavailable');
   });

@@ -1,6 +1,7 @@
 // runner.listRuns: the filter is checked, the cursor round-trips, the approvals inbox shows each parked gate's step and question.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, memoryIdempotencyStore, memoryRunStore, taskChains, taskTools, type RunStore, type Runner } from '../../src/index.js';
+import { createRunner, findAndDelete, memoryIdempotencyStore, memoryRunStore, taskChains, taskTools, type Runner } from '../../src/index.js';
+import { type RunStore } from '../../src/stores/index.js';
 import { createTaskStore, fixtures } from '../../src/testing/index.js';
 import { entry, record } from '../stores/run-store-contract.js';
 

@@ -1,7 +1,8 @@
 // Run ids are checked before any store is asked, by every call that takes one (API.md §10).
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineTool, functionInvoker, memoryRunStore, type RunStore } from '../../src/index.js';
+import { createRunner, defineTool, functionInvoker, memoryRunStore } from '../../src/index.js';
+import { type RunStore } from '../../src/stores/index.js';
 
 const BAD_IDS: unknown[] = ['', 'x'.repeat(256), 'a\nb', 'nul\u0000', { id: 1 }];
 

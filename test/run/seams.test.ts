@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineChain, defineTool, functionInvoker, ref, type RunResult, type ToolCall } from 'chainkit';
-import { execute, type Execution } from '../../src/run/executor.js';
+import { execute } from '../../src/run/executor.js';
+import { type Execution } from '../../src/run/execution.js';
 import { runnerParts } from '../../src/run/parts.js';
 import { storeFailure } from '../../src/stores/guard.js';
 import type { JournalEntry } from '../../src/stores/run-store.js';

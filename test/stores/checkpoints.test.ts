@@ -3,7 +3,8 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, memoryCheckpointStore, ref, type Checkpoint, type CheckpointStore } from 'chainkit';
+import { createRunner, defineChain, defineTool, memoryCheckpointStore, ref } from 'chainkit';
+import { type Checkpoint, type CheckpointStore } from 'chainkit/stores';
 import { redisStores } from 'chainkit/redis';
 import { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from '../../src/stores/serialize.js';
 

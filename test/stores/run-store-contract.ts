@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
 import type { CheckpointStore, IdempotencyClaim, IdempotencyStore } from '../../src/stores/types.js';
-import type { JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/run-store.js';
-import { RUN_STATUSES, type RunListQuery } from '../../src/stores/run-list.js';
+import type { JournalEntry, RunListQuery, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/run-store.js';
+import { RUN_STATUSES } from '../../src/stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
 import { encodeRunValue } from '../../src/stores/run-codec.js';
@@ -752,7 +752,7 @@ export function cancelAcrossRunnersContract(name: string, setup: () => Promise<R
         chains: [cancellable],
         stores: { runs },
       });
-      const b = createRunner({ invoker: functionInvoker([], {}), chains: [cancellable], stores: { runs: peer! } });
+      const b = createRunner({ invoker: () => Promise.reject(new Error('this instance only cancels')), chains: [cancellable], stores: { runs: peer! } });
       runners.push(a, b);
       const runId = uid('cancel');
       const result = a.run(cancellable, { n: 1 }, { runId });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyError, createRunner, defineChain, listTasks, ref, findAndComplete, findAndDelete, findAndUpdate, taskErrors, taskTools } from 'chainkit';
+import { createRunner, defineChain, listTasks, ref, findAndComplete, findAndDelete, findAndUpdate, taskErrors, taskTools } from 'chainkit';
+import { classifyError } from '../../src/errors/classify.js';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { z } from 'zod';
 

@@ -1,6 +1,7 @@
 // Durable runs' public types (docs/guides/durable-runs.md), against the built declarations.
 import { describe, expectTypeOf, it } from 'vitest';
-import { createRunner, functionInvoker, type RunInfo, type RunnerOptions, type RunResult, type RunStore, type RunEndEvent, type RunRecoveredEvent } from 'chainkit';
+import { createRunner, functionInvoker, type RunInfo, type RunnerOptions, type RunResult, type RunEndEvent, type RunRecoveredEvent } from 'chainkit';
+import { type RunStore } from 'chainkit/stores';
 import { postgresStores, type PostgresStores } from 'chainkit/postgres';
 import { redisStores } from 'chainkit/redis';
 import { memoryRunStore } from 'chainkit/testing';

@@ -1,7 +1,7 @@
 // API.md §2b, tool implementations typed: functionInvoker(tools, impls) and
 // createMockInvoker(tools, script) take only those tools, typed by their schemas.
 import { describe, expectTypeOf, it } from 'vitest';
-import { functionInvoker, type ToolCall, type ToolInvoker } from 'chainkit';
+import { functionInvoker, type ToolCall, type ToolImplementations, type ToolInvoker } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { searchContacts, sendEmail, type Contact } from './fixtures.js';
 
@@ -20,7 +20,8 @@ describe('typed invokers', () => {
       send_email: (input) => (input.to.includes('@') ? { messageId: 'm1' } : { status: 'error', error: 'invalid_address', retry_after: 5 }),
     });
     expectTypeOf(invoker).toEqualTypeOf<ToolInvoker>();
-    functionInvoker(tools, {});
+    // @ts-expect-error — every tool needs its implementation (send_email is missing)
+    functionInvoker(tools, { search_contacts: async () => ({ contacts: noContacts, total: 0 }) });
   });
 
   it('functionInvoker rejects unknown tools, unknown input fields and wrong outputs', () => {
@@ -39,6 +40,19 @@ describe('typed invokers', () => {
     functionInvoker([sendEmail], {
       // @ts-expect-error — an in-band error needs `error: string`
       send_email: () => ({ status: 'error' }),
+    });
+  });
+
+  it('functionInvoker accepts in-band errors from functions without parameters, and implementations typed ahead', () => {
+    functionInvoker([searchContacts, sendEmail], {
+      search_contacts: async () => ({ status: 'error', error: 'busy', retry_after: 1 }),
+      send_email: () => ({ status: 'error', error: 'invalid_address' }),
+    });
+    const impls: ToolImplementations<[typeof searchContacts]> = { search_contacts: async () => ({ contacts: noContacts, total: 0 }) };
+    expectTypeOf(functionInvoker([searchContacts], impls)).toEqualTypeOf<ToolInvoker>();
+    functionInvoker([sendEmail], {
+      // @ts-expect-error — an in-band error's status is 'error'
+      send_email: (input) => ({ status: input.to === '' ? 'eror' : 'error', error: 'x' }),
     });
   });
 

@@ -1,7 +1,8 @@
 // Watching runs' public types (docs/guides/watching-runs.md), against the built declarations.
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, RunWatchError, type RunEndData, type RunEvent, type RunEventType, type RunnerOptions, type RunResult, type RunStatus, type RunStore, type RunStream, type RunSummary, type ToolCall } from 'chainkit';
+import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, RunWatchError, type RunEndData, type RunEvent, type RunEventType, type RunnerOptions, type RunResult, type RunStatus, type RunStream, type RunSummary, type ToolCall } from 'chainkit';
+import type { RunStore } from 'chainkit/stores';
 import { lastEventId, toSSE } from 'chainkit/sse';
 
 const count = defineTool({ name: 'count', description: 'c', input: z.object({ n: z.number() }), output: z.object({ total: z.number() }), effect: 'read' });

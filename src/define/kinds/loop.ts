@@ -28,7 +28,7 @@ export interface LoopPlan extends FlowCallsPlan {
 }
 
 /** Iterations a loop may allow at most: beyond this, `max` is surely a mistake. */
-export const MAX_LOOP = 100_000;
+const MAX_LOOP = 100_000;
 
 /**
  * Checks a loop step: the chain and its input, `until` a function, `max` required (a positive

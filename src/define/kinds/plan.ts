@@ -35,6 +35,7 @@ export interface ChainLike<O = any> {
   readonly context?: Schema;
   /** Builds the chain's output from its scope (absent: its last step's result). */
   readonly output?: (scope: any) => O;
+  /** @internal The compiled run plan (left out of the published types, as `Chain.plan` is). */
   readonly plan: readonly { readonly id: string; readonly calls?: readonly SubChainCall[] }[];
 }
 

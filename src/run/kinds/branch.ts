@@ -1,7 +1,7 @@
 // The branch step's runner (its spec type and planner: define/kinds/branch.ts): `on` names a case,
 // whose chain runs nested; no such case and no `default` is `invalid_input`/`no_branch`.
 import type { Chain } from '../../define/chain.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { describeThrown, StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
 import { gated, nestedInput, runNested } from '../sub-run.js';

@@ -1,7 +1,7 @@
 // The compute step's runner (its spec type and planner: define/kinds/compute.ts).
-import type { ComputeStep } from '../../define/chain.js';
+import type { ComputeStep } from '../../define/spec.js';
 import { parseSchema } from '../../define/schema.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/classify.js';
 import { schemaFailure } from '../pipeline.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';

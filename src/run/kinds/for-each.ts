@@ -3,7 +3,7 @@
 // durable run, so a recovered run runs only the items that had not finished.
 import type { Chain } from '../../define/chain.js';
 import type { ItemScope } from '../../define/spec.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/classify.js';
 import type { ChainErrorInfo } from '../../errors/categories.js';
 import type { TraceStep } from '../../observe/trace.js';

@@ -2,7 +2,7 @@
 // once per iteration (`step/1`, `step/2`, …) until `until` holds, at most `max` times, `delayMs`
 // apart; each iteration journaled in a durable run.
 import type { Chain } from '../../define/chain.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/classify.js';
 import { sleep } from '../../policies/abort.js';
 import type { TraceStep } from '../../observe/trace.js';

@@ -1,5 +1,5 @@
 // What a step kind's runner is (run/step-kinds.ts registers the runners, one per kind).
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import type { StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
 

@@ -1,7 +1,7 @@
 // The select step's runner (its spec type and planner: define/kinds/select.ts).
-import type { SelectStep } from '../../define/chain.js';
+import type { SelectStep } from '../../define/spec.js';
 import type { Scope } from '../../define/ref.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { StepError, type StepOutcome } from '../execution.js';
 import type { StepHost } from '../step-host.js';
 
@@ -25,7 +25,7 @@ export function runSelect(host: StepHost, step: PlannedStep): StepOutcome {
  * const outcome = selectItems(step, step.step as SelectStep, scope);
  * ```
  */
-export function selectItems(step: PlannedStep, def: SelectStep, scope: Scope): StepOutcome {
+function selectItems(step: PlannedStep, def: SelectStep, scope: Scope): StepOutcome {
   const { from, expect, noMatch } = def.select;
   const items = from.resolve(scope);
   if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${step.id}: ${from} is not an array.` });

@@ -1,7 +1,7 @@
 // The sub-chain step's runner (its spec type and planner: define/kinds/sub-chain.ts): the chain runs
 // as a nested execution, its steps named `step/…` in events, the trace and the journal.
 import type { Chain } from '../../define/chain.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import type { StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
 import { gated, nestedInput, runNested } from '../sub-run.js';

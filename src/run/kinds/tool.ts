@@ -1,8 +1,8 @@
 // The tool step's runner (its spec type and planner: define/kinds/tool.ts): input built and
 // checked, an in-process confirmation or a gate, the call through the pipeline.
-import type { ToolStep } from '../../define/chain.js';
+import type { ToolStep } from '../../define/spec.js';
 import { parseSchema } from '../../define/schema.js';
-import type { PlannedStep } from '../../define/validate.js';
+import type { PlannedStep } from '../../define/step-kinds.js';
 import { schemaFailure } from '../pipeline.js';
 import { callContext } from '../call-context.js';
 import { describeThrown, StepError, type StepOutcome } from '../execution.js';

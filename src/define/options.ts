@@ -1,7 +1,9 @@
 // Options stated as zod schemas whose leaves carry chainkit's own messages ("Expected `x` to be …"),
 // and the issues they find as definition issues with readable paths (`retry.internal.factor`, `tools[2]`).
+// Every option check (runner, tools, steps, stores) goes through here, so each reports every problem at once.
 import { z } from 'zod';
-import { MAX_TIMER_MS } from './timer.js';
+import { DefinitionError } from '../errors/definition-error.js';
+import { MAX_TIMER_MS } from '../util/timer.js';
 
 /** One problem found in an option object: where, and what was expected. */
 export interface OptionIssue {
@@ -35,6 +37,42 @@ export function timerMs(field: string, allowZero = false): z.ZodType<number> {
  */
 export function integer(field: string, min: 0 | 1): z.ZodType<number> {
   return leaf((v) => Number.isSafeInteger(v) && (v as number) >= min, `Expected \`${field}\` to be a ${min === 1 ? 'positive' : 'non-negative'} integer.`);
+}
+
+/**
+ * A duration a store keeps rather than a timer: a positive, finite number of ms.
+ *
+ * @example
+ * ```ts
+ * z.object({ ttlMs: finiteMs('ttlMs').optional() });
+ * ```
+ */
+export function finiteMs(field: string): z.ZodType<number> {
+  return leaf((v) => typeof v === 'number' && Number.isFinite(v) && v > 0, `Expected \`${field}\` to be a positive, finite number of ms.`);
+}
+
+/**
+ * A duration a database keeps as an integer (Redis `PX`, PostgreSQL intervals): a positive safe integer of ms.
+ *
+ * @example
+ * ```ts
+ * z.object({ idempotencyTtlMs: integerMs('idempotencyTtlMs').optional() });
+ * ```
+ */
+export function integerMs(field: string): z.ZodType<number> {
+  return leaf((v) => Number.isSafeInteger(v) && (v as number) > 0, `Expected \`${field}\` to be a positive integer number of ms.`);
+}
+
+/**
+ * A non-empty string.
+ *
+ * @example
+ * ```ts
+ * z.object({ prefix: nonEmpty('prefix') });
+ * ```
+ */
+export function nonEmpty(field: string): z.ZodType<string> {
+  return leaf((v) => typeof v === 'string' && v !== '', `Expected a non-empty \`${field}\`.`);
 }
 
 /**
@@ -89,4 +127,19 @@ function joinPath(prefix: string, path: readonly PropertyKey[]): string {
 export function optionIssues(schema: z.ZodType, value: unknown, prefix = ''): OptionIssue[] {
   const parsed = schema.safeParse(value);
   return parsed.success ? [] : parsed.error.issues.map((i) => ({ path: joinPath(prefix, i.path), message: i.message }));
+}
+
+/**
+ * Checks an options object against `schema` and throws one `DefinitionError` that lists every
+ * problem, each with its path: the one way chainkit checks the options of its runner and stores.
+ *
+ * @example
+ * ```ts
+ * const OPTIONS = z.object({ maxEntries: integer('maxEntries', 1).optional() }, { error: 'Expected an options object.' });
+ * checkOptions('memoryCheckpointStore options', OPTIONS, options); // throws DefinitionError listing each bad field
+ * ```
+ */
+export function checkOptions(subject: string, schema: z.ZodType, value: unknown): void {
+  const issues = optionIssues(schema, value);
+  if (issues.length > 0) throw new DefinitionError(subject, issues);
 }

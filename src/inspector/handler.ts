@@ -1,0 +1,419 @@
+// The inspector's request handler: routes under `basePath`, authorization of every request, the
+// CSRF check of actions, the security headers of every response, and the live streams.
+import type { BreakerChangeEvent, RunEvent, StepEndEvent, StepRetryEvent } from '../observe/events.js';
+import type { RedactRule } from '../util/redact.js';
+import type { Runner } from '../run/runner-api.js';
+import { lastEventId, SSE_HEADERS, toSSE } from '../sse/index.js';
+import { RUN_STATUSES } from '../stores/run-list.js';
+import type { RunStatus, RunSummary } from '../stores/run-store.js';
+import { APP_CSS, APP_JS } from './assets.js';
+import { checkCsrf, cookieNonce, CSRF_HEADER, csrfCookie, csrfToken, newNonce } from './csrf.js';
+import { pageHtml } from './page.js';
+import { eventView, learnedView, runView, safeWith, summaryView, type Safe } from './views.js';
+
+/** What a request asks to do: read (every GET), or one of the actions (a POST). */
+export type InspectorAction = 'read' | 'decide' | 'cancel' | 'signal' | 'rerun';
+
+/** Options of `inspector(runner, options)`. */
+export interface InspectorOptions {
+  /** Where the inspector is mounted, e.g. `'/ops/chains'` (requests outside it get a 404 and, through `toNodeHandler`, go to `next`). */
+  basePath: string;
+  /**
+   * Called for every request, with what it asks to do; required. `true` lets it through; `false`
+   * answers 403 with no data; a `Response` is sent as it is (a 401 with `WWW-Authenticate`, a
+   * redirect to your login page). A throw answers 500, with no data.
+   */
+  authorize: (request: Request, action: InspectorAction) => boolean | Response | Promise<boolean | Response>;
+  /** Shows runs, refuses every action (the buttons are not shown). Default `false`. */
+  readOnly?: boolean;
+  /**
+   * Who decides a gate through the page (`decide`'s `by`, kept on the trace). Default `'inspector'`.
+   */
+  actor?: (request: Request) => string | Promise<string>;
+  /**
+   * The secret the anti-CSRF tokens are signed with. Default: random per handler. Give one shared
+   * secret when several instances serve the page behind one address (a token from one then holds on all).
+   */
+  csrfSecret?: string;
+  /** The `redact` rule given to `createRunner` (more keys to hide), applied to everything the page gets. */
+  redact?: RedactRule;
+  /** Shows identity keys (user ids, emails) as `createRunner({ traceIdentity: true })` does in traces. Default `false`. */
+  traceIdentity?: boolean;
+}
+
+/** A web-standard handler: `(request) => Promise<Response>`. */
+export type InspectorHandler = (request: Request) => Promise<Response>;
+
+/** Responses for requests outside `basePath`: `toNodeHandler` passes them to `next`. */
+export const outside = new WeakSet<Response>();
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const MAX_BODY = 64 * 1024;
+
+/** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
+export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+function respond(body: ConstructorParameters<typeof Response>[0], status: number, type: string | undefined, extra: Record<string, string> = {}): Response {
+  const headers = new Headers(SECURITY_HEADERS);
+  headers.set('cache-control', 'no-store');
+  if (type) headers.set('content-type', type);
+  for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+  return new Response(body, { status, headers });
+}
+const json = (value: unknown, status = 200): Response => respond(JSON.stringify(value), status, JSON_TYPE);
+const problem = (status: number, message: string): Response => json({ error: message }, status);
+
+/** `basePath` checked and normalized: starts with `/`, no trailing `/` (`''` for the root). */
+function normalizeBase(basePath: unknown): string {
+  if (typeof basePath !== 'string' || !basePath.startsWith('/') || /[?#\s]/.test(basePath)) throw new TypeError("Expected `basePath` to be a path starting with '/', e.g. '/ops/chains'.");
+  return basePath.replace(/\/+$/, '');
+}
+
+/** Listeners on the runner's events while at least one page is open: what tells pages something changed. */
+class LiveHub {
+  private readonly pages = new Set<() => void>();
+  private detach: (() => void) | undefined;
+  readonly breakers = new Map<string, BreakerChangeEvent>();
+  readonly limits = new Map<string, { tool: string; refusals: number; lastWaitMs?: number; lastCode: string; at: number }>();
+
+  constructor(private readonly runner: Runner) {
+    // Breaker changes are rare: always kept, so the page shows the state since the inspector was made.
+    runner.events.on('breaker:change', (e) => this.breakers.set(e.tool, e));
+  }
+
+  private nudge = (): void => {
+    for (const page of this.pages) page();
+  };
+
+  private limit(tool: string, code: string, category: string, waitMs: number | undefined): void {
+    if (category !== 'rate_limited' && category !== 'queue_full') return;
+    const row = this.limits.get(tool) ?? { tool, refusals: 0, lastCode: code, at: 0 };
+    row.refusals++;
+    row.lastCode = code;
+    row.at = Date.now();
+    if (waitMs !== undefined) row.lastWaitMs = waitMs;
+    this.limits.set(tool, row);
+    if (this.limits.size > 500) this.limits.delete(this.limits.keys().next().value!);
+  }
+
+  /** Adds a page; the runner's events are listened to only while a page is open. */
+  open(page: () => void): () => void {
+    this.pages.add(page);
+    if (!this.detach) {
+      const events = this.runner.events;
+      const retry = (e: StepRetryEvent): void => this.limit(e.tool, e.code, e.category, e.delayMs);
+      const end = (e: StepEndEvent): void => {
+        if (e.error && e.tool) this.limit(e.tool, e.error.code, e.error.category, e.error.retryAfterMs);
+        this.nudge();
+      };
+      const names = ['chain:start', 'chain:end', 'confirmation:requested', 'run:end', 'run:recovered', 'breaker:change'] as const;
+      for (const n of names) events.on(n, this.nudge);
+      events.on('step:retry', retry);
+      events.on('step:end', end);
+      this.detach = () => {
+        for (const n of names) events.off(n, this.nudge);
+        events.off('step:retry', retry);
+        events.off('step:end', end);
+      };
+    }
+    return () => {
+      this.pages.delete(page);
+      if (this.pages.size === 0) {
+        this.detach?.();
+        this.detach = undefined;
+      }
+    };
+  }
+
+  get openPages(): number {
+    return this.pages.size;
+  }
+}
+
+/** The `text/event-stream` telling one page that runs changed (`changed`: at once, then at most every 100 ms), until the page goes away. */
+function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let close: (() => void) | undefined;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      let beat: ReturnType<typeof setInterval> | undefined;
+      const send = (text: string): void => {
+        try {
+          controller.enqueue(encoder.encode(text));
+        } catch {
+          close?.();
+        }
+      };
+      // At once for the first change, then at most every 100 ms (a burst of step events is one nudge).
+      let last = 0;
+      const changed = (): void => {
+        last = Date.now();
+        send('event: changed\ndata: {}\n\n');
+      };
+      const off = hub.open(() => {
+        if (timer !== undefined) return;
+        const wait = last + 100 - Date.now();
+        if (wait <= 0) changed();
+        else timer = setTimeout(() => {
+          timer = undefined;
+          changed();
+        }, wait);
+      });
+      beat = setInterval(() => send(': keep-alive\n\n'), 15_000);
+      beat.unref?.();
+      close = () => {
+        if (!close) return;
+        close = undefined;
+        off();
+        if (timer !== undefined) clearTimeout(timer);
+        clearInterval(beat);
+        try {
+          controller.close();
+        } catch {
+          // closed already
+        }
+      };
+      send('retry: 1000\n\nevent: ready\ndata: {}\n\n');
+      if (signal.aborted) close();
+      else signal.addEventListener('abort', () => close?.(), { once: true });
+    },
+    cancel() {
+      close?.();
+    },
+  });
+}
+
+/** Maps an async iterable (events redacted on their way out). */
+async function* mapped(events: AsyncIterable<RunEvent>, fn: (e: RunEvent) => RunEvent): AsyncGenerator<RunEvent> {
+  for await (const e of events) yield fn(e);
+}
+
+async function readBody(request: Request): Promise<Record<string, unknown> | undefined> {
+  const type = request.headers.get('content-type') ?? '';
+  if (!type.toLowerCase().startsWith('application/json')) return undefined;
+  const text = await request.text();
+  if (text.length > MAX_BODY) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token. */
+function crossSite(request: Request, url: URL): boolean {
+  const site = request.headers.get('sec-fetch-site');
+  if (site !== null && site !== 'same-origin' && site !== 'none') return true;
+  const origin = request.headers.get('origin');
+  if (origin === null) return false;
+  try {
+    return new URL(origin).host !== url.host;
+  } catch {
+    return true;
+  }
+}
+
+type Signaller = (runId: string, name: string, payload?: unknown) => Promise<unknown>;
+const signalOf = (runner: Runner): Signaller | undefined => {
+  const fn = (runner as { signal?: unknown }).signal;
+  return typeof fn === 'function' ? (fn.bind(runner) as Signaller) : undefined;
+};
+
+/**
+ * Builds the handler (see `inspector` in index.ts for the documented entry).
+ *
+ * @example
+ * ```ts
+ * const handle = createInspector(runner, { basePath: '/ops/chains', authorize: () => true });
+ * ```
+ */
+export function createInspector(runner: Runner, options: InspectorOptions): InspectorHandler & { readonly openPages: number } {
+  if (typeof runner !== 'object' || runner === null || typeof runner.listRuns !== 'function') throw new TypeError('Expected a runner made by createRunner().');
+  if (typeof options !== 'object' || options === null) throw new TypeError('Expected inspector options { basePath, authorize }.');
+  if (typeof options.authorize !== 'function') {
+    throw new TypeError('The inspector needs `authorize(request, action)`: it shows runs and acts on them, so it refuses to be built without a check of who asks (return true to let a request through).');
+  }
+  const base = normalizeBase(options.basePath);
+  const readOnly = options.readOnly === true;
+  const secret = options.csrfSecret ?? newNonce() + newNonce();
+  if (typeof secret !== 'string' || secret.length < 16) throw new TypeError('Expected `csrfSecret` to be a string of at least 16 characters.');
+  const safe: Safe = safeWith(options.redact, options.traceIdentity === true);
+  const hub = new LiveHub(runner);
+  const html = (token: string): string => pageHtml(base, token);
+
+  const capabilities = () => ({ readOnly, signal: !readOnly && signalOf(runner) !== undefined, rerun: !readOnly && typeof runner.rerun === 'function' });
+
+  async function overview(url: URL): Promise<Response> {
+    const status = url.searchParams.get('status');
+    const chain = url.searchParams.get('chain');
+    const cursor = url.searchParams.get('cursor');
+    const filter = {
+      ...(status && RUN_STATUSES.includes(status as RunStatus) && { status: status as RunStatus }),
+      ...(chain && { chain }),
+      ...(cursor && { cursor }),
+      limit: 50,
+    };
+    // Counts over the newest 1 000 runs (one indexed page): the page says when there are more.
+    const [sample, inbox, page] = await Promise.all([
+      runner.listRuns({ limit: 1_000 }),
+      runner.listRuns({ status: 'awaiting_confirmation', limit: 100 }),
+      runner.listRuns(filter),
+    ]);
+    const byStatus: Record<string, number> = Object.fromEntries(RUN_STATUSES.map((s) => [s, 0]));
+    const byChain: Record<string, Record<string, number>> = {};
+    for (const r of sample.runs) {
+      byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
+      const row = (byChain[r.chain] ??= { total: 0 });
+      row.total = (row.total ?? 0) + 1;
+      row[r.status] = (row[r.status] ?? 0) + 1;
+    }
+    const view = (runs: RunSummary[]) => runs.map((r) => summaryView(r, safe));
+    return json({
+      capabilities: capabilities(),
+      counts: { byStatus, byChain: safe(byChain), sampled: sample.runs.length, more: sample.cursor !== undefined },
+      inbox: view(inbox.runs),
+      runs: view(page.runs),
+      ...(page.cursor !== undefined && { cursor: page.cursor }),
+      breakers: [...hub.breakers.values()].map((b) => safe(b)),
+      rateLimits: [...hub.limits.values()].map((l) => safe(l)),
+      learned: learnedView(runner, safe),
+    });
+  }
+
+  async function act(request: Request, body: Record<string, unknown>, action: InspectorAction): Promise<Response> {
+    const runId = body.runId;
+    if (typeof runId !== 'string' || runId === '' || runId.length > 255) return problem(400, 'Expected `runId`.');
+    switch (action) {
+      case 'decide': {
+        if (typeof body.approved !== 'boolean') return problem(400, 'Expected `approved`: true or false.');
+        const by = options.actor ? await options.actor(request) : 'inspector';
+        const r = await runner.decide(runId, { approved: body.approved, by: typeof by === 'string' && by !== '' ? by.slice(0, 255) : 'inspector' });
+        if (r === 'not_found') return problem(404, 'No such run.');
+        if (r === 'not_parked') return json({ outcome: 'not_parked' }, 409);
+        if (r.status === 'failed' && r.error.category === 'confirmation') return json({ outcome: r.error.code }, 409);
+        return json({ outcome: 'decided', status: r.status });
+      }
+      case 'cancel': {
+        const r = await runner.cancel(runId, { reason: 'cancelled from the inspector' });
+        return json({ outcome: r }, r === 'not_found' ? 404 : 200);
+      }
+      case 'rerun': {
+        const r = await runner.rerun(runId);
+        if (typeof r === 'string') return json({ outcome: r }, r === 'not_found' ? 404 : 409);
+        r.result.catch(() => undefined); // the run's own result: watched on the page, not here
+        return json({ outcome: 'started', runId: r.runId, rerunOf: r.rerunOf });
+      }
+      case 'signal': {
+        const signal = signalOf(runner);
+        if (!signal) return problem(404, 'This runner has no signal().');
+        if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255) return problem(400, 'Expected `name`: the signal to send.');
+        const r = await signal(runId, body.name, body.payload);
+        return json({ outcome: typeof r === 'string' ? r : 'sent' });
+      }
+      default:
+        return problem(400, 'Unknown action.');
+    }
+  }
+
+  async function route(request: Request, url: URL, path: string): Promise<Response> {
+    const method = request.method.toUpperCase();
+    if (method === 'POST' && path === '/api/action') {
+      // Read once, before authorize: authorize gets the action it is asked about.
+      const body = await readBody(request.clone());
+      const action = body?.action;
+      if (action !== 'decide' && action !== 'cancel' && action !== 'signal' && action !== 'rerun') {
+        const denied = await authorized(request, 'read');
+        return denied ?? problem(400, 'Expected a JSON body { action: "decide" | "cancel" | "signal" | "rerun", runId }.');
+      }
+      const denied = await authorized(request, action);
+      if (denied) return denied;
+      if (crossSite(request, url) || !checkCsrf(secret, request.headers.get(CSRF_HEADER), request.headers.get('cookie'))) return problem(403, 'Missing or invalid anti-CSRF token: reload the page.');
+      if (readOnly) return problem(403, 'This inspector is read-only.');
+      try {
+        return await act(request, body!, action);
+      } catch (error) {
+        return problem(error instanceof TypeError ? 400 : 500, 'The action failed.');
+      }
+    }
+    if (method !== 'GET' && method !== 'HEAD') {
+      const denied = await authorized(request, 'read');
+      return denied ?? respond(null, 405, undefined, { allow: 'GET, HEAD, POST' });
+    }
+    const denied = await authorized(request, 'read');
+    if (denied) return denied;
+    switch (path) {
+      case '':
+      case '/': {
+        const existing = cookieNonce(request.headers.get('cookie'));
+        const nonce = existing ?? newNonce();
+        const extra: Record<string, string> = existing ? {} : { 'set-cookie': csrfCookie(nonce, base, url.protocol === 'https:') };
+        return respond(html(csrfToken(secret, nonce)), 200, 'text/html; charset=utf-8', extra);
+      }
+      case '/app.js': return respond(APP_JS, 200, 'text/javascript; charset=utf-8');
+      case '/app.css': return respond(APP_CSS, 200, 'text/css; charset=utf-8');
+      case '/api/overview': return overview(url);
+      case '/api/run': {
+        const id = url.searchParams.get('id');
+        if (!id) return problem(400, 'Expected ?id=<runId>.');
+        const info = await runner.getRun(id);
+        if (!info) return problem(404, 'No such run.');
+        return json({ capabilities: capabilities(), run: runView(info, safe) });
+      }
+      case '/api/events': {
+        const id = url.searchParams.get('id');
+        if (!id) return problem(400, 'Expected ?id=<runId>.');
+        const given = Number(url.searchParams.get('after') ?? 0);
+        const after = lastEventId(request.headers) ?? (Number.isSafeInteger(given) && given >= 0 ? given : 0);
+        const events = runner.watch(id, { after, signal: request.signal });
+        const headers = { ...SSE_HEADERS };
+        return respond(toSSE(mapped(events, (e) => eventView(e, safe)), { retryMs: 1000 }), 200, headers['content-type'], headers);
+      }
+      case '/api/live': {
+        const headers = { ...SSE_HEADERS };
+        return respond(liveStream(hub, request.signal), 200, headers['content-type'], headers);
+      }
+      default: return problem(404, 'Not found.');
+    }
+  }
+
+  /** `undefined` when `authorize` lets the request through; otherwise the response to send. */
+  async function authorized(request: Request, action: InspectorAction): Promise<Response | undefined> {
+    let verdict: boolean | Response;
+    try {
+      verdict = await options.authorize(request, action);
+    } catch {
+      return problem(500, 'Authorization failed.');
+    }
+    if (verdict === true) return undefined;
+    if (verdict instanceof Response) return verdict;
+    return problem(403, 'Forbidden.');
+  }
+
+  const handle = async (request: Request): Promise<Response> => {
+    const url = new URL(request.url);
+    const path = url.pathname;
+    if (path !== base && !path.startsWith(`${base}/`)) {
+      const miss = problem(404, 'Not found.');
+      outside.add(miss);
+      return miss;
+    }
+    try {
+      return await route(request, url, path.slice(base.length));
+    } catch {
+      return problem(500, 'The inspector could not answer.');
+    }
+  };
+  Object.defineProperty(handle, 'openPages', { get: () => hub.openPages });
+  return handle as InspectorHandler & { readonly openPages: number };
+}

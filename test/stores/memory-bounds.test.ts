@@ -1,0 +1,43 @@
+// The memory stores' caps (one mechanism, trimOldest in src/util/bounded.ts): past `maxEntries` the
+// oldest go first, expired ones go whatever the count, and a claim in flight is never evicted.
+import { describe, expect, it } from 'vitest';
+import { memoryCheckpointStore, memoryIdempotencyStore } from 'chainkit';
+import type { Checkpoint } from 'chainkit/stores';
+import { trimOldest } from '../../src/util/bounded.js';
+
+const checkpoint = (id: string, contextHash: string, expiresAt: number): Checkpoint => ({
+  v: 1, id, runId: `run-${id}`, traceId: 't', chain: 'c', fingerprint: 'f', input: {}, contextHash, results: {}, done: [], gate: 'g', startedAt: 0, createdAt: 0, expiresAt, trace: [],
+});
+
+describe('trimOldest', () => {
+  it('drops expired entries and the oldest past the cap from the front, passing over kept ones, and stops at the first fresh one', () => {
+    const map = new Map([['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6]]);
+    const dropped: string[] = [];
+    trimOldest(map, 3, (v) => v === 4 || v === 6, (k) => { dropped.push(k); map.delete(k); }, (v) => v === 1);
+    // a is kept; b and c go for the cap; d has expired; e is fresh with the map at its cap: the pass ends there.
+    expect(dropped).toEqual(['b', 'c', 'd']);
+    expect([...map.keys()]).toEqual(['a', 'e', 'f']);
+  });
+});
+
+describe('the memory checkpoint store at its cap', () => {
+  it('keeps the newest maxEntries checkpoints: the oldest one is missing', async () => {
+    const now = 1_000;
+    const store = memoryCheckpointStore({ maxEntries: 3, now: () => now });
+    for (const id of ['c1', 'c2', 'c3', 'c4']) await store.save(checkpoint(id, `ctx-${id}`, now + 60_000));
+    expect((await store.peek('c1')).status).toBe('missing');
+    for (const id of ['c2', 'c3', 'c4']) expect((await store.peek(id)).status).toBe('taken');
+  });
+});
+
+describe('the memory idempotency store at its cap', () => {
+  it('evicts finished entries oldest first and never a claim in flight', () => {
+    const store = memoryIdempotencyStore({ maxEntries: 2 });
+    expect(store.begin('inflight')).toMatchObject({ status: 'new' }); // never completed
+    expect(store.begin('done-1')).toMatchObject({ status: 'new' });
+    store.complete('done-1', { v: 1 });
+    expect(store.begin('done-2')).toMatchObject({ status: 'new' }); // over the cap: done-1 goes, inflight stays
+    expect(store.begin('inflight')).toMatchObject({ status: 'pending' });
+    expect(store.begin('done-1')).toMatchObject({ status: 'new' }); // gone: a fresh claim
+  });
+});
