@@ -43,14 +43,15 @@ export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } &
 /**
  * The `ref` handed to builder callbacks: `source` is `'input'`, `'context'` or an earlier step id,
  * `path` a dot path that exists in that source's type (numeric indices for arrays); the ref's
- * value type is the type at that path.
+ * value type is the type at that path. Without a path it is the whole source (path `''`): the
+ * result is `NoInfer`, so the field a ref is written in cannot widen its path to `string`.
  *
  * @example
  * ```ts
  * chain('c', { input }).tool('find', listTasks, (ref) => ({ user_id: ref('input', 'userId') }));
  * ```
  */
-export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(source: S, path?: PathArg<Src, S, P>) => Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>;
+export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(source: S, path?: PathArg<Src, S, P>) => NoInfer<Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>>;
 /**
  * The path parameter: the path itself when it exists, else a message naming the wrong segment and
  * the valid ones. After a wrong source (reported at the source) any path is taken: one error, not two.

@@ -25,6 +25,16 @@ export interface CompensationRun extends Omit<CallSite, 'abort' | 'deadline'> {
 
 type FailedRun = Extract<RunResult, { status: 'failed' }>;
 
+/**
+ * A completed step to undo: the step, its id as the run names it (`save`, or `done/3/save` inside
+ * the item 3 of the forEach step `done`) and the scope its undo's input is built from (a sub-chain's own).
+ */
+export interface UndoUnit {
+  readonly step: PlannedStep;
+  readonly id: string;
+  readonly scope: Scope;
+}
+
 
 /**
  * After a failure: undoes `steps` (pass them newest first) and writes what happened into the failed
@@ -37,24 +47,24 @@ type FailedRun = Extract<RunResult, { status: 'failed' }>;
  * await compensateRun(calls, recorder, run, todo, result);
  * ```
  */
-export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly PlannedStep[], result: FailedRun, closedBy: unknown, journal?: UndoJournal): Promise<void> {
+export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly UndoUnit[], result: FailedRun, closedBy: unknown, journal?: UndoJournal): Promise<void> {
   if (steps.length === 0) return;
   if (closedBy instanceof RunAbortReason && closedBy.kind === 'closed') {
-    result.compensationFailures = steps.map((step) => ({
-      step: step.id,
-      error: toErrorInfo({ category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' }, { step: step.id, tool: step.compensate!.tool.name }),
+    result.compensationFailures = steps.map(({ step, id }) => ({
+      step: id,
+      error: toErrorInfo({ category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' }, { step: id, tool: step.compensate!.tool.name }),
     }));
     return;
   }
   const { trace } = result;
   const failures: { step: string; error: ChainErrorInfo }[] = result.compensationFailures ? [...result.compensationFailures] : [];
   if (!journal || (await journal.start(result.error))) {
-    for (const step of steps) {
-      const { entry, error } = await undo(calls, recorder, run, step);
-      if (error) failures.push({ step: step.id, error });
-      else result.compensated.push(step.id);
+    for (const unit of steps) {
+      const { entry, error } = await undo(calls, recorder, run, unit);
+      if (error) failures.push({ step: unit.id, error });
+      else result.compensated.push(unit.id);
       trace.steps.push(entry);
-      if (journal && !(await journal.undone(step.id, entry, error))) break;
+      if (journal && !(await journal.undone(unit.id, entry, error))) break;
     }
   }
   if (failures.length > 0) result.compensationFailures = failures;
@@ -67,7 +77,7 @@ export async function compensateRun(calls: Calls, recorder: Recorder, run: Compe
  * Undoes one step through the same pipeline as a step, with a deadline of its own — the run's may
  * have passed, and an undo must still be attempted. A failed undo is reported, never hidden.
  */
-async function undo(calls: Calls, recorder: Recorder, run: CompensationRun, step: PlannedStep): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
+async function undo(calls: Calls, recorder: Recorder, run: CompensationRun, { step, id, scope }: UndoUnit): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
   const { tool, resolveInput } = step.compensate!;
   const started = calls.now();
   const abort = new AbortScope();
@@ -76,18 +86,18 @@ async function undo(calls: Calls, recorder: Recorder, run: CompensationRun, step
   let ctx: CallContext | undefined;
   let error: ChainErrorInfo | undefined;
   try {
-    const parsed = parseSchema(tool.input, resolveInput(run.scope));
-    if (!parsed.success) throw new ToolFailure(schemaFailure('invalid_step_input', `Compensation input for tool ${tool.name} (step ${step.id}) does not match its schema`, parsed.error.issues));
-    ctx = callContext(calls, site, step.id, tool, parsed.data, `${run.runId}:${step.id}:compensate`);
+    const parsed = parseSchema(tool.input, resolveInput(scope));
+    if (!parsed.success) throw new ToolFailure(schemaFailure('invalid_step_input', `Compensation input for tool ${tool.name} (step ${id}) does not match its schema`, parsed.error.issues));
+    ctx = callContext(calls, site, id, tool, parsed.data, `${run.runId}:${id}:compensate`);
     await calls.call(ctx);
   } catch (thrown) {
     // Before the trace, the event and the log line see it: secrets leave in no text (docs/ARCHITECTURE.md, Secrets).
-    error = maskError(failureInfo(calls, thrown, { step: step.id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx, false), secretMask(calls.redact, ctx?.input, run.scope.input, run.context));
-    recorder.logger?.error({ runId: run.runId, traceId: run.traceId, chain: run.chain, step: step.id, tool: tool.name, code: error.code }, `compensation of step ${step.id} failed: ${error.message}`);
+    error = maskError(failureInfo(calls, thrown, { step: id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx, false), secretMask(calls.redact, ctx?.input, scope.input, run.context));
+    recorder.logger?.error({ runId: run.runId, traceId: run.traceId, chain: run.chain, step: id, tool: tool.name, code: error.code }, `compensation of step ${id} failed: ${error.message}`);
   } finally {
     calls.active.delete(abort);
   }
-  const entry = traceEntry(step.index + 1, step.id, tool.name, error ? 'error' : 'compensated', ctx?.attempt ?? 0, started, calls.now());
+  const entry = traceEntry(step.index + 1, id, tool.name, error ? 'error' : 'compensated', ctx?.attempt ?? 0, started, calls.now());
   if (error) entry.error = error;
   recorder.stepEnded(site, entry);
   return { entry, error };

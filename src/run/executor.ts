@@ -17,6 +17,7 @@ import { failureInfo } from './call-context.js';
 import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type StepOutcome } from './execution.js';
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
+import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
@@ -43,6 +44,7 @@ class StepRun implements InFlight {
   ctx: CallContext | undefined = undefined;
   input: unknown = undefined;
   children: TraceStep[] | undefined = undefined;
+  undo: UndoUnit[] | undefined = undefined;
   constructor(readonly run: Run, readonly step: PlannedStep, readonly started: number) {}
 
   /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
@@ -62,6 +64,8 @@ class Run extends Scheduler implements EndedSegment {
   private readonly traceSteps: (TraceStep | undefined)[];
   readonly segmentStart: number;
   private lastCall: LastCall | undefined;
+  /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
+  private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: Promise<RunResult>) => void) | undefined;
   private offCallerAbort: (() => void) | undefined;
@@ -112,18 +116,30 @@ class Run extends Scheduler implements EndedSegment {
   isDone(step: PlannedStep): boolean { return this.state[step.index] === DONE; }
   nest(exec: Execution): Promise<NestedEnd> { return new Run(this, exec).start() as unknown as Promise<NestedEnd>; }
   stepKey(step: PlannedStep): string { return this.prefix === '' ? step.id : this.prefix + step.id; }
+  undoUnits(): UndoUnit[] {
+    const { plan, scope, nestedUndo } = this;
+    const { results } = this.exec;
+    let units: UndoUnit[] | undefined;
+    for (const step of plan) {
+      const nested = nestedUndo?.[step.index];
+      if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
+      if (step.compensate && this.isDone(step) && step.id in results) (units ??= []).push({ step, id: this.stepKey(step), scope });
+    }
+    return units ?? [];
+  }
 
   /** Runs the segment; nothing stays suspended while steps are in flight but the steps themselves. */
   start(): Promise<RunResult> {
     const { exec } = this;
-    this.calls.active.add(this.abort);
+    // A sub-chain's run is aborted through its step's scope (linked below), not by `close` directly.
+    if (exec.nested === undefined) this.calls.active.add(this.abort);
     // A RunAbortReason as the signal's reason is kept (`runner.cancel`: `run_cancelled`).
     if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(exec.signal!.reason instanceof RunAbortReason ? exec.signal!.reason : new RunAbortReason('cancelled', 'The caller cancelled the run.')));
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) this.checkPreconditions();
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
-    if (this.stop) return exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>);
+    if (this.stop) return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -131,7 +147,7 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   protected finished(): void {
-    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as Promise<never>));
+    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as never));
   }
 
   private checkPreconditions(): void {
@@ -171,6 +187,7 @@ class Run extends Scheduler implements EndedSegment {
     const entry = traceEntry(step.index + 1, this.stepKey(step), step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
     if (run.input !== undefined) entry.input = run.input;
     if (run.children !== undefined) entry.children = run.children;
+    if (run.undo !== undefined && run.undo.length > 0) (this.nestedUndo ??= [])[step.index] = run.undo;
     if (this.exec.decidedBy !== undefined && step.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {

@@ -6,7 +6,7 @@ import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
 import type { JournalEntry } from '../stores/run-store.js';
-import { compensateRun } from './compensate.js';
+import { compensateRun, type UndoUnit } from './compensate.js';
 import { describeThrown, toolsRun, type Stopped } from './execution.js';
 import { parkAtGate } from './gate.js';
 import { newTrace } from './recorder.js';
@@ -30,6 +30,11 @@ export interface EndedSegment extends StepHost {
   isDone(step: PlannedStep): boolean;
   /** The ids of the steps done, in plan order. */
   doneIds(): string[];
+  /**
+   * What a failure would undo, oldest first: in plan order, each step's sub-chain steps (those of
+   * its chain, items or iterations that completed) then the step itself, if done with `compensate`.
+   */
+  undoUnits(): UndoUnit[];
 }
 
 /**
@@ -76,7 +81,7 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     result = failed(stop.outcome.error);
     const undone = exec.compensating ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone) : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
-    const undo = exec.interrupted?.() ? [] : plan.filter((step) => step.compensate && run.isDone(step) && step.id in exec.results && !undone?.has(step.id)).reverse();
+    const undo = exec.interrupted?.() ? [] : run.undoUnits().filter((unit) => !undone?.has(unit.id)).reverse();
     await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason, exec.undoJournal);
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };

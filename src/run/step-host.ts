@@ -7,6 +7,7 @@ import type { AbortScope } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
 import type { CheckpointStore } from '../stores/types.js';
 import type { Calls, CallSite } from './call-context.js';
+import type { UndoUnit } from './compensate.js';
 import type { Execution, StepOutcome } from './execution.js';
 import type { Recorder } from './recorder.js';
 
@@ -32,6 +33,8 @@ export interface InFlight {
   input: unknown;
   /** Steps that run chains (`chain`, `forEach`, `branch`, `loop`): the trace entries nested under this step's. */
   children: TraceStep[] | undefined;
+  /** Steps that run chains: their completed sub-chain steps with `compensate`, oldest first (undone if the run fails later). */
+  undo: UndoUnit[] | undefined;
 }
 
 /** The run a step belongs to, as the step kinds and the gate see it; it is also its steps' call site. */
@@ -55,4 +58,6 @@ export interface StepHost extends CallSite, ExecutorParts {
 export interface NestedEnd {
   outcome: StepOutcome;
   trace: TraceStep[];
+  /** Ended ok: its completed steps with `compensate` (nested ones included), oldest first. */
+  undo?: UndoUnit[];
 }

@@ -21,6 +21,8 @@ import type { NestedEnd, StepHost } from './step-host.js';
 
 export type { NestedEnd } from './step-host.js';
 
+const NONE: readonly never[] = Object.freeze([]);
+
 /**
  * Runs `chain` with `input` inside the step `prefix` of `host`'s run: input (and context, if the
  * sub-chain declares a schema) checked, journaled sub-steps of an earlier segment not run again,
@@ -42,27 +44,32 @@ export function runNested(host: StepHost, prefix: string, chain: Chain, input: u
     context = ctx.data as Record<string, unknown>;
   }
   const results = Object.create(null) as Record<string, unknown>;
-  const done: string[] = [];
-  const priorTrace: TraceStep[] = [];
-  const start = prefix.length + 1;
-  for (const e of parent.priorNested?.get(prefix) ?? []) {
-    const id = e.step.slice(start);
-    done.push(id);
-    if (e.skipped !== true) results[id] = e.value;
-    if (e.trace) priorTrace.push(e.trace);
+  // Most sub-chain runs start fresh: they share one empty `done` and `priorTrace` (read only).
+  let done: readonly string[] = NONE;
+  let priorTrace: readonly TraceStep[] = NONE;
+  const prior = parent.priorNested?.get(prefix);
+  if (prior !== undefined && prior.length > 0) {
+    const ids: string[] = [];
+    const traces: TraceStep[] = [];
+    const start = prefix.length + 1;
+    for (const e of prior) {
+      const id = e.step.slice(start);
+      ids.push(id);
+      if (e.skipped !== true) results[id] = e.value;
+      if (e.trace) traces.push(e.trace);
+    }
+    done = ids;
+    priorTrace = traces;
   }
   const now = host.calls.now();
+  // One literal with every field (absent ones undefined): a spread of conditional objects per run
+  // would allocate each of them first; every `forEach` item makes one of these.
   const exec: Execution = {
-    chain, runId: parent.runId, traceId: parent.traceId, input: parsed.data, context, results, done, priorTrace,
+    chain, runId: parent.runId, traceId: parent.traceId, sessionId: parent.sessionId, input: parsed.data, context, results, done, priorTrace,
     startedAt: now, segmentStart: now, deadlineAt: host.deadlineAt, resumed: done.length > 0,
     nested: { prefix, abortWith },
-    ...(parent.sessionId !== undefined && { sessionId: parent.sessionId }),
-    ...(parent.confirm !== undefined && { confirm: parent.confirm }),
-    ...(parent.journal !== undefined && { journal: parent.journal }),
-    ...(parent.durable !== undefined && { durable: parent.durable }),
-    ...(parent.interrupted !== undefined && { interrupted: parent.interrupted }),
-    ...(parent.priorNested !== undefined && { priorNested: parent.priorNested }),
-    ...(parent.beforeWrite !== undefined && { beforeWrite: parent.beforeWrite }),
+    confirm: parent.confirm, journal: parent.journal, durable: parent.durable, interrupted: parent.interrupted, priorNested: parent.priorNested,
+    beforeWrite: parent.beforeWrite,
   };
   return host.nest(exec);
 }
@@ -82,15 +89,15 @@ function failedEnd(host: StepHost, prefix: string, failure: Parameters<typeof to
  * const end = await nestedEnd(run);
  * ```
  */
-export async function nestedEnd(run: EndedSegment): Promise<NestedEnd> {
+export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
   const { exec, calls } = run;
   exec.nested!.abortWith.unlink(run.abort);
-  calls.active.delete(run.abort);
   const stop = run.stopped;
   if (!stop) {
     const { chain } = exec;
     try {
-      return { outcome: { kind: 'ok', value: chain.output ? chain.output(run.scope) : lastResult(run), skipped: false }, trace: run.traceEntries() };
+      const value = chain.output ? chain.output(run.scope) : lastResult(run);
+      return { outcome: { kind: 'ok', value, skipped: false }, trace: run.traceEntries(), undo: run.undoUnits() };
     } catch (error) {
       return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, { step: exec.nested!.prefix }, calls.retryTable) }, trace: run.traceEntries() };
     }
@@ -101,9 +108,10 @@ export async function nestedEnd(run: EndedSegment): Promise<NestedEnd> {
     const error = toErrorInfo({ category: 'confirmation', code: 'gate_in_sub_chain', message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable);
     return { outcome: { kind: 'failed', error }, trace: run.traceEntries() };
   }
-  // Failure path only: the full segment end compensates the sub-chain's own completed steps.
-  const result = await segmentResult(run);
-  return { outcome: result.status === 'failed' ? { kind: 'failed', error: result.error } : { kind: 'failed', error: stop.outcome.error }, trace: result.trace.steps };
+  // Failure path only: the full segment end compensates the sub-chain's own completed steps. The
+  // other ends are values, not promises: the item's run settles without an extra hop.
+  const error = stop.outcome.error;
+  return segmentResult(run).then((result) => ({ outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error }, trace: result.trace.steps }));
 }
 
 function lastResult(run: EndedSegment): unknown {

@@ -197,6 +197,32 @@ describe('forEach step', () => {
     expect(r.status === 'completed' && r.output).toEqual(['x-t0', 'x-t1']);
   });
 
+  it('runner.close() aborts the tool calls of the items in flight (a sub-chain run is aborted through its step)', async () => {
+    const aborted: string[] = [];
+    let started = 0;
+    let allStarted!: () => void;
+    const ready = new Promise<void>((r) => (allStarted = r));
+    const invoker = functionInvoker({
+      list: listImpl,
+      mark: ({ id }: { id: string }, call: { signal: AbortSignal }) => new Promise((_, reject) => {
+        call.signal.addEventListener('abort', () => (aborted.push(id), reject(call.signal.reason)));
+        if (++started === 3) allStarted();
+      }),
+    });
+    const runner = createRunner({ invoker });
+    const c = chain('closing', { input: z.object({}) })
+      .tool('find', list, () => ({ n: 10 }))
+      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }), concurrency: 3 }))
+      .build();
+    const pending = runner.run(c, {});
+    await ready;
+    await runner.close();
+    const r = await pending;
+    expect(aborted.sort()).toEqual(['t0', 't1', 't2']);
+    expect(r.status).toBe('failed');
+    expect(started).toBe(3);
+  });
+
   it('refuses statically: item paths missing from the element, ref(item) outside forEach, over not an array, bad options', () => {
     let error: DefinitionError | undefined;
     try {

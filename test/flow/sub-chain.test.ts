@@ -1,7 +1,7 @@
 // §12 sub-chains: `.chain(id, sub, mapping)` and `{ id, chain, input }` run a chain as one step.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, DefinitionError, formatTrace, ref, runChain, type StepStartEvent } from 'chainkit';
+import { chain, createRunner, defineChain, DefinitionError, formatTrace, memoryCheckpointStore, ref, runChain, type StepStartEvent } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { count, echo, remove, TASK_ID } from '../helpers.js';
 
@@ -68,9 +68,31 @@ describe('sub-chain step', () => {
     const yes = await runChain(outer, {}, { invoker, confirm: (c) => (asked.push(`${c.step}:${c.prompt}`), true) });
     expect(yes.status).toBe('completed');
     expect(asked).toEqual(['clean/rm:Remove?']);
-    const parked = await runChain(outer, {}, { invoker });
+    const runner = createRunner({ invoker });
+    const parked = await runner.run(outer, {});
+    await runner.close();
     expect(parked.status === 'failed' && parked.error).toMatchObject({ category: 'confirmation', code: 'gate_in_sub_chain', step: 'clean/rm' });
     expect(invoker.calls).toHaveLength(1);
+  });
+
+  it('runChain without `confirm` refuses a gate inside a sub-chain (at any depth) before its first step, even with secret and checkpoints', async () => {
+    const invoker = createMockInvoker({ remove: { ok: { ok: true } }, count: { ok: { n: 1, items: [{ id: TASK_ID, label: 'x' }] } } });
+    const sub = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }] });
+    const mid = defineChain({ name: 'mid', input: z.object({ id: z.uuid() }), steps: [{ id: 'inner', chain: sub, input: { id: ref('input', 'id') } }] });
+    const outer = defineChain({
+      name: 'outer', input: z.object({}),
+      steps: [
+        { id: 'find', tool: count, input: {} },
+        { id: 'each', forEach: { over: ref('find', 'items'), chain: mid, input: { id: ref('item', 'id') } } },
+      ],
+    });
+    await expect(runChain(outer, {}, { invoker })).rejects.toThrow(new TypeError(
+      'runChain: chain outer has a confirmation gate inside a sub-chain (step rm of chain rm, run by step each), and a gate inside a sub-chain cannot park the run: it can only be answered in-process. Pass `confirm` to answer it.',
+    ));
+    await expect(runChain(outer, {}, { invoker, secret: 's'.repeat(32), stores: { checkpoints: memoryCheckpointStore() } })).rejects.toThrow(TypeError);
+    expect(invoker.calls).toHaveLength(0);
+    const answered = await runChain(outer, {}, { invoker, confirm: () => true });
+    expect(answered.status).toBe('completed');
   });
 
   it('refuses statically: unmapped and wrong fields, refs into the sub-chain mapping, a chain that contains itself', () => {

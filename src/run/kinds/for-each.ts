@@ -9,6 +9,7 @@ import type { ChainErrorInfo } from '../../errors/categories.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
+import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
 import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
 
@@ -33,6 +34,8 @@ class ItemRun {
   private readonly key: string;
   private readonly values: unknown[];
   private readonly entries: (TraceStep | undefined)[];
+  /** By item index: the completed steps with `compensate` of the items that ended ok (made at the first). */
+  private undo: (UndoUnit[] | undefined)[] | undefined;
   private readonly group = new AbortScope();
   private readonly prior;
   private next = 0;
@@ -76,35 +79,36 @@ class ItemRun {
       }
       this.running++;
       const started = this.host.calls.now();
-      const failed = (error: unknown): void => this.ended(i, { outcome: { kind: 'failed', error: unitFailure(this.host, `${this.key}/${i}`, error) }, trace: [] }, started);
+      const id = `${this.key}/${i}`;
+      const failed = (error: unknown): void => this.ended(i, id, { outcome: { kind: 'failed', error: unitFailure(this.host, id, error) }, trace: [] }, started);
       let end: Promise<NestedEnd>;
       try {
-        end = this.item(i);
+        end = this.item(i, id);
       } catch (error) {
         // The item's input could not be built: that item fails (collected, or stopping the step).
         failed(error);
         continue;
       }
-      end.then((e) => this.ended(i, e, started), failed);
+      end.then((e) => this.ended(i, id, e, started), failed);
     }
     if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted)) this.finish();
   }
 
-  private item(i: number): Promise<NestedEnd> {
+  private item(i: number, id: string): Promise<NestedEnd> {
     const { host, step } = this;
     const call = step.calls![0]!;
     const scope: ItemScope = { input: host.scope.input, context: host.scope.context, results: host.scope.results, item: this.items[i] };
     const input = nestedInput(step, call.resolveInput, scope);
-    return runNested(host, `${this.key}/${i}`, call.chain as Chain, input, this.group);
+    return runNested(host, id, call.chain as Chain, input, this.group);
   }
 
-  private ended(i: number, end: NestedEnd, started: number): void {
+  private ended(i: number, id: string, end: NestedEnd, started: number): void {
     const { host } = this;
-    const id = `${this.key}/${i}`;
     const entry = unitEntry(i + 1, id, end, started, host.calls.now());
     this.entries[i] = entry;
     host.recorder.itemEnded(host, this.key, i, entry);
     const { outcome } = end;
+    if (end.undo !== undefined && end.undo.length > 0) (this.undo ??= [])[i] = end.undo;
     if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
     else if (this.collect && !this.group.aborted) {
       this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
@@ -141,6 +145,12 @@ class ItemRun {
     const children: TraceStep[] = [];
     for (const e of this.entries) if (e !== undefined) children.push(e);
     this.inFlight.children = children;
+    // Items that completed are undone if the run fails, this step's own failure included; in item order.
+    if (this.undo !== undefined) {
+      const units: UndoUnit[] = [];
+      for (const u of this.undo) if (u !== undefined) units.push(...u);
+      this.inFlight.undo = units;
+    }
     if (this.stop) return this.resolve(this.stop);
     // The run stopped (cancel, deadline, another step's failure) before every item ran.
     if (this.next < this.items.length) return this.resolve({ kind: 'failed', error: unitFailure(this.host, this.key, this.host.abort.reason ?? this.group.reason) });

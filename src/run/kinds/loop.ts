@@ -46,6 +46,8 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       children.push(entry);
       if (end.outcome.kind !== 'ok') return end.outcome;
       value = end.outcome.value;
+      // Iterations that completed are undone (newest first) if the run fails later, this loop included.
+      if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
       if (host.exec.journal !== undefined) {
         const answer = await journalUnit(host.exec, { step: id, value, trace: entry });
         if (answer === false) throw new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${id} was not journaled: the run store refused it (another runner may own the run now).` });

@@ -20,6 +20,7 @@ export function runSubChain(host: StepHost, step: PlannedStep, inFlight: InFligh
   const input = nestedInput(step, call.resolveInput, host.scope);
   return gated(host, step, () => runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
     inFlight.children = end.trace;
+    inFlight.undo = end.undo;
     return end.outcome;
   }));
 }
