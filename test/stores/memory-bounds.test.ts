@@ -40,4 +40,14 @@ describe('the memory idempotency store at its cap', () => {
     expect(store.begin('inflight')).toMatchObject({ status: 'pending' });
     expect(store.begin('done-1')).toMatchObject({ status: 'new' }); // gone: a fresh claim
   });
+
+  it('past a cap of 10 or more drops down to 90 % at once, so a full store does not walk its map on every insert', () => {
+    const store = memoryIdempotencyStore({ maxEntries: 100 });
+    for (let i = 0; i <= 100; i++) {
+      store.begin(`k${i}`);
+      store.complete(`k${i}`, i);
+    }
+    for (let i = 100; i >= 11; i--) expect(store.begin(`k${i}`)).toMatchObject({ status: 'done', value: i }); // the newest 90
+    expect(store.begin('k10')).toMatchObject({ status: 'new' });
+  });
 });
