@@ -46,7 +46,8 @@ export function rerunIdOf(runId: string): string {
 function kept(run: StoredRun): JournalEntry[] {
   const undone = new Set<string>();
   for (const e of run.journal) if (e.compensation === 'undone') undone.add(e.step);
-  return run.journal.filter((e) => e.compensation === undefined && !undone.has(e.step));
+  // Marks (a plain write's start, a decision) are not steps: the new run records its own.
+  return run.journal.filter((e) => e.compensation === undefined && e.started === undefined && e.decision === undefined && !undone.has(e.step));
 }
 
 /**
