@@ -18,7 +18,13 @@ import type { RunStore } from '../src/stores/run-store.js';
 
 type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
 /** What run.ts hands over: its chain, the rate-limit-free tool copies, the instant implementations. */
-export interface DurableBenchInput { chain: Chain; tools: Tool[]; impl: Impl; userId: string }
+/**
+ * `chain` updates with a plain write (`update_task` does not declare `idempotent`): a durable run
+ * journals its start before calling it (one round trip, API.md §10). `idempotentChain` is the same
+ * chain with the update declared `idempotent: true`, as the baselines treat it (they call it again
+ * blindly after a crash): its rows show what the plain write's start record costs.
+ */
+export interface DurableBenchInput { chain: Chain; idempotentChain: Chain; tools: Tool[]; impl: Impl; userId: string }
 
 const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SEQ = Number(process.env.BENCH_DURABLE_SEQ ?? 100);
@@ -88,7 +94,7 @@ async function concurrent(row: Row, n: number): Promise<number> {
 }
 
 /** Runs the durable rows and prints their table. Skips (and says so) what PostgreSQL or Redis cannot run. */
-export async function durableBench({ chain, tools, impl, userId }: DurableBenchInput): Promise<number> {
+export async function durableBench({ chain, idempotentChain, tools, impl, userId }: DurableBenchInput): Promise<number> {
   const tag = `chainkit_bench_${process.pid}`;
   const schemas = { hand: `${tag}_hand`, plain: `${tag}_plain`, chainkit: `${tag}_ck`, dbos: `${tag}_dbos` };
   const prefix = `chainkit-bench-durable:${process.pid}`;
@@ -109,14 +115,18 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
     return r;
   };
   const runOn = (r: Runner) => () => r.run(chain, input, options);
+  const runIdempotentOn = (r: Runner) => () => r.run(idempotentChain, input, options);
   /** "N of M runs; check run: completed, 3 steps journaled": a run with a known id, read back through `RunStore.get`. */
-  const recorded = async (row: Row, r: Runner, runs: RunStore, count: number): Promise<void> => {
+  const recorded = async (row: Row, r: Runner, runs: RunStore, count: number, twin?: Row): Promise<void> => {
     const runId = `bench-verify-${randomUUID()}`;
     await r.run(chain, input, { ...options, runId });
     const rec = await runs.get(runId);
     // Tool steps are journaled; the select is recomputed from them on recovery.
-    row.notDurable = rec?.status !== 'completed' || rec.journal.length !== TOOL_STEPS || count < row.chains;
-    row.recorded = `${count} of ${row.chains} runs; check run: ${rec ? `${rec.status}, ${rec.journal.length} steps journaled` : 'NOT RECORDED'}`;
+    const steps = rec?.journal.filter((e) => e.started === undefined).length ?? 0; // a plain write's start mark is not a step
+    // The twin row (update declared idempotent) records its runs in the same store.
+    const expected = row.chains + (twin?.chains ?? 0);
+    row.notDurable = rec?.status !== 'completed' || steps !== TOOL_STEPS || count < expected;
+    row.recorded = `${count} of ${expected} runs${twin ? ' (with its idempotent-update twin)' : ''}; check run: ${rec ? `${rec.status}, ${steps} steps journaled` : 'NOT RECORDED'}`;
   };
 
   const pgCount: Counter = { rt: 0, cmds: 0 };
@@ -129,7 +139,7 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
   let pgUp = false;
   let dbosUp = false;
   let redisUp = false;
-  const durable: { row: Row; runner: Runner; runs: RunStore; count: () => Promise<number> }[] = [];
+  const durable: { row: Row; twin?: Row; runner: Runner; runs: RunStore; count: () => Promise<number> }[] = [];
   let pgStores: ReturnType<typeof postgresStores> | undefined;
   let onPgRunner: Runner | undefined;
   let blocks: Block[] = [];
@@ -188,7 +198,9 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
       const onPg = runner(pgStores);
       onPgRunner = onPg;
       const pgRuns = `${schemas.chainkit}.runs`;
-      durable.push({ row: row('chainkit, postgresStores (durable)', runOn(onPg), pgCount), runner: onPg, runs: pgStores.runs, count: async () => Number((await pool.query(`SELECT count(*) AS n FROM ${pgRuns}`)).rows[0].n) });
+      const pgRow = row('chainkit, postgresStores (durable)', runOn(onPg), pgCount);
+      const pgTwin = row('chainkit, postgresStores (durable), update declared idempotent', runIdempotentOn(onPg), pgCount);
+      durable.push({ row: pgRow, twin: pgTwin, runner: onPg, runs: pgStores.runs, count: async () => Number((await pool.query(`SELECT count(*) AS n FROM ${pgRuns}`)).rows[0].n) });
       row('chainkit, postgresStores without .runs', runOn(runner({ checkpoints: pgStores.checkpoints, idempotency: pgStores.idempotency })), pgCount);
     }
 
@@ -199,7 +211,9 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
       const rStores = redisStores(redis, { prefix });
       const { runs, ...withoutRuns } = rStores;
       const onRedis = runner(rStores);
-      durable.push({ row: row('chainkit, redisStores (durable)', runOn(onRedis), redisCount), runner: onRedis, runs, count: async () => (await scanKeys(redis, `${prefix}:run:*`)).length });
+      const redisRow = row('chainkit, redisStores (durable)', runOn(onRedis), redisCount);
+      const redisTwin = row('chainkit, redisStores (durable), update declared idempotent', runIdempotentOn(onRedis), redisCount);
+      durable.push({ row: redisRow, twin: redisTwin, runner: onRedis, runs, count: async () => (await scanKeys(redis, `${prefix}:run:*`)).length });
       row('chainkit, redisStores without .runs', runOn(runner(withoutRuns)), redisCount);
     } catch (error) {
       notes.push(`Redis rows skipped: no Redis on 127.0.0.1:6379 (${error instanceof Error ? error.message : String(error)})`);
@@ -228,7 +242,7 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
     }
 
     // Honesty check: did each durable row record its runs, with their journals?
-    for (const d of durable) await recorded(d.row, d.runner, d.runs, await d.count());
+    for (const d of durable) await recorded(d.row, d.runner, d.runs, await d.count(), d.twin);
     const hand = rows.find((r) => r.name.startsWith('hand-written'));
     if (hand) hand.recorded = `${(await pool.query(`SELECT count(*) AS n FROM ${schemas.hand}.runs WHERE status = 'completed'`)).rows[0].n} of ${hand.chains} runs`;
     const dbos = rows.find((r) => r.name.startsWith('DBOS'));
@@ -239,7 +253,7 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
       dbosUp = false;
       await DBOS.shutdown();
     }
-    if (pgUp && onPgRunner) blocks = await plainJournalBlocks(pool, pgCount, schemas.plain, runOn(onPgRunner), { chain, impl, userId, input });
+    if (pgUp && onPgRunner) blocks = await plainJournalBlocks(pool, pgCount, schemas.plain, runOn(onPgRunner), runIdempotentOn(onPgRunner), { chain, impl, userId, input });
   } finally {
     for (const r of runners) await r.close();
     if (dbosUp) await DBOS.shutdown();
@@ -261,7 +275,7 @@ export async function durableBench({ chain, tools, impl, userId }: DurableBenchI
  * Only the issue-19 blocks (`BENCH_ONLY=journal`): the four-statement journal and chainkit on
  * `postgresStores`, in a schema of their own, without the interleaved rows, DBOS or Redis.
  */
-export async function journalBench({ chain, tools, impl, userId }: DurableBenchInput): Promise<number> {
+export async function journalBench({ chain, idempotentChain, tools, impl, userId }: DurableBenchInput): Promise<number> {
   const tag = `chainkit_bench_${process.pid}`;
   const counter: Counter = { rt: 0, cmds: 0 };
   const pool = countingPool(counter);
@@ -272,7 +286,7 @@ export async function journalBench({ chain, tools, impl, userId }: DurableBenchI
   let blocks: Block[] = [];
   try {
     await stores.migrate();
-    blocks = await plainJournalBlocks(pool, counter, `${tag}_plain`, () => runner.run(chain, input, { context: { userId } }), { chain, impl, userId, input });
+    blocks = await plainJournalBlocks(pool, counter, `${tag}_plain`, () => runner.run(chain, input, { context: { userId } }), () => runner.run(idempotentChain, input, { context: { userId } }), { chain, impl, userId, input });
   } finally {
     await runner.close();
     await stores.close();
@@ -296,7 +310,7 @@ interface Block { name: string; wallUs: number[]; cpuUs: number[]; statements: n
  * implementation runs its repetitions in a block of its own, not interleaved with other rows; CPU
  * is the Node process's (`process.cpuUsage`, user + system) per chain.
  */
-async function plainJournalBlocks(pool: pg.Pool, counter: Counter, schema: string, runCk: () => Promise<unknown>, { chain, impl, userId, input }: { chain: Chain; impl: Impl; userId: string; input: { match: string; title: string } }): Promise<Block[]> {
+async function plainJournalBlocks(pool: pg.Pool, counter: Counter, schema: string, runCk: () => Promise<unknown>, runCkIdempotent: () => Promise<unknown>, { chain, impl, userId, input }: { chain: Chain; impl: Impl; userId: string; input: { match: string; title: string } }): Promise<Block[]> {
   await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.runs (run_id text PRIMARY KEY, chain text NOT NULL, input jsonb NOT NULL, status text NOT NULL, result jsonb, started_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz);
     CREATE TABLE ${schema}.steps (run_id text NOT NULL, step text NOT NULL, output jsonb NOT NULL, PRIMARY KEY (run_id, step));`);
   const journal = async (): Promise<unknown> => {
@@ -319,7 +333,7 @@ async function plainJournalBlocks(pool: pg.Pool, counter: Counter, schema: strin
     return (counter.rt - before) / COUNT_N;
   };
   const blocks: Block[] = [];
-  for (const [name, run] of [['journal of four plain statements (issue 19)', journal], ['chainkit, postgresStores (durable)', runCk]] as const) {
+  for (const [name, run] of [['journal of four plain statements (issue 19)', journal], ['chainkit, postgresStores (durable)', runCk], ['chainkit, postgresStores (durable), update declared idempotent', runCkIdempotent]] as const) {
     const block: Block = { name, wallUs: [], cpuUs: [], statements: Number.NaN, failed: 0 };
     for (let i = 0; i < WARM; i++) await run();
     for (let rep = 0; rep < BLOCK_REPS; rep++) {

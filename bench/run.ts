@@ -38,6 +38,18 @@ const chain = defineChain({
   output: (s) => s.results.update.task,
   timeoutMs: 7000,
 });
+// The same chain with the update declared idempotent (durable table: what a plain write's start record costs).
+const updateIdempotent = defineTool({ ...update, idempotent: true });
+const idempotentChain = defineChain({
+  name: 'find_and_update_idempotent', input: findAndUpdate.input, context: findAndUpdate.context!,
+  steps: [
+    { id: 'find', tool: list, input: { user_id: ref('context', 'userId'), status: 'all' } },
+    { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
+    { id: 'update', tool: updateIdempotent, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
+  ],
+  output: (s) => s.results.update.task,
+  timeoutMs: 7000,
+});
 
 type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
 const instant: Impl = {
@@ -350,5 +362,5 @@ for (const r of runners) await r.close();
 if (failures.length || failed) process.exitCode = 1;
 
 // Second table: durable runs on PostgreSQL and Redis against a hand-written pg journal and DBOS (bench/durable.ts).
-if (part('durable') && (await durableBench({ chain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
-else if (only.has('journal') && (await journalBench({ chain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
+if (part('durable') && (await durableBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
+else if (only.has('journal') && (await journalBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
