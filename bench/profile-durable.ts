@@ -6,25 +6,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { parseSchema } from '../src/define/schema.js';
 import { postgresStores } from '../src/postgres/index.js';
-import { createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Tool } from '../src/index.js';
+import { createRunner, functionInvoker, listTasks, updateTask } from '../src/index.js';
+import { chain, list, TASKS, update, USER } from './fixture.js';
 
-const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
-const TASKS = ['Buy groceries', 'Buy milk', 'Call mom', 'Dentist appointment', 'Read a book'].map((title, i) => ({
-  task_id: `0000000${i}-1b2d-4c6e-9f7a-8b9c0d1e2f3a`, user_id: USER, title, completed: i === 2, priority: 'medium' as const, created_at: '2026-01-01T00:00:00Z',
-}));
-const unlimited = (t: Tool) => defineTool({ ...t, rateLimit: undefined });
-const list = unlimited(listTasks);
-const update = unlimited(updateTask);
-const chain = defineChain({
-  name: 'find_and_update', input: findAndUpdate.input, context: findAndUpdate.context!,
-  steps: [
-    { id: 'find', tool: list, input: { user_id: ref('context', 'userId'), status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
-    { id: 'update', tool: update, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
-  ],
-  output: (s) => s.results.update.task,
-  timeoutMs: 7000,
-});
 const impl = {
   list_tasks: () => ({ tasks: TASKS }),
   update_task: (i: { title?: string }) => ({ task: { ...TASKS[3]!, title: i.title ?? '' } }),

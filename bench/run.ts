@@ -15,41 +15,11 @@ import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
 import { currentRetryKit, installedVersion, type RetryKit } from './current-retry.js';
 import { durableBench, journalBench } from './durable.js';
-import { MetricsCollector, TimingModel, createRunner, defineChain, defineTool, findAndUpdate, functionInvoker, listTasks, ref, updateTask, type Runner, type RunResult, type Tool } from '../src/index.js';
+import { MetricsCollector, TimingModel, createRunner, functionInvoker, listTasks, updateTask, type Runner, type RunResult } from '../src/index.js';
+import { chain, idempotentChain, list, TASKS, update, USER } from './fixture.js';
 
 const execFileAsync = promisify(execFile);
-const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
-const TASKS = ['Buy groceries', 'Buy milk', 'Call mom', 'Dentist appointment', 'Read a book'].map((title, i) => ({
-  task_id: `0000000${i}-1b2d-4c6e-9f7a-8b9c0d1e2f3a`, user_id: USER, title, completed: i === 2, priority: 'medium' as const, created_at: '2026-01-01T00:00:00Z',
-}));
 
-// The built-in task tools carry the reference spec's per-user rate limits (100 updates a minute);
-// the baseline has none, so the bench runs the same chain over copies without them.
-const unlimited = (t: Tool) => defineTool({ ...t, rateLimit: undefined });
-const list = unlimited(listTasks);
-const update = unlimited(updateTask);
-const chain = defineChain({
-  name: 'find_and_update', input: findAndUpdate.input, context: findAndUpdate.context!,
-  steps: [
-    { id: 'find', tool: list, input: { user_id: ref('context', 'userId'), status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
-    { id: 'update', tool: update, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
-  ],
-  output: (s) => s.results.update.task,
-  timeoutMs: 7000,
-});
-// The same chain with the update declared idempotent (durable table: what a plain write's start record costs).
-const updateIdempotent = defineTool({ ...update, idempotent: true });
-const idempotentChain = defineChain({
-  name: 'find_and_update_idempotent', input: findAndUpdate.input, context: findAndUpdate.context!,
-  steps: [
-    { id: 'find', tool: list, input: { user_id: ref('context', 'userId'), status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
-    { id: 'update', tool: updateIdempotent, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
-  ],
-  output: (s) => s.results.update.task,
-  timeoutMs: 7000,
-});
 
 type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
 const instant: Impl = {

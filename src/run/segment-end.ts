@@ -106,8 +106,15 @@ function priorUndos(result: Extract<RunResult, { status: 'failed' }>, entries: r
   return ids;
 }
 
-/** A chain without `output` returns its last completed step's result. */
-function lastResult(run: EndedSegment): unknown {
+/**
+ * A chain without `output` returns its last completed step's result (a sub-chain's too).
+ *
+ * @example
+ * ```ts
+ * const output = chain.output ? chain.output(scope) : lastResult(run);
+ * ```
+ */
+export function lastResult(run: EndedSegment): unknown {
   const { plan } = run.exec.chain;
   const { results } = run.exec;
   for (let i = plan.length - 1; i >= 0; i--) {

@@ -16,7 +16,7 @@ import { failureInfo } from './call-context.js';
 import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import { askInProcess, gateQuestion } from './gate.js';
-import { segmentResult, type EndedSegment } from './segment-end.js';
+import { segmentResult, type EndedSegment, lastResult } from './segment-end.js';
 import type { NestedEnd, StepHost } from './step-host.js';
 
 export type { NestedEnd } from './step-host.js';
@@ -112,16 +112,6 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
   // other ends are values, not promises: the item's run settles without an extra hop.
   const error = stop.outcome.error;
   return segmentResult(run).then((result) => ({ outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error }, trace: result.trace.steps }));
-}
-
-function lastResult(run: EndedSegment): unknown {
-  const { plan } = run.exec.chain;
-  const { results } = run.exec;
-  for (let i = plan.length - 1; i >= 0; i--) {
-    const step = plan[i]!;
-    if (run.isDone(step) && step.id in results) return results[step.id];
-  }
-  return undefined;
 }
 
 /**
