@@ -26,6 +26,7 @@ import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import type { SignalResult } from './signal.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
 import type { Runner, RunStream } from './runner-api.js';
@@ -219,6 +220,12 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       assertOpen();
       checkDecision(runId, decision);
       return decideRun(parked(), runId, decision) as Promise<DecideResult<O>>;
+    },
+
+    async signal<O = unknown>(runId: string, name: string, payload: unknown): Promise<SignalResult<O>> {
+      assertOpen();
+      if (!durable) throw needsRunStore('signal()');
+      return durable.signal(runId, name, payload) as Promise<SignalResult<O>>;
     },
 
     async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {
