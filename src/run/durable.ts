@@ -3,6 +3,7 @@
 // The owner renews its leases with one timer; `recover()` continues runs whose owner died.
 import type { Chain } from '../define/chain.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
 import { listening, safeEmit } from '../observe/events.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
@@ -84,6 +85,8 @@ export interface Durable {
    * exactly once with the payload journaled as the step's result, then continued.
    */
   signal(runId: string, name: string, payload: unknown): Promise<SignalResult>;
+  /** Cancels a run parked `waiting`: taken exactly once, it ends `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first. */
+  cancelWaiting(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
 }
 
 /**
@@ -245,12 +248,17 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const error = waiting?.signal !== undefined ? toErrorInfo({
       category: 'timeout', code: 'wait_timeout', message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
     }, { step, userMessage: 'This waited too long for an answer and was stopped.' }, calls.retryTable) : undefined;
+    return takeWaiting(run, chain, step, error);
+  };
+
+  /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates instead. */
+  const takeWaiting = async (run: StoredRun, chain: Chain, step: string, error: ChainErrorInfo | undefined): Promise<RunResult | undefined> => {
     const entry: JournalEntry | undefined = error && { step, compensation: 'start', error };
     const t = now();
     // The wait is over: the run goes on as a new segment, with the chain's whole time budget.
     const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
-    if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, owner, 'waiting', update, entry)))) return undefined;
-    leases.hold(runId, update.leaseUntil);
+    if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'waiting', update, entry)))) return undefined;
+    leases.hold(run.runId, update.leaseUntil);
     const exec = continuation(entry ? { ...run, journal: [...run.journal, entry] } : run, chain);
     return own(exec, update.deadlineAt, true, update.leaseUntil);
   };
@@ -517,6 +525,16 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const created = await bounded('create', t + STORE_WAIT_MS, () => store.create({ ...record, owner, leaseUntil }, t));
       if (created.status !== 'taken') return undefined;
       return resumeStored({ ...created.run, cancelRequested: reason === undefined ? {} : { reason } }, run.owner, leaseUntil, chain);
+    },
+
+    async cancelWaiting(run, reason) {
+      const chain = parts.chains.get(run.chain);
+      if (!chain || chain.fingerprint !== run.fingerprint) {
+        throw new TypeError(`Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+      }
+      const step = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting.step ?? '';
+      const error = toErrorInfo({ category: 'cancelled', code: 'run_cancelled', message: `The run was cancelled${reason ? `: ${reason}` : ''} while it waited at step ${step}.` }, { step }, calls.retryTable);
+      return takeWaiting(run, chain, step, error);
     },
 
     async signal(runId, name, payload) {

@@ -195,6 +195,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       }
       // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
       if (run.status === 'in_doubt' && durable) return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) === 'string' ? 'ended' : 'cancelled';
+      // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
+      if (run.status === 'waiting' && durable) return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
       if (run.status !== 'running') return 'ended';
       // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
       // whoever takes it over, and that runner ends it cancelled instead of continuing it.

@@ -158,6 +158,20 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(b.calls).toEqual(['release']);
     expect((await b.runner.getRun(runId))?.status).toBe('failed');
   });
+
+  it('cancelling a waiting run ends it run_cancelled, undoing its completed steps, once', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('cancel');
+    expect((await a.runner.run(reviewed, { n: 4 }, { runId })).status).toBe('waiting');
+    const b = runner(stores);
+    expect(await b.runner.cancel(runId, { reason: 'customer left' })).toBe('cancelled');
+    expect(b.calls).toEqual(['release']);
+    const info = await a.runner.getRun(runId);
+    expect(info?.result).toMatchObject({ status: 'failed', error: { category: 'cancelled', code: 'run_cancelled' }, compensated: ['reserve'] });
+    expect(await b.runner.signal(runId, 'review', { ok: true, by: 'late' })).toBe('not_waiting');
+    expect(await b.runner.cancel(runId)).toBe('ended');
+  });
 });
 
 describe('sleep without parking', () => {
