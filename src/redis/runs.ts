@@ -101,7 +101,7 @@ const REDIS_RUN_STORE_OPTIONS = z.object(
  * as the Redis holding them: use AOF persistence (`appendonly yes`, `appendfsync everysec` or
  * `always`) and no eviction (`maxmemory-policy noeviction`) for runs that must survive a Redis restart.
  * Keys: `<prefix>:run:<id>` (hash), `<prefix>:run-j:<id>` (journal list), `<prefix>:runs:live`
- * (sorted set of runs in flight). Single-node Redis, like every chainkit script.
+ * (sorted set of runs in flight), `<prefix>:runs:wake` (sorted set of waiting runs by wake-up). Single-node Redis, like every chainkit script.
  *
  * @example
  * ```ts
