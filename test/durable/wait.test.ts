@@ -115,6 +115,22 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect((await b.runner.getRun(runId))?.status).toBe('completed');
   });
 
+  it('the recovery poller of another runner wakes a sleeping run once its time has come', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('poll');
+    expect((await a.runner.run(sleeper, { n: 5 }, { runId })).status).toBe('waiting');
+    await a.runner.close();
+    const invoker = functionInvoker([reserve, release, notify], { reserve: () => ({ id: 'x' }), release: () => ({ ok: true }), notify: () => ({ sent: true }) });
+    const b = createRunner({ invoker, tools: [reserve, release, notify], chains: [sleeper, reviewed], stores, leaseMs: 30_000, now, recover: { intervalMs: 10 } });
+    runners.push(b);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await b.getRun(runId))?.status).toBe('waiting'); // polled, not yet due
+    t += 2_001;
+    for (let i = 0; i < 200 && (await b.getRun(runId))?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await b.getRun(runId))?.result).toMatchObject({ status: 'completed', output: { id: `r-${runId}`, sent: true } });
+  });
+
   it('a signal continues a waiting run from any instance, exactly once; a refused payload leaves it waiting', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);
