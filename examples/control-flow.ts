@@ -1,8 +1,9 @@
 // Control flow (§12, docs/guides/control-flow.md): one runnable example per construct — a sub-chain
-// as a step, a forEach over a list (4 at once, failures collected), a branch, a bounded loop, and the
-// built-in completeAll. Everything runs in memory. Run: npx tsx examples/control-flow.ts
+// as a step, a forEach over a list (4 at once, failures collected), a branch, a bounded loop, the
+// built-in completeAll, and a run that sleeps then waits for a signal. Everything runs in memory.
+// Run: npx tsx examples/control-flow.ts
 import { z } from 'zod';
-import { chain, completeAll, createRunner, defineTool, formatTrace, functionInvoker, taskTools } from 'chainkit';
+import { chain, completeAll, createRunner, defineTool, formatTrace, functionInvoker, memoryRunStore, taskTools } from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 
 // Three small tools over an in-memory "shop".
@@ -67,4 +68,26 @@ const d = await taskRunner.run(completeAll, { match: 'buy' }, { context: { userI
 console.log('completeAll:', d.status === 'completed' ? d.output.completed.map((t) => t.title) : d.status);
 await taskRunner.close();
 
+// 6. sleep and waitFor: with a run store, a run that sleeps a second or more, or waits for a signal,
+// is parked `waiting` (no process holds it) and run() resolves at once. The recovery poller (or
+// recover()) wakes a sleeper on any instance; runner.signal() continues a waiting run, exactly once.
+let clock = Date.now(); // a clock this example moves, so it does not really wait a minute
+const durableRunner = createRunner({ invoker, tools: [listOrders, notify, exportStatus], stores: { runs: memoryRunStore({ now: () => clock }) }, now: () => clock });
+const Approval = z.object({ approved: z.boolean(), by: z.string() });
+const refundFlow = chain('refund_flow', { input: z.object({ to: z.string() }) })
+  .sleep('cool_off', 60_000)
+  .waitFor('approval', { signal: 'approval', schema: Approval, timeoutMs: 86_400_000 })
+  .tool('tell', notify, (ref) => ({ to: ref('input', 'to'), text: 'Your refund was reviewed' }))
+  .output((s) => ({ approved: s.results.approval.approved, by: s.results.approval.by, sent: s.results.tell.sent }));
+const e1 = await durableRunner.run(refundFlow, { to: 'ada@example.com' }, { runId: 'refund-1' });
+console.log('sleep:', e1.status, e1.status === 'waiting' ? e1.waiting : '');
+clock += 60_001;
+const [e2] = await durableRunner.recover(); // the minute is up: woken, then parked again at waitFor
+console.log('waitFor:', e2?.status, e2?.status === 'waiting' ? e2.waiting.signal : '');
+const e3 = await durableRunner.signal('refund-1', 'approval', { approved: true, by: 'ops:alice' });
+console.log('signal:', typeof e3 === 'string' ? e3 : e3.status === 'completed' ? e3.output : e3.status);
+console.log('again:', await durableRunner.signal('refund-1', 'approval', { approved: false, by: 'ops:bob' })); // not_waiting
+await durableRunner.close();
+
 if (a.status !== 'completed' || b.status !== 'completed' || c.status !== 'completed' || d.status !== 'completed') process.exit(1);
+if (e1.status !== 'waiting' || e2?.status !== 'waiting' || typeof e3 === 'string' || e3.status !== 'completed') process.exit(1);

@@ -10,7 +10,7 @@
 export { defineTool, type IdempotencyKeyCall, type Tool, type ToolSpec, type ToolEffect, type ToolInput, type ToolOutput, type RateLimitSpec, type RateLimitKeyCall, type ToolSuggestion } from './define/tool.js';
 export { defineChain, type Chain, type ChainInput, type ChainContext, type ChainOutput, type ChainRunInput, type ChainRunContext } from './define/chain.js';
 export type { ChainSpec, Step, ToolStep, SelectStep, ComputeStep, StepCommon, ConfirmSpec, FieldMatcher, InputMapping, Precondition } from './define/spec.js';
-export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, ChainLike, SubChainCall } from './define/spec.js';
+export type { SubChainStep, ForEachStep, ItemScope, BranchStep, BranchCase, LoopStep, SleepStep, WaitForStep, ChainLike, SubChainCall } from './define/spec.js';
 export { ref, Ref, type Scope } from './define/ref.js';
 export { chain, type ChainBuilder, type ChainOptions, type ComputeOptions, type RefSources, type SelectSpec, type StepOptions, type TypedRef } from './define/builder.js';
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';
@@ -27,8 +27,9 @@ export { rerunIdOf, type Rerun, type RerunRefusal } from './run/rerun.js';
 export { RunWatchError, type WatchOptions } from './run/watch.js';
 export type { RunInfo } from './run/durable.js';
 export { runChain, type RunChainOptions } from './run/run-chain.js';
-export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest, InDoubtStep } from './observe/result.js';
+export type { RunResult, InvokeResult, RunResultBase, ConfirmationRequest, InDoubtStep, RunWaiting } from './observe/result.js';
 export type { RunOptions, RunOptionsArgs, ResumeOptions, ResumedOutput, InvokeOptions, RunDecision, GateDecision, RetryDecision, DecideResult } from './run/types.js';
+export { SignalRefused, type SignalResult } from './run/signal.js';
 export type { Logger } from './observe/logger.js';
 export type { InvokeWrapper, ToolCall, ToolInvoker } from './invokers/types.js';
 export { toModelResult, type ModelResult, type ModelResultOptions } from './run/model-result.js';
@@ -45,7 +46,7 @@ export type {
   RunEvent, RunEventType, RunEventBase, RunEventDraft, RunEndData, RunStartRunEvent, StepStartRunEvent, StepProgressRunEvent, StepRetryRunEvent, StepEndRunEvent,
   ConfirmationRequestedRunEvent, RunEndRunEvent,
 } from './observe/events.js';
-export type { ItemEndEvent, ItemEndRunEvent } from './observe/events.js';
+export type { ItemEndEvent, ItemEndRunEvent, SignalReceivedRunEvent } from './observe/events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
 export { redact, type RedactRule } from './util/redact.js';

@@ -243,6 +243,39 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
   ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, ChainOut<C>> }, NextLast<O, ChainOut<C>, L>>;
 
   /**
+   * Adds a sleep step: waits `ms` (a number, or `(ref) => ref(…)` naming a number; from 0 to a
+   * year). Under 1 s, or without a run store, it waits in place within the run's deadline; a durable
+   * run parks `waiting` (`run()` resolves at once) and any runner's recovery wakes it. Its result is `null`.
+   *
+   * @example
+   * ```ts
+   * .sleep('cool_down', 60_000)
+   * .sleep('backoff', (ref) => ref('input', 'delayMs'))
+   * ```
+   */
+  sleep<Id extends string, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+    id: NewId<Id, R>,
+    ms: number | ((ref: TypedRef<RefSources<IS, CS, R>>) => number | Ref<number, string, string>),
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, null> }, NextLast<O, null, L>>;
+
+  /**
+   * Adds a waitFor step: a durable run parks `waiting` until `runner.signal(runId, signal, payload)`
+   * brings a payload `schema` accepts (the step's result, typed by it); past `timeoutMs` the run
+   * fails `timeout`/`wait_timeout`. Needs a run store.
+   *
+   * @example
+   * ```ts
+   * .waitFor('reviewed', { signal: 'review', schema: z.object({ ok: z.boolean() }), timeoutMs: 86_400_000 })
+   * ```
+   */
+  waitFor<Id extends string, PS extends Schema, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+    id: NewId<Id, R>,
+    spec: { signal: string; schema: PS; timeoutMs?: number },
+    options?: O,
+  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, SchemaOutput<PS>> }, NextLast<O, SchemaOutput<PS>, L>>;
+
+  /**
    * Finishes the chain with an output built from the typed results.
    *
    * @example
@@ -372,7 +405,7 @@ type Leaf = string | number | boolean | bigint | symbol | null | undefined | Dat
 /** A compute step's result: its `output` schema's type, else the awaited return. */
 type Computed<O, V> = O extends { output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>;
 
-const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute', 'chain', 'forEach', 'branch', 'loop'] as const;
+const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute', 'chain', 'forEach', 'branch', 'loop', 'sleep', 'waitFor'] as const;
 /** `item(path)` in a builder forEach's input: `ref('item', path)`. */
 const itemRef = (path = ''): Ref => ref('item', path);
 
@@ -433,6 +466,15 @@ class Builder {
     const made = spec as Record<string, unknown> | undefined;
     const loop = made && typeof made.input === 'function' ? { ...made, input: (made.input as (r: typeof ref) => unknown)(ref) } : made;
     return this.add({ id, loop, ...optionsOf(options, id) } as Step);
+  }
+
+  sleep(id: string, ms: unknown, options?: unknown): Builder {
+    const sleep = typeof ms === 'function' ? (ms as (r: typeof ref) => unknown)(ref) : ms;
+    return this.add({ id, sleep, ...optionsOf(options, id) } as Step);
+  }
+
+  waitFor(id: string, spec: unknown, options?: unknown): Builder {
+    return this.add({ id, waitFor: spec, ...optionsOf(options, id) } as Step);
   }
 
   output(output: (scope: Scope) => unknown): Chain {

@@ -197,7 +197,11 @@ type FlowValueOf<H> = H extends { readonly chain: infer C }
       ? CaseOutputOf<Cases[keyof Cases]> | (H extends { readonly branch: { readonly default: infer D } } ? CaseOutputOf<D> : never)
       : H extends { readonly loop: { readonly chain: infer C } }
         ? ChainOutputOf<C>
-        : unknown;
+        : H extends { readonly sleep: unknown }
+          ? null
+          : H extends { readonly waitFor: { readonly schema: infer S extends Schema } }
+            ? SchemaOutput<S>
+            : unknown;
 
 /**
  * A chain's output type, read structurally (define/chain.ts sits above this file).

@@ -63,7 +63,7 @@ export type SchemaInput<S> = S extends { readonly _zod: { readonly input: infer 
   : S extends { readonly '~standard': { readonly types?: infer T } } ? NonNullable<T> extends { readonly input: infer I } ? I : unknown : unknown;
 
 /** One problem found by {@link parseSchema}: the path into the value and a message. */
-interface SchemaIssue {
+export interface SchemaIssue {
   readonly path: readonly PropertyKey[];
   readonly message: string;
 }

@@ -14,6 +14,8 @@ export type { SubChainStep } from './kinds/sub-chain.js';
 export type { ForEachStep, ItemScope } from './kinds/for-each.js';
 export type { BranchCase, BranchStep } from './kinds/branch.js';
 export type { LoopStep } from './kinds/loop.js';
+export type { SleepStep } from './kinds/sleep.js';
+export type { WaitForStep } from './kinds/wait-for.js';
 export type { ChainLike, SubChainCall } from './kinds/plan.js';
 export type { Step } from './step-kinds.js';
 

@@ -12,18 +12,20 @@ import { subChainPlanner, type SubChainStep } from './kinds/sub-chain.js';
 import { forEachPlanner, type ForEachPlan, type ForEachStep } from './kinds/for-each.js';
 import { branchPlanner, type BranchPlan, type BranchStep } from './kinds/branch.js';
 import { loopPlanner, type LoopPlan, type LoopStep } from './kinds/loop.js';
+import { sleepPlanner, type SleepPlan, type SleepStep } from './kinds/sleep.js';
+import { waitForPlanner, type WaitForPlan, type WaitForStep } from './kinds/wait-for.js';
 
 /** The planner of each step kind, keyed by the spec field that names the kind; the order is the one messages list them in. */
-export const STEP_PLANNERS = { tool: toolPlanner, select: selectPlanner, compute: computePlanner, chain: subChainPlanner, forEach: forEachPlanner, branch: branchPlanner, loop: loopPlanner } as const;
+export const STEP_PLANNERS = { tool: toolPlanner, select: selectPlanner, compute: computePlanner, chain: subChainPlanner, forEach: forEachPlanner, branch: branchPlanner, loop: loopPlanner, sleep: sleepPlanner, waitFor: waitForPlanner } as const;
 
-/** The name of a step kind (`tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`). */
+/** The name of a step kind (`tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep`, `waitFor`). */
 export type StepKind = keyof typeof STEP_PLANNERS;
 
 /** One step of a chain. */
-export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S> | SubChainStep<S> | ForEachStep<S> | BranchStep<S> | LoopStep<S>;
+export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S> | SubChainStep<S> | ForEachStep<S> | BranchStep<S> | LoopStep<S> | SleepStep<S> | WaitForStep<S>;
 
 /** One step of a compiled chain, with everything the executor needs precomputed. */
-export interface PlannedStep extends ToolPlan, SelectPlan, ForEachPlan, BranchPlan, LoopPlan {
+export interface PlannedStep extends ToolPlan, SelectPlan, ForEachPlan, BranchPlan, LoopPlan, SleepPlan, WaitForPlan {
   readonly index: number;
   readonly id: string;
   readonly kind: StepKind;

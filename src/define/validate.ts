@@ -171,6 +171,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   const ctx: PlanContext = { issues, checkRef, mappingResolver, chainName: typeof spec.name === 'string' ? spec.name : '', withItem };
   // Earlier steps no later step waits for yet, ascending (a Set keeps insertion order).
   const frontier = new Set<number>();
+  let barrier = -1; // the last sleep or waitFor step
 
   spec.steps.forEach((raw, i) => {
     const at = `steps[${i}]`;
@@ -229,6 +230,11 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       }
       deps = [...own].sort((a, b) => a - b);
     }
+    // A sleep or a waitFor is a barrier (§12): it waits for every earlier step, every later one waits for it.
+    const kind = kinds[0] ?? 'compute';
+    if (kind === 'sleep' || kind === 'waitFor') deps = [...frontier].sort((a, b) => a - b);
+    else if (barrier >= 0 && !deps.includes(barrier)) deps = [...deps, barrier].sort((a, b) => a - b);
+    if (kind === 'sleep' || kind === 'waitFor') barrier = i;
     for (const d of deps) frontier.delete(d);
     frontier.add(i);
     plan.push(Object.freeze({

@@ -318,7 +318,9 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
         const signal = signalOf(runner);
         if (!signal) return problem(404, 'This runner has no signal().');
         if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255) return problem(400, 'Expected `name`: the signal to send.');
-        const r = await signal(runId, body.name, body.payload);
+        // A payload the step's schema refuses (runner.signal's SignalRefused) is the sender's mistake: the run keeps waiting.
+        const r = await signal(runId, body.name, body.payload).catch((e: unknown) => ((e as { code?: unknown })?.code === 'invalid_signal' ? e as Error : Promise.reject(e)));
+        if (r instanceof Error) return problem(400, r.message);
         return json({ outcome: typeof r === 'string' ? r : 'sent' });
       }
       default:

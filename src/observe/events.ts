@@ -184,10 +184,13 @@ export type RunEndData =
   | { status: 'failed'; error: ChainErrorInfo }
   | { status: 'declined'; step: string }
   | { status: 'awaiting_confirmation'; confirmation: { step: string; tool: string; prompt: string; expiresAt: string } }
-  | { status: 'in_doubt'; step: string };
+  | { status: 'in_doubt'; step: string }
+  | { status: 'waiting'; waiting: { step: string; until?: number; signal?: string } };
 /** The run ended or parked at a gate: the last event of a watch. */
 /** A `forEach` item ended (§12): `step` is the forEach step, `data.index` the element's index. */
 export interface ItemEndRunEvent extends RunEventBase { type: 'item:end'; step: string; data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo } }
+/** A waiting run took the signal its `waitFor` step waited for (§12): `step` is that step; the payload is its result. */
+export interface SignalReceivedRunEvent extends RunEventBase { type: 'signal:received'; step: string; data: { signal: string } }
 export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: undefined; data: RunEndData }
 
 /**
@@ -201,7 +204,7 @@ export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: u
  * }
  * ```
  */
-export type RunEvent = RunStartRunEvent | StepStartRunEvent | StepProgressRunEvent | StepRetryRunEvent | StepEndRunEvent | ConfirmationRequestedRunEvent | RunEndRunEvent | ItemEndRunEvent;
+export type RunEvent = RunStartRunEvent | StepStartRunEvent | StepProgressRunEvent | StepRetryRunEvent | StepEndRunEvent | ConfirmationRequestedRunEvent | RunEndRunEvent | ItemEndRunEvent | SignalReceivedRunEvent;
 
 /** The name of a run event. */
 export type RunEventType = RunEvent['type'];

@@ -3,7 +3,7 @@ import type { Chain } from '../define/chain.js';
 import type { Trace, TraceStep } from './trace.js';
 
 const MARK: Record<TraceStep['status'], string> = {
-  success: '✓', error: '✗', skipped: '-', cached: '↺', awaiting_confirmation: '?', declined: '⊘', compensated: '↶',
+  success: '✓', error: '✗', skipped: '-', cached: '↺', awaiting_confirmation: '?', declined: '⊘', compensated: '↶', waiting: '…',
 };
 
 /** Options of {@link formatTrace}. */

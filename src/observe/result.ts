@@ -55,7 +55,24 @@ export type RunResult<O = unknown> = (
       /** Every write in doubt (usually one; steps that ran side by side may leave several). */
       inDoubt: InDoubtStep[];
     }
+  | {
+      /**
+       * Parked (API.md §12): a `sleep` until `until`, or a `waitFor` for `signal` (until `until`, its
+       * timeout, if any). Its end comes through `watch`, `getRun` and the `run:end` event.
+       */
+      status: 'waiting';
+      waiting: RunWaiting;
+    }
 ) & RunResultBase;
+
+/** What a run parked `waiting` waits for: the step, the wake-up or timeout (epoch ms), the signal. */
+export interface RunWaiting {
+  step: string;
+  /** Epoch ms: a sleep's wake-up, or a waitFor's timeout (absent: no timeout). */
+  until?: number;
+  /** A waitFor's signal name (absent for a sleep). */
+  signal?: string;
+}
 
 /** The outcome of `invoke`. */
 export type InvokeResult<O = unknown> = (

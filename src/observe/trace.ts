@@ -2,7 +2,7 @@
 import type { ChainErrorInfo } from '../errors/categories.js';
 
 /** Status of one step in a trace. */
-export type TraceStepStatus = 'success' | 'error' | 'skipped' | 'cached' | 'awaiting_confirmation' | 'declined' | 'compensated';
+export type TraceStepStatus = 'success' | 'error' | 'skipped' | 'cached' | 'awaiting_confirmation' | 'declined' | 'compensated' | 'waiting';
 
 /** One step (or one `invoke` call) in a trace. */
 export interface TraceStep {
@@ -31,7 +31,7 @@ export interface TraceStep {
  * A trace's status: its run's, except that a run that completed some steps and then failed is
  * `partial` (the result's own status stays `failed`).
  */
-export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed' | 'in_doubt';
+export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed' | 'in_doubt' | 'waiting';
 
 /** The whole trace of a run, a resume or an invoke. */
 export interface Trace {

@@ -125,6 +125,16 @@ WITH t AS (UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3
 j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT t.run_id, $7::text FROM t WHERE $7::text IS NOT NULL)
 SELECT run_id FROM t`);
 
+  // A run parked waiting: its wake-up in lease_until (Infinity: only a signal takes it), kept until taken.
+  const parkWaiting = db.sql(`
+WITH f AS (UPDATE ${s}.runs SET status = 'waiting', result = $3, lease_until = $4, expires_at = NULL, ended_at = NULL, retry_until = NULL WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
+j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT f.run_id, u.e FROM f, unnest($5::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
+SELECT run_id FROM f`);
+  const dueWaiting = db.sql(`
+SELECT run_id FROM ${s}.runs WHERE status = 'waiting' AND lease_until <= $1
+  AND ($3::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($3::text[]))
+ORDER BY lease_until LIMIT $2`);
+
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
     (await db.query<Read>(what, read, [runId])).rows[0];
@@ -231,6 +241,16 @@ SELECT run_id FROM t`);
     },
     async requestCancel(runId, reason) {
       return (await db.query('run (cancel)', requestCancel, [runId, reason ?? ''])).rowCount === 1;
+    },
+    async parkWaiting(runId, owner, result, wakeAt, entries = []) {
+      const data = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      return (await db.query('run (park)', parkWaiting, [runId, owner, data, wakeAt ?? Infinity, journaled])).rowCount === 1;
+    },
+    async dueWaiting(now, limit, only) {
+      if (!(limit >= 1)) return [];
+      const pairs = only ? only.chains.map((c) => `${c.name}|${c.fingerprint}`) : null;
+      return (await db.query<{ run_id: string }>('run (due)', dueWaiting, [now, Math.min(Math.floor(limit), 2 ** 31 - 1), pairs])).rows.map((r) => r.run_id);
     },
   };
 }

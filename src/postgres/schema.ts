@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -65,6 +65,8 @@ CREATE INDEX IF NOT EXISTS runs_chain_started ON ${s}.runs (chain, status, start
 -- Version 4: a run in flight waiting out a retry (listed as retrying) and a cancel asked of a run in flight.
 ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS retry_until double precision;
 ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS cancel_reason text;
+-- Version 5: runs parked waiting (a sleep, a waitFor's timeout) by wake-up, kept in lease_until.
+CREATE INDEX IF NOT EXISTS runs_wake ON ${s}.runs (lease_until) WHERE status = 'waiting';
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (
   run_id text NOT NULL,
   seq bigint GENERATED ALWAYS AS IDENTITY,

@@ -281,3 +281,36 @@ redis.call('PERSIST', KEYS[2])
 if ARGV[8] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[8]) end
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[4])
 return 1`;
+
+// KEYS: wake set. ARGV: now, limit, run key prefix, '1' to filter, then chain and fingerprint pairs.
+// Ids of runs parked `waiting` whose wake-up (the member's score) came, earliest first; members
+// whose run moved on or vanished leave the set. Runs of chains the caller cannot continue are passed over.
+export const DUE = `
+local allowed = {}
+for i = 5, #ARGV, 2 do allowed[ARGV[i] .. '|' .. ARGV[i + 1]] = true end
+local limit = tonumber(ARGV[2])
+local out = {}
+local offset = 0
+for page = 1, 20 do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', offset, limit)
+  if #ids == 0 then break end
+  for _, id in ipairs(ids) do
+    local f = redis.call('HMGET', ARGV[3] .. id, 'status', 'chain', 'fp')
+    if f[1] ~= 'waiting' then
+      redis.call('ZREM', KEYS[1], id)
+    elseif ARGV[4] == '1' and f[2] and not allowed[f[2] .. '|' .. (f[3] or '')] then
+      offset = offset + 1
+    else
+      out[#out + 1] = id
+      offset = offset + 1
+      if #out >= limit then return out end
+    end
+  end
+  if #ids < limit then break end
+end
+return out`;
+
+// KEYS: wake set. ARGV: runId, wake-up (epoch ms; '' for none). Indexes (or unindexes) a waiting run's wake-up.
+export const WAKE_AT = `
+if ARGV[2] == '' then redis.call('ZREM', KEYS[1], ARGV[1]) else redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1]) end
+return 1`;

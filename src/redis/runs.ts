@@ -12,7 +12,7 @@ import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import { BEGIN, CLAIM, CREATE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING, TAKE_PARKED } from './run-scripts.js';
+import { BEGIN, CLAIM, CREATE, DUE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING, TAKE_PARKED, WAKE_AT } from './run-scripts.js';
 import { checkOptions, integer, integerMs, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
 
@@ -55,6 +55,8 @@ const begin = script(BEGIN);
 const retrying = script(RETRYING);
 const requestCancel = script(REQUEST_CANCEL);
 const takeParked = script(TAKE_PARKED);
+const due = script(DUE);
+const wakeAtScript = script(WAKE_AT);
 
 /** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
@@ -99,7 +101,7 @@ const REDIS_RUN_STORE_OPTIONS = z.object(
  * as the Redis holding them: use AOF persistence (`appendonly yes`, `appendfsync everysec` or
  * `always`) and no eviction (`maxmemory-policy noeviction`) for runs that must survive a Redis restart.
  * Keys: `<prefix>:run:<id>` (hash), `<prefix>:run-j:<id>` (journal list), `<prefix>:runs:live`
- * (sorted set of runs in flight). Single-node Redis, like every chainkit script.
+ * (sorted set of runs in flight), `<prefix>:runs:wake` (sorted set of waiting runs by wake-up). Single-node Redis, like every chainkit script.
  *
  * @example
  * ```ts
@@ -188,6 +190,19 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     takeParked: (runId, owner, from, update, entry) => guard('take', async () => {
       const data = entry ? encodeRunValue(entry) : '';
       return (await takeParked(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data])) === 1;
+    }),
+    // The wake-up is indexed first: a runner that dies between the two writes leaves the run in flight
+    // (recovered, it parks again) and a member the next due scan drops. Kept until taken (no retention).
+    parkWaiting: (runId, owner, result, wakeAt, entries = []) => guard('park', async () => {
+      const data = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      await wakeAtScript(redis, [`${p}:runs:wake`], [runId, wakeAt === null ? '' : wakeAt]);
+      return (await finish(redis, [runKey(runId), journalKey(runId), live], [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, ...journaled])) === 1;
+    }),
+    dueWaiting: (now, limit, only) => guard('due', async () => {
+      if (!(limit >= 1)) return [];
+      const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
+      return (await due(redis, [`${p}:runs:wake`], [now, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, ...filter])) as string[];
     }),
   };
 }

@@ -3,6 +3,7 @@
 // The owner renews its leases with one timer; `recover()` continues runs whose owner died.
 import type { Chain } from '../define/chain.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import type { ChainErrorInfo } from '../errors/categories.js';
 import { listening, safeEmit } from '../observe/events.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
@@ -25,6 +26,7 @@ import { checkRunId } from './run-id.js';
 import { LeaseKeeper, type Lease } from './lease.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { DecideResult, RetryDecision } from './types.js';
+import { signalPayload, type SignalResult } from './signal.js';
 
 /** What `runner.getRun(runId)` tells about a durable run. */
 export interface RunInfo {
@@ -77,6 +79,14 @@ export interface Durable {
    * chain or another definition here, or another runner took it first).
    */
   cancelExpired(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
+  /**
+   * Brings a run parked at a `waitFor` step its signal (API.md §12): the payload checked against the
+   * step's schema (refused: rejects with `SignalRefused`, the run keeps waiting), the run taken
+   * exactly once with the payload journaled as the step's result, then continued.
+   */
+  signal(runId: string, name: string, payload: unknown): Promise<SignalResult>;
+  /** Cancels a run parked `waiting`: taken exactly once, it ends `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first. */
+  cancelWaiting(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
 }
 
 /**
@@ -139,6 +149,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
+    if (store.parkWaiting) exec.parks = true;
     exec.journal = (entry: JournalEntry) => {
       // A write retried by a decision: who decided shows on its trace entry (journaled, and in the result's trace).
       if (retried?.steps.has(entry.step) && entry.trace) entry.trace.decidedBy = retried.by;
@@ -194,7 +205,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       let recorded = false;
       const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
       try {
-        recorded = await bounded('finish', until, () => store.finish(runId, owner, result.status, result, keepFor(result.status), atEnd));
+        recorded = await bounded('finish', until, () => (result.status === 'waiting' ? park(runId, result, atEnd) : store.finish(runId, owner, result.status, result, keepFor(result.status), atEnd)));
       } catch (error) {
         if (error instanceof CheckpointEncodeError) recorded = await finishPlain(runId, result, until, atEnd);
         else warn(error, `could not record the end of run ${runId}`);
@@ -206,6 +217,50 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       safeRunEnd(result, recovered);
     };
     return execute(durableParts, exec);
+  };
+
+  /**
+   * Parks a run `waiting` (API.md §12): no owner, no lease, a wake-up at a sleep's end or a waitFor's
+   * timeout. A sleep is journaled done in the same write: the run goes on after it once woken.
+   */
+  const park = (runId: string, result: Extract<RunResult, { status: 'waiting' }>, atEnd: readonly JournalEntry[]): Promise<boolean> => {
+    const { step, until, signal } = result.waiting;
+    const entries = [...atEnd];
+    if (signal === undefined) {
+      const trace = result.trace.steps.find((t) => t.id === step);
+      entries.push({ step, value: null, ...(trace && { trace: { ...trace, status: 'success' as const } }) });
+    }
+    return store.parkWaiting!(runId, owner, result, until ?? null, entries);
+  };
+
+  /**
+   * Takes a run parked `waiting` whose time has come (a sleep's end, or a waitFor's timeout: the run
+   * then fails `timeout`/`wait_timeout`, its completed steps undone) and continues it; `undefined`
+   * when another runner took it first, or this one cannot continue it.
+   */
+  const wake = async (runId: string): Promise<RunResult | undefined> => {
+    const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
+    if (!run || run.status !== 'waiting') return undefined;
+    const chain = parts.chains.get(run.chain);
+    if (!chain || chain.fingerprint !== run.fingerprint) return undefined;
+    const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;
+    const step = waiting?.step ?? '';
+    const error = waiting?.signal !== undefined ? toErrorInfo({
+      category: 'timeout', code: 'wait_timeout', message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
+    }, { step, userMessage: 'This waited too long for an answer and was stopped.' }, calls.retryTable) : undefined;
+    return takeWaiting(run, chain, step, error);
+  };
+
+  /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates instead. */
+  const takeWaiting = async (run: StoredRun, chain: Chain, step: string, error: ChainErrorInfo | undefined): Promise<RunResult | undefined> => {
+    const entry: JournalEntry | undefined = error && { step, compensation: 'start', error };
+    const t = now();
+    // The wait is over: the run goes on as a new segment, with the chain's whole time budget.
+    const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
+    if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'waiting', update, entry)))) return undefined;
+    leases.hold(run.runId, update.leaseUntil);
+    const exec = continuation(entry ? { ...run, journal: [...run.journal, entry] } : run, chain);
+    return own(exec, update.deadlineAt, true, update.leaseUntil);
   };
 
   /** The end of a run whose result the codec refused (a value in its trace or `completed`): recorded without them. */
@@ -326,14 +381,19 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     orphanedBefore: t - Math.max(ORPHAN_GRACE_MS, 2 * leaseMs),
   });
 
-  /** Claims expired runs this runner can continue and starts them; resolves with their results' promises. */
-  const claimAndStart = async (): Promise<Promise<RunResult>[]> => {
+  /** Claims expired runs this runner can continue and starts them, and wakes its waiting runs whose time came; resolves with their results' promises (`undefined`: taken by another first). */
+  const claimAndStart = async (): Promise<Promise<RunResult | undefined>[]> => {
     const t = now();
     const until = t + leaseMs;
     const claimed = await bounded('claim', t + STORE_WAIT_MS, () => store.claimExpired(owner, t, until, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
     if (claimed.length === 0) logger?.debug({ owner }, 'durable runs: recover() found no expired run of a chain (and fingerprint) this runner has');
     for (const run of claimed) leases.hold(run.runId, until);
-    return claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner, until));
+    const started: Promise<RunResult | undefined>[] = claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner, until));
+    if (store.dueWaiting && store.takeParked) {
+      const due = await bounded('due', t + STORE_WAIT_MS, () => store.dueWaiting!(t, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
+      for (const runId of due) started.push(wake(runId));
+    }
+    return started;
   };
 
   const refuse = (exec: Execution, code: string, message: string): RunResult =>
@@ -407,7 +467,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
 
     async recover() {
       if (closed) return [];
-      return Promise.all(await claimAndStart());
+      return (await Promise.all(await claimAndStart())).filter((r): r is RunResult => r !== undefined);
     },
 
     async settleDoubt(run, decision, cancelled) {
@@ -441,7 +501,7 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const decidedBy = decider(run);
       const doubt = run.status === 'in_doubt' ? writesInDoubt(run) : [];
       return {
-        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.leaseUntil, steps: journaledSteps(run),
+        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.status === 'waiting' ? 0 : run.leaseUntil, steps: journaledSteps(run),
         ...(run.result !== undefined && { result: run.result as RunResult }),
         ...(decidedBy !== undefined && { decidedBy }),
         ...(doubt.length > 0 && { inDoubt: doubt }),
@@ -465,6 +525,47 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const created = await bounded('create', t + STORE_WAIT_MS, () => store.create({ ...record, owner, leaseUntil }, t));
       if (created.status !== 'taken') return undefined;
       return resumeStored({ ...created.run, cancelRequested: reason === undefined ? {} : { reason } }, run.owner, leaseUntil, chain);
+    },
+
+    async cancelWaiting(run, reason) {
+      const chain = parts.chains.get(run.chain);
+      if (!chain || chain.fingerprint !== run.fingerprint) {
+        throw new TypeError(`Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+      }
+      const step = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting.step ?? '';
+      const error = toErrorInfo({ category: 'cancelled', code: 'run_cancelled', message: `The run was cancelled${reason ? `: ${reason}` : ''} while it waited at step ${step}.` }, { step }, calls.retryTable);
+      return takeWaiting(run, chain, step, error);
+    },
+
+    async signal(runId, name, payload) {
+      checkRunId(runId);
+      if (typeof name !== 'string' || name === '') throw new TypeError('Expected the signal name as a non-empty string.');
+      if (!store.takeParked) throw new TypeError('Signals need a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).');
+      const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
+      if (!run) return 'not_found';
+      if (run.status !== 'waiting') return 'not_waiting';
+      const chain = parts.chains.get(run.chain);
+      if (!chain || chain.fingerprint !== run.fingerprint) {
+        throw new TypeError(`Run ${runId} waits for a signal, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+      }
+      const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;
+      const t = now();
+      // Past its timeout the wait is over: recovery fails the run, no late signal continues it.
+      if (waiting?.until !== undefined && waiting.until <= t) return 'not_waiting';
+      const accepted = signalPayload(chain, waiting, name, payload, runId);
+      if (!accepted) return 'not_waiting';
+      const parkedAt = (run.result as { trace?: { endedAt?: string } } | undefined)?.trace?.endedAt;
+      const startedAt = parkedAt ?? new Date(t).toISOString();
+      const trace: TraceStep = { stepNumber: accepted.index + 1, id: waiting!.step, status: 'success', attempts: 0, latencyMs: Math.max(0, t - Date.parse(startedAt)), startedAt };
+      const entry: JournalEntry = { step: waiting!.step, value: accepted.value, trace };
+      encodeRunValue(entry); // a payload the journal cannot keep is refused before the take
+      const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
+      if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, owner, 'waiting', update, entry)))) return 'not_waiting';
+      leases.hold(runId, update.leaseUntil);
+      const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
+      const ran = own(exec, update.deadlineAt, false, update.leaseUntil);
+      parts.recorder.runEvents?.writers.get(runId)?.push('signal:received', waiting!.step, { signal: name });
+      return ran;
     },
   };
 

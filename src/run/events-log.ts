@@ -221,5 +221,6 @@ export function runEndData(result: RunResult, redacted: (value: unknown) => unkn
       return { status: 'awaiting_confirmation', confirmation: { step, tool, prompt, expiresAt } };
     }
     case 'in_doubt': return { status: 'in_doubt', step: result.step };
+    case 'waiting': return { status: 'waiting', waiting: { ...result.waiting } };
   }
 }

@@ -94,6 +94,8 @@ export interface Execution {
    * Reads and idempotent writes never wait for it.
    */
   beforeWrite?: (ctx: CallContext) => Promise<void>;
+  /** Durable runs on a store that parks (`parkWaiting`): a long sleep or a waitFor parks the run `waiting`. */
+  parks?: boolean;
 }
 
 /** How a step ended other than ok: what stops the run. */
@@ -103,7 +105,9 @@ export type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }
   | { kind: 'failed'; error: ChainErrorInfo }
   | { kind: 'gate'; prompt: string; details: unknown }
-  | { kind: 'declined' };
+  | { kind: 'declined' }
+  /** A durable run parks `waiting`: until `until` (a sleep), or for `signal` (a waitFor; `until`: its timeout). */
+  | { kind: 'wait'; until?: number; signal?: string };
 
 /** Step states, one number per step in a flat array: not started, in flight, done (ok or skipped). */
 export const PENDING = 0;

@@ -214,6 +214,7 @@ class Run extends Scheduler implements EndedSegment {
       case 'failed': entry.status = 'error'; entry.error = outcome.error; break;
       case 'gate': entry.status = 'awaiting_confirmation'; break;
       case 'declined': entry.status = 'declined'; break;
+      case 'wait': entry.status = 'waiting'; break;
     }
     if (recorder.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped) entry.output = recorder.redacted(outcome.value);
     if (step.tool && ctx) {

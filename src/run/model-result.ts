@@ -13,7 +13,8 @@ export type ModelResult =
   | { status: 'awaiting_confirmation'; resumeToken: string; prompt: string; step: string; tool: string; expiresAt: string; instructions: string; metadata: ResponseMetadata }
   | { status: 'declined'; step: string; message: string; metadata: ResponseMetadata }
   | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata }
-  | { status: 'in_doubt'; step: string; tool: string; message: string; metadata: ResponseMetadata };
+  | { status: 'in_doubt'; step: string; tool: string; message: string; metadata: ResponseMetadata }
+  | { status: 'waiting'; step: string; until?: string; signal?: string; message: string; metadata: ResponseMetadata };
 
 /** Options of {@link toModelResult}. */
 export interface ModelResultOptions {
@@ -47,6 +48,12 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       return { status: 'failed', error: maskError({ ...result.error }, PATTERN_MASK), compensated: result.compensated, metadata: result.metadata };
     case 'in_doubt':
       return { status: 'in_doubt', step: result.step, tool: result.inDoubt[0]?.tool ?? '', message: 'A step that changes data was interrupted and may or may not have taken effect; an operator must check it before the run goes on. Do not repeat it yourself.', metadata: result.metadata };
+    case 'waiting': {
+      const { step, until, signal } = result.waiting;
+      const when = until !== undefined ? new Date(until).toISOString() : undefined;
+      const message = signal !== undefined ? `The run is waiting for '${signal}'${when ? ` until ${when}` : ''}; it goes on by itself once that arrives. Do not start it again.` : `The run is paused until ${when}; it goes on by itself. Do not start it again.`;
+      return { status: 'waiting', step, ...(when !== undefined && { until: when }), ...(signal !== undefined && { signal }), message, metadata: result.metadata };
+    }
   }
 }
 
@@ -57,6 +64,7 @@ export function modelSummary(result: ModelResult): string {
     case 'awaiting_confirmation': return `${result.prompt}\n${result.instructions}`;
     case 'declined': return result.message;
     case 'in_doubt': return result.message;
+    case 'waiting': return result.message;
     case 'failed': return [result.error.userMessage, ...result.error.suggestions].join('\n');
   }
 }

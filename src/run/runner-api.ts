@@ -11,6 +11,7 @@ import type { ListRunsFilter, RunPage } from '../stores/run-list.js';
 import type { RunInfo } from './durable.js';
 import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
+import type { SignalResult } from './signal.js';
 import type { DecideResult, InvokeOptions, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs } from './types.js';
 import type { RunWatchError } from './watch.js';
 import type { Rerun, RerunRefusal } from './rerun.js';
@@ -139,6 +140,22 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * ```
    */
   decide<O = OutputOfChains<Chains>>(runId: string, decision: RunDecision): Promise<DecideResult<O>>;
+  /**
+   * Sends signal `name` with `payload` to a run parked `waiting` at a `waitFor` step (API.md §12),
+   * from any instance sharing the run store. The payload is validated by the step's schema: refused,
+   * it rejects with a `SignalRefused` (`invalid_input`, code `invalid_signal`, its `issues`) and the
+   * run keeps waiting. Accepted, the run is taken exactly once (a signal sent twice is taken once),
+   * the payload journaled as the step's result, and the run continues here: resolves with its
+   * {@link RunResult}. `'not_found'` for an unknown run id; `'not_waiting'` when the run does not
+   * wait for this signal (it runs, ended, waits for another, timed out, or another signal took it).
+   *
+   * @example
+   * ```ts
+   * const r = await runner.signal(runId, 'review', { ok: true });
+   * if (r !== 'not_found' && r !== 'not_waiting' && r.status === 'completed') console.log(r.output);
+   * ```
+   */
+  signal<O = OutputOfChains<Chains>>(runId: string, name: string, payload: unknown): Promise<SignalResult<O>>;
   /**
    * Lists durable runs (`stores.runs`), newest first (by start time, ties by run id), from any
    * instance sharing the stores: by status (one or several), chain and start time, a page at a time

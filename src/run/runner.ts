@@ -26,6 +26,7 @@ import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
 import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import type { SignalResult } from './signal.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
 import type { Runner, RunStream } from './runner-api.js';
@@ -194,6 +195,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       }
       // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
       if (run.status === 'in_doubt' && durable) return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) === 'string' ? 'ended' : 'cancelled';
+      // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
+      if (run.status === 'waiting' && durable) return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
       if (run.status !== 'running') return 'ended';
       // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
       // whoever takes it over, and that runner ends it cancelled instead of continuing it.
@@ -219,6 +222,12 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       assertOpen();
       checkDecision(runId, decision);
       return decideRun(parked(), runId, decision) as Promise<DecideResult<O>>;
+    },
+
+    async signal<O = unknown>(runId: string, name: string, payload: unknown): Promise<SignalResult<O>> {
+      assertOpen();
+      if (!durable) throw needsRunStore('signal()');
+      return durable.signal(runId, name, payload) as Promise<SignalResult<O>>;
     },
 
     async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {

@@ -85,6 +85,10 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason, exec.undoJournal);
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };
+  } else if (stop.outcome.kind === 'wait') {
+    // A durable run parks (run/durable.ts records it `waiting`): what finished beside this step is journaled already.
+    const { until, signal } = stop.outcome;
+    result = { status: 'waiting', waiting: { step: run.stepKey(plan[stop.index]!), ...(until !== undefined && { until }), ...(signal !== undefined && { signal }) }, ...base };
   } else {
     result = await parkAtGate(run, run.doneIds(), plan[stop.index]!, stop.outcome, base, failed);
   }

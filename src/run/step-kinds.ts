@@ -14,10 +14,12 @@ import { runSubChain } from './kinds/sub-chain.js';
 import { runForEach } from './kinds/for-each.js';
 import { runBranch } from './kinds/branch.js';
 import { runLoop } from './kinds/loop.js';
+import { runSleep } from './kinds/sleep.js';
+import { runWaitFor } from './kinds/wait-for.js';
 
 // One runner per kind, every kind required by the type. A lookup and a call to a module-level
 // function: the per-step dispatch allocates nothing.
-const RUNNERS: { readonly [K in StepKind]: StepRunner } = { tool: runTool, select: runSelect, compute: runCompute, chain: runSubChain, forEach: runForEach, branch: runBranch, loop: runLoop };
+const RUNNERS: { readonly [K in StepKind]: StepRunner } = { tool: runTool, select: runSelect, compute: runCompute, chain: runSubChain, forEach: runForEach, branch: runBranch, loop: runLoop, sleep: runSleep, waitFor: runWaitFor };
 
 /**
  * What a step does: an outcome at once, or a promise. A tool step's promise resolves with the

@@ -103,6 +103,11 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
     }
   }
   if (stop.outcome.kind === 'declined') return { outcome: stop.outcome, trace: run.traceEntries() };
+  if (stop.outcome.kind === 'wait') {
+    // Never: a nested run sleeps in place and refuses waitFor (run/kinds/sleep.ts canPark).
+    const step = exec.chain.plan[stop.index]!;
+    return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'wait_unsupported', message: `Step ${run.stepKey(step)} cannot park inside a sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable) }, trace: run.traceEntries() };
+  }
   if (stop.outcome.kind === 'gate') {
     const step = exec.chain.plan[stop.index]!;
     const error = toErrorInfo({ category: 'confirmation', code: 'gate_in_sub_chain', message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable);

@@ -77,7 +77,8 @@ export async function* watchRun(source: WatchSource, runId: string, options: Wat
         }
         last = e.seq;
         yield e;
-        if (e.type === 'run:end') return;
+        // A run parked `waiting` (§12) goes on by itself: its watch goes on to its end.
+        if (e.type === 'run:end' && e.data.status !== 'waiting') return;
         if (signal?.aborted) return;
       }
       if (page.length > 0) {
@@ -102,7 +103,7 @@ export async function* watchRun(source: WatchSource, runId: string, options: Wat
           continue;
         }
         if (!run) throw new RunWatchError('not_found', runId, last, `Run ${runId} was not found in the run store (never recorded, or past its retention).`);
-        if (run.status !== 'running' && run.result !== undefined && idle > 2) {
+        if (run.status !== 'running' && run.status !== 'waiting' && run.result !== undefined && idle > 2) {
           const rest = await log.read(runId, last, PAGE);
           if (rest.length > 0) continue;
           yield { seq: last + 1, runId, at: source.now(), type: 'run:end', data: runEndData(run.result as RunResult, source.redacted) };

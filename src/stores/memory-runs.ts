@@ -43,6 +43,8 @@ interface MemoryRun {
   retryUntil?: number;
   /** While `running`: cancelled by requestCancel, with this reason ('' for none). */
   cancelReason?: string;
+  /** While `waiting`: when dueWaiting lists it (absent: only a signal takes it). */
+  wakeAt?: number;
 }
 
 const RUN_STORE_OPTIONS = z.object(
@@ -218,7 +220,28 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       delete run.endedAt;
       ended.delete(runId);
       if (encoded !== undefined) run.journal.push(encoded);
+      delete run.wakeAt;
       return true;
+    },
+    async parkWaiting(runId, owner, result, wakeAt, entries = []) {
+      const encoded = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      const run = live(runId);
+      if (!owns(run, owner)) return false;
+      run.journal.push(...journaled);
+      Object.assign(run, { status: 'waiting', result: encoded, leaseUntil: 0, expiresAt: Infinity });
+      delete run.retryUntil;
+      if (wakeAt === null) delete run.wakeAt;
+      else run.wakeAt = wakeAt;
+      return true;
+    },
+    // One pass over the runs held (a test and single-process store; the others keep an index).
+    async dueWaiting(at, limit, only) {
+      const due: [number, string][] = [];
+      for (const [runId, run] of runs) {
+        if (run.status === 'waiting' && run.wakeAt !== undefined && run.wakeAt <= at && claimable(run, only && { chains: only.chains })) due.push([run.wakeAt, runId]);
+      }
+      return due.sort((a, b) => a[0] - b[0]).slice(0, Math.max(0, limit)).map(([, id]) => id);
     },
   };
 }

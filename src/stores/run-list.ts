@@ -5,7 +5,7 @@ import { decodeRunValue } from './run-codec.js';
 import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying', 'in_doubt'];
+export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying', 'in_doubt', 'waiting'];
 
 /** What `runner.listRuns` lists: every field optional. */
 export interface ListRunsFilter {
@@ -57,6 +57,10 @@ export function summarize(run: { runId: string; chain: string; status: RunStatus
   if (result !== undefined && result !== null && result !== '' && run.status === 'in_doubt') {
     const first = (decodeRunValue(result) as { inDoubt?: { step?: unknown; tool?: unknown; startedAt?: unknown }[] } | null)?.inDoubt?.[0];
     if (first && typeof first.step === 'string' && typeof first.tool === 'string' && typeof first.startedAt === 'number') summary.inDoubt = { step: first.step, tool: first.tool, startedAt: first.startedAt };
+  }
+  if (result !== undefined && result !== null && result !== '' && run.status === 'waiting') {
+    const w = (decodeRunValue(result) as { waiting?: { step?: unknown; until?: unknown; signal?: unknown } } | null)?.waiting;
+    if (w && typeof w.step === 'string') summary.waiting = { step: w.step, ...(typeof w.until === 'number' && { until: w.until }), ...(typeof w.signal === 'string' && { signal: w.signal }) };
   }
   return summary;
 }

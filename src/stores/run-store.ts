@@ -6,10 +6,10 @@ import type { IdempotencyStore } from './types.js';
 /**
  * Where a durable run stands. `running` and `retrying` (running, waiting out a backoff or a
  * Retry-After before its next attempt) are the statuses with a live owner and lease. Parked
- * statuses (`awaiting_confirmation`, `in_doubt`) have no owner and no lease and are never claimed by
+ * statuses (`awaiting_confirmation`, `in_doubt`, `waiting`: a sleep or a waitFor) have no owner and no lease and are never claimed by
  * recovery: a decision takes them back ({@link RunStore.takeParked}, `reopen` for a gate).
  */
-export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt';
+export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting';
 
 /** One completed step of a durable run, journaled before any step that depends on it starts. */
 export interface JournalEntry {
@@ -203,6 +203,19 @@ export interface RunStore {
    * running, ended, or taken first). Absent: parked runs other than gates cannot be decided.
    */
   takeParked?(runId: string, owner: string, from: RunStatus, update: { leaseUntil: number; deadlineAt: number }, entry?: JournalEntry): Promise<boolean>;
+  /**
+   * Parks a run `owner` holds as `waiting` (a sleep or a waitFor, API.md §12): no owner, no lease,
+   * kept until taken back ({@link RunStore.takeParked} with `'waiting'`), `result` recorded and
+   * `entries` journaled in the same write. `wakeAt` (epoch ms): when {@link RunStore.dueWaiting}
+   * lists it (a sleep's end, a waitFor's timeout); `null`: only a signal takes it. `false`: not the owner.
+   * Absent: runs sleep in place and cannot wait for signals.
+   */
+  parkWaiting?(runId: string, owner: string, result: unknown, wakeAt: number | null, entries?: readonly JournalEntry[]): Promise<boolean>;
+  /**
+   * Up to `limit` ids of runs parked `waiting` whose `wakeAt` is at or before `now`, earliest first,
+   * from an index (never a scan of all runs); with `only`, those of its chains and fingerprints.
+   */
+  dueWaiting?(now: number, limit: number, only?: ClaimFilter): Promise<string[]>;
 }
 
 
@@ -250,6 +263,8 @@ export interface RunSummary {
   awaiting?: { step: string; question: string };
   /** A run parked `in_doubt`: the plain write whose outcome is unknown (its step and tool, when it started, epoch ms). */
   inDoubt?: { step: string; tool: string; startedAt: number };
+  /** A run parked `waiting`: its step, wake-up or timeout (epoch ms) and signal (a waitFor). */
+  waiting?: { step: string; until?: number; signal?: string };
 }
 
 /** Where a page starts: after the run started at `startedAt` with id `runId` (newest first). */

@@ -52,8 +52,8 @@ describe('step kinds', () => {
     expect(issues[3]!.message).toBe('ref c.n is a number, not an array.');
     expect(issues[4]!.message).toBe("did you mean ref('c', 'items')? `where` is checked against its items.");
     expect(issues[6]!.message).toBe('Expected `compute` to be a function of the scope.');
-    expect(issues.at(-2)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch` or `loop`; got tool and compute.');
-    expect(issues.at(-1)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch` or `loop`; got none.');
+    expect(issues.at(-2)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got tool and compute.');
+    expect(issues.at(-1)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got none.');
   });
 
   it('plans and runs a step of every kind through its table entry', async () => {

@@ -305,6 +305,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     const runId = rid('orphan');
     void a.runner.run(short, { n: 1 }, { ...alice, runId });
     for (let i = 0; i < 200 && !(await stores.runs.get(runId)); i++) await tick(10);
+    await a.runner.close(); // its owner dies: its own deadline timer cannot end the run first
     t += LEASE + 1_000;
     const without = runner(stores, {}, [payChain]);
     expect(await without.runner.recover()).toEqual([]); // past its deadline, but its own runners get the first turn

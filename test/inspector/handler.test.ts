@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CSP, inspector, type InspectorAction } from '../../src/inspector/index.js';
 import { CONTEXT, failing, gated, INPUT, long, makeRunner, SECRETS, serve, session, until } from './setup.js';
+import { SignalRefused } from '../../src/index.js';
 
 const BASE = '/ops/chains';
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -161,6 +162,14 @@ describe('inspector() in node:http', () => {
     expect(await res.json()).toEqual({ outcome: 'delivered' });
     expect(sent).toEqual([['r-9', 'payment_received', { amount: 5 }]]);
     expect(asked.at(-1)).toBe('signal');
+    // A payload the step's schema refuses (runner.signal rejects with SignalRefused): 400 with the reason, not a 500.
+    const refusing = Object.assign(Object.create(runner) as typeof runner, { signal: async () => Promise.reject(new SignalRefused('the payload does not match', [])) });
+    const server2 = await serve(inspector(refusing, { basePath: BASE, authorize: () => true }));
+    cleanups.push(server2.close);
+    const s2 = await session(server2.origin, BASE);
+    const refused = await post(server2.origin, { action: 'signal', runId: 'r-9', name: 'payment_received', payload: {} }, { cookie: s2.cookie, 'x-chainkit-csrf': s2.token });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({ error: 'the payload does not match' });
   });
 
   it('read-only: shows runs, refuses every action', async () => {

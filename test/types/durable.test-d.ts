@@ -11,7 +11,7 @@ describe('durable runs', () => {
     const runner = createRunner({ invoker: functionInvoker({}), stores: { runs: memoryRunStore() }, leaseMs: 10_000, recover: { intervalMs: 5_000 } });
     expectTypeOf(runner.recover()).toEqualTypeOf<Promise<RunResult[]>>();
     expectTypeOf(runner.getRun('r')).toEqualTypeOf<Promise<RunInfo | undefined>>();
-    expectTypeOf<RunInfo['status']>().toEqualTypeOf<'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt'>();
+    expectTypeOf<RunInfo['status']>().toEqualTypeOf<'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting'>();
     runner.events.on('run:recovered', (e) => expectTypeOf(e).toEqualTypeOf<RunRecoveredEvent>());
     runner.events.on('run:end', (e) => expectTypeOf(e.result).toEqualTypeOf<RunResult>());
     expectTypeOf<RunEndEvent['recovered']>().toEqualTypeOf<boolean>();

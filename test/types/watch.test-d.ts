@@ -10,7 +10,7 @@ const counting = chain('counting', { input: z.object({ n: z.number() }) }).tool(
 
 describe('watching runs', () => {
   it('RunEvent is a union discriminated by type: data narrows with it', () => {
-    expectTypeOf<RunEventType>().toEqualTypeOf<'run:start' | 'step:start' | 'step:progress' | 'step:retry' | 'step:end' | 'confirmation:requested' | 'run:end' | 'item:end'>();
+    expectTypeOf<RunEventType>().toEqualTypeOf<'run:start' | 'step:start' | 'step:progress' | 'step:retry' | 'step:end' | 'confirmation:requested' | 'run:end' | 'item:end' | 'signal:received'>();
     const see = (e: RunEvent): void => {
       expectTypeOf(e.seq).toEqualTypeOf<number>();
       if (e.type === 'step:progress') {

@@ -1,0 +1,207 @@
+// sleep and waitFor (API.md §12): a durable run that sleeps 1 s or more, or waits for a signal, is
+// parked `waiting` (no owner, no lease) and `run()` resolves at once; another runner's recovery wakes
+// it, `runner.signal` from any instance continues it exactly once. On memory, Redis and PostgreSQL;
+// the runners share a clock the test moves, so nothing waits for real.
+import Redis from 'ioredis';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { chain, createRunner, defineChain, defineTool, functionInvoker, ref, SignalRefused, type Runner, type RunEvent } from '../../src/index.js';
+import type { RunStore } from '../../src/stores/index.js';
+import { postgresStores } from '../../src/postgres/index.js';
+import { redisStores } from '../../src/redis/index.js';
+import { memoryIdempotencyStore } from '../../src/stores/memory.js';
+import type { IdempotencyStore } from '../../src/stores/types.js';
+import { memoryRunStore } from '../../src/testing/index.js';
+
+const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+const pool = new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', max: 4 });
+const tag = `ck_wait_${process.pid}_${Date.now() % 1_000_000}`;
+const schemas: string[] = [];
+let seq = 0;
+afterAll(async () => {
+  const keys = await redis.keys(`${tag}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  for (const s of schemas) await pool.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  redis.disconnect();
+  await pool.end();
+});
+
+type Kind = 'memory' | 'redis' | 'postgres';
+interface Stores { runs: RunStore; idempotency: IdempotencyStore }
+function storesOf(kind: Kind, now: () => number): Stores {
+  const ns = `${tag}_${++seq}`;
+  if (kind === 'redis') {
+    const s = redisStores(redis, { prefix: ns, pollMs: 5 });
+    return { runs: s.runs, idempotency: s.idempotency };
+  }
+  if (kind === 'postgres') {
+    schemas.push(ns);
+    const s = postgresStores(pool, { schema: ns, pollMs: 5 });
+    return { runs: s.runs, idempotency: s.idempotency };
+  }
+  const idempotency = memoryIdempotencyStore({ now });
+  return { runs: memoryRunStore({ idempotency, now }), idempotency };
+}
+
+const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+const release = defineTool({ name: 'release', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
+const notify = defineTool({ name: 'notify', description: 'n', input: z.object({ ok: z.boolean() }), output: z.object({ sent: z.boolean() }), effect: 'write', idempotent: true });
+const Review = z.object({ ok: z.boolean(), by: z.string() });
+
+const sleeper = chain('sleeper', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
+  .tool('reserve', reserve, (r) => ({ n: r('input', 'n') }))
+  .sleep('cool_down', 2_000)
+  .tool('notify', notify, () => ({ ok: true }))
+  .output((s) => ({ id: s.results.reserve.id, sent: s.results.notify.sent, slept: s.results.cool_down }));
+
+const reviewed = defineChain({
+  name: 'reviewed', input: z.object({ n: z.number() }), timeoutMs: 60_000,
+  steps: [
+    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+    { id: 'review', waitFor: { signal: 'review', schema: Review, timeoutMs: 3_600_000 } },
+    { id: 'notify', tool: notify, input: { ok: ref('review', 'ok') } },
+  ] as const,
+  output: (s) => ({ ok: s.results.review.ok, by: s.results.review.by, sent: s.results.notify.sent }),
+});
+
+const runners: Runner[] = [];
+afterEach(async () => {
+  for (const r of runners.splice(0)) await r.close();
+});
+
+describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s', (kind) => {
+  let t = 1_700_000_000_000;
+  const now = (): number => t;
+  function runner(stores: Stores) {
+    const calls: string[] = [];
+    const tool = (name: string, fn: (input: any, call: any) => unknown) => async (input: unknown, call: unknown) => {
+      calls.push(name);
+      return fn(input, call);
+    };
+    const invoker = functionInvoker([reserve, release, notify], {
+      reserve: tool('reserve', (_i, c) => ({ id: `r-${c.runId}` })) as never,
+      release: tool('release', () => ({ ok: true })) as never,
+      notify: tool('notify', () => ({ sent: true })) as never,
+    });
+    const r = createRunner({ invoker, tools: [reserve, release, notify], chains: [sleeper, reviewed], stores, leaseMs: 30_000, now });
+    runners.push(r);
+    return { runner: r, calls };
+  }
+  const rid = (what: string): string => `${what}-${++seq}`;
+
+  it('a run sleeping 2 s parks waiting and is woken by another runner after its own closed', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('sleep');
+    const parked = await a.runner.run(sleeper, { n: 1 }, { runId });
+    expect(parked.status).toBe('waiting');
+    if (parked.status !== 'waiting') return;
+    expect(parked.waiting).toEqual({ step: 'cool_down', until: t + 2_000 });
+    const info = await a.runner.getRun(runId);
+    expect(info).toMatchObject({ status: 'waiting', leaseUntil: 0, steps: ['reserve', 'cool_down'] });
+    const listed = await a.runner.listRuns({ status: 'waiting' });
+    expect(listed.runs.map((r) => [r.runId, r.waiting])).toEqual([[runId, { step: 'cool_down', until: t + 2_000 }]]);
+    await a.runner.close();
+
+    const b = runner(stores);
+    expect(await b.runner.recover()).toEqual([]); // not yet due
+    t += 2_001;
+    const [woken, ...rest] = await b.runner.recover();
+    expect(rest).toEqual([]);
+    expect(woken).toMatchObject({ status: 'completed', output: { id: `r-${runId}`, sent: true, slept: null } });
+    expect(b.calls).toEqual(['notify']); // reserve was journaled before the sleep
+    expect(await b.runner.recover()).toEqual([]); // woken once
+    expect((await b.runner.getRun(runId))?.status).toBe('completed');
+  });
+
+  it('the recovery poller of another runner wakes a sleeping run once its time has come', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('poll');
+    expect((await a.runner.run(sleeper, { n: 5 }, { runId })).status).toBe('waiting');
+    await a.runner.close();
+    const invoker = functionInvoker([reserve, release, notify], { reserve: () => ({ id: 'x' }), release: () => ({ ok: true }), notify: () => ({ sent: true }) });
+    const b = createRunner({ invoker, tools: [reserve, release, notify], chains: [sleeper, reviewed], stores, leaseMs: 30_000, now, recover: { intervalMs: 10 } });
+    runners.push(b);
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await b.getRun(runId))?.status).toBe('waiting'); // polled, not yet due
+    t += 2_001;
+    for (let i = 0; i < 200 && (await b.getRun(runId))?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10));
+    expect((await b.getRun(runId))?.result).toMatchObject({ status: 'completed', output: { id: `r-${runId}`, sent: true } });
+  });
+
+  it('a signal continues a waiting run from any instance, exactly once; a refused payload leaves it waiting', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('review');
+    const parked = await a.runner.run(reviewed, { n: 2 }, { runId });
+    expect(parked).toMatchObject({ status: 'waiting', waiting: { step: 'review', signal: 'review', until: t + 3_600_000 } });
+    const b = runner(stores);
+    await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toBeInstanceOf(SignalRefused);
+    await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toMatchObject({ category: 'invalid_input', code: 'invalid_signal' });
+    expect((await b.runner.getRun(runId))?.status).toBe('waiting');
+    expect(await b.runner.signal(runId, 'other', { ok: true, by: 'x' })).toBe('not_waiting');
+    expect(await b.runner.signal('nope-1', 'review', { ok: true, by: 'x' })).toBe('not_found');
+    const c = runner(stores);
+    const [one, two] = await Promise.all([
+      b.runner.signal(runId, 'review', { ok: true, by: 'ops:alice' }),
+      c.runner.signal(runId, 'review', { ok: false, by: 'ops:bob' }),
+    ]);
+    const results = [one, two];
+    expect(results.filter((r) => r === 'not_waiting')).toHaveLength(1);
+    const ran = results.find((r) => r !== 'not_waiting')!;
+    expect(ran).toMatchObject({ status: 'completed' });
+    expect([...b.calls, ...c.calls]).toEqual(['notify']);
+    expect(a.calls).toEqual(['reserve']);
+    expect(await b.runner.signal(runId, 'review', { ok: true, by: 'again' })).toBe('not_waiting');
+    const events: RunEvent[] = [];
+    for await (const e of a.runner.watch(runId)) events.push(e);
+    expect(events.filter((e) => e.type === 'signal:received').map((e) => [e.step, e.data])).toEqual([['review', { signal: 'review' }]]);
+    expect(events.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
+  });
+
+  it('past its timeout a waitFor fails the run timeout/wait_timeout at recovery, undoing what it completed', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('timeout');
+    expect((await a.runner.run(reviewed, { n: 3 }, { runId })).status).toBe('waiting');
+    t += 3_600_001;
+    expect(await a.runner.signal(runId, 'review', { ok: true, by: 'late' })).toBe('not_waiting');
+    const b = runner(stores);
+    const [ended] = await b.runner.recover();
+    expect(ended).toMatchObject({ status: 'failed', error: { category: 'timeout', code: 'wait_timeout', step: 'review' }, compensated: ['reserve'] });
+    expect(b.calls).toEqual(['release']);
+    expect((await b.runner.getRun(runId))?.status).toBe('failed');
+  });
+
+  it('cancelling a waiting run ends it run_cancelled, undoing its completed steps, once', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('cancel');
+    expect((await a.runner.run(reviewed, { n: 4 }, { runId })).status).toBe('waiting');
+    const b = runner(stores);
+    expect(await b.runner.cancel(runId, { reason: 'customer left' })).toBe('cancelled');
+    expect(b.calls).toEqual(['release']);
+    const info = await a.runner.getRun(runId);
+    expect(info?.result).toMatchObject({ status: 'failed', error: { category: 'cancelled', code: 'run_cancelled' }, compensated: ['reserve'] });
+    expect(await b.runner.signal(runId, 'review', { ok: true, by: 'late' })).toBe('not_waiting');
+    expect(await b.runner.cancel(runId)).toBe('ended');
+  });
+});
+
+describe('sleep without parking', () => {
+  it('sleeps in place under 1 s, and without a run store; waitFor without a run store fails the step', async () => {
+    const short = chain('short', { input: z.object({}) }).sleep('nap', 5).compute('after', () => 1).build();
+    const r = createRunner({ invoker: functionInvoker({}) });
+    runners.push(r);
+    expect(await r.run(short, {})).toMatchObject({ status: 'completed', output: 1 });
+    const waits = chain('waits', { input: z.object({}) }).waitFor('w', { signal: 's', schema: z.object({}) }).build();
+    expect(await r.run(waits, {})).toMatchObject({ status: 'failed', error: { code: 'wait_unsupported', step: 'w' } });
+  });
+
+  it('refuses a malformed sleep or waitFor at definition time', () => {
+    expect(() => defineChain({ name: 'bad', input: z.object({}), steps: [{ id: 's', sleep: -1 }] })).toThrow(/sleep/);
+    expect(() => defineChain({ name: 'bad2', input: z.object({}), steps: [{ id: 'w', waitFor: { signal: '', schema: z.object({}) } }] })).toThrow(/signal/);
+  });
+});
