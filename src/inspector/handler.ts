@@ -224,12 +224,6 @@ function crossSite(request: Request, url: URL): boolean {
   }
 }
 
-type Signaller = (runId: string, name: string, payload?: unknown) => Promise<unknown>;
-const signalOf = (runner: Runner): Signaller | undefined => {
-  const fn = (runner as { signal?: unknown }).signal;
-  return typeof fn === 'function' ? (fn.bind(runner) as Signaller) : undefined;
-};
-
 /**
  * Builds the handler (see `inspector` in index.ts for the documented entry).
  *
@@ -252,7 +246,7 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
   const hub = new LiveHub(runner);
   const html = (token: string): string => pageHtml(base, token);
 
-  const capabilities = () => ({ readOnly, signal: !readOnly && signalOf(runner) !== undefined, rerun: !readOnly && typeof runner.rerun === 'function' });
+  const capabilities = () => ({ readOnly, signal: !readOnly, rerun: !readOnly && typeof runner.rerun === 'function' });
 
   async function overview(url: URL): Promise<Response> {
     const status = url.searchParams.get('status');
@@ -315,11 +309,9 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
         return json({ outcome: 'started', runId: r.runId, rerunOf: r.rerunOf });
       }
       case 'signal': {
-        const signal = signalOf(runner);
-        if (!signal) return problem(404, 'This runner has no signal().');
         if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255) return problem(400, 'Expected `name`: the signal to send.');
         // A payload the step's schema refuses (runner.signal's SignalRefused) is the sender's mistake: the run keeps waiting.
-        const r = await signal(runId, body.name, body.payload).catch((e: unknown) => ((e as { code?: unknown })?.code === 'invalid_signal' ? e as Error : Promise.reject(e)));
+        const r = await runner.signal(runId, body.name, body.payload).catch((e: unknown) => ((e as { code?: unknown })?.code === 'invalid_signal' ? e as Error : Promise.reject(e)));
         if (r instanceof Error) return problem(400, r.message);
         return json({ outcome: typeof r === 'string' ? r : 'sent' });
       }

@@ -138,13 +138,6 @@ describe('inspector() in node:http', () => {
     const view = (await (await fetch(`${origin}${BASE}/api/run?id=${encodeURIComponent('f-1~rerun1')}`)).json()) as { run: { rerunOf: string; steps: { id: string }[] } };
     expect(view.run.rerunOf).toBe('f-1');
     expect(view.run.steps.map((s) => s.id)).toEqual(['find', 'boom']);
-    // Without runner.signal() the action is refused and the page is told it is absent.
-    if (typeof (runner as { signal?: unknown }).signal !== 'function') {
-      const signal = await post(origin, { action: 'signal', runId: 'long-1', name: 'go' }, { cookie, 'x-chainkit-csrf': token });
-      expect(signal.status).toBe(404);
-      const overview = (await (await fetch(`${origin}${BASE}/api/overview`)).json()) as { capabilities: { signal: boolean } };
-      expect(overview.capabilities.signal).toBe(false);
-    }
   });
 
   it('sends a signal through runner.signal(runId, name, payload) where the runner has it', async () => {

@@ -9,7 +9,7 @@ import type { InFlight, StepHost } from '../step-host.js';
 import { deadlineIn } from './runner.js';
 
 /** Sleeps shorter than this run in place: parking and waking cost store writes and a poll. */
-export const PARK_MIN_MS = 1_000;
+const PARK_MIN_MS = 1_000;
 
 /** The result of a sleep step. */
 const SLEPT: StepOutcome = Object.freeze({ kind: 'ok', value: null, skipped: false });
