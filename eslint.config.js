@@ -3,7 +3,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/**', 'docs/**', 'node_modules/**', 'coverage/**', '.bench/**', 'bench/types/generated/**', '.tmp-*/**'],
+    ignores: [
+      'dist/**',
+      'docs/**',
+      'node_modules/**',
+      'coverage/**',
+      '.bench/**',
+      'bench/types/generated/**',
+      '.tmp-*/**',
+    ],
   },
   {
     files: ['**/*.ts'],
@@ -32,6 +40,8 @@ export default tseslint.config(
   {
     // The inspector's page runs in a browser: its own program (DOM types), excluded from the root one.
     files: ['src/inspector/page/**/*.ts'],
-    languageOptions: { parserOptions: { project: './src/inspector/page/tsconfig.json', tsconfigRootDir: import.meta.dirname } },
+    languageOptions: {
+      parserOptions: { project: './src/inspector/page/tsconfig.json', tsconfigRootDir: import.meta.dirname },
+    },
   },
 );

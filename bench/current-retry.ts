@@ -20,7 +20,8 @@ export interface RetryKit {
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** The version of a package installed in the project's node_modules (the package.json of p-retry is not exported). */
-export const installedVersion = (name: string): string => String(JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version);
+export const installedVersion = (name: string): string =>
+  String(JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')).version);
 
 const WANTED = { 'p-retry': '9', 'p-timeout': '8' } as const;
 const cache = join(root, 'node_modules', '.cache', 'chainkit-bench-baselines');
@@ -34,9 +35,22 @@ function npmInstall(specs: string[]): Promise<void> {
   // The npm that runs `npm run bench` (its CLI script), else npm on PATH.
   const cli = process.env.npm_execpath;
   const [cmd, pre] = cli && cli.endsWith('.js') ? [process.execPath, [cli]] : ['npm', []];
-  const args = [...pre, 'install', '--prefix', cache, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--loglevel=error', ...specs];
+  const args = [
+    ...pre,
+    'install',
+    '--prefix',
+    cache,
+    '--no-save',
+    '--no-package-lock',
+    '--no-audit',
+    '--no-fund',
+    '--loglevel=error',
+    ...specs,
+  ];
   return new Promise((resolve, reject) => {
-    execFile(cmd, args, { timeout: 120_000 }, (error, stdout, stderr) => (error ? reject(new Error(`npm ${args.join(' ')} failed: ${stderr || stdout || error.message}`)) : resolve()));
+    execFile(cmd, args, { timeout: 120_000 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`npm ${args.join(' ')} failed: ${stderr || stdout || error.message}`)) : resolve(),
+    );
   });
 }
 
@@ -51,7 +65,10 @@ export async function currentRetryKit(): Promise<RetryKit | string> {
     const require = createRequire(join(cache, 'package.json'));
     const load = async (name: string): Promise<{ default: unknown; version: string }> => {
       const mod = (await import(pathToFileURL(require.resolve(name)).href)) as { default: unknown };
-      return { default: mod.default, version: String(JSON.parse(readFileSync(join(cache, 'node_modules', name, 'package.json'), 'utf8')).version) };
+      return {
+        default: mod.default,
+        version: String(JSON.parse(readFileSync(join(cache, 'node_modules', name, 'package.json'), 'utf8')).version),
+      };
     };
     const [retry, timeout] = await Promise.all([load('p-retry'), load('p-timeout')]);
     return {

@@ -12,19 +12,40 @@ const CONCURRENCY = 8;
 const ROUNDS = Number(process.env.FLOW_ROUNDS ?? 300);
 
 const Item = z.object({ id: z.string(), title: z.string(), done: z.boolean() });
-const getItem = defineTool({ name: 'get_item', description: 'Read an item', input: z.object({ id: z.string() }), output: Item, effect: 'read' });
-const saveItem = defineTool({ name: 'save_item', description: 'Mark an item done', input: z.object({ id: z.string(), done: z.boolean() }), output: z.object({ item: Item }) });
-const listItems = defineTool({ name: 'list_items', description: 'List items', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
+const getItem = defineTool({
+  name: 'get_item',
+  description: 'Read an item',
+  input: z.object({ id: z.string() }),
+  output: Item,
+  effect: 'read',
+});
+const saveItem = defineTool({
+  name: 'save_item',
+  description: 'Mark an item done',
+  input: z.object({ id: z.string(), done: z.boolean() }),
+  output: z.object({ item: Item }),
+});
+const listItems = defineTool({
+  name: 'list_items',
+  description: 'List items',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
 
 const rows = Array.from({ length: ITEMS }, (_, i) => ({ id: `item-${i}` }));
 // The tools themselves: answered at once (what is measured is the orchestration around them), or
 // after 1 ms (a fast local service), where the orchestration's share is what a user would see.
 let latencyMs = 0;
-const wait = (): Promise<void> | undefined => (latencyMs > 0 ? new Promise((r) => setTimeout(r, latencyMs)) : undefined);
+const wait = (): Promise<void> | undefined =>
+  latencyMs > 0 ? new Promise((r) => setTimeout(r, latencyMs)) : undefined;
 const impl = {
   list_items: async () => (await wait(), { items: rows }),
   get_item: async ({ id }: { id: string }) => (await wait(), { id, title: `Item ${id}`, done: false }),
-  save_item: async ({ id, done }: { id: string; done: boolean }) => (await wait(), { item: { id, title: `Item ${id}`, done } }),
+  save_item: async ({ id, done }: { id: string; done: boolean }) => (
+    await wait(),
+    { item: { id, title: `Item ${id}`, done } }
+  ),
 };
 
 const doOne = chain('do_one', { input: z.object({ id: z.string() }) })
@@ -33,7 +54,12 @@ const doOne = chain('do_one', { input: z.object({ id: z.string() }) })
   .output((s) => s.results.save.item);
 const doAll = chain('do_all', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
   .tool('list', listItems, (ref) => ({ n: ref('input', 'n') }))
-  .forEach('done', (ref) => ({ over: ref('list', 'items'), chain: doOne, input: (item) => ({ id: item('id') }), concurrency: CONCURRENCY }))
+  .forEach('done', (ref) => ({
+    over: ref('list', 'items'),
+    chain: doOne,
+    input: (item) => ({ id: item('id') }),
+    concurrency: CONCURRENCY,
+  }))
   .output((s) => s.results.done.length);
 
 async function viaChainkit(runner: Runner): Promise<number> {
@@ -43,15 +69,38 @@ async function viaChainkit(runner: Runner): Promise<number> {
 }
 
 // The hand-written loop: validate input, call, validate output, for each tool, 8 at once with p-limit.
-const call = async <I, O>(tool: { input: z.ZodType<I>; output: z.ZodType<O> }, fn: (input: I) => Promise<unknown>, input: unknown): Promise<O> => tool.output.parse(await fn(tool.input.parse(input)));
+const call = async <I, O>(
+  tool: { input: z.ZodType<I>; output: z.ZodType<O> },
+  fn: (input: I) => Promise<unknown>,
+  input: unknown,
+): Promise<O> => tool.output.parse(await fn(tool.input.parse(input)));
 async function viaPLimit(): Promise<number> {
-  const { items } = await call(listItems as never as { input: z.ZodType<{ n: number }>; output: z.ZodType<{ items: { id: string }[] }> }, impl.list_items, { n: ITEMS });
+  const { items } = await call(
+    listItems as never as { input: z.ZodType<{ n: number }>; output: z.ZodType<{ items: { id: string }[] }> },
+    impl.list_items,
+    { n: ITEMS },
+  );
   const limit = pLimit(CONCURRENCY);
-  const done = await Promise.all(items.map((item) => limit(async () => {
-    const got = await call(getItem as never as { input: z.ZodType<{ id: string }>; output: z.ZodType<z.infer<typeof Item>> }, impl.get_item, { id: item.id });
-    const saved = await call(saveItem as never as { input: z.ZodType<{ id: string; done: boolean }>; output: z.ZodType<{ item: z.infer<typeof Item> }> }, impl.save_item, { id: got.id, done: true });
-    return saved.item;
-  })));
+  const done = await Promise.all(
+    items.map((item) =>
+      limit(async () => {
+        const got = await call(
+          getItem as never as { input: z.ZodType<{ id: string }>; output: z.ZodType<z.infer<typeof Item>> },
+          impl.get_item,
+          { id: item.id },
+        );
+        const saved = await call(
+          saveItem as never as {
+            input: z.ZodType<{ id: string; done: boolean }>;
+            output: z.ZodType<{ item: z.infer<typeof Item> }>;
+          },
+          impl.save_item,
+          { id: got.id, done: true },
+        );
+        return saved.item;
+      }),
+    ),
+  );
   return done.length;
 }
 
@@ -80,7 +129,9 @@ async function measure(label: string, rounds: number): Promise<void> {
   }
   const ck = median(a);
   const base = median(b);
-  console.log(`forEach over ${ITEMS} items (2 tools each, ${CONCURRENCY} at once), ${label}, median of ${rounds} rounds`);
+  console.log(
+    `forEach over ${ITEMS} items (2 tools each, ${CONCURRENCY} at once), ${label}, median of ${rounds} rounds`,
+  );
   console.log(`  chainkit forEach          ${ck.toFixed(2)} ms  (${((ck * 1000) / ITEMS).toFixed(0)} µs an item)`);
   console.log(`  p-limit + zod in and out  ${base.toFixed(2)} ms  (${((base * 1000) / ITEMS).toFixed(0)} µs an item)`);
   console.log(`  ratio                     ${(ck / base).toFixed(2)}×  (target ≤ 1.2×)`);

@@ -17,24 +17,52 @@ import { memoryRunStore } from '../src/testing/index.js';
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const RUNS = Number(process.env.RUNS ?? 1000);
 
-const a = defineTool({ name: 'a', description: 'a', effect: 'read', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }) });
-const b = defineTool({ name: 'b', description: 'b', effect: 'read', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }) });
-const c = defineTool({ name: 'c', description: 'c', effect: 'read', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }) });
+const a = defineTool({
+  name: 'a',
+  description: 'a',
+  effect: 'read',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+});
+const b = defineTool({
+  name: 'b',
+  description: 'b',
+  effect: 'read',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+});
+const c = defineTool({
+  name: 'c',
+  description: 'c',
+  effect: 'read',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+});
 const chain = defineChain({
-  name: 'bench_inspector', input: z.object({ n: z.number() }),
+  name: 'bench_inspector',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'a', tool: a, input: { n: ref('input', 'n') } },
     { id: 'b', tool: b, input: { n: ref('a', 'n') } },
     { id: 'c', tool: c, input: { n: ref('b', 'n') } },
   ],
 });
-const invoker = functionInvoker([a, b, c], { a: async ({ n }) => ({ n: n + 1 }), b: async ({ n }) => ({ n: n + 1 }), c: async ({ n }) => ({ n: n + 1 }) });
+const invoker = functionInvoker([a, b, c], {
+  a: async ({ n }) => ({ n: n + 1 }),
+  b: async ({ n }) => ({ n: n + 1 }),
+  c: async ({ n }) => ({ n: n + 1 }),
+});
 
 type Mode = 'none' | 'mounted' | 'open';
 
 async function round(mode: Mode): Promise<number> {
   const idempotency = memoryIdempotencyStore();
-  const runner = createRunner({ invoker, tools: [a, b, c], chains: [chain], stores: { idempotency, runs: memoryRunStore({ idempotency, maxEnded: 100_000 }) } });
+  const runner = createRunner({
+    invoker,
+    tools: [a, b, c],
+    chains: [chain],
+    stores: { idempotency, runs: memoryRunStore({ idempotency, maxEnded: 100_000 }) },
+  });
   const stops: (() => Promise<void> | void)[] = [];
   if (mode !== 'none') {
     const handle = inspector(runner, { basePath: '/i', authorize: () => true });
@@ -51,12 +79,17 @@ async function round(mode: Mode): Promise<number> {
         for (;;) {
           const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
           if (done) return;
-          if (decoder.decode(value).includes('event: changed')) await fetch(`${origin}/i/api/overview`, { signal: abort.signal }).then((r) => r.text()).catch(() => undefined);
+          if (decoder.decode(value).includes('event: changed'))
+            await fetch(`${origin}/i/api/overview`, { signal: abort.signal })
+              .then((r) => r.text())
+              .catch(() => undefined);
         }
       })();
       // The run view of the first run of the round: its events streamed.
       const watched = 'watched-0';
-      void fetch(`${origin}/i/api/events?id=${watched}`, { signal: abort.signal }).then((r) => r.text()).catch(() => undefined);
+      void fetch(`${origin}/i/api/events?id=${watched}`, { signal: abort.signal })
+        .then((r) => r.text())
+        .catch(() => undefined);
       stops.push(() => {
         abort.abort();
         server.closeAllConnections();
@@ -93,6 +126,10 @@ console.log('| inspector | durable runs/s (median) | time per run vs none |');
 console.log('|---|---:|---:|');
 for (const mode of ['none', 'mounted', 'open'] as const) {
   const m = median(results[mode]);
-  console.log(`| ${mode === 'none' ? 'none' : mode === 'mounted' ? 'mounted, no page open' : 'a page open (live stream + a run view + overview reads)'} | ${Math.round(m).toLocaleString('en')} | ${mode === 'none' ? '–' : `${base / m >= 1 ? '+' : '−'}${Math.abs((base / m - 1) * 100).toFixed(1)} %`} |`);
+  console.log(
+    `| ${mode === 'none' ? 'none' : mode === 'mounted' ? 'mounted, no page open' : 'a page open (live stream + a run view + overview reads)'} | ${Math.round(m).toLocaleString('en')} | ${mode === 'none' ? '–' : `${base / m >= 1 ? '+' : '−'}${Math.abs((base / m - 1) * 100).toFixed(1)} %`} |`,
+  );
 }
-console.log(`${ROUNDS} rounds of ${RUNS} sequential runs (memory run store, 3 steps each), interleaved; node ${process.version}, ${new Date().toISOString().slice(0, 10)}${gc ? '' : ' (no --expose-gc)'}`);
+console.log(
+  `${ROUNDS} rounds of ${RUNS} sequential runs (memory run store, 3 steps each), interleaved; node ${process.version}, ${new Date().toISOString().slice(0, 10)}${gc ? '' : ' (no --expose-gc)'}`,
+);

@@ -10,7 +10,8 @@ import type { RunStatus, RunStore } from '../src/stores/run-store.js';
 
 const RUNS = Number(process.env.LIST_RUNS ?? 100_000);
 const HOUR = 3_600_000;
-const statusOf = (i: number): RunStatus => (i % 20 === 0 ? 'awaiting_confirmation' : i % 20 === 1 ? 'running' : i % 5 === 0 ? 'failed' : 'completed');
+const statusOf = (i: number): RunStatus =>
+  i % 20 === 0 ? 'awaiting_confirmation' : i % 20 === 1 ? 'running' : i % 5 === 0 ? 'failed' : 'completed';
 
 async function timeFilters(runs: RunStore): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
@@ -35,9 +36,30 @@ async function record(runs: RunStore, tag: string): Promise<void> {
     for (let i = next++; i < RUNS; i = next++) {
       const runId = `${tag}-${i}`;
       const status = statusOf(i);
-      await runs.create({ v: 1, runId, traceId: runId, chain: i % 2 ? 'refunds' : 'contacts', fingerprint: 'fp', input: { i }, context: {}, startedAt: t0 + i, deadlineAt: Date.now() + HOUR, status: 'running', owner: 'bench', leaseUntil: Date.now() + HOUR }, Date.now());
+      await runs.create(
+        {
+          v: 1,
+          runId,
+          traceId: runId,
+          chain: i % 2 ? 'refunds' : 'contacts',
+          fingerprint: 'fp',
+          input: { i },
+          context: {},
+          startedAt: t0 + i,
+          deadlineAt: Date.now() + HOUR,
+          status: 'running',
+          owner: 'bench',
+          leaseUntil: Date.now() + HOUR,
+        },
+        Date.now(),
+      );
       if (status === 'running') continue;
-      const result = status === 'awaiting_confirmation' ? { status, confirmation: { step: 'refund', tool: 'refund', prompt: `Refund order ${i}?`, expiresAt: '' } } : status === 'failed' ? { status, error: { category: 'timeout', code: 'tool_timeout' } } : { status };
+      const result =
+        status === 'awaiting_confirmation'
+          ? { status, confirmation: { step: 'refund', tool: 'refund', prompt: `Refund order ${i}?`, expiresAt: '' } }
+          : status === 'failed'
+            ? { status, error: { category: 'timeout', code: 'tool_timeout' } }
+            : { status };
       await runs.finish(runId, 'bench', status, result, HOUR);
     }
   };
@@ -53,7 +75,9 @@ try {
   await record(stores.runs, 'r');
   const recordS = (performance.now() - t) / 1000;
   const times = await timeFilters(stores.runs);
-  rows.push(`redis      ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms)`);
+  rows.push(
+    `redis      ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms)`,
+  );
 } finally {
   let cursor = '0';
   do {
@@ -72,7 +96,8 @@ try {
   const query = pool.query.bind(pool) as (q: unknown) => Promise<unknown>;
   (pool as unknown as { query: (q: unknown) => Promise<unknown> }).query = (q) => {
     const c = q as { text?: string; values?: unknown[] };
-    if (typeof c.text === 'string' && c.text.includes('CROSS JOIN LATERAL') && c.values) listed = { text: c.text, values: c.values };
+    if (typeof c.text === 'string' && c.text.includes('CROSS JOIN LATERAL') && c.values)
+      listed = { text: c.text, values: c.values };
     return query(q);
   };
   const stores = postgresStores(pool, { schema, sweepIntervalMs: Infinity });
@@ -85,18 +110,23 @@ try {
   // The plan of the store's own listing statement (src/postgres/runs.ts, listRuns), as it last ran: a status filter, first page.
   if (!listed) throw new Error('the listing statement was not seen');
   // EXPLAIN takes no bound parameters: the statement is prepared, then explained with its values as literals.
-  const literal = (v: unknown): string => (v === null ? 'NULL' : `'${String(Array.isArray(v) ? `{${v.join(',')}}` : v).replace(/'/g, "''")}'`);
+  const literal = (v: unknown): string =>
+    v === null ? 'NULL' : `'${String(Array.isArray(v) ? `{${v.join(',')}}` : v).replace(/'/g, "''")}'`;
   const client = await pool.connect();
   let plan: string;
   try {
     await client.query(`PREPARE bench_list AS ${listed.text}`);
-    plan = (await client.query(`EXPLAIN EXECUTE bench_list(${listed.values.map(literal).join(', ')})`)).rows.map((r: Record<string, string>) => r['QUERY PLAN']).join(' | ');
+    plan = (await client.query(`EXPLAIN EXECUTE bench_list(${listed.values.map(literal).join(', ')})`)).rows
+      .map((r: Record<string, string>) => r['QUERY PLAN'])
+      .join(' | ');
     await client.query('DEALLOCATE bench_list');
   } finally {
     client.release();
   }
   const index = /Index (Only )?Scan[^|]*runs_status_started|Bitmap Index Scan on runs_status_started/.exec(plan)?.[0];
-  rows.push(`postgres   ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms); plan uses an index: ${index ? `yes (${index})` : `NO: ${plan}`}`);
+  rows.push(
+    `postgres   ${RUNS} runs recorded in ${recordS.toFixed(1)} s; status filter (page of 50): awaiting ${times.awaiting_confirmation!.toFixed(2)} ms, completed ${times.completed!.toFixed(2)} ms (target < 50 ms); plan uses an index: ${index ? `yes (${index})` : `NO: ${plan}`}`,
+  );
 } finally {
   await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await pool.end();

@@ -13,12 +13,19 @@ const impl = {
   list_tasks: () => ({ tasks: TASKS }),
   update_task: (i: { title?: string }) => ({ task: { ...TASKS[3]!, title: i.title ?? '' } }),
 };
-const pool = new pg.Pool({ connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test', max: 10 });
+const pool = new pg.Pool({
+  connectionString: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+  max: 10,
+});
 const schema = `chainkit_profile_${process.pid}`;
 const stores = postgresStores(pool, { schema });
 const runner = createRunner({ invoker: functionInvoker(impl), tools: [list, update], stores });
 runner.events.on('step:end', () => {});
-const noEvents = createRunner({ invoker: functionInvoker(impl), tools: [list, update], stores: { ...stores, runs: { ...stores.runs, events: undefined } } });
+const noEvents = createRunner({
+  invoker: functionInvoker(impl),
+  tools: [list, update],
+  stores: { ...stores, runs: { ...stores.runs, events: undefined } },
+});
 noEvents.events.on('step:end', () => {});
 const N = Number(process.env.PROFILE_N ?? 2000);
 const input = { match: 'dentist', title: 'Dentist 3pm' };
@@ -30,24 +37,41 @@ const parse = <T>(schema: { '~standard': unknown }, value: unknown): T => {
 // The issue-19 journal (bench/durable.ts), for A/B comparisons of CPU in one process.
 const journal = async (): Promise<void> => {
   const runId = randomUUID();
-  await pool.query(`INSERT INTO ${schema}_j.runs (run_id, chain, input, status) VALUES ($1, $2, $3, 'running')`, [runId, chain.name, input]);
+  await pool.query(`INSERT INTO ${schema}_j.runs (run_id, chain, input, status) VALUES ($1, $2, $3, 'running')`, [
+    runId,
+    chain.name,
+    input,
+  ]);
   const found0 = parse<{ tasks: typeof TASKS }>(listTasks.output, impl.list_tasks());
   parse(listTasks.input, { user_id: USER, status: 'all' });
   await pool.query(`INSERT INTO ${schema}_j.steps (run_id, step, output) VALUES ($1, 'find', $2)`, [runId, found0]);
   const found = found0.tasks.filter((t) => t.title.toLowerCase().includes(input.match));
-  const updated = parse(updateTask.output, impl.update_task(parse(updateTask.input, { user_id: USER, task_id: found[0]!.task_id, title: input.title })));
+  const updated = parse(
+    updateTask.output,
+    impl.update_task(parse(updateTask.input, { user_id: USER, task_id: found[0]!.task_id, title: input.title })),
+  );
   await pool.query(`INSERT INTO ${schema}_j.steps (run_id, step, output) VALUES ($1, 'update', $2)`, [runId, updated]);
-  await pool.query(`UPDATE ${schema}_j.runs SET status = 'completed', result = $2, ended_at = now() WHERE run_id = $1`, [runId, updated]);
+  await pool.query(
+    `UPDATE ${schema}_j.runs SET status = 'completed', result = $2, ended_at = now() WHERE run_id = $1`,
+    [runId, updated],
+  );
 };
 const mode = process.env.PROFILE_MODE ?? 'chainkit';
 const on = mode === 'noevents' ? noEvents : runner;
-const one = mode === 'journal' ? journal : async (): Promise<void> => {
-  const r = await on.run(chain, input, { context: { userId: USER } });
-  if (r.status !== 'completed') throw new Error(JSON.stringify(r));
-};
+const one =
+  mode === 'journal'
+    ? journal
+    : async (): Promise<void> => {
+        const r = await on.run(chain, input, { context: { userId: USER } });
+        if (r.status !== 'completed') throw new Error(JSON.stringify(r));
+      };
 const ab = async (): Promise<void> => {
   // PROFILE_MODE=ab: journal, chainkit, no events, alternating blocks of 200; CPU µs per chain, medians.
-  const modes = { journal, chainkit: async () => void (await runner.run(chain, input, { context: { userId: USER } })), noevents: async () => void (await noEvents.run(chain, input, { context: { userId: USER } })) };
+  const modes = {
+    journal,
+    chainkit: async () => void (await runner.run(chain, input, { context: { userId: USER } })),
+    noevents: async () => void (await noEvents.run(chain, input, { context: { userId: USER } })),
+  };
   const cpu: Record<string, number[]> = { journal: [], chainkit: [], noevents: [] };
   const wall: Record<string, number[]> = { journal: [], chainkit: [], noevents: [] };
   for (let round = 0; round < Number(process.env.PROFILE_ROUNDS ?? 7); round++) {
@@ -57,11 +81,14 @@ const ab = async (): Promise<void> => {
       for (let i = 0; i < 200; i++) await fn();
       const c = process.cpuUsage(c0);
       cpu[name]!.push((c.user + c.system) / 200);
-      wall[name]!.push((performance.now() - t0) * 1000 / 200);
+      wall[name]!.push(((performance.now() - t0) * 1000) / 200);
     }
   }
   const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  for (const name of Object.keys(modes)) console.log(`${name.padEnd(9)} CPU ${med(cpu[name]!).toFixed(0).padStart(5)} µs (min ${Math.min(...cpu[name]!).toFixed(0)})  wall ${med(wall[name]!).toFixed(0).padStart(6)} µs (min ${Math.min(...wall[name]!).toFixed(0)})`);
+  for (const name of Object.keys(modes))
+    console.log(
+      `${name.padEnd(9)} CPU ${med(cpu[name]!).toFixed(0).padStart(5)} µs (min ${Math.min(...cpu[name]!).toFixed(0)})  wall ${med(wall[name]!).toFixed(0).padStart(6)} µs (min ${Math.min(...wall[name]!).toFixed(0)})`,
+    );
 };
 try {
   await stores.migrate();
@@ -72,11 +99,10 @@ try {
     for (let i = 0; i < 300; i++) await journal();
     for (let i = 0; i < 300; i++) await noEvents.run(chain, input, { context: { userId: USER } });
     await ab();
-  } else
-  if (process.env.PROFILE_LOG) {
+  } else if (process.env.PROFILE_LOG) {
     const query = pool.query.bind(pool) as (q: unknown) => Promise<unknown>;
     (pool as { query: unknown }).query = (q: { text: string; values?: unknown[] }) => {
-      console.log((q.text ?? String(q)).replace(/\s+/g, " ").slice(0, 100), "\n  ", JSON.stringify(q.values));
+      console.log((q.text ?? String(q)).replace(/\s+/g, ' ').slice(0, 100), '\n  ', JSON.stringify(q.values));
       return query(q);
     };
     await one();
@@ -85,7 +111,9 @@ try {
     const t0 = performance.now();
     for (let i = 0; i < N; i++) await one();
     const cpu = process.cpuUsage(cpu0);
-    console.log(`${((performance.now() - t0) * 1000 / N).toFixed(0)} µs / chain, ${((cpu.user + cpu.system) / N).toFixed(0)} µs CPU / chain`);
+    console.log(
+      `${(((performance.now() - t0) * 1000) / N).toFixed(0)} µs / chain, ${((cpu.user + cpu.system) / N).toFixed(0)} µs CPU / chain`,
+    );
   }
 } finally {
   await runner.close();

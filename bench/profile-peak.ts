@@ -6,8 +6,14 @@ import { createRunner, functionInvoker } from '../src/index.js';
 import { chain, list, TASKS, update, USER } from './fixture.js';
 
 const impl = {
-  list_tasks: async () => { await sleep(5); return { tasks: TASKS }; },
-  update_task: async (i: { title?: string }) => { await sleep(5); return { task: { ...TASKS[3]!, title: i.title ?? '' } }; },
+  list_tasks: async () => {
+    await sleep(5);
+    return { tasks: TASKS };
+  },
+  update_task: async (i: { title?: string }) => {
+    await sleep(5);
+    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
+  },
 };
 const runner = createRunner({ invoker: functionInvoker(impl), tools: [list, update] });
 runner.events.on('step:end', () => {});
@@ -20,7 +26,11 @@ if (process.env.PEAK_ALLOC) {
   const { Session } = await import('node:inspector/promises');
   const session = new Session();
   session.connect();
-  await session.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 1024,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as never);
   await Promise.all(Array.from({ length: 10_000 }, one));
   const { profile } = await session.post('HeapProfiler.stopSampling');
   (await import('node:fs')).writeFileSync(process.env.PEAK_ALLOC, JSON.stringify(profile));
@@ -31,16 +41,25 @@ for (let round = 0; round < 3; round++) {
   globalThis.gc!();
   const heap0 = process.memoryUsage().heapUsed;
   let top = heap0;
-  const sampler = setInterval(() => { top = Math.max(top, process.memoryUsage().heapUsed); }, 1);
+  const sampler = setInterval(() => {
+    top = Math.max(top, process.memoryUsage().heapUsed);
+  }, 1);
   (globalThis as { held?: unknown }).held = await Promise.all(Array.from({ length: 10_000 }, one));
   clearInterval(sampler);
-  if (round === 0) console.log(JSON.stringify((globalThis as { held?: unknown[] }).held![0]).length, (globalThis as { held?: unknown[] }).held!.length);
+  if (round === 0)
+    console.log(
+      JSON.stringify((globalThis as { held?: unknown[] }).held![0]).length,
+      (globalThis as { held?: unknown[] }).held!.length,
+    );
   globalThis.gc!();
   const held = process.memoryUsage().heapUsed;
   (globalThis as { held?: unknown }).held = undefined;
   globalThis.gc!();
   const after = process.memoryUsage().heapUsed;
-  if (process.env.PEAK_SNAPSHOT && round === 0) console.log('snapshot', (await import('node:v8')).writeHeapSnapshot('/tmp/perf/peak.heapsnapshot'));
-  console.log(`held +${mb(held - heap0)} MB, peak +${mb(top - heap0)} MB; results hold ${((held - after) / 10_000).toFixed(0)} B each; runner keeps +${mb(after - heap0)} MB`);
+  if (process.env.PEAK_SNAPSHOT && round === 0)
+    console.log('snapshot', (await import('node:v8')).writeHeapSnapshot('/tmp/perf/peak.heapsnapshot'));
+  console.log(
+    `held +${mb(held - heap0)} MB, peak +${mb(top - heap0)} MB; results hold ${((held - after) / 10_000).toFixed(0)} B each; runner keeps +${mb(after - heap0)} MB`,
+  );
 }
 await runner.close();

@@ -15,20 +15,37 @@ import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
 import { currentRetryKit, installedVersion, type RetryKit } from './current-retry.js';
 import { durableBench, journalBench } from './durable.js';
-import { MetricsCollector, TimingModel, createRunner, functionInvoker, listTasks, updateTask, type Runner, type RunResult } from '../src/index.js';
+import {
+  MetricsCollector,
+  TimingModel,
+  createRunner,
+  functionInvoker,
+  listTasks,
+  updateTask,
+  type Runner,
+  type RunResult,
+} from '../src/index.js';
 import { chain, idempotentChain, list, TASKS, update, USER } from './fixture.js';
 
 const execFileAsync = promisify(execFile);
 
-
-type Impl = { list_tasks: (i: { user_id: string }) => unknown; update_task: (i: { task_id: string; title?: string }) => unknown };
+type Impl = {
+  list_tasks: (i: { user_id: string }) => unknown;
+  update_task: (i: { task_id: string; title?: string }) => unknown;
+};
 const instant: Impl = {
   list_tasks: () => ({ tasks: TASKS }),
   update_task: (i) => ({ task: { ...TASKS[3]!, title: i.title ?? '' } }),
 };
 const slow: Impl = {
-  list_tasks: async () => { await sleep(5); return { tasks: TASKS }; },
-  update_task: async (i) => { await sleep(5); return { task: { ...TASKS[3]!, title: i.title ?? '' } }; },
+  list_tasks: async () => {
+    await sleep(5);
+    return { tasks: TASKS };
+  },
+  update_task: async (i) => {
+    await sleep(5);
+    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
+  },
 };
 
 // What `schema.parse` is for zod: tool schemas are typed structurally (any zod copy or Standard Schema).
@@ -39,7 +56,11 @@ const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
 };
 
 /** The p-retry and p-timeout a baseline uses: the project's devDependencies, or the current majors (current-retry.ts). */
-const devKit: RetryKit = { pRetry, pTimeout, versions: `p-retry ${installedVersion('p-retry')}, p-timeout ${installedVersion('p-timeout')}` };
+const devKit: RetryKit = {
+  pRetry,
+  pTimeout,
+  versions: `p-retry ${installedVersion('p-retry')}, p-timeout ${installedVersion('p-timeout')}`,
+};
 
 /**
  * The same calls without p-retry and p-timeout: the retry loop and the timeout race a developer
@@ -58,15 +79,24 @@ const plainKit: RetryKit = {
   },
   pTimeout(promise, { milliseconds }) {
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out after ${milliseconds} ms`)), milliseconds); });
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${milliseconds} ms`)), milliseconds);
+    });
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
   },
   versions: 'a hand-written retry loop and timeout race',
 };
 
 /** The hand-written baseline: one find-and-update. */
-async function baseline(impl: Impl, match: string, title: string, minTimeout = 100, kit: RetryKit = devKit): Promise<unknown> {
-  const call = <T>(fn: () => T, ms: number) => kit.pRetry(() => kit.pTimeout(Promise.resolve(fn()), { milliseconds: ms }), { retries: 3, minTimeout });
+async function baseline(
+  impl: Impl,
+  match: string,
+  title: string,
+  minTimeout = 100,
+  kit: RetryKit = devKit,
+): Promise<unknown> {
+  const call = <T>(fn: () => T, ms: number) =>
+    kit.pRetry(() => kit.pTimeout(Promise.resolve(fn()), { milliseconds: ms }), { retries: 3, minTimeout });
   const listIn = parse(listTasks.input, { user_id: USER, status: 'all' });
   const list = parse(listTasks.output, await call(() => impl.list_tasks(listIn), 3000));
   const needle = match.toLowerCase();
@@ -79,8 +109,12 @@ async function baseline(impl: Impl, match: string, title: string, minTimeout = 1
 function chainkit(impl: Impl, retry?: Parameters<typeof createRunner>[0]['retry']): Runner {
   const runner = createRunner({ invoker: functionInvoker(impl), tools: [list, update], ...(retry && { retry }) });
   let steps = 0;
-  runner.events.on('step:end', () => { steps++; }); // events on: listeners attached, payloads built
-  runner.events.on('chain:end', () => { steps++; });
+  runner.events.on('step:end', () => {
+    steps++;
+  }); // events on: listeners attached, payloads built
+  runner.events.on('chain:end', () => {
+    steps++;
+  });
   return runner;
 }
 
@@ -97,7 +131,10 @@ async function sequential(n: number, fn: () => Promise<unknown>): Promise<number
   return Number(process.hrtime.bigint() - t0) / 1000 / n; // µs per chain
 }
 
-async function concurrent(n: number, fn: () => Promise<unknown>): Promise<{ wallMs: number; heapMb: number; results: unknown[] }> {
+async function concurrent(
+  n: number,
+  fn: () => Promise<unknown>,
+): Promise<{ wallMs: number; heapMb: number; results: unknown[] }> {
   globalThis.gc?.();
   globalThis.gc?.();
   const heap0 = process.memoryUsage().heapUsed;
@@ -130,7 +167,8 @@ async function peak(n: number, fn: () => Promise<unknown>): Promise<{ peakMb: nu
   const results = await Promise.all(all);
   clearInterval(sampler);
   sample();
-  if (process.env.BENCH_PEAK_DEBUG) console.error(`heap0 ${(heap0 / 1048576).toFixed(1)} MB, top ${(top / 1048576).toFixed(1)} MB`);
+  if (process.env.BENCH_PEAK_DEBUG)
+    console.error(`heap0 ${(heap0 / 1048576).toFixed(1)} MB, top ${(top / 1048576).toFixed(1)} MB`);
   return { peakMb: (top - heap0) / 1024 / 1024, results };
 }
 
@@ -140,7 +178,9 @@ async function peak(n: number, fn: () => Promise<unknown>): Promise<{ peakMb: nu
  * the heap limits it left behind); a fresh process gives both sides the same start.
  */
 async function peakInChild(which: 'baseline' | 'current' | 'plain' | 'chainkit', n: number): Promise<number> {
-  const { stdout } = await execFileAsync(process.execPath, ['--expose-gc', process.argv[1]!], { env: { ...process.env, BENCH_PEAK_CHILD: which, BENCH_CONC: String(n) } });
+  const { stdout } = await execFileAsync(process.execPath, ['--expose-gc', process.argv[1]!], {
+    env: { ...process.env, BENCH_PEAK_CHILD: which, BENCH_CONC: String(n) },
+  });
   const { peakMb, bad } = JSON.parse(stdout.trim().split('\n').pop()!) as { peakMb: number; bad: number };
   if (bad > 0) peakFailures += bad;
   return peakMb;
@@ -162,7 +202,9 @@ if (PEAK_CHILD) {
   const own = PEAK_CHILD === 'chainkit' ? chainkit(slow) : undefined;
   const current = PEAK_CHILD === 'current' ? await currentRetryKit() : PEAK_CHILD === 'plain' ? plainKit : devKit;
   if (typeof current === 'string') throw new Error(current);
-  const one = own ? () => own.run(chain, { match: 'dentist', title: 'x' }, context) : () => baseline(slow, 'dentist', 'x', 100, current);
+  const one = own
+    ? () => own.run(chain, { match: 'dentist', title: 'x' }, context)
+    : () => baseline(slow, 'dentist', 'x', 100, current);
   await concurrent(1000, one); // warm-up, as in the parent
   const { peakMb, results } = await peak(n, one);
   const bad = (results as RunResult[]).filter((r) => r?.status !== undefined && r.status !== 'completed').length;
@@ -173,7 +215,12 @@ if (PEAK_CHILD) {
 const CONC = Number(process.env.BENCH_CONC ?? 10_000);
 // BENCH_ONLY=seq,failure,load,redis,guidance,durable runs only the parts named (all by default);
 // `peak` runs only the load's peak-heap rows, `journal` only the durable table's issue-19 blocks.
-const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+const only = new Set(
+  (process.env.BENCH_ONLY ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 const part = (name: string): boolean => only.size === 0 || only.has(name);
 const notes: string[] = [];
 const fast = chainkit(instant);
@@ -188,14 +235,20 @@ if (part('seq') || part('guidance')) {
   const seqBase: number[] = [];
   const seqPlain: number[] = [];
   const seqOurs: number[] = [];
-  for (let round = 0; round < 3; round++) { // interleaved rounds: machine noise hits both alike
+  for (let round = 0; round < 3; round++) {
+    // interleaved rounds: machine noise hits both alike
     seqBase.push(await sequential(SEQ, () => baseline(instant, 'dentist', 'Dentist 3pm')));
     seqPlain.push(await sequential(SEQ, () => baseline(instant, 'dentist', 'Dentist 3pm', 100, plainKit)));
     seqOurs.push(await sequential(SEQ, () => fast.run(chain, { match: 'dentist', title: 'Dentist 3pm' }, context)));
   }
   seqUs = median(seqOurs);
   row(`${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools`, 'µs / chain', median(seqBase), seqUs);
-  row(`${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools (baseline: ${plainKit.versions})`, 'µs / chain', median(seqPlain), seqUs);
+  row(
+    `${SEQ.toLocaleString('en')} sequential find-and-update, 0 ms tools (baseline: ${plainKit.versions})`,
+    'µs / chain',
+    median(seqPlain),
+    seqUs,
+  );
 }
 
 if (part('failure')) {
@@ -206,7 +259,9 @@ if (part('failure')) {
   if (typeof current === 'string') notes.push(current);
   const flakyImpl = (): Impl => {
     let n = 0;
-    const fail = (): never => { throw Object.assign(new Error('Service Unavailable'), { status: 503 }); };
+    const fail = (): never => {
+      throw Object.assign(new Error('Service Unavailable'), { status: 503 });
+    };
     return {
       list_tasks: (i) => (n++ % 2 === 0 ? fail() : instant.list_tasks(i)),
       update_task: (i) => (n++ % 2 === 0 ? fail() : instant.update_task(i)),
@@ -221,10 +276,17 @@ if (part('failure')) {
   const failBase: number[][] = kits.map(() => []);
   const failOurs: number[] = [];
   for (let round = 0; round < 3; round++) {
-    for (const [k, kit] of kits.entries()) failBase[k]!.push(await sequential(FAIL_N, () => baseline(flakyBase, 'dentist', 'x', 0, kit)));
+    for (const [k, kit] of kits.entries())
+      failBase[k]!.push(await sequential(FAIL_N, () => baseline(flakyBase, 'dentist', 'x', 0, kit)));
     failOurs.push(await sequential(FAIL_N, () => flaky.run(chain, { match: 'dentist', title: 'x' }, context)));
   }
-  for (const [k, kit] of kits.entries()) row(`${FAIL_N.toLocaleString('en')} sequential, first attempt 503, 0 ms backoff (baseline: ${kit.versions})`, 'µs / chain', median(failBase[k]!), median(failOurs));
+  for (const [k, kit] of kits.entries())
+    row(
+      `${FAIL_N.toLocaleString('en')} sequential, first attempt 503, 0 ms backoff (baseline: ${kit.versions})`,
+      'µs / chain',
+      median(failBase[k]!),
+      median(failOurs),
+    );
 }
 
 const failures: { status: string; error?: { code: string } }[] = [];
@@ -265,7 +327,14 @@ if (part('redis')) {
   // Redis-backed stores against memory stores, same chain (each chain: one idempotency claim + result,
   // breaker checks per call, a batched learning append).
   const REDIS_N = Math.round(SEQ / 10);
-  const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port: 6379,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   redis.on('error', () => {});
   try {
     await redis.connect();
@@ -282,12 +351,20 @@ if (part('redis')) {
       mem.push(await sequential(REDIS_N, () => fast.run(chain, { match: 'dentist', title: 'x' }, context)));
       red.push(await sequential(REDIS_N, () => onRedis.run(chain, { match: 'dentist', title: 'x' }, context)));
     }
-    rows.push([`${REDIS_N.toLocaleString('en')} sequential find-and-update, Redis stores`, 'µs / chain vs memory stores', fmt(median(mem)), fmt(median(red)), `${fmt(median(red) / median(mem), 2)}×`]);
+    rows.push([
+      `${REDIS_N.toLocaleString('en')} sequential find-and-update, Redis stores`,
+      'µs / chain vs memory stores',
+      fmt(median(mem)),
+      fmt(median(red)),
+      `${fmt(median(red) / median(mem), 2)}×`,
+    ]);
     await onRedis.close();
     const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))];
     if (keys.length) await redis.del(...keys);
   } catch (error) {
-    notes.push(`Redis workload skipped: no Redis on 127.0.0.1:6379 (${error instanceof Error ? error.message : String(error)})`);
+    notes.push(
+      `Redis workload skipped: no Redis on 127.0.0.1:6379 (${error instanceof Error ? error.message : String(error)})`,
+    );
   } finally {
     redis.disconnect();
   }
@@ -298,39 +375,76 @@ if (part('guidance')) {
   const metrics = new MetricsCollector();
   const toolsUsed = ['list_tasks', 'update_task', 'complete_task', 'add_task', 'delete_task'];
   for (let i = 0; i < 10_000; i++) {
-    metrics.recordTransition({ fromTool: toolsUsed[i % 5]!, toTool: toolsUsed[(i * 7 + 1) % 5]!, sessionId: `s${i % 400}`, success: i % 9 !== 0, timestamp: i, gapMs: 5 } as never);
+    metrics.recordTransition({
+      fromTool: toolsUsed[i % 5]!,
+      toTool: toolsUsed[(i * 7 + 1) % 5]!,
+      sessionId: `s${i % 400}`,
+      success: i % 9 !== 0,
+      timestamp: i,
+      gapMs: 5,
+    } as never);
   }
   let t0 = performance.now();
   for (let i = 0; i < 10; i++) metrics.chainSummary();
   const summaryMs = (performance.now() - t0) / 10;
-  const tools = new Map([[list.name, list], [update.name, update]]);
+  const tools = new Map([
+    [list.name, list],
+    [update.name, update],
+  ]);
   const timing = new TimingModel(tools);
   for (let i = 0; i < 500; i++) timing.record(toolsUsed[i % 2]!, 5 + (i % 7));
   const sources = { tools, chains: new Map([[chain.name, chain]]), metrics, timing };
   const META_N = 100_000;
   t0 = performance.now();
-  for (let i = 0; i < META_N; i++) buildMetadata(sources, { chain, lastTool: 'update_task', actualDurationMs: 1, sessionTools: toolsUsed, advice: [] });
+  for (let i = 0; i < META_N; i++)
+    buildMetadata(sources, {
+      chain,
+      lastTool: 'update_task',
+      actualDurationMs: 1,
+      sessionTools: toolsUsed,
+      advice: [],
+    });
   const metaUs = ((performance.now() - t0) * 1000) / META_N;
-  notes.unshift(`\nguidance: chainSummary over 10,000 transitions ${summaryMs.toFixed(1)} ms; metadata per result ${metaUs.toFixed(2)} µs (${((metaUs / seqUs!) * 100).toFixed(0)} % of a sequential chain)`);
+  notes.unshift(
+    `\nguidance: chainSummary over 10,000 transitions ${summaryMs.toFixed(1)} ms; metadata per result ${metaUs.toFixed(2)} µs (${((metaUs / seqUs!) * 100).toFixed(0)} % of a sequential chain)`,
+  );
 }
 
 if (rows.length > 0) {
   const header = ['workload', 'metric', 'baseline', 'chainkit', 'ratio'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const line = (cells: string[]): string =>
+    `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   console.log(line(header));
   console.log(`|${widths.map((w, i) => (i < 2 ? `-${'-'.repeat(w)}-` : `-${'-'.repeat(w)}:`)).join('|')}|`);
   for (const r of rows) console.log(line(r));
 }
 for (const n of notes) console.log(n);
-if (part('seq') || part('failure') || part('redis')) console.log(`chainkit runs that did not complete in the sequential workloads: ${failed}`);
-if (peakFailures) failures.push(...Array.from({ length: peakFailures }, () => ({ status: 'failed', error: { code: 'in a peak run' } })));
-if (part('load') || only.has('peak')) console.log(`chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`);
-console.log(`node ${process.version}, ${process.env.CI ? 'CI' : 'local'}, ${new Date().toISOString().slice(0, 10)}; baselines on ${devKit.versions} unless named; tracing: summary traces always built, events: listeners on step:end and chain:end`);
+if (part('seq') || part('failure') || part('redis'))
+  console.log(`chainkit runs that did not complete in the sequential workloads: ${failed}`);
+if (peakFailures)
+  failures.push(
+    ...Array.from({ length: peakFailures }, () => ({ status: 'failed', error: { code: 'in a peak run' } })),
+  );
+if (part('load') || only.has('peak'))
+  console.log(
+    `chainkit failures under the ${CONC.toLocaleString('en')}-chain load: ${failures.length}${failures.length ? ` (${[...new Set(failures.map((f) => f.error?.code))].join(', ')})` : ' (no false timeouts)'}`,
+  );
+console.log(
+  `node ${process.version}, ${process.env.CI ? 'CI' : 'local'}, ${new Date().toISOString().slice(0, 10)}; baselines on ${devKit.versions} unless named; tracing: summary traces always built, events: listeners on step:end and chain:end`,
+);
 
 for (const r of runners) await r.close();
 if (failures.length || failed) process.exitCode = 1;
 
 // Second table: durable runs on PostgreSQL and Redis against a hand-written pg journal and DBOS (bench/durable.ts).
-if (part('durable') && (await durableBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
-else if (only.has('journal') && (await journalBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))) process.exitCode = 1;
+if (
+  part('durable') &&
+  (await durableBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))
+)
+  process.exitCode = 1;
+else if (
+  only.has('journal') &&
+  (await journalBench({ chain, idempotentChain, tools: [list, update], impl: instant, userId: USER }))
+)
+  process.exitCode = 1;

@@ -10,8 +10,19 @@ import { redisStores } from '../src/redis/index.js';
 import type { RunStore } from '../src/stores/run-store.js';
 
 const EVENTS = 100_000;
-const emit = defineTool({ name: 'emit', description: 'e', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const chain = defineChain({ name: 'chatty', input: z.object({ n: z.number() }), timeoutMs: 120_000, steps: [{ id: 'emit', tool: emit, input: { n: ref('input', 'n') } }] });
+const emit = defineTool({
+  name: 'emit',
+  description: 'e',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const chain = defineChain({
+  name: 'chatty',
+  input: z.object({ n: z.number() }),
+  timeoutMs: 120_000,
+  steps: [{ id: 'emit', tool: emit, input: { n: ref('input', 'n') } }],
+});
 const runner = createRunner({
   invoker: functionInvoker([emit], {
     emit: async ({ n }, call) => {
@@ -49,17 +60,30 @@ const cut = await (async () => {
 })();
 console.log('| watcher reading nothing, memory store | events | heap before | heap peak | heap after | reader |');
 console.log('| --- | --- | --- | --- | --- | --- |');
-console.log(`| ${EVENTS.toLocaleString('en')} progress events of ~120 B | ${EVENTS} | ${before.toFixed(1)} MiB | ${peak.toFixed(1)} MiB | ${after.toFixed(1)} MiB | cut off: ${cut} |`);
+console.log(
+  `| ${EVENTS.toLocaleString('en')} progress events of ~120 B | ${EVENTS} | ${before.toFixed(1)} MiB | ${peak.toFixed(1)} MiB | ${after.toFixed(1)} MiB | cut off: ${cut} |`,
+);
 await runner.close();
 
 // With a run store, a chain nobody watches adds at most one store round trip per run for its events
 // (all of them in one append with the end). Counted on Redis and PostgreSQL over RUNS runs of a three-step chain.
 
 const RUNS = 200;
-const step = defineTool({ name: 'step', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const step = defineTool({
+  name: 'step',
+  description: 's',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 const three = defineChain({
-  name: 'three', input: z.object({ n: z.number() }),
-  steps: [{ id: 'a', tool: step, input: { n: ref('input', 'n') } }, { id: 'b', tool: step, input: { n: ref('a', 'n') } }, { id: 'c', tool: step, input: { n: ref('b', 'n') } }],
+  name: 'three',
+  input: z.object({ n: z.number() }),
+  steps: [
+    { id: 'a', tool: step, input: { n: ref('input', 'n') } },
+    { id: 'b', tool: step, input: { n: ref('a', 'n') } },
+    { id: 'c', tool: step, input: { n: ref('b', 'n') } },
+  ],
 });
 
 /** Event-log calls (each one a round trip; the announce subscription is opened once per runner, not per run). */
@@ -79,8 +103,13 @@ async function eventTrips(runs: RunStore): Promise<number> {
       },
     }),
   };
-  const r = createRunner({ invoker: functionInvoker([step], { step: async ({ n }) => ({ n }) }), chains: [three], stores: { runs: counted } });
-  for (let i = 0; i < RUNS; i++) if ((await r.run(three, { n: i })).status !== 'completed') throw new Error('run failed');
+  const r = createRunner({
+    invoker: functionInvoker([step], { step: async ({ n }) => ({ n }) }),
+    chains: [three],
+    stores: { runs: counted },
+  });
+  for (let i = 0; i < RUNS; i++)
+    if ((await r.run(three, { n: i })).status !== 'completed') throw new Error('run failed');
   await r.close();
   return trips / RUNS;
 }

@@ -23,10 +23,15 @@ const tools = {
 
 /** One field of a JSON value, if it is an object that has it. */
 const field = (value: unknown, key: string): unknown =>
-  typeof value === 'object' && value !== null && Object.hasOwn(value, key) ? Object.getOwnPropertyDescriptor(value, key)?.value : undefined;
+  typeof value === 'object' && value !== null && Object.hasOwn(value, key)
+    ? Object.getOwnPropertyDescriptor(value, key)?.value
+    : undefined;
 
 // A scripted stand-in for a real model: it calls find_and_delete, then reports the tool result.
-const usage = { inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 0, text: 0, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 0, text: 0, reasoning: 0 },
+};
 const model = new MockLanguageModelV3({
   doGenerate: async ({ prompt }) => {
     const last = prompt.at(-1)!;
@@ -35,12 +40,24 @@ const model = new MockLanguageModelV3({
       // The tool result is the chain's ModelResult as JSON: read it as data, without assuming its shape.
       const value = result.output.type === 'json' ? result.output.value : undefined;
       const status = field(value, 'status');
-      const text = status === 'completed' ? `Deleted "${String(field(field(value, 'output'), 'title'))}".` : `That did not work (${String(status ?? result.output.type)}).`;
+      const text =
+        status === 'completed'
+          ? `Deleted "${String(field(field(value, 'output'), 'title'))}".`
+          : `That did not work (${String(status ?? result.output.type)}).`;
       return { content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
     }
     return {
-      content: [{ type: 'tool-call', toolCallId: 'call_1', toolName: 'find_and_delete', input: JSON.stringify({ match: 'dentist' }) }],
-      finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [],
+      content: [
+        {
+          type: 'tool-call',
+          toolCallId: 'call_1',
+          toolName: 'find_and_delete',
+          input: JSON.stringify({ match: 'dentist' }),
+        },
+      ],
+      finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+      usage,
+      warnings: [],
     };
   },
 });
@@ -57,11 +74,19 @@ for (const part of first.content) {
   const question = questions.get(part.toolCall.toolCallId) ?? `Run ${part.toolCall.toolName}?`;
   console.log(`agent: ${question}  [approval ${part.approvalId}]`);
   console.log('user:  yes');
-  messages.push({ role: 'tool', content: [{ type: 'tool-approval-response', approvalId: part.approvalId, approved: true }] });
+  messages.push({
+    role: 'tool',
+    content: [{ type: 'tool-approval-response', approvalId: part.approvalId, approved: true }],
+  });
 }
 
 // Turn 2: the approved call runs past the gate, and the model reports the result.
 const second = await generateText({ model, messages, tools, stopWhen: stepCountIs(5) });
 console.log(`agent: ${second.text}`);
-console.log(`\nAlice's tasks now: ${store.tasks(userId).map((t) => t.title).join(', ')}`);
+console.log(
+  `\nAlice's tasks now: ${store
+    .tasks(userId)
+    .map((t) => t.title)
+    .join(', ')}`,
+);
 await runner.close();

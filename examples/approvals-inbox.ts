@@ -7,7 +7,10 @@ const tasks = createTaskStore({ users: fixtures.users });
 const idempotency = memoryIdempotencyStore();
 // With redisStores(...) or postgresStores(...) instead, any instance sharing the stores sees the same inbox.
 const runner = createRunner({
-  invoker: tasks.invoker, tools: [...taskTools], chains: [...taskChains], secret: 'example-secret-change-me-please!',
+  invoker: tasks.invoker,
+  tools: [...taskTools],
+  chains: [...taskChains],
+  secret: 'example-secret-change-me-please!',
   stores: { idempotency, runs: memoryRunStore({ idempotency }) },
 });
 const context = { userId: fixtures.alice };
@@ -21,7 +24,9 @@ let cursor: string | undefined;
 do {
   const page = await runner.listRuns({ status: 'awaiting_confirmation', limit: 1, ...(cursor && { cursor }) });
   for (const run of page.runs) {
-    console.log(`${new Date(run.startedAt).toISOString()}  ${run.chain}  ${run.runId}  step ${run.awaiting?.step}: ${run.awaiting?.question}`);
+    console.log(
+      `${new Date(run.startedAt).toISOString()}  ${run.chain}  ${run.runId}  step ${run.awaiting?.step}: ${run.awaiting?.question}`,
+    );
   }
   cursor = page.cursor;
 } while (cursor);

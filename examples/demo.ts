@@ -1,6 +1,14 @@
 // `npm run demo`: the built-in task chains on the in-memory backend, with a few transient failures.
 import {
-  createRunner, findAndComplete, findAndDelete, findAndUpdate, formatTrace, Task, taskChains, taskSummary, taskTools,
+  createRunner,
+  findAndComplete,
+  findAndDelete,
+  findAndUpdate,
+  formatTrace,
+  Task,
+  taskChains,
+  taskSummary,
+  taskTools,
   type RunResult,
 } from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
@@ -10,7 +18,8 @@ const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], cha
 const alice = { context: { userId: fixtures.alice }, sessionId: 'demo-session' };
 
 const bold = (text: string): string => (process.stdout.isTTY ? `\x1b[1m${text}\x1b[0m` : text);
-const title = (text: string): void => console.log(`\n${bold(`── ${text} ${'─'.repeat(Math.max(0, 70 - text.length))}`)}`);
+const title = (text: string): void =>
+  console.log(`\n${bold(`── ${text} ${'─'.repeat(Math.max(0, 70 - text.length))}`)}`);
 const show = (r: RunResult): void => {
   if (r.status === 'completed') console.log('  completed →', JSON.stringify(r.output));
   if (r.status === 'failed') console.log(`  failed: ${r.error.category}/${r.error.code} — "${r.error.userMessage}"`);
@@ -18,7 +27,9 @@ const show = (r: RunResult): void => {
   console.log(formatTrace(r.trace).replace(/^/gm, '  '));
 };
 
-runner.events.on('step:retry', (e) => console.log(`  ↻ ${e.tool} failed (${e.category}/${e.code}), retry ${e.attempt} in ${e.delayMs} ms`));
+runner.events.on('step:retry', (e) =>
+  console.log(`  ↻ ${e.tool} failed (${e.category}/${e.code}), retry ${e.attempt} in ${e.delayMs} ms`),
+);
 
 title('1. "How am I doing?" — taskSummary runs two list_tasks calls concurrently');
 show(await runner.run(taskSummary, {}, alice));
@@ -42,13 +53,17 @@ show(await runner.run(findAndUpdate, { match: 'task 3', priority: 'high', descri
 
 title('6. "Mark buy milk as done" again — it already is, so nothing is written');
 const again = await runner.run(findAndComplete, { match: 'buy milk' }, alice);
-if (again.status === 'completed') console.log(`  '${again.output.title}' already_completed: ${again.output.already_completed}`);
+if (again.status === 'completed')
+  console.log(`  '${again.output.title}' already_completed: ${again.output.already_completed}`);
 
 title('7. "Add: pay rent", sent twice — the identical second add returns the first task');
-const addRent = (text: string) => runner.invoke<{ task: { task_id: string } }>('add_task', { user_id: fixtures.alice, title: text }, alice);
+const addRent = (text: string) =>
+  runner.invoke<{ task: { task_id: string } }>('add_task', { user_id: fixtures.alice, title: text }, alice);
 for (const text of ['Pay rent', ' pay  RENT ']) {
   const r = await addRent(text);
-  console.log(`  add '${text}' → ${r.trace.steps[0]!.status}, task ${r.status === 'completed' ? r.output.task.task_id.slice(0, 8) : r.error.code}`);
+  console.log(
+    `  add '${text}' → ${r.trace.steps[0]!.status}, task ${r.status === 'completed' ? r.output.task.task_id.slice(0, 8) : r.error.code}`,
+  );
 }
 
 title('8. "Delete my grocery task" — stops for confirmation before the destructive step');
@@ -62,7 +77,9 @@ const [first, second] = await Promise.all([
   runner.resume(gate.resumeToken, { approved: true }, alice),
 ]);
 show(first);
-console.log(`  second click: ${second.status === 'failed' ? `${second.error.category}/${second.error.code}` : second.status} — deleted once, not twice`);
+console.log(
+  `  second click: ${second.status === 'failed' ? `${second.error.category}/${second.error.code}` : second.status} — deleted once, not twice`,
+);
 
 title("9. Alice's tasks now");
 for (const t of store.tasks(fixtures.alice)) console.log(`  ${t.completed ? '☑' : '☐'} ${t.title} (${t.priority})`);

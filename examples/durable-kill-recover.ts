@@ -11,13 +11,20 @@ import { chain, createRunner, defineTool, functionInvoker } from 'chainkit';
 import { postgresStores } from 'chainkit/postgres';
 
 const fetchOrder = defineTool({
-  name: 'fetch_order', description: 'Read an order', effect: 'read',
-  input: z.object({ orderId: z.string() }), output: z.object({ orderId: z.string(), amount: z.number() }),
+  name: 'fetch_order',
+  description: 'Read an order',
+  effect: 'read',
+  input: z.object({ orderId: z.string() }),
+  output: z.object({ orderId: z.string(), amount: z.number() }),
 });
 // The payment API honours an Idempotency-Key, so a refund in flight at a crash may be sent again.
 const refund = defineTool({
-  name: 'refund', description: 'Refund an order', effect: 'write', idempotent: true,
-  input: z.object({ orderId: z.string(), amount: z.number() }), output: z.object({ refundId: z.string() }),
+  name: 'refund',
+  description: 'Refund an order',
+  effect: 'write',
+  idempotent: true,
+  input: z.object({ orderId: z.string(), amount: z.number() }),
+  output: z.object({ refundId: z.string() }),
 });
 const refundOrder = chain('refund_order', { input: z.object({ orderId: z.string() }) })
   .tool('order', fetchOrder, (ref) => ({ orderId: ref('input', 'orderId') }))
@@ -26,7 +33,10 @@ const refundOrder = chain('refund_order', { input: z.object({ orderId: z.string(
 
 const role = process.argv[2] === 'worker' ? 'worker' : 'recoverer';
 const schema = process.argv[3] ?? `example_kill_${process.pid}`;
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test', max: 2 });
+const pool = new pg.Pool({
+  connectionString: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+  max: 2,
+});
 const stores = postgresStores(pool, { schema });
 
 /** A runner as every instance makes it: the same chains, the same `secret`, the same stores. */
@@ -46,7 +56,10 @@ function instance(refundHangs: boolean) {
     },
   });
   return createRunner({
-    invoker, tools: [fetchOrder, refund], chains: [refundOrder], stores,
+    invoker,
+    tools: [fetchOrder, refund],
+    chains: [refundOrder],
+    stores,
     // One secret for every instance: a confirmation token issued by one resumes on any other.
     secret: process.env.CHAINKIT_SECRET ?? 'example-secret-shared-by-every-instance',
     // How long an owner's silence counts as its death (default 30 s): short here, to recover at once.

@@ -8,12 +8,18 @@ import { chain, createRunner, defineTool, functionInvoker } from 'chainkit';
 import { redisStores } from 'chainkit/redis';
 
 const fetchOrder = defineTool({
-  name: 'fetch_order', description: 'Read an order', effect: 'read',
-  input: z.object({ orderId: z.string() }), output: z.object({ orderId: z.string(), amount: z.number() }),
+  name: 'fetch_order',
+  description: 'Read an order',
+  effect: 'read',
+  input: z.object({ orderId: z.string() }),
+  output: z.object({ orderId: z.string(), amount: z.number() }),
 });
 const refund = defineTool({
-  name: 'refund', description: 'Refund an order', effect: 'write',
-  input: z.object({ orderId: z.string(), amount: z.number() }), output: z.object({ refundId: z.string() }),
+  name: 'refund',
+  description: 'Refund an order',
+  effect: 'write',
+  input: z.object({ orderId: z.string(), amount: z.number() }),
+  output: z.object({ refundId: z.string() }),
 });
 const refundOrder = chain('refund_order', { input: z.object({ orderId: z.string() }) })
   .tool('order', fetchOrder, (ref) => ({ orderId: ref('input', 'orderId') }))
@@ -34,7 +40,13 @@ function instance(name: string, stuck: boolean) {
       return { refundId: `rf-${call.idempotencyKey}` };
     },
   });
-  return createRunner({ invoker, tools: [fetchOrder, refund], chains: [refundOrder], stores: redisStores(redis, { prefix }), leaseMs: 500 });
+  return createRunner({
+    invoker,
+    tools: [fetchOrder, refund],
+    chains: [refundOrder],
+    stores: redisStores(redis, { prefix }),
+    leaseMs: 500,
+  });
 }
 
 const a = instance('A', true);
@@ -49,7 +61,11 @@ const b = instance('B', false);
 const [recovered] = await b.recover();
 console.log('B recovered it:', recovered?.status, recovered?.status === 'completed' ? recovered.output : '');
 console.log('calls:', calls);
-console.log('the same run id again:', (await b.run(refundOrder, { orderId: 'o-17' }, { runId: 'request-17' })).status, '(recorded result, no call)');
+console.log(
+  'the same run id again:',
+  (await b.run(refundOrder, { orderId: 'o-17' }, { runId: 'request-17' })).status,
+  '(recorded result, no call)',
+);
 await b.close();
 const keys = await redis.keys(`${prefix}*`);
 if (keys.length > 0) await redis.del(...keys);

@@ -5,19 +5,37 @@
 import { createServer } from 'node:http';
 import { z } from 'zod';
 import {
-  createRunner, defineChain, defineTool, findAndComplete, findAndDelete, findAndUpdate, functionInvoker, memoryIdempotencyStore, memoryRunStore,
-  ref, taskChains, taskSummary, taskTools, type ToolInvoker,
+  createRunner,
+  defineChain,
+  defineTool,
+  findAndComplete,
+  findAndDelete,
+  findAndUpdate,
+  functionInvoker,
+  memoryIdempotencyStore,
+  memoryRunStore,
+  ref,
+  taskChains,
+  taskSummary,
+  taskTools,
+  type ToolInvoker,
 } from 'chainkit';
 import { inspector, toNodeHandler } from 'chainkit/inspector';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 
 // A long export, to watch live and cancel from the page: progress every 300 ms until cancelled (or 2 minutes).
 const exportTasks = defineTool({
-  name: 'export_tasks', description: 'Exports every task to the archive.', effect: 'read', timeoutMs: 150_000,
-  input: z.object({ format: z.enum(['csv', 'json']) }), output: z.object({ rows: z.number() }),
+  name: 'export_tasks',
+  description: 'Exports every task to the archive.',
+  effect: 'read',
+  timeoutMs: 150_000,
+  input: z.object({ format: z.enum(['csv', 'json']) }),
+  output: z.object({ rows: z.number() }),
 });
 const nightlyExport = defineChain({
-  name: 'nightly_export', input: z.object({ format: z.enum(['csv', 'json']) }), timeoutMs: 150_000,
+  name: 'nightly_export',
+  input: z.object({ format: z.enum(['csv', 'json']) }),
+  timeoutMs: 150_000,
   steps: [{ id: 'export', tool: exportTasks, input: { format: ref('input', 'format') } }],
 });
 const exporter = functionInvoker([exportTasks], {
@@ -35,8 +53,12 @@ const tasks = createTaskStore({ users: fixtures.users });
 const invoker: ToolInvoker = (call) => (call.tool === 'export_tasks' ? exporter(call) : tasks.invoker(call));
 const idempotency = memoryIdempotencyStore();
 const runner = createRunner({
-  invoker, tools: [...taskTools, exportTasks], chains: [...taskChains, nightlyExport], secret: 'example-secret-change-me-please!',
-  traceDetail: 'full', stores: { idempotency, runs: memoryRunStore({ idempotency }) },
+  invoker,
+  tools: [...taskTools, exportTasks],
+  chains: [...taskChains, nightlyExport],
+  secret: 'example-secret-change-me-please!',
+  traceDetail: 'full',
+  stores: { idempotency, runs: memoryRunStore({ idempotency }) },
 });
 const alice = { context: { userId: fixtures.alice }, sessionId: 'demo-session' };
 
@@ -46,7 +68,9 @@ tasks.failNext('update_task', { status: 'error', error: 'database_error', messag
 await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm' }, alice);
 await runner.run(findAndComplete, { match: 'buy' }, alice); // ambiguous: fails, asks which
 // Refused once (not retried): re-run it from the page, it goes on from the failed step. The token in the message is redacted.
-tasks.failNext('update_task', { throw: Object.assign(new Error('Forbidden: token=tk_live_51Hx9 expired'), { status: 403 }) });
+tasks.failNext('update_task', {
+  throw: Object.assign(new Error('Forbidden: token=tk_live_51Hx9 expired'), { status: 403 }),
+});
 await runner.run(findAndUpdate, { match: 'task 3', priority: 'high' }, alice);
 tasks.failNext('list_tasks', { throw: Object.assign(new Error('Service Unavailable'), { status: 503 }) });
 await runner.run(findAndComplete, { match: 'buy milk' }, alice);
@@ -67,15 +91,17 @@ server.listen(check ? 0 : Number(process.env.PORT ?? 4777), '127.0.0.1', () => {
   const { port } = server.address() as { port: number };
   const url = `http://127.0.0.1:${port}/inspector/`;
   console.log(`chainkit inspector: ${url}   (Ctrl-C to stop)`);
-  if (check) void selfCheck(url).then(stop, (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  });
+  if (check)
+    void selfCheck(url).then(stop, (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
 });
 async function selfCheck(url: string): Promise<void> {
   const page = await fetch(url);
   const overview = (await (await fetch(`${url}api/overview`)).json()) as { inbox: unknown[]; runs: unknown[] };
-  if (page.status !== 200 || overview.inbox.length !== 2) throw new Error(`unexpected: page ${page.status}, inbox ${overview.inbox.length}`);
+  if (page.status !== 200 || overview.inbox.length !== 2)
+    throw new Error(`unexpected: page ${page.status}, inbox ${overview.inbox.length}`);
   console.log(`page ${page.status}, ${overview.runs.length} runs, ${overview.inbox.length} in the inbox`);
 }
 function stop(): void {

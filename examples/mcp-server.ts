@@ -12,7 +12,8 @@ const runner = createRunner({ invoker: store.invoker, chains: [...taskChains] })
 const server = serveChains(runner, taskChains, {
   name: 'chainkit-tasks',
   version: '1.0.0',
-  instructions: 'Task tools for the signed-in user. Destructive actions return awaiting_confirmation: ask the user, then call confirm_action.',
+  instructions:
+    'Task tools for the signed-in user. Destructive actions return awaiting_confirmation: ask the user, then call confirm_action.',
   // stdio has no authentication: this demo acts as Alice. Over HTTP, derive the user from
   // extra.authInfo instead — the model never chooses whose tasks it touches.
   context: () => ({ userId: fixtures.alice }),

@@ -23,10 +23,20 @@ const sendEmail = defineTool({
 
 // 2. A chain: each step's output flows into later inputs through `ref`. A typo in a step id, a
 //    path or a field (`ref('contact', 'emial')`) is a compile error right where it is written.
-const emailByName = chain('email_by_name', { input: z.object({ name: z.string(), subject: z.string(), body: z.string() }) })
+const emailByName = chain('email_by_name', {
+  input: z.object({ name: z.string(), subject: z.string(), body: z.string() }),
+})
   .tool('search', searchContacts, (ref) => ({ query: ref('input', 'name') }))
-  .select('contact', (ref) => ({ from: ref('search', 'contacts'), where: { name: { contains: ref('input', 'name') } }, expect: 'one' }))
-  .tool('send', sendEmail, (ref) => ({ to: ref('contact', 'email'), subject: ref('input', 'subject'), body: ref('input', 'body') }))
+  .select('contact', (ref) => ({
+    from: ref('search', 'contacts'),
+    where: { name: { contains: ref('input', 'name') } },
+    expect: 'one',
+  }))
+  .tool('send', sendEmail, (ref) => ({
+    to: ref('contact', 'email'),
+    subject: ref('input', 'subject'),
+    body: ref('input', 'body'),
+  }))
   .output((s) => ({ sentTo: s.results.contact.name, messageId: s.results.send.messageId }));
 
 // 3. An invoker: how tools are really called (here: local functions; in production HTTP, MCP, …).
@@ -36,7 +46,9 @@ const directory = [
   { id: 'c2', name: 'Alan Turing', email: 'alan@example.com' },
 ];
 const invoker = functionInvoker([searchContacts, sendEmail], {
-  search_contacts: async ({ query }) => ({ contacts: directory.filter((c) => c.name.toLowerCase().includes(query.toLowerCase())) }),
+  search_contacts: async ({ query }) => ({
+    contacts: directory.filter((c) => c.name.toLowerCase().includes(query.toLowerCase())),
+  }),
   send_email: async ({ to }) => ({ messageId: `msg-${to.split('@')[0]}` }),
 });
 

@@ -10,12 +10,18 @@ import { chain, createRunner, defineTool, functionInvoker, memoryRunStore } from
 import { lastEventId, SSE_HEADERS, toSSE } from 'chainkit/sse';
 
 const listRefunds = defineTool({
-  name: 'list_refunds', description: 'Refunds owed to a customer', effect: 'read',
-  input: z.object({ customerId: z.string() }), output: z.object({ orders: z.array(z.string()) }),
+  name: 'list_refunds',
+  description: 'Refunds owed to a customer',
+  effect: 'read',
+  input: z.object({ customerId: z.string() }),
+  output: z.object({ orders: z.array(z.string()) }),
 });
 const issueRefunds = defineTool({
-  name: 'issue_refunds', description: 'Refund each order', effect: 'write',
-  input: z.object({ orders: z.array(z.string()) }), output: z.object({ refunded: z.number() }),
+  name: 'issue_refunds',
+  description: 'Refund each order',
+  effect: 'write',
+  input: z.object({ orders: z.array(z.string()) }),
+  output: z.object({ refunded: z.number() }),
 });
 const refundAll = chain('refund_all', { input: z.object({ customerId: z.string() }) })
   .tool('owed', listRefunds, (ref) => ({ customerId: ref('input', 'customerId') }))
@@ -49,7 +55,10 @@ const server = createServer((req, res) => {
     const gone = new AbortController();
     res.on('close', () => gone.abort()); // the browser left: the watch ends
     res.writeHead(200, SSE_HEADERS);
-    const events = runner.watch(decodeURIComponent(match[1]!), { after: lastEventId(req.headers) ?? 0, signal: gone.signal });
+    const events = runner.watch(decodeURIComponent(match[1]!), {
+      after: lastEventId(req.headers) ?? 0,
+      signal: gone.signal,
+    });
     Readable.fromWeb(toSSE(events)).pipe(res);
     return;
   }

@@ -6,16 +6,30 @@ import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { createRunner, findAndUpdate, listTasks, updateTask, type Task } from 'chainkit';
 import { createMockInvoker, fixtures } from 'chainkit/testing';
 
-const task: Task = { task_id: '3f0c8a5e-1b2d-4c6e-9f7a-8b9c0d1e2f3a', user_id: fixtures.alice, title: 'Buy milk', completed: false, priority: 'medium', created_at: '2026-01-01T00:00:00Z' };
+const task: Task = {
+  task_id: '3f0c8a5e-1b2d-4c6e-9f7a-8b9c0d1e2f3a',
+  user_id: fixtures.alice,
+  title: 'Buy milk',
+  completed: false,
+  priority: 'medium',
+  created_at: '2026-01-01T00:00:00Z',
+};
 const context = { userId: fixtures.alice };
 
-beforeEach(() => { vi.useFakeTimers(); });
-afterEach(() => { vi.useRealTimers(); });
+beforeEach(() => {
+  vi.useFakeTimers();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 it('retries a 503 with backoff, then renames the task', async () => {
   const invoker = createMockInvoker([listTasks, updateTask], {
     list_tasks: { ok: { tasks: [task] } },
-    update_task: [{ error: Object.assign(new Error('Service Unavailable'), { status: 503 }) }, { ok: { task: { ...task, title: 'Buy oat milk' } } }],
+    update_task: [
+      { error: Object.assign(new Error('Service Unavailable'), { status: 503 }) },
+      { ok: { task: { ...task, title: 'Buy oat milk' } } },
+    ],
   });
   const runner = createRunner({ invoker, random: () => 0 }); // no jitter: exact delays
   const pending = runner.run(findAndUpdate, { match: 'milk', title: 'Buy oat milk' }, { context });
@@ -25,7 +39,11 @@ it('retries a 503 with backoff, then renames the task', async () => {
   expect(result.status === 'completed' && result.output.title).toBe('Buy oat milk');
   expect(invoker.callsTo('update_task').map((c) => c.attempt)).toEqual([1, 2]);
   expect(invoker.callsTo('update_task')[1]!.at - invoker.callsTo('update_task')[0]!.at).toBe(500);
-  expect(invoker.callsTo('update_task')[0]!.input).toEqual({ user_id: fixtures.alice, task_id: task.task_id, title: 'Buy oat milk' });
+  expect(invoker.callsTo('update_task')[0]!.input).toEqual({
+    user_id: fixtures.alice,
+    task_id: task.task_id,
+    title: 'Buy oat milk',
+  });
 });
 
 it('times out a tool that never answers', async () => {

@@ -7,7 +7,15 @@ import { gzipSync } from 'node:zlib';
 import { build, transform } from 'esbuild';
 
 const root = new URL('../src/inspector/', import.meta.url);
-const js = await build({ entryPoints: [new URL('page/app.ts', root).pathname], bundle: true, minify: true, format: 'iife', target: 'es2020', write: false, legalComments: 'none' });
+const js = await build({
+  entryPoints: [new URL('page/app.ts', root).pathname],
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  target: 'es2020',
+  write: false,
+  legalComments: 'none',
+});
 const css = await transform(readFileSync(new URL('page/app.css', root), 'utf8'), { loader: 'css', minify: true });
 const APP_JS = js.outputFiles[0].text.trim();
 const APP_CSS = css.code.trim();
@@ -25,4 +33,7 @@ if (process.argv.includes('--check')) {
     process.exit(1);
   }
 } else writeFileSync(target, out);
-if (!process.argv.includes('--silent')) console.log(`inspector page: script ${APP_JS.length} B (${gz(APP_JS)} B gzipped), stylesheet ${APP_CSS.length} B (${gz(APP_CSS)} B gzipped)`);
+if (!process.argv.includes('--silent'))
+  console.log(
+    `inspector page: script ${APP_JS.length} B (${gz(APP_JS)} B gzipped), stylesheet ${APP_CSS.length} B (${gz(APP_CSS)} B gzipped)`,
+  );

@@ -41,21 +41,28 @@ for (const [file, imports] of Object.entries(graph)) {
   const from = folderOf(file);
   for (const imported of imports) {
     const to = folderOf(imported);
-    if (from !== to && !edges.has(`${from}→${to}`)) edges.set(`${from}→${to}`, { from, to, via: `${file} → ${imported}` });
+    if (from !== to && !edges.has(`${from}→${to}`))
+      edges.set(`${from}→${to}`, { from, to, via: `${file} → ${imported}` });
   }
 }
 for (const folder of new Set([...edges.values()].flatMap((e) => [e.from, e.to]))) {
-  if (!rank.has(folder)) problems.push(`folder src/${folder}/ is in no layer: add it to LAYERS in scripts/check-cycles.mjs`);
+  if (!rank.has(folder))
+    problems.push(`folder src/${folder}/ is in no layer: add it to LAYERS in scripts/check-cycles.mjs`);
 }
 for (const { from, to, via } of edges.values()) {
   if (!rank.has(from) || !rank.has(to)) continue;
-  if (edges.has(`${to}→${from}`) && from < to) problems.push(`folder cycle: ${from} ↔ ${to} (${via}; ${edges.get(`${to}→${from}`).via})`);
+  if (edges.has(`${to}→${from}`) && from < to)
+    problems.push(`folder cycle: ${from} ↔ ${to} (${via}; ${edges.get(`${to}→${from}`).via})`);
   if (rank.get(to) >= rank.get(from)) problems.push(`layer: ${from} may not import ${to} (${via})`);
 }
 
 const files = Object.keys(graph).length;
 if (problems.length > 0) {
-  console.error(`check:cycles: ${problems.length} problem(s) in ${files} files:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  console.error(
+    `check:cycles: ${problems.length} problem(s) in ${files} files:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+  );
   process.exit(1);
 }
-console.log(`check:cycles: ${files} files in ${new Set(Object.keys(graph).map(folderOf)).size} folders; no file cycle, no folder cycle, every folder import goes down a layer.`);
+console.log(
+  `check:cycles: ${files} files in ${new Set(Object.keys(graph).map(folderOf)).size} folders; no file cycle, no folder cycle, every folder import goes down a layer.`,
+);

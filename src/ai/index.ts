@@ -87,17 +87,24 @@ export interface AiSdkChainTool<I, TContext = unknown> {
  * await generateText({ model, prompt: 'How am I doing?', tools, toolsContext: { task_summary: { userId } } });
  * ```
  */
-export function asAiSdkTool<I, C, O, TContext = unknown>(runner: Runner, chain: Chain<I, C, O, any, any>, options: AiSdkToolOptions<TContext> = {}): AiSdkChainTool<I, TContext> {
+export function asAiSdkTool<I, C, O, TContext = unknown>(
+  runner: Runner,
+  chain: Chain<I, C, O, any, any>,
+  options: AiSdkToolOptions<TContext> = {},
+): AiSdkChainTool<I, TContext> {
   const core = chainToolCore<TContext>(runner, chain, options.context, 'asAiSdkTool');
   const tool: AiSdkChainTool<I, TContext> = {
     description: chain.description,
     inputSchema: chain.input,
     ...(options.contextSchema !== undefined && { contextSchema: options.contextSchema }),
-    execute: (input, o) => core.execute(input, o.toolCallId, toolContext(o), () => approvedIn(o.messages, o.toolCallId), o.abortSignal),
+    execute: (input, o) =>
+      core.execute(input, o.toolCallId, toolContext(o), () => approvedIn(o.messages, o.toolCallId), o.abortSignal),
   };
   // The SDK asks again before executing an approved call (v6 always, v7 when it revalidates the
   // approval): the approval in the messages answers that, without running the chain up to its gate once more.
-  if (core.gated) tool.needsApproval = async (input, o) => approvedIn(o.messages, o.toolCallId) || core.needsApproval(input, o.toolCallId, toolContext(o));
+  if (core.gated)
+    tool.needsApproval = async (input, o) =>
+      approvedIn(o.messages, o.toolCallId) || core.needsApproval(input, o.toolCallId, toolContext(o));
   return tool;
 }
 
@@ -111,7 +118,14 @@ function approvedIn(messages: readonly ModelMessage[], toolCallId: string): bool
   const approvals = new Set<string>();
   for (const m of messages) {
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
-    for (const part of m.content) if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) approvals.add(part.approvalId);
+    for (const part of m.content)
+      if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId) approvals.add(part.approvalId);
   }
-  return messages.some((m) => m.role === 'tool' && m.content.some((part) => part.type === 'tool-approval-response' && part.approved && approvals.has(part.approvalId)));
+  return messages.some(
+    (m) =>
+      m.role === 'tool' &&
+      m.content.some(
+        (part) => part.type === 'tool-approval-response' && part.approved && approvals.has(part.approvalId),
+      ),
+  );
 }

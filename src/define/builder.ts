@@ -3,8 +3,26 @@
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { defineChain, type Chain } from './chain.js';
-import { type ChainSpec, type ComputeStep, type InputMapping, type Precondition, type Step, type StepCommon } from './spec.js';
-import type { ContextInputOf, ContextOf, ElementOf, ItemResult, MappingOf, RefPath, RefValueAt, SelectResult, ValueAt, WhereOf } from './infer.js';
+import {
+  type ChainSpec,
+  type ComputeStep,
+  type InputMapping,
+  type Precondition,
+  type Step,
+  type StepCommon,
+} from './spec.js';
+import type {
+  ContextInputOf,
+  ContextOf,
+  ElementOf,
+  ItemResult,
+  MappingOf,
+  RefPath,
+  RefValueAt,
+  SelectResult,
+  ValueAt,
+  WhereOf,
+} from './infer.js';
 import { ref, type Ref, type Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';
 
@@ -38,7 +56,10 @@ export interface ChainOptions<IS extends Schema, CS extends Schema | undefined =
  * type S = RefSources<typeof input, undefined, { find: { tasks: Task[] } }>; // { input: …; find: { tasks: Task[] } }
  * ```
  */
-export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } & (CS extends Schema ? { context: SchemaOutput<CS> } : unknown) & R;
+export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } & (CS extends Schema
+  ? { context: SchemaOutput<CS> }
+  : unknown) &
+  R;
 
 /**
  * The `ref` handed to builder callbacks: `source` is `'input'`, `'context'` or an earlier step id,
@@ -51,14 +72,20 @@ export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } &
  * chain('c', { input }).tool('find', listTasks, (ref) => ({ user_id: ref('input', 'userId') }));
  * ```
  */
-export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(source: S, path?: PathArg<Src, S, P>) => NoInfer<Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>>;
+export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(
+  source: S,
+  path?: PathArg<Src, S, P>,
+) => NoInfer<Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>>;
 /**
  * The path parameter: the path itself when it exists, else a message naming the wrong segment and
  * the valid ones. After a wrong source (reported at the source) any path is taken: one error, not two.
  */
-type PathArg<Src, S extends keyof Src & string, P extends string> = SourceUnknown<S> extends true ? P : RefPath<Src[S], P, S>;
+type PathArg<Src, S extends keyof Src & string, P extends string> =
+  SourceUnknown<S> extends true ? P : RefPath<Src[S], P, S>;
 /** A source argument that is not one of the keys falls back to their union: true then. */
-type SourceUnknown<S, All = S> = true extends (S extends unknown ? ([All] extends [S] ? false : true) : never) ? true : false;
+type SourceUnknown<S, All = S> = true extends (S extends unknown ? ([All] extends [S] ? false : true) : never)
+  ? true
+  : false;
 
 /**
  * Options of a builder step: the declarative step options, with the scope typed. `compensate`
@@ -113,7 +140,11 @@ export interface SelectSpec<F, E, S> {
 /** The value type of a ref. */
 type RefValue<F> = F extends Ref<infer T, string, string> ? T : unknown;
 /** A new step id, or a readable error: not reserved, not used before. */
-type NewId<Id extends string, R> = Id extends 'input' | 'context' ? `'${Id}' is reserved for ref sources` : Id extends keyof R ? `step id '${Id}' is already used` : Id;
+type NewId<Id extends string, R> = Id extends 'input' | 'context'
+  ? `'${Id}' is reserved for ref sources`
+  : Id extends keyof R
+    ? `step id '${Id}' is already used`
+    : Id;
 /** A step with `when` may be skipped, leaving no result. */
 type Skippable<O, V> = O extends { when: unknown } ? V | undefined : V;
 /** The last result after adding a step: a skipped last step leaves the one before. */
@@ -141,7 +172,15 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
    * ```
    */
-  tool<Id extends string, T extends Tool, const M extends MappingOf<ToolIn<T>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>, Scope<SchemaOutput<IS>, ContextOf<CS>, R & { [K in Id]: ToolOutput<T> }>>>(
+  tool<
+    Id extends string,
+    T extends Tool,
+    const M extends MappingOf<ToolIn<T>>,
+    O extends StepOptions<
+      Scope<SchemaOutput<IS>, ContextOf<CS>, R>,
+      Scope<SchemaOutput<IS>, ContextOf<CS>, R & { [K in Id]: ToolOutput<T> }>
+    >,
+  >(
     id: NewId<Id, R>,
     tool: T,
     input: (ref: TypedRef<RefSources<IS, CS, R>>) => M & NoExtra<M, ToolIn<T>>,
@@ -157,11 +196,21 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
    * ```
    */
-  select<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, E extends 'one' | 'first' | 'all', O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>>(
+  select<
+    Id extends string,
+    F extends Ref<readonly any[] | null | undefined, string, string>,
+    E extends 'one' | 'first' | 'all',
+    O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>,
+  >(
     id: NewId<Id, R>,
     select: (ref: TypedRef<RefSources<IS, CS, R>>) => SelectSpec<F, E, Scope<SchemaOutput<IS>, ContextOf<CS>, R>>,
     options?: O,
-  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, SelectResult<RefValue<F>, E>> }, NextLast<O, SelectResult<RefValue<F>, E>, L>>;
+  ): ChainBuilder<
+    IS,
+    CS,
+    R & { [K in Id]: Skippable<O, SelectResult<RefValue<F>, E>> },
+    NextLast<O, SelectResult<RefValue<F>, E>, L>
+  >;
 
   /**
    * Adds a compute step: a pure local function of the scope. Its result is the (awaited) return,
@@ -187,7 +236,12 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .chain('audit', auditChain, (ref) => ({ count: ref('done', 'length') }))
    * ```
    */
-  chain<Id extends string, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>>(
+  chain<
+    Id extends string,
+    C extends AnyChain,
+    const M extends MappingOf<ChainIn<C>>,
+    O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>>,
+  >(
     id: NewId<Id, R>,
     sub: C,
     input: (ref: TypedRef<RefSources<IS, CS, R>>) => M & NoExtra<M, ChainIn<C>>,
@@ -205,7 +259,14 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .forEach('done', (ref) => ({ over: ref('find', 'tasks'), chain: completeOne, input: (item) => ({ task_id: item('task_id') }), concurrency: 4 }))
    * ```
    */
-  forEach<Id extends string, F extends Ref<readonly any[] | null | undefined, string, string>, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, E extends 'fail' | 'collect' = 'fail', O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+  forEach<
+    Id extends string,
+    F extends Ref<readonly any[] | null | undefined, string, string>,
+    C extends AnyChain,
+    const M extends MappingOf<ChainIn<C>>,
+    E extends 'fail' | 'collect' = 'fail',
+    O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {},
+  >(
     id: NewId<Id, R>,
     spec: (ref: TypedRef<RefSources<IS, CS, R>>) => ForEachSpec<F, C, M, E, TypedRef<RefSources<IS, CS, R>>>,
     options?: O,
@@ -221,11 +282,23 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .branch('notify', (ref) => ({ on: ref('input', 'channel'), cases: { email: emailChain, sms: smsChain } }))
    * ```
    */
-  branch<Id extends string, const Cases extends Record<string, CaseSpec>, D extends CaseSpec = never, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+  branch<
+    Id extends string,
+    const Cases extends Record<string, CaseSpec>,
+    D extends CaseSpec = never,
+    O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {},
+  >(
     id: NewId<Id, R>,
-    spec: (ref: TypedRef<RefSources<IS, CS, R>>) => BranchSpec<Cases, D, Scope<SchemaOutput<IS>, ContextOf<CS>, R>, SchemaOutput<IS>>,
+    spec: (
+      ref: TypedRef<RefSources<IS, CS, R>>,
+    ) => BranchSpec<Cases, D, Scope<SchemaOutput<IS>, ContextOf<CS>, R>, SchemaOutput<IS>>,
     options?: O,
-  ): ChainBuilder<IS, CS, R & { [K in Id]: Skippable<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>> }, NextLast<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>, L>>;
+  ): ChainBuilder<
+    IS,
+    CS,
+    R & { [K in Id]: Skippable<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>> },
+    NextLast<O, CaseOut<Cases[keyof Cases]> | CaseOut<D>, L>
+  >;
 
   /**
    * Adds a loop step: `chain` runs until `until(output, iteration)` holds, at most `max` times
@@ -236,7 +309,12 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .loop('poll', { chain: checkExport, input: (ref) => ({ id: ref('input', 'exportId') }), until: (out) => out.ready, max: 20, delayMs: 2_000 })
    * ```
    */
-  loop<Id extends string, C extends AnyChain, const M extends MappingOf<ChainIn<C>>, O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {}>(
+  loop<
+    Id extends string,
+    C extends AnyChain,
+    const M extends MappingOf<ChainIn<C>>,
+    O extends StepOptions<Scope<SchemaOutput<IS>, ContextOf<CS>, R>> = {},
+  >(
     id: NewId<Id, R>,
     spec: LoopSpec<C, M, TypedRef<RefSources<IS, CS, R>>>,
     options?: O,
@@ -283,7 +361,9 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    * .output((s) => ({ celsius: s.results.w.celsius }))
    * ```
    */
-  output<O>(output: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, R>) => O): Chain<SchemaOutput<IS>, ContextOf<CS>, O, SchemaInput<IS>, ContextInputOf<CS>>;
+  output<O>(
+    output: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, R>) => O,
+  ): Chain<SchemaOutput<IS>, ContextOf<CS>, O, SchemaInput<IS>, ContextInputOf<CS>>;
 
   /**
    * Finishes the chain; its output is the last step's result.
@@ -305,7 +385,6 @@ type ChainOut<C> = C extends Chain<any, any, infer O, any, any> ? O : never;
 /** A forEach step's result: the outputs, or with `'collect'` each item's `{ ok, value } | { ok: false, error }`. */
 type EachResult<C, E> = E extends 'collect' ? ItemResult<ChainOut<C>>[] : ChainOut<C>[];
 
-
 /**
  * The `item` handed to a builder forEach's `input`: `item(path)` is `ref('item', path)`, its path
  * checked against the element type `T` (no path: the element itself).
@@ -315,7 +394,9 @@ type EachResult<C, E> = E extends 'collect' ? ItemResult<ChainOut<C>>[] : ChainO
  * input: (item) => ({ task_id: item('task_id') })
  * ```
  */
-export type ItemRef<T> = <P extends string = ''>(path?: RefPath<T, P, 'item'>) => Ref<RefValueAt<T, P, 'item'>, 'item', P>;
+export type ItemRef<T> = <P extends string = ''>(
+  path?: RefPath<T, P, 'item'>,
+) => Ref<RefValueAt<T, P, 'item'>, 'item', P>;
 
 /**
  * What a builder forEach's callback returns.
@@ -345,9 +426,15 @@ export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
 /** `item(path)` as the callback receives it; {@link ItemChecked} checks the paths against the element type. */
 type LooseItemRef = <P extends string = ''>(path?: P) => Ref<any, 'item', P>;
 /** The item refs of a forEach input mapping checked against the element `El` and the fields of `In`: a message type where one is wrong. */
-type ItemChecked<M, El, In> = { [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string> ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown> : unknown };
+type ItemChecked<M, El, In> = {
+  [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string>
+    ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown>
+    : unknown;
+};
 type ItemFieldCheck<El, P extends string, K, Target> = [RefPath<El, P, 'item'>] extends [P]
-  ? [ValueAt<El, P>] extends [Target] ? unknown : `item(${P extends '' ? '' : `'${P}'`}) does not fit field '${K & string}' of the chain's input`
+  ? [ValueAt<El, P>] extends [Target]
+    ? unknown
+    : `item(${P extends '' ? '' : `'${P}'`}) does not fit field '${K & string}' of the chain's input`
   : RefPath<El, P, 'item'>;
 
 /** A branch case: a chain (given the chain's input) or `{ chain, input }` with the input mapped. */
@@ -355,7 +442,11 @@ type CaseSpec = AnyChain | { chain: AnyChain; input: Record<string, unknown> };
 /** A case's output type. */
 type CaseOut<K> = K extends { chain: infer C } ? ChainOut<C> : ChainOut<K>;
 /** A case checked: a bare chain must accept the chain's input `I`; a mapping must fit the case chain's input. */
-type CheckedCase<K, I> = K extends { chain: infer C; input: infer M } ? { chain: C; input: M & MappingOf<ChainIn<C>> & NoExtra<M, ChainIn<C>> } : [I] extends [ChainIn<K>] ? K : 'a bare case chain is given the chain input, which its input schema does not accept: use { chain, input }';
+type CheckedCase<K, I> = K extends { chain: infer C; input: infer M }
+  ? { chain: C; input: M & MappingOf<ChainIn<C>> & NoExtra<M, ChainIn<C>> }
+  : [I] extends [ChainIn<K>]
+    ? K
+    : 'a bare case chain is given the chain input, which its input schema does not accept: use { chain, input }';
 
 /**
  * What a builder branch's callback returns.
@@ -399,22 +490,44 @@ type ToolIn<T> = T extends Tool<any, any, any, infer In> ? In : never;
  * Fields of a mapping that the target does not have, as `never` (nested objects too): excess
  * property checks do not reach a callback's returned object literal, so this does their job.
  */
-type NoExtra<M, In> = { [K in keyof M]: K extends keyof NonNullable<In> ? (M[K] extends Ref<any, string, string> | readonly unknown[] | Leaf ? unknown : NoExtra<M[K], NonNullable<In>[K]>) : never };
+type NoExtra<M, In> = {
+  [K in keyof M]: K extends keyof NonNullable<In>
+    ? M[K] extends Ref<any, string, string> | readonly unknown[] | Leaf
+      ? unknown
+      : NoExtra<M[K], NonNullable<In>[K]>
+    : never;
+};
 type Leaf = string | number | boolean | bigint | symbol | null | undefined | Date | ((...args: never[]) => unknown);
 
 /** A compute step's result: its `output` schema's type, else the awaited return. */
 type Computed<O, V> = O extends { output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>;
 
-const STEP_KEYS = ['id', 'tool', 'input', 'select', 'compute', 'chain', 'forEach', 'branch', 'loop', 'sleep', 'waitFor'] as const;
+const STEP_KEYS = [
+  'id',
+  'tool',
+  'input',
+  'select',
+  'compute',
+  'chain',
+  'forEach',
+  'branch',
+  'loop',
+  'sleep',
+  'waitFor',
+] as const;
 /** `item(path)` in a builder forEach's input: `ref('item', path)`. */
 const itemRef = (path = ''): Ref => ref('item', path);
 
 /** Step options as given; a JavaScript caller's stray step key would silently replace the step's own. */
 function optionsOf(options: unknown, id: unknown): Record<string, unknown> {
   if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null) throw new TypeError(`Expected the options of step ${JSON.stringify(id)} to be an object.`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`Expected the options of step ${JSON.stringify(id)} to be an object.`);
   const clash = STEP_KEYS.find((k) => Object.hasOwn(options, k));
-  if (clash) throw new TypeError(`Step ${JSON.stringify(id)}: \`${clash}\` is not a step option; it is the builder method's own argument.`);
+  if (clash)
+    throw new TypeError(
+      `Step ${JSON.stringify(id)}: \`${clash}\` is not a step option; it is the builder method's own argument.`,
+    );
   return options as Record<string, unknown>;
 }
 
@@ -432,7 +545,8 @@ class Builder {
 
   tool(id: string, tool: Tool, input: unknown, options?: unknown): Builder {
     // Key order as a declarative step is usually written ({ id, tool, input, ...options }): same fingerprint.
-    const mapping = typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : (input as InputMapping);
+    const mapping =
+      typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : (input as InputMapping);
     return this.add({ id, tool, input: mapping, ...optionsOf(options, id) } as Step);
   }
 
@@ -451,9 +565,13 @@ class Builder {
   }
 
   forEach(id: string, spec: unknown, options?: unknown): Builder {
-    const made = (typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec) as Record<string, unknown> | undefined;
+    const made = (typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec) as
+      Record<string, unknown> | undefined;
     // The item mapping is made here, once: `item(path)` is ref('item', path), as in the declarative form.
-    const forEach = made && typeof made.input === 'function' ? { ...made, input: (made.input as (item: typeof itemRef) => unknown)(itemRef) } : made;
+    const forEach =
+      made && typeof made.input === 'function'
+        ? { ...made, input: (made.input as (item: typeof itemRef) => unknown)(itemRef) }
+        : made;
     return this.add({ id, forEach, ...optionsOf(options, id) } as Step);
   }
 
@@ -464,7 +582,10 @@ class Builder {
 
   loop(id: string, spec: unknown, options?: unknown): Builder {
     const made = spec as Record<string, unknown> | undefined;
-    const loop = made && typeof made.input === 'function' ? { ...made, input: (made.input as (r: typeof ref) => unknown)(ref) } : made;
+    const loop =
+      made && typeof made.input === 'function'
+        ? { ...made, input: (made.input as (r: typeof ref) => unknown)(ref) }
+        : made;
     return this.add({ id, loop, ...optionsOf(options, id) } as Step);
   }
 
@@ -478,11 +599,19 @@ class Builder {
   }
 
   output(output: (scope: Scope) => unknown): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<Schema, Schema | undefined, unknown>);
+    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<
+      Schema,
+      Schema | undefined,
+      unknown
+    >);
   }
 
   build(): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<Schema, Schema | undefined, unknown>);
+    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<
+      Schema,
+      Schema | undefined,
+      unknown
+    >);
   }
 }
 
@@ -507,7 +636,11 @@ class Builder {
  *   .output((s) => ({ deleted: s.results.delete.deleted, title: s.results.target.title }));
  * ```
  */
-export function chain<IS extends Schema, CS extends Schema | undefined = undefined>(name: string, options: ChainOptions<IS, CS>): ChainBuilder<IS, CS, {}, undefined> {
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected chain options { input, context?, … } after the name.');
+export function chain<IS extends Schema, CS extends Schema | undefined = undefined>(
+  name: string,
+  options: ChainOptions<IS, CS>,
+): ChainBuilder<IS, CS, {}, undefined> {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('Expected chain options { input, context?, … } after the name.');
   return new Builder(name, options, []) as unknown as ChainBuilder<IS, CS, {}, undefined>;
 }

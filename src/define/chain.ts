@@ -88,11 +88,26 @@ export function defineChain<
   O = never,
   // `const`: step ids stay literal, so `output` sees `s.results.<id>`. Not intersected with any
   // check type: that would widen the ids again.
-  const Steps extends readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[] = readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[],
+  const Steps extends readonly Step<Scope<SchemaOutput<IS>, ContextOf<CS>>>[] = readonly Step<
+    Scope<SchemaOutput<IS>, ContextOf<CS>>
+  >[],
 >(
   // The refs' paths and `where` fields are checked against the inferred steps (define/ref-check.ts).
-  spec: ChainSpec<IS, CS, O, Steps> & { readonly steps: CheckedSteps<Steps, SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> },
-): Chain<SchemaOutput<IS>, ContextOf<CS>, [O] extends [never] ? LastResult<Steps, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> : O, SchemaInput<IS>, ContextInputOf<CS>> {
+  spec: ChainSpec<IS, CS, O, Steps> & {
+    readonly steps: CheckedSteps<
+      Steps,
+      SchemaOutput<IS>,
+      ContextOf<CS>,
+      StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>
+    >;
+  },
+): Chain<
+  SchemaOutput<IS>,
+  ContextOf<CS>,
+  [O] extends [never] ? LastResult<Steps, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>> : O,
+  SchemaInput<IS>,
+  ContextInputOf<CS>
+> {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();
   const subject = `chain '${typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name)}'`;
@@ -134,5 +149,10 @@ export function defineChain<
  * ```
  */
 export function isChain(value: unknown): value is Chain {
-  return typeof value === 'object' && value !== null && (value as Chain).kind === 'chain' && Array.isArray((value as Chain).plan);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Chain).kind === 'chain' &&
+    Array.isArray((value as Chain).plan)
+  );
 }

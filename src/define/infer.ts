@@ -23,7 +23,14 @@ type Down = [never, 0, 1, 2, 3, 4, 5];
  * ```
  */
 export type PathOf<T> = Paths<T, 6>;
-type Paths<T, D extends number> = IsAny<T> extends true ? string : unknown extends T ? string : [D] extends [never] ? never : PathsIn<NonNullable<T>, D>;
+type Paths<T, D extends number> =
+  IsAny<T> extends true
+    ? string
+    : unknown extends T
+      ? string
+      : [D] extends [never]
+        ? never
+        : PathsIn<NonNullable<T>, D>;
 type PathsIn<T, D extends number> = T extends Leaf
   ? never
   : T extends readonly unknown[]
@@ -39,16 +46,30 @@ type PathsIn<T, D extends number> = T extends Leaf
  * type V = ValueAt<{ tasks: { id: string }[] }, 'tasks.0.id'>; // string
  * ```
  */
-export type ValueAt<T, P extends string> = string extends P ? unknown : P extends '' ? T : Walk<T, Segments<Brackets<P>>>;
+export type ValueAt<T, P extends string> = string extends P
+  ? unknown
+  : P extends ''
+    ? T
+    : Walk<T, Segments<Brackets<P>>>;
 type Brackets<P extends string> = P extends `${infer A}[${infer N}]${infer B}` ? Brackets<`${A}.${N}${B}`> : P;
 type Segments<P extends string> = P extends `${infer H}.${infer R}` ? [H, ...Segments<R>] : [P];
-type Walk<T, S extends readonly string[]> = S extends readonly [infer H extends string, ...infer R extends string[]] ? Walk<Get<T, H>, R> : T;
+type Walk<T, S extends readonly string[]> = S extends readonly [infer H extends string, ...infer R extends string[]]
+  ? Walk<Get<T, H>, R>
+  : T;
 type Get<T, K extends string> = IsAny<T> extends true ? any : unknown extends T ? unknown : GetIn<T, K>;
 type GetIn<T, K extends string> = T extends null | undefined
   ? undefined
   : T extends readonly unknown[]
-    ? K extends `${number}` ? (K extends keyof T ? T[K] : T[number]) : K extends 'length' ? number : undefined
-    : K extends keyof T ? T[K] : undefined;
+    ? K extends `${number}`
+      ? K extends keyof T
+        ? T[K]
+        : T[number]
+      : K extends 'length'
+        ? number
+        : undefined
+    : K extends keyof T
+      ? T[K]
+      : undefined;
 
 /**
  * Checks a ref's `path` into a value of type `T` read from `Source` (`'input'`, `'context'`, a step
@@ -63,7 +84,13 @@ type GetIn<T, K extends string> = T extends null | undefined
  * type No = RefPath<{ tasks: { title: string }[] }, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
  * ```
  */
-export type RefPath<T, P extends string, Source extends string> = string extends P ? P : P extends '' ? P : Check<T, Segments<Brackets<P>>, '', Source> extends infer E extends string ? E : P;
+export type RefPath<T, P extends string, Source extends string> = string extends P
+  ? P
+  : P extends ''
+    ? P
+    : Check<T, Segments<Brackets<P>>, '', Source> extends infer E extends string
+      ? E
+      : P;
 /**
  * The value at a path already checked by {@link RefPath}: `any` when it does not exist (the path argument carries the error).
  *
@@ -72,20 +99,32 @@ export type RefPath<T, P extends string, Source extends string> = string extends
  * type V = RefValueAt<{ tasks: { title: string }[] }, 'tasks.0.title', 'input'>; // string
  * ```
  */
-export type RefValueAt<T, P extends string, Source extends string> = [RefPath<T, P, Source>] extends [P] ? ValueAt<T, P> : any;
+export type RefValueAt<T, P extends string, Source extends string> = [RefPath<T, P, Source>] extends [P]
+  ? ValueAt<T, P>
+  : any;
 /** `true` when every segment exists, else the message (a string). Tail-recursive over the segments written. */
-type Check<T, S extends readonly string[], At extends string, Source extends string> = S extends readonly [infer H extends string, ...infer R extends string[]]
-  ? IsAny<T> extends true ? true
-    : unknown extends T ? true
-      // A segment only known as a string (a template literal path) cannot be checked.
-      : string extends H ? true
-        : H extends KeysOf<NonNullable<T>> ? Check<Get<T, H>, R, At extends '' ? H : `${At}.${H}`, Source>
+type Check<T, S extends readonly string[], At extends string, Source extends string> = S extends readonly [
+  infer H extends string,
+  ...infer R extends string[],
+]
+  ? IsAny<T> extends true
+    ? true
+    : unknown extends T
+      ? true
+      : // A segment only known as a string (a template literal path) cannot be checked.
+        string extends H
+        ? true
+        : H extends KeysOf<NonNullable<T>>
+          ? Check<Get<T, H>, R, At extends '' ? H : `${At}.${H}`, Source>
           : Miss<NonNullable<T>, H, At, Source>
   : true;
 /** The segments valid after a value of type `N` (any member of a union): fields, or indices and `length` of arrays. */
 type KeysOf<N> = N extends readonly unknown[] ? `${number}` | 'length' : N extends Leaf ? never : keyof N & string;
 /** Where a path stopped, for messages: `step contact`, `the input`, `tasks.0 in the input`. */
-type Where<At extends string, Source extends string> = `${At extends '' ? '' : `${At} in `}${Source extends 'input' | 'context' | 'item' ? `the ${Source}` : `step ${Source}`}`;
+type Where<
+  At extends string,
+  Source extends string,
+> = `${At extends '' ? '' : `${At} in `}${Source extends 'input' | 'context' | 'item' ? `the ${Source}` : `step ${Source}`}`;
 type Miss<N, H extends string, At extends string, Source extends string> = [N] extends [never]
   ? `'${H}' cannot be read: ${Where<At, Source>} is null or undefined`
   : [N] extends [readonly unknown[]]
@@ -94,12 +133,19 @@ type Miss<N, H extends string, At extends string, Source extends string> = [N] e
       ? `'${H}' is not a field: ${Where<At, Source>} is ${N extends string ? 'a string' : N extends number ? 'a number' : N extends boolean ? 'a boolean' : 'a value without fields'}`
       : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
 /** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
-type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void ? (F extends () => infer L ? L : never) : never;
+type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void
+  ? F extends () => infer L
+    ? L
+    : never
+  : never;
 /** `a, b, c` from a union of names; only built for a message, at most 24 names. */
 type Join<U, Acc extends string = '', N extends unknown[] = []> = [U] extends [never]
   ? Acc
-  : N['length'] extends 24 ? `…, ${Acc}`
-    : LastOf<U> extends infer L extends string ? Join<Exclude<U, L>, Acc extends '' ? L : `${L}, ${Acc}`, [...N, 0]> : Acc;
+  : N['length'] extends 24
+    ? `…, ${Acc}`
+    : LastOf<U> extends infer L extends string
+      ? Join<Exclude<U, L>, Acc extends '' ? L : `${L}, ${Acc}`, [...N, 0]>
+      : Acc;
 
 /**
  * The item type of an array type (through `null`/`undefined`): what a select step picks.
@@ -125,7 +171,13 @@ export type MappingOf<In> = { [K in keyof In]: FieldValue<In[K]> };
 type FieldValue<V> =
   | V
   | Ref<V, string, string>
-  | (IsAny<V> extends true ? never : NonNullable<V> extends Leaf ? never : NonNullable<V> extends readonly (infer E)[] ? readonly FieldValue<E>[] : MappingOf<NonNullable<V>>);
+  | (IsAny<V> extends true
+      ? never
+      : NonNullable<V> extends Leaf
+        ? never
+        : NonNullable<V> extends readonly (infer E)[]
+          ? readonly FieldValue<E>[]
+          : MappingOf<NonNullable<V>>);
 
 /**
  * The field matchers of a select step over items of type `X`: `equals` a value of the field's type,
@@ -138,7 +190,13 @@ type FieldValue<V> =
  */
 export type WhereOf<X> = unknown extends X
   ? Record<string, { equals?: unknown; contains?: unknown; in?: unknown }>
-  : { [K in keyof X]?: { equals?: X[K] | Ref<X[K], string, string>; contains?: string | Ref<string, string, string>; in?: readonly X[K][] | Ref<readonly X[K][], string, string> } };
+  : {
+      [K in keyof X]?: {
+        equals?: X[K] | Ref<X[K], string, string>;
+        contains?: string | Ref<string, string, string>;
+        in?: readonly X[K][] | Ref<readonly X[K][], string, string>;
+      };
+    };
 
 /**
  * The context type of a chain whose context schema is `CS` (no schema: whatever the caller passes).
@@ -171,9 +229,12 @@ export type ContextInputOf<CS> = CS extends Schema ? SchemaInput<CS> : Record<st
 export type SelectResult<V, E> = E extends 'all' ? ElementOf<V>[] : ElementOf<V>;
 
 /** The value a ref reads, given the chain input `I`, context `C` and the results `R` so far. */
-type RefValue<F, I, C, R> = F extends Ref<infer T, infer S, infer P>
-  ? IsAny<T> extends true ? ValueAt<S extends 'input' ? I : S extends 'context' ? C : S extends keyof R ? R[S] : unknown, P> : T
-  : unknown;
+type RefValue<F, I, C, R> =
+  F extends Ref<infer T, infer S, infer P>
+    ? IsAny<T> extends true
+      ? ValueAt<S extends 'input' ? I : S extends 'context' ? C : S extends keyof R ? R[S] : unknown, P>
+      : T
+    : unknown;
 
 /** A declarative step's id, as written. */
 type StepIdOf<H> = H extends { readonly id: infer Id extends string } ? Id : never;
@@ -181,20 +242,27 @@ type StepIdOf<H> = H extends { readonly id: infer Id extends string } ? Id : nev
 /** What a declarative step yields: a skippable step (`when`) may yield nothing. */
 type StepResultOf<H, I, C, R> = (H extends { readonly when: unknown } ? undefined : never) | StepValueOf<H, I, C, R>;
 type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
-  ? T extends Tool<any, infer O, any, any> ? O : unknown
+  ? T extends Tool<any, infer O, any, any>
+    ? O
+    : unknown
   : H extends { readonly select: { readonly from: infer F; readonly expect: infer E } }
     ? SelectResult<RefValue<F, I, C, R>, E>
     : H extends { readonly compute: (...args: never[]) => infer V }
-      ? H extends { readonly output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>
+      ? H extends { readonly output: infer S extends Schema }
+        ? SchemaOutput<S>
+        : Awaited<V>
       : FlowValueOf<H>;
 
 /** What the steps that run chains yield (§12): a sub-chain's output, an array per forEach, a union per branch, a loop's last output. */
 type FlowValueOf<H> = H extends { readonly chain: infer C }
   ? ChainOutputOf<C>
   : H extends { readonly forEach: { readonly chain: infer C } }
-    ? H extends { readonly forEach: { readonly onItemError: 'collect' } } ? ItemResult<ChainOutputOf<C>>[] : ChainOutputOf<C>[]
+    ? H extends { readonly forEach: { readonly onItemError: 'collect' } }
+      ? ItemResult<ChainOutputOf<C>>[]
+      : ChainOutputOf<C>[]
     : H extends { readonly branch: { readonly cases: infer Cases } }
-      ? CaseOutputOf<Cases[keyof Cases]> | (H extends { readonly branch: { readonly default: infer D } } ? CaseOutputOf<D> : never)
+      ? | CaseOutputOf<Cases[keyof Cases]>
+        | (H extends { readonly branch: { readonly default: infer D } } ? CaseOutputOf<D> : never)
       : H extends { readonly loop: { readonly chain: infer C } }
         ? ChainOutputOf<C>
         : H extends { readonly sleep: unknown }
@@ -215,7 +283,9 @@ export type ChainOutputOf<C> = C extends {
   readonly kind: 'chain';
   /** The chain's output builder, whose return type is the chain's output type. */
   readonly output?: (scope: never) => infer O;
-} ? O : never;
+}
+  ? O
+  : never;
 /** A branch case's output: a bare chain's or a `{ chain, input }` case's chain's. */
 type CaseOutputOf<K> = K extends { readonly chain: infer C } ? ChainOutputOf<C> : ChainOutputOf<K>;
 
@@ -245,9 +315,14 @@ type Next<H, I, C, R> = R & { [K in StepIdOf<H>]: StepResultOf<H, I, C, R> };
  * type R = StepResults<[{ id: 'w'; tool: typeof getWeather; input: {} }], {}, {}>; // { w: { celsius: number } }
  * ```
  */
-export type StepResults<Steps extends readonly unknown[], I, C> = Untyped<Steps> extends true ? Record<string, any> : Flat<Fold<Steps, I, C, {}>>;
+export type StepResults<Steps extends readonly unknown[], I, C> =
+  Untyped<Steps> extends true ? Record<string, any> : Flat<Fold<Steps, I, C, {}>>;
 /** Steps not written as a tuple, or with an id typed only as `string`, cannot be looked up by id. */
-type Untyped<Steps extends readonly unknown[]> = number extends Steps['length'] ? true : string extends StepIdOf<Steps[number]> ? true : false;
+type Untyped<Steps extends readonly unknown[]> = number extends Steps['length']
+  ? true
+  : string extends StepIdOf<Steps[number]>
+    ? true
+    : false;
 /** One object type instead of an intersection, for readable hovers and messages. */
 type Flat<T> = T extends unknown ? { [K in keyof T]: T[K] } : never;
 
@@ -263,6 +338,8 @@ type Flat<T> = T extends unknown ? { [K in keyof T]: T[K] } : never;
 export type LastResult<Steps extends readonly unknown[], R> = Untyped<Steps> extends true ? unknown : Last<Steps, R>;
 type Last<Steps, R> = Steps extends readonly [...infer Init, infer L]
   ? L extends { readonly id: infer Id extends keyof R }
-    ? L extends { readonly when: unknown } ? Exclude<R[Id], undefined> | Last<Init, R> : R[Id]
+    ? L extends { readonly when: unknown }
+      ? Exclude<R[Id], undefined> | Last<Init, R>
+      : R[Id]
     : unknown
   : undefined;

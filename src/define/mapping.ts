@@ -21,12 +21,19 @@ export function literalProblem(value: unknown, at: string): { path: string; mess
   return walk(value, at, 0, new Set());
 }
 
-function walk(value: unknown, at: string, depth: number, ancestors: Set<object>): { path: string; message: string } | undefined {
+function walk(
+  value: unknown,
+  at: string,
+  depth: number,
+  ancestors: Set<object>,
+): { path: string; message: string } | undefined {
   const array = Array.isArray(value);
   if (!array && !isPlainObject(value)) return undefined;
   const node = value as object;
-  if (ancestors.has(node)) return { path: at, message: 'this literal contains itself (a cycle); literals must be plain trees.' };
-  if (depth >= MAX_LITERAL_DEPTH) return { path: at, message: `this literal is nested deeper than ${MAX_LITERAL_DEPTH} levels.` };
+  if (ancestors.has(node))
+    return { path: at, message: 'this literal contains itself (a cycle); literals must be plain trees.' };
+  if (depth >= MAX_LITERAL_DEPTH)
+    return { path: at, message: `this literal is nested deeper than ${MAX_LITERAL_DEPTH} levels.` };
   ancestors.add(node);
   if (array) {
     const list = node as unknown[];
@@ -37,7 +44,11 @@ function walk(value: unknown, at: string, depth: number, ancestors: Set<object>)
   } else {
     const record = node as Record<string, unknown>;
     for (const key of Object.keys(record)) {
-      if (key === FORBIDDEN_KEY) return { path: `${at}.${key}`, message: `'${FORBIDDEN_KEY}' cannot be a key: it would set the prototype of the built object.` };
+      if (key === FORBIDDEN_KEY)
+        return {
+          path: `${at}.${key}`,
+          message: `'${FORBIDDEN_KEY}' cannot be a key: it would set the prototype of the built object.`,
+        };
       const found = walk(record[key], `${at}.${key}`, depth + 1, ancestors);
       if (found) return found;
     }
@@ -60,7 +71,10 @@ export function show(value: unknown): string {
  * Compiles a checked literal (see {@link literalProblem}) into a resolver, collecting its refs;
  * literal subtrees are built once and shared.
  */
-export function compileMapping(value: unknown, refs: Ref[]): { constant: true; value: unknown } | { constant: false; fn: Resolver } {
+export function compileMapping(
+  value: unknown,
+  refs: Ref[],
+): { constant: true; value: unknown } | { constant: false; fn: Resolver } {
   if (isRef(value)) {
     refs.push(value);
     return { constant: false, fn: (s) => value.resolve(s) };

@@ -24,7 +24,10 @@ const leaf = <T>(accepts: (v: unknown) => boolean, message: string): z.ZodType<T
  * ```
  */
 export function timerMs(field: string, allowZero = false): z.ZodType<number> {
-  return leaf((v) => typeof v === 'number' && (allowZero ? v >= 0 : v > 0) && v <= MAX_TIMER_MS, `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`);
+  return leaf(
+    (v) => typeof v === 'number' && (allowZero ? v >= 0 : v > 0) && v <= MAX_TIMER_MS,
+    `Expected \`${field}\` to be a ${allowZero ? 'non-negative' : 'positive'} number of ms below 2^31.`,
+  );
 }
 
 /**
@@ -36,7 +39,10 @@ export function timerMs(field: string, allowZero = false): z.ZodType<number> {
  * ```
  */
 export function integer(field: string, min: 0 | 1): z.ZodType<number> {
-  return leaf((v) => Number.isSafeInteger(v) && (v as number) >= min, `Expected \`${field}\` to be a ${min === 1 ? 'positive' : 'non-negative'} integer.`);
+  return leaf(
+    (v) => Number.isSafeInteger(v) && (v as number) >= min,
+    `Expected \`${field}\` to be a ${min === 1 ? 'positive' : 'non-negative'} integer.`,
+  );
 }
 
 /**
@@ -48,7 +54,10 @@ export function integer(field: string, min: 0 | 1): z.ZodType<number> {
  * ```
  */
 export function finiteMs(field: string): z.ZodType<number> {
-  return leaf((v) => typeof v === 'number' && Number.isFinite(v) && v > 0, `Expected \`${field}\` to be a positive, finite number of ms.`);
+  return leaf(
+    (v) => typeof v === 'number' && Number.isFinite(v) && v > 0,
+    `Expected \`${field}\` to be a positive, finite number of ms.`,
+  );
 }
 
 /**
@@ -60,7 +69,10 @@ export function finiteMs(field: string): z.ZodType<number> {
  * ```
  */
 export function integerMs(field: string): z.ZodType<number> {
-  return leaf((v) => Number.isSafeInteger(v) && (v as number) > 0, `Expected \`${field}\` to be a positive integer number of ms.`);
+  return leaf(
+    (v) => Number.isSafeInteger(v) && (v as number) > 0,
+    `Expected \`${field}\` to be a positive integer number of ms.`,
+  );
 }
 
 /**
@@ -98,15 +110,20 @@ export function fn<T = (...args: never[]) => unknown>(field: string, shape = 'a 
  */
 export const retryRule = z.preprocess(
   (v) => (v === false ? undefined : v),
-  z.object(
-    {
-      retries: integer('retries', 0).optional(),
-      minDelayMs: timerMs('minDelayMs', true).optional(),
-      maxDelayMs: timerMs('maxDelayMs', true).optional(),
-      factor: leaf<number>((v) => typeof v === 'number' && Number.isFinite(v) && v >= 1, 'Expected `factor` to be a finite number ≥ 1.').optional(),
-    },
-    { error: 'Expected `retry` to be an object or false.' },
-  ).optional(),
+  z
+    .object(
+      {
+        retries: integer('retries', 0).optional(),
+        minDelayMs: timerMs('minDelayMs', true).optional(),
+        maxDelayMs: timerMs('maxDelayMs', true).optional(),
+        factor: leaf<number>(
+          (v) => typeof v === 'number' && Number.isFinite(v) && v >= 1,
+          'Expected `factor` to be a finite number ≥ 1.',
+        ).optional(),
+      },
+      { error: 'Expected `retry` to be an object or false.' },
+    )
+    .optional(),
 );
 
 /** `prefix.path` as chainkit writes paths: `a.b`, `a[0]`, `[0]`. */

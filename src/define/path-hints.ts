@@ -28,7 +28,8 @@ export function missingPathHint(root: Schema, segments: readonly PathSegment[]):
         : `: it is an array, so the path starts with an index; did you mean '${fixed}'?`;
     }
     const shape = objectShape(schema);
-    if (shape) return ` (fields${before.length ? ` of ${dotted(before)}` : ''}: ${Object.keys(shape).join(', ') || 'none'})`;
+    if (shape)
+      return ` (fields${before.length ? ` of ${dotted(before)}` : ''}: ${Object.keys(shape).join(', ') || 'none'})`;
     const kind = schemaKind(schema);
     return before.length && kind !== 'unknown' ? `: '${dotted(before)}' is a ${kind}` : '';
   }
@@ -40,7 +41,10 @@ export function missingPathHint(root: Schema, segments: readonly PathSegment[]):
  * objects in the source (3 levels deep at most), or the only one whose items have every `where`
  * field. Its items let the `where` fields still be checked.
  */
-export function likelyArray(root: Schema, whereFields: readonly string[]): { path: string; element: Schema } | undefined {
+export function likelyArray(
+  root: Schema,
+  whereFields: readonly string[],
+): { path: string; element: Schema } | undefined {
   const found: { path: string; element: Schema; fields: Record<string, Schema> }[] = [];
   const walk = (schema: Schema, at: PathSegment[], depth: number): void => {
     const element = arrayElement(schema);

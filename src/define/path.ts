@@ -129,14 +129,26 @@ export function arrayElement(schema: Schema): Schema | undefined {
 export function schemaKind(schema: Schema, side: 'in' | 'out' = 'out'): SchemaKind {
   const def = defOf(unwrap(schema, side));
   switch (def.type) {
-    case 'string': case 'number': case 'boolean': case 'object': case 'array': case 'null':
+    case 'string':
+    case 'number':
+    case 'boolean':
+    case 'object':
+    case 'array':
+    case 'null':
       return def.type;
-    case 'int': case 'bigint': return 'number';
-    case 'enum': return kindOfValues(Object.values(def.entries as object));
-    case 'literal': return kindOfValues(def.values as unknown[]);
-    case 'record': return 'object';
-    case 'tuple': return 'array';
-    default: return 'unknown';
+    case 'int':
+    case 'bigint':
+      return 'number';
+    case 'enum':
+      return kindOfValues(Object.values(def.entries as object));
+    case 'literal':
+      return kindOfValues(def.values as unknown[]);
+    case 'record':
+      return 'object';
+    case 'tuple':
+      return 'array';
+    default:
+      return 'unknown';
   }
 }
 
@@ -160,9 +172,15 @@ export function schemaAtPath(schema: Schema, path: readonly PathSegment[]): Sche
     if (def.type === 'object') {
       const shape = def.shape as Record<string, Schema>;
       const next = ownEntry(shape, String(segment));
-      if (next) { s = next; continue; }
+      if (next) {
+        s = next;
+        continue;
+      }
       const catchall = def.catchall as Schema | undefined;
-      if (catchall && defOf(catchall).type !== 'never') { s = catchall; continue; }
+      if (catchall && defOf(catchall).type !== 'never') {
+        s = catchall;
+        continue;
+      }
       return undefined;
     }
     if (def.type === 'array') {
@@ -171,7 +189,10 @@ export function schemaAtPath(schema: Schema, path: readonly PathSegment[]): Sche
       if (s === null) return null;
       continue;
     }
-    if (def.type === 'record') { s = def.valueType as Schema; continue; }
+    if (def.type === 'record') {
+      s = def.valueType as Schema;
+      continue;
+    }
     if (def.type === 'tuple') {
       const items = def.items as Schema[];
       const next = typeof segment === 'number' && segment < items.length ? items[segment] : undefined;
@@ -179,7 +200,8 @@ export function schemaAtPath(schema: Schema, path: readonly PathSegment[]): Sche
       s = next;
       continue;
     }
-    if (['string', 'number', 'boolean', 'null', 'int', 'enum', 'literal', 'date', 'bigint'].includes(def.type)) return undefined;
+    if (['string', 'number', 'boolean', 'null', 'int', 'enum', 'literal', 'date', 'bigint'].includes(def.type))
+      return undefined;
     return null;
   }
   return s;

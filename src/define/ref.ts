@@ -55,7 +55,16 @@ export class Ref<T = any, S extends string = string, P extends string = string> 
     const source = this.source;
     // Own results only: a step `toString` that was skipped has no result, not Object's method.
     // `item`: the element of a forEach input's scope (which has one); elsewhere a step id like any other.
-    const root = source === 'input' ? scope.input : source === 'context' ? scope.context : source === 'item' && 'item' in scope ? (scope as Scope & { item: unknown }).item : Object.hasOwn(scope.results, source) ? scope.results[source] : undefined;
+    const root =
+      source === 'input'
+        ? scope.input
+        : source === 'context'
+          ? scope.context
+          : source === 'item' && 'item' in scope
+            ? (scope as Scope & { item: unknown }).item
+            : Object.hasOwn(scope.results, source)
+              ? scope.results[source]
+              : undefined;
     const value = this.segments.length === 0 ? root : getAtPath(root, this.segments);
     return this.transformFn ? this.transformFn(value) : (value as T);
   }

@@ -16,11 +16,15 @@ export declare namespace StandardSchemaV1 {
     readonly version: 1;
     readonly vendor: string;
     /** Validates a value: its output, or the issues found (sync or async). */
-    readonly validate: (value: unknown, options?: { readonly libraryOptions?: Record<string, unknown> | undefined } | undefined) => Result<Output> | Promise<Result<Output>>;
+    readonly validate: (
+      value: unknown,
+      options?: { readonly libraryOptions?: Record<string, unknown> | undefined } | undefined,
+    ) => Result<Output> | Promise<Result<Output>>;
     readonly types?: { readonly input: Input; readonly output: Output } | undefined;
   }
   /** What `validate` returns. */
-  export type Result<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<Issue> };
+  export type Result<Output> =
+    { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<Issue> };
   /** One validation problem. */
   export interface Issue {
     readonly message: string;
@@ -48,7 +52,11 @@ export type Schema<O = unknown, I = O> = StandardSchemaV1<I, O>;
  */
 export type SchemaOutput<S> = S extends { readonly _zod: { readonly output: infer O } }
   ? O
-  : S extends { readonly '~standard': { readonly types?: infer T } } ? NonNullable<T> extends { readonly output: infer O } ? O : unknown : unknown;
+  : S extends { readonly '~standard': { readonly types?: infer T } }
+    ? NonNullable<T> extends { readonly output: infer O }
+      ? O
+      : unknown
+    : unknown;
 
 /**
  * What a schema accepts: zod's `z.input`, or a Standard Schema's input type.
@@ -60,7 +68,11 @@ export type SchemaOutput<S> = S extends { readonly _zod: { readonly output: infe
  */
 export type SchemaInput<S> = S extends { readonly _zod: { readonly input: infer I } }
   ? I
-  : S extends { readonly '~standard': { readonly types?: infer T } } ? NonNullable<T> extends { readonly input: infer I } ? I : unknown : unknown;
+  : S extends { readonly '~standard': { readonly types?: infer T } }
+    ? NonNullable<T> extends { readonly input: infer I }
+      ? I
+      : unknown
+    : unknown;
 
 /** One problem found by {@link parseSchema}: the path into the value and a message. */
 export interface SchemaIssue {
@@ -77,7 +89,12 @@ export type ParseResult<T> =
 export function isZodSchema(value: unknown): value is $ZodType {
   if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false;
   const internals = (value as { _zod?: { def?: unknown; run?: unknown } })._zod;
-  return typeof internals === 'object' && internals !== null && typeof internals.def === 'object' && typeof internals.run === 'function';
+  return (
+    typeof internals === 'object' &&
+    internals !== null &&
+    typeof internals.def === 'object' &&
+    typeof internals.run === 'function'
+  );
 }
 
 /**
@@ -97,7 +114,12 @@ export function isSchema(value: unknown): value is Schema {
   return typeof std === 'object' && std !== null && std.version === 1 && typeof std.validate === 'function';
 }
 
-const ASYNC_ISSUES: readonly SchemaIssue[] = Object.freeze([Object.freeze({ path: Object.freeze([]) as readonly PropertyKey[], message: 'the schema validates asynchronously, which chainkit does not support' })]);
+const ASYNC_ISSUES: readonly SchemaIssue[] = Object.freeze([
+  Object.freeze({
+    path: Object.freeze([]) as readonly PropertyKey[],
+    message: 'the schema validates asynchronously, which chainkit does not support',
+  }),
+]);
 const ignore = (): void => {};
 
 /**
@@ -112,7 +134,8 @@ const ignore = (): void => {};
  * ```
  */
 export function parseSchema<T>(schema: Schema<T, any>, value: unknown): ParseResult<T> {
-  if ((schema as { _zod?: unknown })._zod !== undefined) return zodSafeParse(schema as unknown as $ZodType<T>, value) as ParseResult<T>;
+  if ((schema as { _zod?: unknown })._zod !== undefined)
+    return zodSafeParse(schema as unknown as $ZodType<T>, value) as ParseResult<T>;
   const result = schema['~standard'].validate(value);
   if (typeof (result as Promise<unknown>).then === 'function') {
     (result as Promise<unknown>).then(ignore, ignore); // its outcome is unused: never an unhandled rejection
@@ -142,7 +165,9 @@ function standardIssue(issue: StandardSchemaV1.Issue): SchemaIssue {
  */
 export function schemaToJSONSchema(schema: Schema, io: 'input' | 'output' = 'input'): Record<string, unknown> {
   if (isZodSchema(schema)) return zodToJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
-  const json = (schema['~standard'] as { jsonSchema?: Partial<Record<'input' | 'output', (o: { target: string }) => unknown>> }).jsonSchema;
+  const json = (
+    schema['~standard'] as { jsonSchema?: Partial<Record<'input' | 'output', (o: { target: string }) => unknown>> }
+  ).jsonSchema;
   const fn = json?.[io];
   if (typeof fn === 'function') {
     const out = fn({ target: 'draft-2020-12' });

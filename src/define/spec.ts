@@ -46,7 +46,9 @@ export interface ChainSpec<
   context?: CS;
   steps: Steps;
   /** The chain's output, from the scope with every step's result typed; default: the last step's result. */
-  output?: (scope: Scope<SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>>) => OutputOf<O>;
+  output?: (
+    scope: Scope<SchemaOutput<IS>, ContextOf<CS>, StepResults<Steps, SchemaOutput<IS>, ContextOf<CS>>>,
+  ) => OutputOf<O>;
   /** Whole-chain deadline in ms (default 60 000). */
   timeoutMs?: number;
   preconditions?: Precondition<Scope<SchemaOutput<IS>, ContextOf<CS>>>[];

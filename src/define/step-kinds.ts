@@ -16,13 +16,32 @@ import { sleepPlanner, type SleepPlan, type SleepStep } from './kinds/sleep.js';
 import { waitForPlanner, type WaitForPlan, type WaitForStep } from './kinds/wait-for.js';
 
 /** The planner of each step kind, keyed by the spec field that names the kind; the order is the one messages list them in. */
-export const STEP_PLANNERS = { tool: toolPlanner, select: selectPlanner, compute: computePlanner, chain: subChainPlanner, forEach: forEachPlanner, branch: branchPlanner, loop: loopPlanner, sleep: sleepPlanner, waitFor: waitForPlanner } as const;
+export const STEP_PLANNERS = {
+  tool: toolPlanner,
+  select: selectPlanner,
+  compute: computePlanner,
+  chain: subChainPlanner,
+  forEach: forEachPlanner,
+  branch: branchPlanner,
+  loop: loopPlanner,
+  sleep: sleepPlanner,
+  waitFor: waitForPlanner,
+} as const;
 
 /** The name of a step kind (`tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep`, `waitFor`). */
 export type StepKind = keyof typeof STEP_PLANNERS;
 
 /** One step of a chain. */
-export type Step<S = Scope> = ToolStep<S> | SelectStep<S> | ComputeStep<S> | SubChainStep<S> | ForEachStep<S> | BranchStep<S> | LoopStep<S> | SleepStep<S> | WaitForStep<S>;
+export type Step<S = Scope> =
+  | ToolStep<S>
+  | SelectStep<S>
+  | ComputeStep<S>
+  | SubChainStep<S>
+  | ForEachStep<S>
+  | BranchStep<S>
+  | LoopStep<S>
+  | SleepStep<S>
+  | WaitForStep<S>;
 
 /** One step of a compiled chain, with everything the executor needs precomputed. */
 export interface PlannedStep extends ToolPlan, SelectPlan, ForEachPlan, BranchPlan, LoopPlan, SleepPlan, WaitForPlan {

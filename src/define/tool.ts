@@ -166,12 +166,19 @@ function checkRateLimit(rl: unknown, path: string, issues: IssueList): void {
   for (const i of optionIssues(RATE_LIMIT, rl, path)) issues.add(i.path, i.message);
   if (typeof rl !== 'object' || rl === null || Array.isArray(rl)) return; // said above: not an object at all
   const { per, key } = rl as Record<string, unknown>;
-  if (key === undefined && per !== 'global' && per !== 'user') issues.add(`${path}.per`, "Expected `per` to be 'global' or 'user'.");
-  if (key !== undefined && per !== undefined) issues.add(`${path}.per`, "Give either `per` or `key`, not both: `per: 'user'` is `key: (call) => call.context.userId`.");
+  if (key === undefined && per !== 'global' && per !== 'user')
+    issues.add(`${path}.per`, "Expected `per` to be 'global' or 'user'.");
+  if (key !== undefined && per !== undefined)
+    issues.add(
+      `${path}.per`,
+      "Give either `per` or `key`, not both: `per: 'user'` is `key: (call) => call.context.userId`.",
+    );
 }
 
 // The key only dedupes: a broken key function must neither fail the write nor make `invoke` throw.
-function safeKey(fn: (input: any, call: IdempotencyKeyCall) => string): (input: unknown, call: IdempotencyKeyCall) => string {
+function safeKey(
+  fn: (input: any, call: IdempotencyKeyCall) => string,
+): (input: unknown, call: IdempotencyKeyCall) => string {
   return (input, call) => {
     try {
       const key = fn(input, call);
@@ -198,32 +205,54 @@ function safeKey(fn: (input: any, call: IdempotencyKeyCall) => string): (input: 
  * });
  * ```
  */
-export function defineTool<I extends Schema, O extends Schema, N extends string = string>(spec: ToolSpec<I, O, N>): Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>> {
+export function defineTool<I extends Schema, O extends Schema, N extends string = string>(
+  spec: ToolSpec<I, O, N>,
+): Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>> {
   const issues = new IssueList();
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a tool spec object.');
-  if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) issues.add('name', `Expected a name matching ${TOOL_NAME}, got ${JSON.stringify(spec.name)}.`);
-  if (typeof spec.description !== 'string' || spec.description.trim() === '') issues.add('description', 'Expected a non-empty description (models choose tools by it).');
+  if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name))
+    issues.add('name', `Expected a name matching ${TOOL_NAME}, got ${JSON.stringify(spec.name)}.`);
+  if (typeof spec.description !== 'string' || spec.description.trim() === '')
+    issues.add('description', 'Expected a non-empty description (models choose tools by it).');
   if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema or another Standard Schema.');
   if (!isSchema(spec.output)) issues.add('output', 'Expected `output` to be a zod schema or another Standard Schema.');
-  if (spec.effect !== undefined && !['read', 'write', 'destructive'].includes(spec.effect)) issues.add('effect', "Expected `effect` to be 'read', 'write' or 'destructive'.");
-  if (spec.idempotent !== undefined && typeof spec.idempotent !== 'boolean') issues.add('idempotent', 'Expected `idempotent` to be a boolean.');
-  if (spec.idempotencyKey !== undefined && typeof spec.idempotencyKey !== 'function') issues.add('idempotencyKey', 'Expected `idempotencyKey` to be a function (input, call) => string.');
-  if (spec.idempotencyKey !== undefined && spec.effect === 'read') issues.add('idempotencyKey', 'Read tools carry no idempotency key: drop `idempotencyKey` or make the tool a write.');
-  if (spec.idempotencyTtlMs !== undefined) checkMs(spec.idempotencyTtlMs, 'idempotencyTtlMs', 'idempotencyTtlMs', issues);
+  if (spec.effect !== undefined && !['read', 'write', 'destructive'].includes(spec.effect))
+    issues.add('effect', "Expected `effect` to be 'read', 'write' or 'destructive'.");
+  if (spec.idempotent !== undefined && typeof spec.idempotent !== 'boolean')
+    issues.add('idempotent', 'Expected `idempotent` to be a boolean.');
+  if (spec.idempotencyKey !== undefined && typeof spec.idempotencyKey !== 'function')
+    issues.add('idempotencyKey', 'Expected `idempotencyKey` to be a function (input, call) => string.');
+  if (spec.idempotencyKey !== undefined && spec.effect === 'read')
+    issues.add(
+      'idempotencyKey',
+      'Read tools carry no idempotency key: drop `idempotencyKey` or make the tool a write.',
+    );
+  if (spec.idempotencyTtlMs !== undefined)
+    checkMs(spec.idempotencyTtlMs, 'idempotencyTtlMs', 'idempotencyTtlMs', issues);
   if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
-  if (spec.expectedDurationMs !== undefined) checkMs(spec.expectedDurationMs, 'expectedDurationMs', 'expectedDurationMs', issues, true);
+  if (spec.expectedDurationMs !== undefined)
+    checkMs(spec.expectedDurationMs, 'expectedDurationMs', 'expectedDurationMs', issues, true);
   checkRetry(spec.retry, 'retry', issues);
   checkRateLimit(spec.rateLimit, 'rateLimit', issues);
   if (spec.suggests !== undefined) {
-    if (!Array.isArray(spec.suggests)) issues.add('suggests', 'Expected `suggests` to be an array of { tool, reason }.');
-    else spec.suggests.forEach((s, i) => {
-      if (typeof s?.tool !== 'string' || typeof s?.reason !== 'string') issues.add(`suggests[${i}]`, 'Expected { tool: string, reason: string }.');
-    });
+    if (!Array.isArray(spec.suggests))
+      issues.add('suggests', 'Expected `suggests` to be an array of { tool, reason }.');
+    else
+      spec.suggests.forEach((s, i) => {
+        if (typeof s?.tool !== 'string' || typeof s?.reason !== 'string')
+          issues.add(`suggests[${i}]`, 'Expected { tool: string, reason: string }.');
+      });
   }
-  if (spec.alternatives !== undefined && !(Array.isArray(spec.alternatives) && spec.alternatives.every((a) => typeof a === 'string' && a !== ''))) {
+  if (
+    spec.alternatives !== undefined &&
+    !(Array.isArray(spec.alternatives) && spec.alternatives.every((a) => typeof a === 'string' && a !== ''))
+  ) {
     issues.add('alternatives', 'Expected `alternatives` to be an array of tool or chain names.');
   }
-  if (spec.classifiers !== undefined && !(Array.isArray(spec.classifiers) && spec.classifiers.every((c) => typeof c === 'function'))) {
+  if (
+    spec.classifiers !== undefined &&
+    !(Array.isArray(spec.classifiers) && spec.classifiers.every((c) => typeof c === 'function'))
+  ) {
     issues.add('classifiers', 'Expected `classifiers` to be an array of functions (error) => Classified | undefined.');
   }
   issues.throwIfAny(`tool '${String(spec.name)}'`);
@@ -243,7 +272,8 @@ export function defineTool<I extends Schema, O extends Schema, N extends string 
     ...(spec.retry !== undefined && { retry: spec.retry === false ? false : Object.freeze({ ...spec.retry }) }),
     suggests: Object.freeze((spec.suggests ?? []).map((s) => Object.freeze({ ...s }))),
     alternatives: Object.freeze([...(spec.alternatives ?? [])]),
-    ...(spec.classifiers !== undefined && spec.classifiers.length > 0 && { classifiers: Object.freeze([...spec.classifiers]) }),
+    ...(spec.classifiers !== undefined &&
+      spec.classifiers.length > 0 && { classifiers: Object.freeze([...spec.classifiers]) }),
   }) as unknown as Tool<SchemaOutput<I>, SchemaOutput<O>, N, SchemaInput<I>>;
 }
 
@@ -256,5 +286,7 @@ export function defineTool<I extends Schema, O extends Schema, N extends string 
  * ```
  */
 export function isTool(value: unknown): value is Tool {
-  return typeof value === 'object' && value !== null && (value as Tool).kind === 'tool' && isSchema((value as Tool).input);
+  return (
+    typeof value === 'object' && value !== null && (value as Tool).kind === 'tool' && isSchema((value as Tool).input)
+  );
 }

@@ -20,7 +20,9 @@ const RESERVED = new Set(['input', 'context']);
 
 const KINDS = Object.keys(STEP_PLANNERS) as StepKind[];
 // "`tool`, `select` or `compute`": the kinds as the one-kind-per-step message lists them.
-const KIND_LIST = KINDS.map((k) => `\`${k}\``).join(', ').replace(/, ([^,]*)$/, ' or $1');
+const KIND_LIST = KINDS.map((k) => `\`${k}\``)
+  .join(', ')
+  .replace(/, ([^,]*)$/, ' or $1');
 // The table's planners, each typed for its own spec and fields, as the loop calls them.
 type AnyPlanner = StepPlanner<Step, Partial<PlannedStep>>;
 
@@ -32,19 +34,34 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
     issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
   }
-  if (spec.version !== undefined && typeof spec.version !== 'string') issues.add('version', 'Expected `version` to be a string.');
-  if (!isSchema(spec.input)) issues.add('input', 'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).');
-  if (spec.context !== undefined && !isSchema(spec.context)) issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
-  if (spec.output !== undefined && typeof spec.output !== 'function') issues.add('output', 'Expected `output` to be a function of the scope.');
+  if (spec.version !== undefined && typeof spec.version !== 'string')
+    issues.add('version', 'Expected `version` to be a string.');
+  if (!isSchema(spec.input))
+    issues.add(
+      'input',
+      'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).',
+    );
+  if (spec.context !== undefined && !isSchema(spec.context))
+    issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
+  if (spec.output !== undefined && typeof spec.output !== 'function')
+    issues.add('output', 'Expected `output` to be a function of the scope.');
   if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
-  for (const [field, v] of [['keywords', spec.keywords], ['useCases', spec.useCases]] as const) {
-    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string'))) issues.add(field, `Expected \`${field}\` to be an array of strings.`);
+  for (const [field, v] of [
+    ['keywords', spec.keywords],
+    ['useCases', spec.useCases],
+  ] as const) {
+    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
+      issues.add(field, `Expected \`${field}\` to be an array of strings.`);
   }
-  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions)) issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
-  else (spec.preconditions ?? []).forEach((p, i) => {
-    if (typeof p?.check !== 'function') issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
-    if (typeof p?.message !== 'string' || p.message === '') issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
-  });
+  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions))
+    issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
+  else
+    (spec.preconditions ?? []).forEach((p, i) => {
+      if (typeof p?.check !== 'function')
+        issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
+      if (typeof p?.message !== 'string' || p.message === '')
+        issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
+    });
   if (!Array.isArray(spec.steps) || spec.steps.length === 0) {
     issues.add('steps', 'Expected a non-empty array of steps.');
     return { plan: [], fingerprint: '' };
@@ -56,10 +73,13 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   spec.steps.forEach((step, i) => {
     const id = (step as Step | undefined)?.id;
     const at = `steps[${i}].id`;
-    if (typeof id !== 'string' || !STEP_ID.test(id)) issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
+    if (typeof id !== 'string' || !STEP_ID.test(id))
+      issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
     else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
-    else if (id === FORBIDDEN_KEY) issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
-    else if (indexById.has(id)) issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
+    else if (id === FORBIDDEN_KEY)
+      issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
+    else if (indexById.has(id))
+      issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
     else indexById.set(id, i);
   });
 
@@ -105,12 +125,20 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     return found;
   };
 
-  const checkMapping = (mapping: Record<string, unknown>, target: AnySchema, at: string, stepIndex: number, allowSelf: boolean, toolName: string): void => {
+  const checkMapping = (
+    mapping: Record<string, unknown>,
+    target: AnySchema,
+    at: string,
+    stepIndex: number,
+    allowSelf: boolean,
+    toolName: string,
+  ): void => {
     const shape = objectShape(target, 'in');
     if (!shape) {
       // A target that cannot be introspected (another Standard Schema, a union): its fields go
       // unchecked (run-time validation still applies), the refs into it are still checked.
-      for (const key of Object.keys(mapping)) containsRef(mapping[key], (r) => checkRef(r, `${at}.${key}`, stepIndex, allowSelf));
+      for (const key of Object.keys(mapping))
+        containsRef(mapping[key], (r) => checkRef(r, `${at}.${key}`, stepIndex, allowSelf));
       return;
     }
     for (const key of Object.keys(mapping)) {
@@ -118,7 +146,10 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       const field = ownEntry(shape, key);
       const fieldAt = `${at}.${key}`;
       if (!field) {
-        issues.add(fieldAt, `'${key}' is not a field of ${toolName}'s input (fields: ${Object.keys(shape).join(', ') || 'none'}).`);
+        issues.add(
+          fieldAt,
+          `'${key}' is not a field of ${toolName}'s input (fields: ${Object.keys(shape).join(', ') || 'none'}).`,
+        );
         continue;
       }
       if (isRef(value)) {
@@ -127,16 +158,26 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
           const from = schemaKind(source);
           const to = schemaKind(field, 'in');
           if (from !== 'unknown' && to !== 'unknown' && from !== 'null' && from !== to) {
-            issues.add(fieldAt, `ref ${value} is a ${from} but '${key}' expects a ${to}; add .transform(...) to convert it.`);
+            issues.add(
+              fieldAt,
+              `ref ${value} is a ${from} but '${key}' expects a ${to}; add .transform(...) to convert it.`,
+            );
           }
         }
       } else if (typeof value === 'function') {
-        issues.add(fieldAt, 'field values are literals or refs; to compute values, make the whole `input` a function of the scope.');
+        issues.add(
+          fieldAt,
+          'field values are literals or refs; to compute values, make the whole `input` a function of the scope.',
+        );
       } else if (isPlainObject(value) && objectShape(field, 'in')) {
         checkMapping(value, field, fieldAt, stepIndex, allowSelf, toolName);
       } else if (!containsRef(value, (r) => checkRef(r, fieldAt, stepIndex, allowSelf))) {
         const parsed = parseSchema(field, value);
-        if (!parsed.success) issues.add(fieldAt, `literal ${show(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`);
+        if (!parsed.success)
+          issues.add(
+            fieldAt,
+            `literal ${show(value)} does not match the field: ${parsed.error.issues[0]?.message ?? 'invalid'}.`,
+          );
       }
     }
     for (const key of Object.keys(shape)) {
@@ -147,7 +188,15 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   };
 
   // A mapping is checked as a literal first (cycles, depth, `__proto__`): the walks below recurse.
-  const mappingResolver = (mapping: Record<string, unknown>, target: AnySchema, at: string, stepIndex: number, allowSelf: boolean, toolName: string, refs: Ref[]): Resolver => {
+  const mappingResolver = (
+    mapping: Record<string, unknown>,
+    target: AnySchema,
+    at: string,
+    stepIndex: number,
+    allowSelf: boolean,
+    toolName: string,
+    refs: Ref[],
+  ): Resolver => {
     const problem = literalProblem(mapping, at);
     if (problem) {
       issues.add(problem.path, problem.message);
@@ -168,7 +217,13 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       currentItem = outer;
     }
   };
-  const ctx: PlanContext = { issues, checkRef, mappingResolver, chainName: typeof spec.name === 'string' ? spec.name : '', withItem };
+  const ctx: PlanContext = {
+    issues,
+    checkRef,
+    mappingResolver,
+    chainName: typeof spec.name === 'string' ? spec.name : '',
+    withItem,
+  };
   // Earlier steps no later step waits for yet, ascending (a Set keeps insertion order).
   const frontier = new Set<number>();
   let barrier = -1; // the last sleep or waitFor step
@@ -186,14 +241,22 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
       issues.add(at, `A step needs exactly one of ${KIND_LIST}; got ${kinds.length ? kinds.join(' and ') : 'none'}.`);
       outputs.push(null);
     } else {
-      const kind: KindPlan<Partial<PlannedStep>> = (STEP_PLANNERS[kinds[0]!] as AnyPlanner).plan(step, at, i, ctx, refs);
+      const kind: KindPlan<Partial<PlannedStep>> = (STEP_PLANNERS[kinds[0]!] as AnyPlanner).plan(
+        step,
+        at,
+        i,
+        ctx,
+        refs,
+      );
       outputs.push(kind.output);
       usesScope = kind.usesScope;
       if (kind.fields) planned = kind.fields;
     }
 
-    if (step.when !== undefined && typeof step.when !== 'function') issues.add(`${at}.when`, 'Expected `when` to be a function of the scope returning a boolean.');
-    if (step.idempotencyKey !== undefined && typeof step.idempotencyKey !== 'function') issues.add(`${at}.idempotencyKey`, 'Expected `idempotencyKey` to be a function of the scope returning a string.');
+    if (step.when !== undefined && typeof step.when !== 'function')
+      issues.add(`${at}.when`, 'Expected `when` to be a function of the scope returning a boolean.');
+    if (step.idempotencyKey !== undefined && typeof step.idempotencyKey !== 'function')
+      issues.add(`${at}.idempotencyKey`, 'Expected `idempotencyKey` to be a function of the scope returning a string.');
     if (step.timeoutMs !== undefined) checkMs(step.timeoutMs, `${at}.timeoutMs`, 'timeoutMs', issues);
     checkRetry(step.retry, `${at}.retry`, issues);
     if (step.confirm !== undefined && step.confirm !== false) {
@@ -207,14 +270,37 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     if (step.compensate !== undefined) {
       const comp = step.compensate;
       if (!isTool(comp?.tool)) issues.add(`${at}.compensate.tool`, 'Expected a tool made by defineTool().');
-      else if (typeof comp.input === 'function') planned = { ...planned, compensate: { tool: comp.tool, resolveInput: comp.input as Resolver } };
+      else if (typeof comp.input === 'function')
+        planned = { ...planned, compensate: { tool: comp.tool, resolveInput: comp.input as Resolver } };
       else if (isPlainObject(comp.input)) {
         // Runs after the step: its refs add no dependencies.
-        planned = { ...planned, compensate: { tool: comp.tool, resolveInput: mappingResolver(comp.input, comp.tool.input, `${at}.compensate.input`, i, true, comp.tool.name, []) } };
-      } else issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
+        planned = {
+          ...planned,
+          compensate: {
+            tool: comp.tool,
+            resolveInput: mappingResolver(
+              comp.input,
+              comp.tool.input,
+              `${at}.compensate.input`,
+              i,
+              true,
+              comp.tool.name,
+              [],
+            ),
+          },
+        };
+      } else
+        issues.add(`${at}.compensate.input`, 'Expected an object of literals and refs, or a function of the scope.');
     }
     const confirm = step.confirm as { prompt?: unknown; details?: unknown } | false | undefined;
-    if (typeof step.when === 'function' || typeof step.idempotencyKey === 'function' || (typeof confirm === 'object' && confirm !== null && (typeof confirm.prompt === 'function' || typeof confirm.details === 'function'))) usesScope = true;
+    if (
+      typeof step.when === 'function' ||
+      typeof step.idempotencyKey === 'function' ||
+      (typeof confirm === 'object' &&
+        confirm !== null &&
+        (typeof confirm.prompt === 'function' || typeof confirm.details === 'function'))
+    )
+      usesScope = true;
 
     // Refs name their own deps. Functions may read any earlier result, so they wait for every earlier
     // step: waiting for the frontier is the same, since every earlier step is one a frontier step
@@ -237,14 +323,16 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     if (kind === 'sleep' || kind === 'waitFor') barrier = i;
     for (const d of deps) frontier.delete(d);
     frontier.add(i);
-    plan.push(Object.freeze({
-      index: i,
-      id,
-      kind: kinds[0] ?? 'compute',
-      step: raw as Step,
-      deps: Object.freeze(deps),
-      ...planned,
-    }) as PlannedStep);
+    plan.push(
+      Object.freeze({
+        index: i,
+        id,
+        kind: kinds[0] ?? 'compute',
+        step: raw as Step,
+        deps: Object.freeze(deps),
+        ...planned,
+      }) as PlannedStep,
+    );
   });
 
   let fingerprint = '';
@@ -252,7 +340,10 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     fingerprint = fingerprintOf(spec);
   } catch (error) {
     // e.g. a structure too deep to serialize hung somewhere on a step.
-    issues.add('steps', `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); keep step definitions to shallow, plain data.`);
+    issues.add(
+      'steps',
+      `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); keep step definitions to shallow, plain data.`,
+    );
   }
   return { plan, fingerprint };
 }
@@ -261,13 +352,22 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
 function fingerprintOf(spec: AnySpec): string {
   const seen = new WeakSet<object>();
   const text = JSON.stringify(
-    { name: spec.name, version: spec.version ?? '1', input: schemaText(spec.input), context: schemaText(spec.context), steps: spec.steps, output: spec.output, pre: spec.preconditions },
+    {
+      name: spec.name,
+      version: spec.version ?? '1',
+      input: schemaText(spec.input),
+      context: schemaText(spec.context),
+      steps: spec.steps,
+      output: spec.output,
+      pre: spec.preconditions,
+    },
     (_key, value: unknown) => {
       if (typeof value === 'function') return `fn:${String(value)}`;
       if (typeof value === 'bigint') return `${value}n`;
       if (isRef(value)) return `ref:${value}${value.transformFn ? `|${String(value.transformFn)}` : ''}`;
       if (isChainLike(value)) return `chain:${value.name}:${value.fingerprint}`;
-      if (isTool(value)) return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
+      if (isTool(value))
+        return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
       if (isSchema(value)) return schemaText(value);
       if (typeof value === 'object' && value !== null) {
         if (seen.has(value)) return '[cycle]';

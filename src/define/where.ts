@@ -30,14 +30,19 @@ export function compileWhere(
       continue;
     }
     const m = where[field];
-    if (shape && !ownEntry(shape, field)) issues.add(fieldAt, `'${field}' is not a field of the selected items (fields: ${Object.keys(shape).join(', ')}).`);
+    if (shape && !ownEntry(shape, field))
+      issues.add(
+        fieldAt,
+        `'${field}' is not a field of the selected items (fields: ${Object.keys(shape).join(', ')}).`,
+      );
     if (!isPlainObject(m)) {
       issues.add(fieldAt, 'Expected a matcher { equals } | { contains } | { in }.');
       continue;
     }
     const keys = Object.keys(m);
     const ops = keys.filter((k): k is Op => k === 'equals' || k === 'contains' || k === 'in');
-    if (ops.length === 0 || ops.length < keys.length) issues.add(fieldAt, `Expected one of equals, contains, in; got ${keys.join(', ') || 'nothing'}.`);
+    if (ops.length === 0 || ops.length < keys.length)
+      issues.add(fieldAt, `Expected one of equals, contains, in; got ${keys.join(', ') || 'nothing'}.`);
     for (const op of ops) {
       const v = m[op];
       if (isRef(v)) {
@@ -67,7 +72,8 @@ export function compileWhere(
       if (typeof item !== 'object' || item === null) return false;
       for (let i = 0; i < tests.length; i++) {
         const field = tests[i]!.field;
-        if (!resolved[i]!(Object.hasOwn(item, field) ? (item as Record<string, unknown>)[field] : undefined)) return false;
+        if (!resolved[i]!(Object.hasOwn(item, field) ? (item as Record<string, unknown>)[field] : undefined))
+          return false;
       }
       return true;
     };

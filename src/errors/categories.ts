@@ -29,9 +29,23 @@ export type ErrorCategory =
  * ```
  */
 export const ERROR_CATEGORIES: readonly ErrorCategory[] = [
-  'invalid_input', 'validation', 'not_found', 'ambiguous', 'permission_denied',
-  'authentication_required', 'conflict', 'rate_limited', 'timeout', 'unavailable',
-  'internal', 'network', 'circuit_open', 'queue_full', 'cancelled', 'confirmation', 'unknown',
+  'invalid_input',
+  'validation',
+  'not_found',
+  'ambiguous',
+  'permission_denied',
+  'authentication_required',
+  'conflict',
+  'rate_limited',
+  'timeout',
+  'unavailable',
+  'internal',
+  'network',
+  'circuit_open',
+  'queue_full',
+  'cancelled',
+  'confirmation',
+  'unknown',
 ];
 
 /** An alternative an agent or app could try instead of the failed action. */
@@ -112,6 +126,9 @@ export const DEFAULT_RETRY_TABLE: Readonly<RetryTable> = Object.freeze({
 });
 
 /** Whether a category is worth retrying at all under the given table. */
-export function isRetryableCategory(category: ErrorCategory, table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE): boolean {
+export function isRetryableCategory(
+  category: ErrorCategory,
+  table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE,
+): boolean {
   return Object.hasOwn(table, category) && (table[category]?.retries ?? 0) > 0;
 }

@@ -47,26 +47,48 @@ export class ToolFailure extends Error {
  */
 export function keepCause(info: object, error: unknown): void {
   const cause = error instanceof ToolFailure ? error.cause : error;
-  if (cause !== undefined) Object.defineProperty(info, 'cause', { value: cause, enumerable: false, writable: true, configurable: true });
+  if (cause !== undefined)
+    Object.defineProperty(info, 'cause', { value: cause, enumerable: false, writable: true, configurable: true });
 }
 
 /** Why a run's signal was aborted; identity-checked by the classifier. */
 export class RunAbortReason {
   /** `code`: the failure's code when it is not the kind's own (`run_cancelled` for `runner.cancel`). */
-  constructor(readonly kind: 'deadline' | 'cancelled' | 'closed', readonly message: string, readonly code?: string) {}
+  constructor(
+    readonly kind: 'deadline' | 'cancelled' | 'closed',
+    readonly message: string,
+    readonly code?: string,
+  ) {}
 }
 
 // Every table keyed by outside data is a Map: a code like `constructor` must not find Object's own.
 const STATUS: ReadonlyMap<number, ErrorCategory> = new Map<number, ErrorCategory>([
-  [400, 'invalid_input'], [401, 'authentication_required'], [403, 'permission_denied'], [404, 'not_found'],
-  [408, 'timeout'], [409, 'conflict'], [422, 'invalid_input'], [429, 'rate_limited'], [500, 'internal'],
-  [502, 'unavailable'], [503, 'unavailable'], [504, 'timeout'],
+  [400, 'invalid_input'],
+  [401, 'authentication_required'],
+  [403, 'permission_denied'],
+  [404, 'not_found'],
+  [408, 'timeout'],
+  [409, 'conflict'],
+  [422, 'invalid_input'],
+  [429, 'rate_limited'],
+  [500, 'internal'],
+  [502, 'unavailable'],
+  [503, 'unavailable'],
+  [504, 'timeout'],
 ]);
 
 const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
-  ['ECONNREFUSED', 'network'], ['ECONNRESET', 'network'], ['ENOTFOUND', 'network'], ['EAI_AGAIN', 'network'],
-  ['EPIPE', 'network'], ['UND_ERR_SOCKET', 'network'], ['ECONNABORTED', 'network'], ['EHOSTUNREACH', 'network'],
-  ['ENETUNREACH', 'network'], ['ETIMEDOUT', 'timeout'], ['UND_ERR_CONNECT_TIMEOUT', 'timeout'],
+  ['ECONNREFUSED', 'network'],
+  ['ECONNRESET', 'network'],
+  ['ENOTFOUND', 'network'],
+  ['EAI_AGAIN', 'network'],
+  ['EPIPE', 'network'],
+  ['UND_ERR_SOCKET', 'network'],
+  ['ECONNABORTED', 'network'],
+  ['EHOSTUNREACH', 'network'],
+  ['ENETUNREACH', 'network'],
+  ['ETIMEDOUT', 'timeout'],
+  ['UND_ERR_CONNECT_TIMEOUT', 'timeout'],
 ]);
 
 /**
@@ -75,9 +97,16 @@ const NODE_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCate
  * {@link codeClassifier} in their `classifiers`.
  */
 const IN_BAND_CODES: ReadonlyMap<string, ErrorCategory> = new Map<string, ErrorCategory>([
-  ['not_found', 'not_found'], ['database_error', 'internal'], ['service_unavailable', 'unavailable'], ['rate_limit_exceeded', 'rate_limited'],
-  ['permission_denied', 'permission_denied'], ['authentication_required', 'authentication_required'],
-  ['invalid_input', 'invalid_input'], ['malformed_input', 'invalid_input'], ['conflict', 'conflict'], ['timeout', 'timeout'],
+  ['not_found', 'not_found'],
+  ['database_error', 'internal'],
+  ['service_unavailable', 'unavailable'],
+  ['rate_limit_exceeded', 'rate_limited'],
+  ['permission_denied', 'permission_denied'],
+  ['authentication_required', 'authentication_required'],
+  ['invalid_input', 'invalid_input'],
+  ['malformed_input', 'invalid_input'],
+  ['conflict', 'conflict'],
+  ['timeout', 'timeout'],
 ]);
 
 const CATEGORIES: ReadonlySet<string> = new Set(ERROR_CATEGORIES);
@@ -97,11 +126,20 @@ const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   [/\bnot found\b|\bno such\b|\bdoes not exist|\bunknown tool\b|(?<![\w.-])404(?![\w-]|\.\w)/i, 'not_found'],
   [/\bunauthori[sz]ed\b|\bunauthenticated\b|(?<![\w.-])401(?![\w-]|\.\w)/i, 'authentication_required'],
   [/\bpermission|\bforbidden\b|\baccess denied\b|(?<![\w.-])403(?![\w-]|\.\w)/i, 'permission_denied'],
-  [/\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i, 'invalid_input'],
-  [/\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
+  [
+    /\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i,
+    'invalid_input',
+  ],
+  [
+    /\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i,
+    'network',
+  ],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
-  [/\bdependenc(?:y|ies)\b[^.;\n]{0,120}?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i, 'unavailable'],
+  [
+    /\bdependenc(?:y|ies)\b[^.;\n]{0,120}?\b(?:fail|unavailable|down\b|error|unreachable)|\bfailed dependency\b/i,
+    'unavailable',
+  ],
 ];
 
 type Bag = Record<string, unknown>;
@@ -121,7 +159,12 @@ const inBandCategory = (code: string): ErrorCategory | undefined => IN_BAND_CODE
 const byDeclaredCategory: Classifier = (error) => {
   if (!isBag(error) || !isErrorCategory(error.category)) return undefined;
   const retryAfterMs = retryAfterOf(error);
-  return { category: error.category, code: typeof error.code === 'string' ? error.code : error.category, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return {
+    category: error.category,
+    code: typeof error.code === 'string' ? error.code : error.category,
+    message: describe(error),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+  };
 };
 
 const byStatus: Classifier = (error) => {
@@ -130,7 +173,12 @@ const byStatus: Classifier = (error) => {
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) return undefined;
   const category = STATUS.get(status) ?? (status >= 500 ? 'internal' : 'invalid_input');
   const retryAfterMs = retryAfterOf(error);
-  return { category, code: `http_${status}`, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }) };
+  return {
+    category,
+    code: `http_${status}`,
+    message: describe(error),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+  };
 };
 
 const byNodeCode: Classifier = (error) => {
@@ -156,7 +204,13 @@ function byCode(error: Bag, codes: ReadonlyMap<string, ErrorCategory | CodeRule>
   const retryAfterMs = retryAfterOf(error);
   const category = typeof entry === 'string' ? entry : entry.category;
   const userMessage = typeof entry === 'string' ? undefined : entry.userMessage;
-  return { category, code: code!, message: describe(error), ...(retryAfterMs !== undefined && { retryAfterMs }), ...(userMessage !== undefined && { userMessage }) };
+  return {
+    category,
+    code: code!,
+    message: describe(error),
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+    ...(userMessage !== undefined && { userMessage }),
+  };
 }
 
 const byInBandCode: Classifier = (error) => (isBag(error) ? byCode(error, IN_BAND_CODES) : undefined);
@@ -183,13 +237,25 @@ export interface CodeRule {
  * ```
  */
 export function codeClassifier(codes: Readonly<Record<string, ErrorCategory | CodeRule>>): Classifier {
-  if (typeof codes !== 'object' || codes === null) throw new TypeError('Expected an object of error codes and their categories, e.g. { card_declined: \'invalid_input\' }.');
+  if (typeof codes !== 'object' || codes === null)
+    throw new TypeError(
+      "Expected an object of error codes and their categories, e.g. { card_declined: 'invalid_input' }.",
+    );
   const table = new Map<string, ErrorCategory | CodeRule>();
   for (const [code, entry] of Object.entries(codes)) {
     const category: unknown = typeof entry === 'object' && entry !== null ? entry.category : entry;
-    if (!isErrorCategory(category)) throw new TypeError(`Expected the category of code '${code}' to be one of ${ERROR_CATEGORIES.join(', ')}; got ${String(category)}.`);
-    if (typeof entry === 'object' && entry.userMessage !== undefined && typeof entry.userMessage !== 'string') throw new TypeError(`Expected the userMessage of code '${code}' to be a string.`);
-    table.set(code, typeof entry === 'object' ? { category, ...(entry.userMessage !== undefined && { userMessage: entry.userMessage }) } : category);
+    if (!isErrorCategory(category))
+      throw new TypeError(
+        `Expected the category of code '${code}' to be one of ${ERROR_CATEGORIES.join(', ')}; got ${String(category)}.`,
+      );
+    if (typeof entry === 'object' && entry.userMessage !== undefined && typeof entry.userMessage !== 'string')
+      throw new TypeError(`Expected the userMessage of code '${code}' to be a string.`);
+    table.set(
+      code,
+      typeof entry === 'object'
+        ? { category, ...(entry.userMessage !== undefined && { userMessage: entry.userMessage }) }
+        : category,
+    );
   }
   return (error) => (isBag(error) ? byCode(error, table) : undefined);
 }
@@ -229,7 +295,14 @@ const byCodeWords: Classifier = (error) => {
  * createRunner({ invoker, classifiers: [myClassifier, ...DEFAULT_CLASSIFIERS] });
  * ```
  */
-export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [byDeclaredCategory, byStatus, byNodeCode, byInBandCode, byMessage, byCodeWords];
+export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [
+  byDeclaredCategory,
+  byStatus,
+  byNodeCode,
+  byInBandCode,
+  byMessage,
+  byCodeWords,
+];
 const BUILT_IN: ReadonlySet<Classifier> = new Set(DEFAULT_CLASSIFIERS);
 
 function describe(error: unknown): string {
@@ -245,7 +318,11 @@ function describe(error: unknown): string {
 
 /** A verdict is used only if it is well formed: a known category and a string code and message. */
 const wellFormed = (v: Classified | undefined): v is Classified =>
-  typeof v === 'object' && v !== null && isErrorCategory(v.category) && typeof v.code === 'string' && typeof v.message === 'string';
+  typeof v === 'object' &&
+  v !== null &&
+  isErrorCategory(v.category) &&
+  typeof v.code === 'string' &&
+  typeof v.message === 'string';
 
 /**
  * Classifies a thrown value (or an in-band error result). First matching classifier wins;
@@ -262,7 +339,11 @@ export function classifyError(error: unknown, classifiers: readonly Classifier[]
     if (error instanceof RunAbortReason) {
       return error.kind === 'deadline'
         ? { category: 'timeout', code: 'deadline_exceeded', message: error.message }
-        : { category: 'cancelled', code: error.code ?? (error.kind === 'closed' ? 'runner_closed' : 'cancelled'), message: error.message };
+        : {
+            category: 'cancelled',
+            code: error.code ?? (error.kind === 'closed' ? 'runner_closed' : 'cancelled'),
+            message: error.message,
+          };
     }
   } catch {
     // `instanceof` on a hostile Proxy can throw: it is then neither, and the classifiers decide.
@@ -311,7 +392,13 @@ export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = 
   }
   category ??= inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
   if (category === 'unknown') category = wordsOf(code) ?? 'unknown';
-  return { category, code, message: `${code}: ${text}`, ...(retryAfterMs !== undefined && { retryAfterMs }), ...(userMessage !== undefined && { userMessage }) };
+  return {
+    category,
+    code,
+    message: `${code}: ${text}`,
+    ...(retryAfterMs !== undefined && { retryAfterMs }),
+    ...(userMessage !== undefined && { userMessage }),
+  };
 }
 
 /** Whether a tool output is an in-band error result. */

@@ -1,5 +1,11 @@
 // Plain, actionable words for end users and agents, per category; never internals.
-import { DEFAULT_RETRY_TABLE, isRetryableCategory, type ChainErrorInfo, type ErrorCategory, type RetryTable } from './categories.js';
+import {
+  DEFAULT_RETRY_TABLE,
+  isRetryableCategory,
+  type ChainErrorInfo,
+  type ErrorCategory,
+  type RetryTable,
+} from './categories.js';
 import type { Classified } from './classify.js';
 
 interface Wording {
@@ -10,11 +16,17 @@ interface Wording {
 const WORDING: Record<ErrorCategory, Wording> = {
   invalid_input: {
     user: 'Some of the information given is missing or not in the expected form.',
-    suggestions: ['Check the input against the tool or chain schema and try again.', 'Ask the user for the missing or malformed value.'],
+    suggestions: [
+      'Check the input against the tool or chain schema and try again.',
+      'Ask the user for the missing or malformed value.',
+    ],
   },
   validation: {
     user: 'A step produced data in an unexpected shape, so the action was stopped.',
-    suggestions: ['Check that the tool returns what its output schema declares.', 'Report this to the developer; retrying will not help.'],
+    suggestions: [
+      'Check that the tool returns what its output schema declares.',
+      'Report this to the developer; retrying will not help.',
+    ],
   },
   not_found: {
     user: "I couldn't find what you asked for.",
@@ -79,7 +91,8 @@ const WORDING: Record<ErrorCategory, Wording> = {
 };
 
 // Own keys only: a custom classifier's category `constructor` must not find Object's own.
-const wordingOf = (category: ErrorCategory): Wording => (Object.hasOwn(WORDING, category) ? WORDING[category] : WORDING.unknown);
+const wordingOf = (category: ErrorCategory): Wording =>
+  Object.hasOwn(WORDING, category) ? WORDING[category] : WORDING.unknown;
 
 /**
  * The default end-user message for a category; a rate limit with a known wait says how many
@@ -110,7 +123,10 @@ function suggestionsFor(category: ErrorCategory): string[] {
 /** Wording for a write whose outcome is unknown (timed out or cut off mid-call, not retried). */
 const OUTCOME_UNKNOWN: Wording = {
   user: 'The action was interrupted, and it is not known whether it took effect. Please check before trying again.',
-  suggestions: ['Check whether the action took effect (read or list the item) before trying it again.', 'Do not repeat the action blindly: it may already have happened.'],
+  suggestions: [
+    'Check whether the action took effect (read or list the item) before trying it again.',
+    'Do not repeat the action blindly: it may already have happened.',
+  ],
 };
 
 /** Where a failure happened and what was tried; merged into the error info. */
@@ -130,14 +146,22 @@ export interface FailureDetails {
  * toErrorInfo({ category: 'not_found', code: 'no_match', message: 'No task matches' }, { step: 'target' });
  * ```
  */
-export function toErrorInfo(failure: Classified, details: FailureDetails = {}, table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE): ChainErrorInfo {
+export function toErrorInfo(
+  failure: Classified,
+  details: FailureDetails = {},
+  table: Readonly<RetryTable> = DEFAULT_RETRY_TABLE,
+): ChainErrorInfo {
   // A category outside the vocabulary (from a custom classifier) is reported as `unknown`.
   const category = Object.hasOwn(WORDING, failure.category) ? failure.category : 'unknown';
   const info: ChainErrorInfo = {
     category,
     code: failure.code,
     message: failure.message,
-    userMessage: details.userMessage ?? (typeof failure.userMessage === 'string' ? userText(failure.userMessage) : userMessageFor(category, failure.retryAfterMs)),
+    userMessage:
+      details.userMessage ??
+      (typeof failure.userMessage === 'string'
+        ? userText(failure.userMessage)
+        : userMessageFor(category, failure.retryAfterMs)),
     suggestions: suggestionsFor(category),
     alternatives: [],
     retryable: isRetryableCategory(category, table),

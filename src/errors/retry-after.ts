@@ -30,13 +30,13 @@ export function retryAfterOf(error: Bag): number | undefined {
   if (direct !== undefined) return direct;
   const headers = error.headers;
   if (isBag(headers)) {
-    const h = typeof (headers as { get?: unknown }).get === 'function'
-      ? (headers as unknown as Headers).get('retry-after')
-      : (ownValue(headers, 'retry-after') ?? ownValue(headers, 'Retry-After'));
+    const h =
+      typeof (headers as { get?: unknown }).get === 'function'
+        ? (headers as unknown as Headers).get('retry-after')
+        : (ownValue(headers, 'retry-after') ?? ownValue(headers, 'Retry-After'));
     return parseRetryAfter(h);
   }
   return undefined;
 }
 
 const ownValue = (bag: Bag, key: string): unknown => (Object.hasOwn(bag, key) ? bag[key] : undefined);
-

@@ -33,19 +33,27 @@ export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo): Al
 
   // Declared alternatives, with what history says about them: faster ones first for timeouts,
   // more reliable ones first otherwise.
-  const declared = (tool?.alternatives ?? []).map((name) => {
-    const asTool = src.tools.get(name);
-    const asChain = asTool ? undefined : src.chains.get(name);
-    if (!asTool && !asChain) return undefined;
-    const estimate = asTool ? src.timing.estimate(name) : undefined;
-    const estimatedDurationMs = estimate ? estimate.estimatedDurationMs : chainDuration(src, asChain!);
-    const stats = asTool ? src.metrics.callStats(name) : {};
-    const calls = (stats.chain?.invocations ?? 0) + (stats.direct?.invocations ?? 0);
-    const ok = (stats.chain?.successes ?? 0) + (stats.direct?.successes ?? 0);
-    // A tool nothing is known of has the 15 s default: no claim of speed is made for it.
-    const known = estimate ? estimate.source !== 'default' : true;
-    return { name, kind: asTool ? 'tool' : 'chain', estimatedDurationMs, known, successRate: calls ? ok / calls : undefined };
-  }).filter((d): d is NonNullable<typeof d> => d !== undefined);
+  const declared = (tool?.alternatives ?? [])
+    .map((name) => {
+      const asTool = src.tools.get(name);
+      const asChain = asTool ? undefined : src.chains.get(name);
+      if (!asTool && !asChain) return undefined;
+      const estimate = asTool ? src.timing.estimate(name) : undefined;
+      const estimatedDurationMs = estimate ? estimate.estimatedDurationMs : chainDuration(src, asChain!);
+      const stats = asTool ? src.metrics.callStats(name) : {};
+      const calls = (stats.chain?.invocations ?? 0) + (stats.direct?.invocations ?? 0);
+      const ok = (stats.chain?.successes ?? 0) + (stats.direct?.successes ?? 0);
+      // A tool nothing is known of has the 15 s default: no claim of speed is made for it.
+      const known = estimate ? estimate.source !== 'default' : true;
+      return {
+        name,
+        kind: asTool ? 'tool' : 'chain',
+        estimatedDurationMs,
+        known,
+        successRate: calls ? ok / calls : undefined,
+      };
+    })
+    .filter((d): d is NonNullable<typeof d> => d !== undefined);
   const offer = (d: (typeof declared)[number], why: string): void => {
     out.push({ suggestion: `${d.kind}:${d.name}`, reason: why, estimatedDurationMs: d.estimatedDurationMs });
   };
@@ -54,18 +62,27 @@ export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo): Al
     case 'timeout': {
       const specific: Alternative[] = [];
       const inputSize = error.context?.inputSize;
-      if (inputSize !== undefined && inputSize > SPLIT_INPUT_OVER_CHARS) specific.push({ suggestion: 'split_input', reason: `The input is large (${inputSize} characters): send it in smaller parts` });
+      if (inputSize !== undefined && inputSize > SPLIT_INPUT_OVER_CHARS)
+        specific.push({
+          suggestion: 'split_input',
+          reason: `The input is large (${inputSize} characters): send it in smaller parts`,
+        });
       if (tool) {
         const applied = error.context?.timeoutMs ?? tool.timeoutMs;
         const longer = Math.max(tool.timeoutMs, Math.min(applied * 2, MAX_SUGGESTED_TIMEOUT_MS));
-        if (longer > applied) specific.push({ suggestion: `increase_timeout:${longer}`, reason: `The tool may need more than ${applied} ms for this input` });
+        if (longer > applied)
+          specific.push({
+            suggestion: `increase_timeout:${longer}`,
+            reason: `The tool may need more than ${applied} ms for this input`,
+          });
       }
       // Faster tools first, but never so many that the timeout-specific advice is pushed out.
       const room = MAX - specific.length;
       const unknownSpeed = failed === undefined || failed.source === 'default';
       for (const d of [...declared].sort((a, b) => a.estimatedDurationMs - b.estimatedDurationMs)) {
         if (out.length >= room) break;
-        if (unknownSpeed || (d.known && d.estimatedDurationMs < failed.estimatedDurationMs)) offer(d, d.known ? `Does the same job, usually in ~${d.estimatedDurationMs} ms` : 'Does the same job');
+        if (unknownSpeed || (d.known && d.estimatedDurationMs < failed.estimatedDurationMs))
+          offer(d, d.known ? `Does the same job, usually in ~${d.estimatedDurationMs} ms` : 'Does the same job');
       }
       out.push(...specific);
       break;
@@ -81,13 +98,28 @@ export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo): Al
     case 'internal':
     case 'circuit_open': {
       const reliable = [...declared].sort((a, b) => (b.successRate ?? 0.5) - (a.successRate ?? 0.5));
-      for (const d of reliable) offer(d, d.successRate !== undefined ? `Worked in ${Math.round(d.successRate * 100)} % of recent calls` : 'Does the same job');
-      out.push({ suggestion: `retry_later:${error.retryAfterMs ?? 30_000}`, reason: 'The service may recover shortly' });
+      for (const d of reliable)
+        offer(
+          d,
+          d.successRate !== undefined
+            ? `Worked in ${Math.round(d.successRate * 100)} % of recent calls`
+            : 'Does the same job',
+        );
+      out.push({
+        suggestion: `retry_later:${error.retryAfterMs ?? 30_000}`,
+        reason: 'The service may recover shortly',
+      });
       break;
     }
     case 'not_found':
     case 'ambiguous':
-      out.push({ suggestion: 'ask_user', reason: error.category === 'ambiguous' ? 'Several items match: let the user choose' : 'Ask which item the user means, or list what exists' });
+      out.push({
+        suggestion: 'ask_user',
+        reason:
+          error.category === 'ambiguous'
+            ? 'Several items match: let the user choose'
+            : 'Ask which item the user means, or list what exists',
+      });
       break;
     case 'invalid_input':
     case 'validation':

@@ -18,22 +18,71 @@ export interface FallbackRule {
  * ```
  */
 const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
-  { tool: '*', category: 'invalid_input', advice: 'Check the arguments against the tool schema; ask the user for missing or malformed values instead of guessing.' },
-  { tool: '*', category: 'validation', advice: 'The tool returned unexpected data; do not retry it — report the problem and continue without this result.' },
-  { tool: '*', category: 'not_found', advice: 'List the available items first and pick from what exists, or ask the user which item they mean.' },
-  { tool: '*', category: 'ambiguous', advice: 'Several items match; show the candidates and ask the user to choose one.' },
-  { tool: '*', category: 'permission_denied', advice: 'The user may not do this; stop and tell them, or act only on items they own.' },
+  {
+    tool: '*',
+    category: 'invalid_input',
+    advice:
+      'Check the arguments against the tool schema; ask the user for missing or malformed values instead of guessing.',
+  },
+  {
+    tool: '*',
+    category: 'validation',
+    advice: 'The tool returned unexpected data; do not retry it — report the problem and continue without this result.',
+  },
+  {
+    tool: '*',
+    category: 'not_found',
+    advice: 'List the available items first and pick from what exists, or ask the user which item they mean.',
+  },
+  {
+    tool: '*',
+    category: 'ambiguous',
+    advice: 'Several items match; show the candidates and ask the user to choose one.',
+  },
+  {
+    tool: '*',
+    category: 'permission_denied',
+    advice: 'The user may not do this; stop and tell them, or act only on items they own.',
+  },
   { tool: '*', category: 'authentication_required', advice: 'Ask the user to sign in again before retrying.' },
-  { tool: '*', category: 'conflict', advice: 'The item changed meanwhile; re-read it and apply the change to the current version.' },
-  { tool: '*', category: 'rate_limited', advice: 'Slow down: wait for retryAfterMs, batch work, or save progress and continue later.' },
-  { tool: '*', category: 'timeout', advice: 'Ask for less at once (narrow the query or split the input), or use a faster tool if there is one.' },
+  {
+    tool: '*',
+    category: 'conflict',
+    advice: 'The item changed meanwhile; re-read it and apply the change to the current version.',
+  },
+  {
+    tool: '*',
+    category: 'rate_limited',
+    advice: 'Slow down: wait for retryAfterMs, batch work, or save progress and continue later.',
+  },
+  {
+    tool: '*',
+    category: 'timeout',
+    advice: 'Ask for less at once (narrow the query or split the input), or use a faster tool if there is one.',
+  },
   { tool: '*', category: 'unavailable', advice: 'The service is down; try again later or use an alternative tool.' },
-  { tool: '*', category: 'internal', advice: 'The service keeps failing; stop retrying this tool for now and tell the user.' },
+  {
+    tool: '*',
+    category: 'internal',
+    advice: 'The service keeps failing; stop retrying this tool for now and tell the user.',
+  },
   { tool: '*', category: 'network', advice: 'The service is unreachable; check connectivity or try again later.' },
-  { tool: '*', category: 'circuit_open', advice: 'This tool is switched off after repeated failures; wait for retryAfterMs or use another tool.' },
+  {
+    tool: '*',
+    category: 'circuit_open',
+    advice: 'This tool is switched off after repeated failures; wait for retryAfterMs or use another tool.',
+  },
   { tool: '*', category: 'queue_full', advice: 'Too many calls are waiting; back off before calling this tool again.' },
-  { tool: '*', category: 'cancelled', advice: 'The call was cancelled; start it again only if the user still wants it.' },
-  { tool: '*', category: 'confirmation', advice: 'The confirmation is no longer valid; start the action again to get a new one.' },
+  {
+    tool: '*',
+    category: 'cancelled',
+    advice: 'The call was cancelled; start it again only if the user still wants it.',
+  },
+  {
+    tool: '*',
+    category: 'confirmation',
+    advice: 'The confirmation is no longer valid; start the action again to get a new one.',
+  },
   { tool: '*', category: 'unknown', advice: 'An unexpected error repeats; stop and report it with the run id.' },
 ]);
 
@@ -45,7 +94,8 @@ const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
  * if (result.metadata.advice.includes(STEP_BACK_ADVICE)) askUserToRephrase();
  * ```
  */
-export const STEP_BACK_ADVICE = 'Several calls failed in this session. Step back: re-check what the user asked for, and consider another approach or asking the user before calling more tools.';
+export const STEP_BACK_ADVICE =
+  'Several calls failed in this session. Step back: re-check what the user asked for, and consider another approach or asking the user before calling more tools.';
 
 interface SessionState {
   failures: { tool: string; category: ErrorCategory }[];
@@ -115,7 +165,10 @@ export class FallbackAdvisor {
       const out: string[] = [];
       const last = [...s.failures].reverse().find((f) => f.tool === tool);
       if (last && (s.consecutive.get(tool) ?? 0) >= this.opts.consecutive) {
-        const advice = this.rules.get(`${tool}\u0000${last.category}`) ?? this.rules.get(`${tool}\u0000*`) ?? this.rules.get(`*\u0000${last.category}`);
+        const advice =
+          this.rules.get(`${tool}\u0000${last.category}`) ??
+          this.rules.get(`${tool}\u0000*`) ??
+          this.rules.get(`*\u0000${last.category}`);
         if (advice) out.push(advice);
       }
       if (s.failures.length >= this.opts.stepBack) out.push(STEP_BACK_ADVICE);

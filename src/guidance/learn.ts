@@ -76,7 +76,15 @@ function adviceGiven(to: Learners, call: CallLesson, error: ChainErrorInfo): voi
   if (!to.logger) return;
   try {
     to.logger.warn(
-      { ...(runId !== undefined && { runId }), sessionId: session, tool, ...(error.step !== undefined && error.step !== tool && { step: error.step }), category: error.category, code: error.code, advice },
+      {
+        ...(runId !== undefined && { runId }),
+        sessionId: session,
+        tool,
+        ...(error.step !== undefined && error.step !== tool && { step: error.step }),
+        category: error.category,
+        code: error.code,
+        advice,
+      },
       `fallback advice for ${tool}: ${advice.join(' ')}`,
     );
   } catch {

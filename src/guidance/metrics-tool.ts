@@ -3,17 +3,20 @@ import { z } from 'zod';
 import type { AdviceStats, ChainSummary, CommonChain, MetricsCollector, TransitionStats } from './metrics.js';
 
 const NAME = 'chainkit_metrics';
-const DESCRIPTION = 'Read-only: what this system learned from past tool use. `view: "common_chains"` lists tool sequences that often succeed together; '
-  + '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, how often and how successfully; '
-  + '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. Changes nothing.';
+const DESCRIPTION =
+  'Read-only: what this system learned from past tool use. `view: "common_chains"` lists tool sequences that often succeed together; ' +
+  '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, how often and how successfully; ' +
+  '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. Changes nothing.';
 
-const Input = z.object({
-  view: z.enum(['summary', 'transitions', 'common_chains']).default('summary'),
-  /** Only the transitions from this tool. */
-  from: z.string().min(1).max(200).optional(),
-  /** At most this many common chains and transition rows. */
-  limit: z.number().int().min(1).max(100).default(20),
-}).strict();
+const Input = z
+  .object({
+    view: z.enum(['summary', 'transitions', 'common_chains']).default('summary'),
+    /** Only the transitions from this tool. */
+    from: z.string().min(1).max(200).optional(),
+    /** At most this many common chains and transition rows. */
+    limit: z.number().int().min(1).max(100).default(20),
+  })
+  .strict();
 
 /** What the metrics tool answers. */
 export type MetricsToolResult =
@@ -39,18 +42,35 @@ export interface MetricsToolDefinition {
 const SCHEMA: Record<string, unknown> = Object.freeze({
   type: 'object',
   properties: {
-    view: { type: 'string', enum: ['summary', 'transitions', 'common_chains'], default: 'summary', description: 'What to read.' },
+    view: {
+      type: 'string',
+      enum: ['summary', 'transitions', 'common_chains'],
+      default: 'summary',
+      description: 'What to read.',
+    },
     from: { type: 'string', description: 'Only the transitions from this tool.' },
-    limit: { type: 'integer', minimum: 1, maximum: 100, default: 20, description: 'At most this many common chains and transition rows.' },
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+      default: 20,
+      description: 'At most this many common chains and transition rows.',
+    },
   },
   additionalProperties: false,
 });
 
 // Rows in insertion order, the busiest first: a model reads the head of a long answer.
-function topRows(matrix: Record<string, Record<string, TransitionStats>>, limit: number): Record<string, Record<string, TransitionStats>> {
+function topRows(
+  matrix: Record<string, Record<string, TransitionStats>>,
+  limit: number,
+): Record<string, Record<string, TransitionStats>> {
   const total = (row: Record<string, TransitionStats>): number => Object.values(row).reduce((n, t) => n + t.count, 0);
   const out = Object.create(null) as Record<string, Record<string, TransitionStats>>;
-  for (const [from, row] of Object.entries(matrix).sort((a, b) => total(b[1]) - total(a[1])).slice(0, limit)) out[from] = row;
+  for (const [from, row] of Object.entries(matrix)
+    .sort((a, b) => total(b[1]) - total(a[1]))
+    .slice(0, limit))
+    out[from] = row;
   return out;
 }
 
@@ -71,7 +91,8 @@ function topRows(matrix: Record<string, Record<string, TransitionStats>>, limit:
  */
 export function metricsTool(runner: { readonly metrics: MetricsCollector }): MetricsToolDefinition {
   const metrics = runner?.metrics;
-  if (typeof metrics?.chainSummary !== 'function') throw new TypeError('metricsTool: expected a runner made by createRunner().');
+  if (typeof metrics?.chainSummary !== 'function')
+    throw new TypeError('metricsTool: expected a runner made by createRunner().');
   return {
     name: NAME,
     description: DESCRIPTION,
@@ -85,16 +106,31 @@ export function metricsTool(runner: { readonly metrics: MetricsCollector }): Met
       } catch {
         return { status: 'error', error: 'invalid_input', message: 'The input could not be read.' };
       }
-      if (!parsed.success) return { status: 'error', error: 'invalid_input', message: parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; ') };
+      if (!parsed.success)
+        return {
+          status: 'error',
+          error: 'invalid_input',
+          message: parsed.error.issues.map((i) => `${i.path.join('.') || 'input'}: ${i.message}`).join('; '),
+        };
       const { view, from, limit } = parsed.data;
       if (view === 'transitions') {
-        const transitions = from !== undefined ? { [from]: metrics.transitionsFrom(from) } : topRows(metrics.chainSummary().transitions, limit);
+        const transitions =
+          from !== undefined
+            ? { [from]: metrics.transitionsFrom(from) }
+            : topRows(metrics.chainSummary().transitions, limit);
         return { status: 'ok', view, transitions };
       }
       const summary = metrics.chainSummary();
       const commonChains = summary.commonChains.slice(0, limit);
       if (view === 'common_chains') return { status: 'ok', view, commonChains };
-      return { status: 'ok', view, ...summary, commonChains, transitions: topRows(summary.transitions, limit), fallbackAdvice: metrics.adviceStats() };
+      return {
+        status: 'ok',
+        view,
+        ...summary,
+        commonChains,
+        transitions: topRows(summary.transitions, limit),
+        fallbackAdvice: metrics.adviceStats(),
+      };
     },
   };
 }

@@ -67,7 +67,12 @@ const METRICS_OPTIONS = z.object(
   {
     capacity: integer('capacity', 1).optional(),
     minOccurrences: integer('minOccurrences', 0).optional(),
-    minSuccessRate: z.custom<number>((v) => typeof v === 'number' && v >= 0 && v <= 1, 'Expected `minSuccessRate` to be a number from 0 to 1.').optional(),
+    minSuccessRate: z
+      .custom<number>(
+        (v) => typeof v === 'number' && v >= 0 && v <= 1,
+        'Expected `minSuccessRate` to be a number from 0 to 1.',
+      )
+      .optional(),
   },
   { error: 'Expected MetricsCollector options to be an object.' },
 );
@@ -127,7 +132,12 @@ export class MetricsCollector {
   recordCall(tool: string, mode: 'chain' | 'direct', success: boolean, latencyMs: number): void {
     let byMode = this.calls.get(tool);
     if (!byMode) this.calls.set(tool, (byMode = {}));
-    const s = (byMode[mode] ??= { invocations: 0, successes: 0, failures: 0, latencyMs: { min: Infinity, avg: 0, max: 0 } });
+    const s = (byMode[mode] ??= {
+      invocations: 0,
+      successes: 0,
+      failures: 0,
+      latencyMs: { min: Infinity, avg: 0, max: 0 },
+    });
     s.invocations++;
     if (success) s.successes++;
     else s.failures++;
@@ -175,7 +185,8 @@ export class MetricsCollector {
   /** Where sessions went after `tool`, by next tool. */
   transitionsFrom(tool: string): Record<string, TransitionStats> {
     const out = ownRecord<TransitionStats>();
-    for (const [to, c] of this.cells.get(tool) ?? []) out[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
+    for (const [to, c] of this.cells.get(tool) ?? [])
+      out[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
     return out;
   }
 
@@ -211,7 +222,12 @@ export class MetricsCollector {
     }
     const commonChains = [...windows.values()]
       .filter((w) => w.n >= this.minOccurrences && w.success / w.n >= this.minSuccessRate - EPSILON)
-      .map((w) => ({ tools: w.tools, occurrences: w.n, avgSuccessRate: w.success / w.n, avgTotalDurationMs: w.duration / w.n }))
+      .map((w) => ({
+        tools: w.tools,
+        occurrences: w.n,
+        avgSuccessRate: w.success / w.n,
+        avgTotalDurationMs: w.duration / w.n,
+      }))
       .sort((a, b) => b.occurrences - a.occurrences || b.tools.length - a.tools.length);
     return { commonChains, transitions: this.matrix(all), entryTools, terminalTools };
   }
@@ -228,7 +244,8 @@ export class MetricsCollector {
     const out = ownRecord<Record<string, TransitionStats>>();
     for (const [from, row] of Object.entries(acc)) {
       const stats = (out[from] = ownRecord<TransitionStats>());
-      for (const [to, c] of Object.entries(row)) stats[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
+      for (const [to, c] of Object.entries(row))
+        stats[to] = { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count };
     }
     return out;
   }

@@ -15,7 +15,12 @@ export class LearningSync {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private writing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly store: LearningStore, metrics: MetricsCollector, timing: TimingModel, onError: (error: unknown) => void) {
+  constructor(
+    private readonly store: LearningStore,
+    metrics: MetricsCollector,
+    timing: TimingModel,
+    onError: (error: unknown) => void,
+  ) {
     this.ready = Promise.resolve()
       .then(() => store.load())
       .then((data) => {

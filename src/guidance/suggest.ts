@@ -24,9 +24,19 @@ export function nextTools(src: GuidanceSources, tool: string): NextToolSuggestio
     .filter(([to, t]) => t.count >= MIN_COUNT && t.successRate > MIN_SUCCESS && !declared.some((s) => s.tool === to))
     .sort((a, b) => b[1].count - a[1].count);
   // Built by map, not push: every result keeps this array, and a pushed-into one keeps spare capacity.
-  const out = declared.map((s): NextToolSuggestion => ({ tool: s.tool, reason: s.reason, estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs }));
+  const out = declared.map((s): NextToolSuggestion => ({
+    tool: s.tool,
+    reason: s.reason,
+    estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs,
+  }));
   if (learned.length === 0) return out;
-  return out.concat(learned.map(([to, t]) => ({ tool: to, reason: `Often follows ${tool} (${t.count} times, ${Math.round(t.successRate * 100)} % successful)`, estimatedDurationMs: src.timing.estimate(to).estimatedDurationMs })));
+  return out.concat(
+    learned.map(([to, t]) => ({
+      tool: to,
+      reason: `Often follows ${tool} (${t.count} times, ${Math.round(t.successRate * 100)} % successful)`,
+      estimatedDurationMs: src.timing.estimate(to).estimatedDurationMs,
+    })),
+  );
 }
 
 const words = (text: string): string[] => text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
@@ -35,7 +45,11 @@ const words = (text: string): string[] => text.toLowerCase().match(/[a-z0-9]+/g)
  * Chains ranked by how many of their tools the session already used and by how well `goal`
  * matches their keywords (×3), use cases (×2) and description (×1); the top 3 with any match.
  */
-export function relevantChains(src: GuidanceSources, sessionTools: readonly string[], goal?: string): ChainSuggestion[] {
+export function relevantChains(
+  src: GuidanceSources,
+  sessionTools: readonly string[],
+  goal?: string,
+): ChainSuggestion[] {
   const goalWords = new Set(goal ? words(goal) : []);
   const used = new Set(sessionTools);
   const scored: { chain: Chain; score: number }[] = [];
@@ -52,7 +66,11 @@ export function relevantChains(src: GuidanceSources, sessionTools: readonly stri
   return scored
     .sort((a, b) => b.score - a.score)
     .slice(0, 3)
-    .map(({ chain }) => ({ chain: chain.name, description: chain.description, estimatedDurationMs: chainDuration(src, chain) }));
+    .map(({ chain }) => ({
+      chain: chain.name,
+      description: chain.description,
+      estimatedDurationMs: chainDuration(src, chain),
+    }));
 }
 
 /** The sum of the estimates of a chain's tool steps. */

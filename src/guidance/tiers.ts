@@ -32,7 +32,9 @@ export interface ToolRegistry {
 
 function checkLevel(level: unknown): asserts level is TierLevel {
   if (!TIER_LEVELS.includes(level as TierLevel)) {
-    throw new DefinitionError('tier level', [{ path: 'level', message: `Expected one of ${TIER_LEVELS.join(', ')}, got ${JSON.stringify(level)}.` }]);
+    throw new DefinitionError('tier level', [
+      { path: 'level', message: `Expected one of ${TIER_LEVELS.join(', ')}, got ${JSON.stringify(level)}.` },
+    ]);
   }
 }
 
@@ -62,7 +64,8 @@ export function createToolRegistry(tools: readonly Tool[], options: ToolRegistry
   const tiers = new Map<TierLevel, Tool[]>();
   const spec: TierSpec = { complex: 'all', ...options.tiers };
   for (const key of Object.keys(spec)) {
-    if (!TIER_LEVELS.includes(key as TierLevel)) issues.push({ path: `tiers.${key}`, message: `Unknown tier; expected ${TIER_LEVELS.join(', ')}.` });
+    if (!TIER_LEVELS.includes(key as TierLevel))
+      issues.push({ path: `tiers.${key}`, message: `Unknown tier; expected ${TIER_LEVELS.join(', ')}.` });
   }
   for (const level of TIER_LEVELS) {
     const names = spec[level];
@@ -72,7 +75,11 @@ export function createToolRegistry(tools: readonly Tool[], options: ToolRegistry
       (names ?? []).forEach((name, i) => {
         const tool = byName.get(name);
         if (tool) list.push(tool);
-        else issues.push({ path: `tiers.${level}[${i}]`, message: `Unknown tool '${name}' (known: ${[...byName.keys()].join(', ')}).` });
+        else
+          issues.push({
+            path: `tiers.${level}[${i}]`,
+            message: `Unknown tool '${name}' (known: ${[...byName.keys()].join(', ')}).`,
+          });
       });
       tiers.set(level, list);
     }
@@ -98,9 +105,13 @@ export function createToolRegistry(tools: readonly Tool[], options: ToolRegistry
       return registry.forComplexity(level); // checks the level, whoever chose it
     },
     toJSONSchema(level, { format = 'openai' } = {}) {
-      return registry.forComplexity(level).map((t) => (format === 'anthropic'
-        ? { name: t.name, description: t.description, input_schema: schemaOf(t) }
-        : { name: t.name, description: t.description, parameters: schemaOf(t) }));
+      return registry
+        .forComplexity(level)
+        .map((t) =>
+          format === 'anthropic'
+            ? { name: t.name, description: t.description, input_schema: schemaOf(t) }
+            : { name: t.name, description: t.description, parameters: schemaOf(t) },
+        );
     },
     estimateTokens(level) {
       return Math.ceil(JSON.stringify(registry.toJSONSchema(level)).length / 4);

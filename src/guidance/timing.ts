@@ -137,14 +137,25 @@ export class TimingModel {
     } else {
       const stats = this.stats(tool, list);
       estimatedDurationMs = options.percentile === 'p90' ? stats.p90 : stats.median;
-      if (complexity !== undefined) estimatedDurationMs *= Math.min(10, Math.max(0.25, complexity / (stats.complexity || 1)));
+      if (complexity !== undefined)
+        estimatedDurationMs *= Math.min(10, Math.max(0.25, complexity / (stats.complexity || 1)));
     }
     estimatedDurationMs = Math.round(estimatedDurationMs);
     const samples = Math.min(list.length, MAX_SAMPLES);
-    return { estimatedDurationMs, confidence: confidenceOf(samples), source, willTimeout: source !== 'default' && estimatedDurationMs > timeoutMs, timeoutMs, samples };
+    return {
+      estimatedDurationMs,
+      confidence: confidenceOf(samples),
+      source,
+      willTimeout: source !== 'default' && estimatedDurationMs > timeoutMs,
+      timeoutMs,
+      samples,
+    };
   }
 
-  private stats(tool: string, list: { durationMs: number; complexity: number }[]): { median: number; p90: number; complexity: number } {
+  private stats(
+    tool: string,
+    list: { durationMs: number; complexity: number }[],
+  ): { median: number; p90: number; complexity: number } {
     const cached = this.cache.get(tool);
     if (cached && list.length - cached.at < Math.max(1, cached.at / 20)) return cached;
     // Typed arrays: sorted natively by value, no comparator call per comparison (this runs every ~50 calls per tool).
@@ -177,11 +188,17 @@ export class TimingModel {
 
   /** Adds samples exported elsewhere (e.g. a calibration run). */
   import(data: TimingData): void {
-    if (data?.version !== 1 || typeof data.tools !== 'object') throw new TypeError('Expected timing data exported by timing.export() (version 1).');
+    if (data?.version !== 1 || typeof data.tools !== 'object')
+      throw new TypeError('Expected timing data exported by timing.export() (version 1).');
     for (const [tool, list] of Object.entries(data.tools)) {
       if (!Array.isArray(list)) continue;
       for (const s of list) {
-        if (typeof s?.durationMs === 'number' && Number.isFinite(s.durationMs) && s.durationMs >= 0) this.record(tool, s.durationMs, typeof s.complexity === 'number' && Number.isFinite(s.complexity) ? s.complexity : 1);
+        if (typeof s?.durationMs === 'number' && Number.isFinite(s.durationMs) && s.durationMs >= 0)
+          this.record(
+            tool,
+            s.durationMs,
+            typeof s.complexity === 'number' && Number.isFinite(s.complexity) ? s.complexity : 1,
+          );
       }
     }
   }

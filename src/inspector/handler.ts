@@ -51,7 +51,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_BODY = 64 * 1024;
 
 /** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': CSP,
@@ -62,7 +63,12 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-resource-policy': 'same-origin',
 };
 
-function respond(body: ConstructorParameters<typeof Response>[0], status: number, type: string | undefined, extra: Record<string, string> = {}): Response {
+function respond(
+  body: ConstructorParameters<typeof Response>[0],
+  status: number,
+  type: string | undefined,
+  extra: Record<string, string> = {},
+): Response {
   const headers = new Headers(SECURITY_HEADERS);
   headers.set('cache-control', 'no-store');
   if (type) headers.set('content-type', type);
@@ -74,7 +80,8 @@ const problem = (status: number, message: string): Response => json({ error: mes
 
 /** `basePath` checked and normalized: starts with `/`, no trailing `/` (`''` for the root). */
 function normalizeBase(basePath: unknown): string {
-  if (typeof basePath !== 'string' || !basePath.startsWith('/') || /[?#\s]/.test(basePath)) throw new TypeError("Expected `basePath` to be a path starting with '/', e.g. '/ops/chains'.");
+  if (typeof basePath !== 'string' || !basePath.startsWith('/') || /[?#\s]/.test(basePath))
+    throw new TypeError("Expected `basePath` to be a path starting with '/', e.g. '/ops/chains'.");
   return basePath.replace(/\/+$/, '');
 }
 
@@ -83,7 +90,10 @@ class LiveHub {
   private readonly pages = new Set<() => void>();
   private detach: (() => void) | undefined;
   readonly breakers = new Map<string, BreakerChangeEvent>();
-  readonly limits = new Map<string, { tool: string; refusals: number; lastWaitMs?: number; lastCode: string; at: number }>();
+  readonly limits = new Map<
+    string,
+    { tool: string; refusals: number; lastWaitMs?: number; lastCode: string; at: number }
+  >();
 
   constructor(private readonly runner: Runner) {
     // Breaker changes are rare: always kept, so the page shows the state since the inspector was made.
@@ -115,7 +125,14 @@ class LiveHub {
         if (e.error && e.tool) this.limit(e.tool, e.error.code, e.error.category, e.error.retryAfterMs);
         this.nudge();
       };
-      const names = ['chain:start', 'chain:end', 'confirmation:requested', 'run:end', 'run:recovered', 'breaker:change'] as const;
+      const names = [
+        'chain:start',
+        'chain:end',
+        'confirmation:requested',
+        'run:end',
+        'run:recovered',
+        'breaker:change',
+      ] as const;
       for (const n of names) events.on(n, this.nudge);
       events.on('step:retry', retry);
       events.on('step:end', end);
@@ -164,10 +181,11 @@ function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Arra
         if (timer !== undefined) return;
         const wait = last + 100 - Date.now();
         if (wait <= 0) changed();
-        else timer = setTimeout(() => {
-          timer = undefined;
-          changed();
-        }, wait);
+        else
+          timer = setTimeout(() => {
+            timer = undefined;
+            changed();
+          }, wait);
       });
       beat = setInterval(() => send(': keep-alive\n\n'), 15_000);
       beat.unref?.();
@@ -205,7 +223,9 @@ async function readBody(request: Request): Promise<Record<string, unknown> | und
   if (text.length > MAX_BODY) return undefined;
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -232,16 +252,24 @@ function crossSite(request: Request, url: URL): boolean {
  * const handle = createInspector(runner, { basePath: '/ops/chains', authorize: () => true });
  * ```
  */
-export function createInspector(runner: Runner, options: InspectorOptions): InspectorHandler & { readonly openPages: number } {
-  if (typeof runner !== 'object' || runner === null || typeof runner.listRuns !== 'function') throw new TypeError('Expected a runner made by createRunner().');
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected inspector options { basePath, authorize }.');
+export function createInspector(
+  runner: Runner,
+  options: InspectorOptions,
+): InspectorHandler & { readonly openPages: number } {
+  if (typeof runner !== 'object' || runner === null || typeof runner.listRuns !== 'function')
+    throw new TypeError('Expected a runner made by createRunner().');
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('Expected inspector options { basePath, authorize }.');
   if (typeof options.authorize !== 'function') {
-    throw new TypeError('The inspector needs `authorize(request, action)`: it shows runs and acts on them, so it refuses to be built without a check of who asks (return true to let a request through).');
+    throw new TypeError(
+      'The inspector needs `authorize(request, action)`: it shows runs and acts on them, so it refuses to be built without a check of who asks (return true to let a request through).',
+    );
   }
   const base = normalizeBase(options.basePath);
   const readOnly = options.readOnly === true;
   const secret = options.csrfSecret ?? newNonce() + newNonce();
-  if (typeof secret !== 'string' || secret.length < 16) throw new TypeError('Expected `csrfSecret` to be a string of at least 16 characters.');
+  if (typeof secret !== 'string' || secret.length < 16)
+    throw new TypeError('Expected `csrfSecret` to be a string of at least 16 characters.');
   const safe: Safe = safeWith(options.redact, options.traceIdentity === true);
   const hub = new LiveHub(runner);
   const html = (token: string): string => pageHtml(base, token);
@@ -292,7 +320,10 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
       case 'decide': {
         if (typeof body.approved !== 'boolean') return problem(400, 'Expected `approved`: true or false.');
         const by = options.actor ? await options.actor(request) : 'inspector';
-        const r = await runner.decide(runId, { approved: body.approved, by: typeof by === 'string' && by !== '' ? by.slice(0, 255) : 'inspector' });
+        const r = await runner.decide(runId, {
+          approved: body.approved,
+          by: typeof by === 'string' && by !== '' ? by.slice(0, 255) : 'inspector',
+        });
         if (r === 'not_found') return problem(404, 'No such run.');
         if (r === 'not_parked') return json({ outcome: 'not_parked' }, 409);
         if (r.status === 'failed' && r.error.category === 'confirmation') return json({ outcome: r.error.code }, 409);
@@ -309,9 +340,14 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
         return json({ outcome: 'started', runId: r.runId, rerunOf: r.rerunOf });
       }
       case 'signal': {
-        if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255) return problem(400, 'Expected `name`: the signal to send.');
+        if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255)
+          return problem(400, 'Expected `name`: the signal to send.');
         // A payload the step's schema refuses (runner.signal's SignalRefused) is the sender's mistake: the run keeps waiting.
-        const r = await runner.signal(runId, body.name, body.payload).catch((e: unknown) => ((e as { code?: unknown })?.code === 'invalid_signal' ? e as Error : Promise.reject(e)));
+        const r = await runner
+          .signal(runId, body.name, body.payload)
+          .catch((e: unknown) =>
+            (e as { code?: unknown })?.code === 'invalid_signal' ? (e as Error) : Promise.reject(e),
+          );
         if (r instanceof Error) return problem(400, r.message);
         return json({ outcome: typeof r === 'string' ? r : 'sent' });
       }
@@ -328,11 +364,17 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
       const action = body?.action;
       if (action !== 'decide' && action !== 'cancel' && action !== 'signal' && action !== 'rerun') {
         const denied = await authorized(request, 'read');
-        return denied ?? problem(400, 'Expected a JSON body { action: "decide" | "cancel" | "signal" | "rerun", runId }.');
+        return (
+          denied ?? problem(400, 'Expected a JSON body { action: "decide" | "cancel" | "signal" | "rerun", runId }.')
+        );
       }
       const denied = await authorized(request, action);
       if (denied) return denied;
-      if (crossSite(request, url) || !checkCsrf(secret, request.headers.get(CSRF_HEADER), request.headers.get('cookie'))) return problem(403, 'Missing or invalid anti-CSRF token: reload the page.');
+      if (
+        crossSite(request, url) ||
+        !checkCsrf(secret, request.headers.get(CSRF_HEADER), request.headers.get('cookie'))
+      )
+        return problem(403, 'Missing or invalid anti-CSRF token: reload the page.');
       if (readOnly) return problem(403, 'This inspector is read-only.');
       try {
         return await act(request, body!, action);
@@ -351,12 +393,17 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
       case '/': {
         const existing = cookieNonce(request.headers.get('cookie'));
         const nonce = existing ?? newNonce();
-        const extra: Record<string, string> = existing ? {} : { 'set-cookie': csrfCookie(nonce, base, url.protocol === 'https:') };
+        const extra: Record<string, string> = existing
+          ? {}
+          : { 'set-cookie': csrfCookie(nonce, base, url.protocol === 'https:') };
         return respond(html(csrfToken(secret, nonce)), 200, 'text/html; charset=utf-8', extra);
       }
-      case '/app.js': return respond(APP_JS, 200, 'text/javascript; charset=utf-8');
-      case '/app.css': return respond(APP_CSS, 200, 'text/css; charset=utf-8');
-      case '/api/overview': return overview(url);
+      case '/app.js':
+        return respond(APP_JS, 200, 'text/javascript; charset=utf-8');
+      case '/app.css':
+        return respond(APP_CSS, 200, 'text/css; charset=utf-8');
+      case '/api/overview':
+        return overview(url);
       case '/api/run': {
         const id = url.searchParams.get('id');
         if (!id) return problem(400, 'Expected ?id=<runId>.');
@@ -371,13 +418,22 @@ export function createInspector(runner: Runner, options: InspectorOptions): Insp
         const after = lastEventId(request.headers) ?? (Number.isSafeInteger(given) && given >= 0 ? given : 0);
         const events = runner.watch(id, { after, signal: request.signal });
         const headers = { ...SSE_HEADERS };
-        return respond(toSSE(mapped(events, (e) => eventView(e, safe)), { retryMs: 1000 }), 200, headers['content-type'], headers);
+        return respond(
+          toSSE(
+            mapped(events, (e) => eventView(e, safe)),
+            { retryMs: 1000 },
+          ),
+          200,
+          headers['content-type'],
+          headers,
+        );
       }
       case '/api/live': {
         const headers = { ...SSE_HEADERS };
         return respond(liveStream(hub, request.signal), 200, headers['content-type'], headers);
       }
-      default: return problem(404, 'Not found.');
+      default:
+        return problem(404, 'Not found.');
     }
   }
 

@@ -9,7 +9,11 @@ const MAX_BODY = 64 * 1024;
 type NodeRequest = IncomingMessage & { originalUrl?: string; body?: unknown };
 
 /** A Node-style handler: `(req, res, next?)`; requests outside the inspector go to `next` (or get a 404). */
-export type NodeInspectorHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => Promise<void>;
+export type NodeInspectorHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next?: (error?: unknown) => void,
+) => Promise<void>;
 
 async function bodyOf(req: NodeRequest): Promise<Uint8Array | string | undefined> {
   if (req.method === 'GET' || req.method === 'HEAD') return undefined;
@@ -66,7 +70,14 @@ export function toNodeHandler(handle: InspectorHandler): NodeInspectorHandler {
         res.writeHead(413).end();
         return;
       }
-      response = await handle(new Request(url, { method: req.method ?? 'GET', headers, ...(body !== undefined && { body }), signal: abort.signal }));
+      response = await handle(
+        new Request(url, {
+          method: req.method ?? 'GET',
+          headers,
+          ...(body !== undefined && { body }),
+          signal: abort.signal,
+        }),
+      );
     } catch (error) {
       if (next) return next(error);
       if (!res.headersSent) res.writeHead(500);

@@ -1,7 +1,8 @@
 // The page's HTML: a shell that loads the built script and stylesheet from the inspector's own path
 // (no inline script or style, nothing from another origin) and carries the anti-CSRF token.
 
-const escapeAttr = (s: string): string => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeAttr = (s: string): string =>
+  s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /**
  * The page for an inspector mounted at `base`, with the action token `token`.

@@ -51,7 +51,19 @@ interface StepView {
   extra?: Record<string, unknown>;
 }
 
-const KNOWN_STEP_KEYS = new Set(['stepNumber', 'id', 'tool', 'status', 'attempts', 'latencyMs', 'startedAt', 'input', 'output', 'error', 'decidedBy']);
+const KNOWN_STEP_KEYS = new Set([
+  'stepNumber',
+  'id',
+  'tool',
+  'status',
+  'attempts',
+  'latencyMs',
+  'startedAt',
+  'input',
+  'output',
+  'error',
+  'decidedBy',
+]);
 
 /** A run as the page shows it. */
 export interface RunView {
@@ -75,7 +87,14 @@ export interface RunView {
 }
 
 function stepView(t: TraceStep, safe: Safe): StepView {
-  const v: StepView = { stepNumber: t.stepNumber, id: t.id, status: t.status, attempts: t.attempts, latencyMs: t.latencyMs, startedAt: t.startedAt };
+  const v: StepView = {
+    stepNumber: t.stepNumber,
+    id: t.id,
+    status: t.status,
+    attempts: t.attempts,
+    latencyMs: t.latencyMs,
+    startedAt: t.startedAt,
+  };
   if (t.tool !== undefined) v.tool = t.tool;
   if (t.input !== undefined) v.input = safe(t.input);
   if (t.output !== undefined) v.output = safe(t.output);
@@ -97,7 +116,13 @@ function stepView(t: TraceStep, safe: Safe): StepView {
  * ```
  */
 export function runView(info: RunInfo, safe: Safe): RunView {
-  const view: RunView = { runId: info.runId, chain: info.chain, status: info.status, journaled: [...info.steps], steps: [] };
+  const view: RunView = {
+    runId: info.runId,
+    chain: info.chain,
+    status: info.status,
+    journaled: [...info.steps],
+    steps: [],
+  };
   const parent = rerunOf(info.runId);
   if (parent !== undefined) view.rerunOf = parent;
   if (info.decidedBy !== undefined) view.decidedBy = safe(info.decidedBy) as string;
@@ -112,13 +137,18 @@ export function runView(info: RunInfo, safe: Safe): RunView {
       view.totalLatencyMs = trace.totalLatencyMs;
     }
     switch (r.status) {
-      case 'completed': view.output = safe(r.output); break;
+      case 'completed':
+        view.output = safe(r.output);
+        break;
       case 'failed':
         view.error = safe(r.error);
         view.compensated = [...(r.compensated ?? [])];
-        if (r.compensationFailures) view.compensationFailures = r.compensationFailures.map((f) => ({ step: f.step, error: safe(f.error) }));
+        if (r.compensationFailures)
+          view.compensationFailures = r.compensationFailures.map((f) => ({ step: f.step, error: safe(f.error) }));
         break;
-      case 'declined': view.declinedStep = r.step; break;
+      case 'declined':
+        view.declinedStep = r.step;
+        break;
       case 'awaiting_confirmation': {
         const c = r.confirmation;
         view.awaiting = { step: c.step, tool: c.tool, prompt: maskText(c.prompt), expiresAt: c.expiresAt };
@@ -147,10 +177,28 @@ export function learnedView(runner: Runner, safe: Safe): unknown {
     tools.push(from);
     tools.push(...Object.keys(summary.transitions[from]!));
   }
-  const timing = [...new Set(tools)].sort().slice(0, 200).map((tool) => {
-    const e = runner.timing.estimate(tool);
-    const calls = runner.metrics.callStats(tool);
-    return { tool, estimatedDurationMs: e.estimatedDurationMs, confidence: e.confidence, source: e.source, samples: e.samples, timeoutMs: e.timeoutMs, willTimeout: e.willTimeout, calls };
+  const timing = [...new Set(tools)]
+    .sort()
+    .slice(0, 200)
+    .map((tool) => {
+      const e = runner.timing.estimate(tool);
+      const calls = runner.metrics.callStats(tool);
+      return {
+        tool,
+        estimatedDurationMs: e.estimatedDurationMs,
+        confidence: e.confidence,
+        source: e.source,
+        samples: e.samples,
+        timeoutMs: e.timeoutMs,
+        willTimeout: e.willTimeout,
+        calls,
+      };
+    });
+  return safe({
+    transitions: summary.transitions,
+    commonChains: summary.commonChains.slice(0, 20),
+    entryTools: summary.entryTools,
+    terminalTools: summary.terminalTools,
+    timing,
   });
-  return safe({ transitions: summary.transitions, commonChains: summary.commonChains.slice(0, 20), entryTools: summary.entryTools, terminalTools: summary.terminalTools, timing });
 }

@@ -37,7 +37,11 @@ export interface HttpInvokerOptions {
  */
 export class HttpToolError extends Error {
   override readonly name = 'HttpToolError';
-  constructor(message: string, readonly status: number, readonly retryAfterMs?: number) {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
   }
 }
@@ -55,7 +59,11 @@ export class HttpToolError extends Error {
 export class HttpResponseRefused extends Error {
   override readonly name = 'HttpResponseRefused';
   readonly category = 'validation';
-  constructor(readonly code: 'redirect_refused' | 'response_too_large', message: string, readonly status: number) {
+  constructor(
+    readonly code: 'redirect_refused' | 'response_too_large',
+    message: string,
+    readonly status: number,
+  ) {
     super(message);
   }
 }
@@ -68,10 +76,15 @@ const MAX_REDIRECTS = 5;
 
 const HTTP_INVOKER_OPTIONS = z.object(
   {
-    baseUrl: z.custom<string>((v) => typeof v === 'string' && /^https?:\/\//.test(v), 'Expected `baseUrl` to be an http(s) URL.'),
+    baseUrl: z.custom<string>(
+      (v) => typeof v === 'string' && /^https?:\/\//.test(v),
+      'Expected `baseUrl` to be an http(s) URL.',
+    ),
     maxBodyBytes: integer('maxBodyBytes', 1).optional(),
     fetch: fn('fetch').optional(),
-    tools: z.custom<readonly unknown[]>((v) => Array.isArray(v), 'Expected `tools` to be an array of tools or tool names.').optional(),
+    tools: z
+      .custom<readonly unknown[]>((v) => Array.isArray(v), 'Expected `tools` to be an array of tools or tool names.')
+      .optional(),
   },
   { error: 'Expected httpInvoker options { baseUrl, … }.' },
 );
@@ -104,7 +117,12 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
   const served = options.tools === undefined ? undefined : servedNames(options.tools);
   const invoker: ToolInvoker = async (call) => {
     const extra = typeof options.headers === 'function' ? options.headers(call) : options.headers;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-chainkit-run-id': call.runId, ...extra };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'x-chainkit-run-id': call.runId,
+      ...extra,
+    };
     if (call.idempotencyKey !== undefined) headers['idempotency-key'] = call.idempotencyKey;
     const body = JSON.stringify(call.input);
     let url = `${base}/tools/${encodeURIComponent(call.tool)}`;
@@ -112,7 +130,12 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
     for (let hops = 0; ; hops++) {
       // 'manual': fetch would otherwise send the body and headers to any origin, and turn a 303 into a GET.
       res = await doFetch(url, { method: 'POST', headers, body, signal: call.signal, redirect: 'manual' });
-      if (res.type === 'opaqueredirect') throw new HttpResponseRefused('redirect_refused', `${call.tool}: redirect refused (an opaque redirect cannot be checked).`, res.status);
+      if (res.type === 'opaqueredirect')
+        throw new HttpResponseRefused(
+          'redirect_refused',
+          `${call.tool}: redirect refused (an opaque redirect cannot be checked).`,
+          res.status,
+        );
       if (res.status < 300 || res.status > 399) break;
       url = nextHop(call.tool, res, url, origin, hops);
     }
@@ -125,7 +148,11 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
     const json = parseJson(text);
     const detail = errorDetail(json) ?? text.trim().slice(0, MAX_DETAIL);
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after') ?? undefined);
-    throw new HttpToolError(`${call.tool}: HTTP ${res.status}${detail ? ` — ${detail}` : ''}`, res.status, retryAfterMs);
+    throw new HttpToolError(
+      `${call.tool}: HTTP ${res.status}${detail ? ` — ${detail}` : ''}`,
+      res.status,
+      retryAfterMs,
+    );
   };
   if (served) invoker.serves = (tool) => served.has(tool);
   return invoker;
@@ -135,7 +162,11 @@ export function httpInvoker(options: HttpInvokerOptions): ToolInvoker {
 function nextHop(tool: string, res: Response, url: string, origin: string, hops: number): string {
   const refuse = (why: string): never => {
     void res.body?.cancel().catch(() => undefined);
-    throw new HttpResponseRefused('redirect_refused', `${tool}: HTTP ${res.status} redirect refused: ${why}`, res.status);
+    throw new HttpResponseRefused(
+      'redirect_refused',
+      `${tool}: HTTP ${res.status} redirect refused: ${why}`,
+      res.status,
+    );
   };
   const location = res.headers.get('location');
   if (location === null) return refuse('no Location to follow.');
@@ -145,8 +176,10 @@ function nextHop(tool: string, res: Response, url: string, origin: string, hops:
   } catch {
     return refuse('the Location is not a URL.');
   }
-  if (next.origin !== origin) return refuse(`it points to another origin (${next.origin}); the request and its headers were not sent there.`);
-  if (res.status !== 307 && res.status !== 308) return refuse('only a 307/308 keeps the POST; following this one would turn the write into a GET.');
+  if (next.origin !== origin)
+    return refuse(`it points to another origin (${next.origin}); the request and its headers were not sent there.`);
+  if (res.status !== 307 && res.status !== 308)
+    return refuse('only a 307/308 keeps the POST; following this one would turn the write into a GET.');
   if (hops >= MAX_REDIRECTS) return refuse(`more than ${MAX_REDIRECTS} redirects.`);
   void res.body?.cancel().catch(() => undefined);
   return next.href;
@@ -158,7 +191,11 @@ function nextHop(tool: string, res: Response, url: string, origin: string, hops:
  */
 async function readCapped(tool: string, res: Response, max: number, strict: boolean): Promise<string> {
   const tooLarge = (what: string): HttpResponseRefused =>
-    new HttpResponseRefused('response_too_large', `${tool}: the response body (${what}) is larger than the ${max} bytes allowed (maxBodyBytes).`, res.status);
+    new HttpResponseRefused(
+      'response_too_large',
+      `${tool}: the response body (${what}) is larger than the ${max} bytes allowed (maxBodyBytes).`,
+      res.status,
+    );
   const declared = Number(res.headers.get('content-length') ?? NaN);
   if (declared > max) {
     void res.body?.cancel().catch(() => undefined);

@@ -12,9 +12,11 @@ import type { Tool } from '../define/tool.js';
  */
 export function servedNames(tools: readonly (Tool | string)[]): Set<string> {
   if (!Array.isArray(tools)) throw new TypeError('Expected `tools` to be an array of tools or tool names.');
-  return new Set(tools.map((t) => {
-    const name = typeof t === 'string' ? t : (t as Partial<Tool> | null)?.name;
-    if (typeof name !== 'string') throw new TypeError('Expected `tools` to be an array of tools or tool names.');
-    return name;
-  }));
+  return new Set(
+    tools.map((t) => {
+      const name = typeof t === 'string' ? t : (t as Partial<Tool> | null)?.name;
+      if (typeof name !== 'string') throw new TypeError('Expected `tools` to be an array of tools or tool names.');
+      return name;
+    }),
+  );
 }

@@ -65,12 +65,17 @@ const PROTOCOL: Partial<Record<number, [ErrorCategory, string]>> = {
  * ```
  */
 export function mcpInvoker(client: Client, options: { tools?: readonly (Tool | string)[] } = {}): ToolInvoker {
-  if (typeof client?.callTool !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
+  if (typeof client?.callTool !== 'function')
+    throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
   const served = options.tools === undefined ? undefined : servedNames(options.tools);
   const invoker: ToolInvoker = async (call) => {
     const args = call.input === undefined ? {} : call.input;
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-      throw new McpToolError(`${call.tool}: MCP tool arguments must be an object.`, 'invalid_input', 'invalid_arguments');
+      throw new McpToolError(
+        `${call.tool}: MCP tool arguments must be an object.`,
+        'invalid_input',
+        'invalid_arguments',
+      );
     }
     const params = {
       name: call.tool,
@@ -79,7 +84,10 @@ export function mcpInvoker(client: Client, options: { tools?: readonly (Tool | s
     };
     let result: CallToolResult;
     try {
-      result = (await client.callTool(params, undefined, { signal: call.signal, timeout: NO_SDK_TIMEOUT })) as CallToolResult;
+      result = (await client.callTool(params, undefined, {
+        signal: call.signal,
+        timeout: NO_SDK_TIMEOUT,
+      })) as CallToolResult;
     } catch (error) {
       if (call.signal.aborted) throw call.signal.reason; // the run's own timeout or cancel
       throw protocolFailure(call.tool, error);
@@ -133,8 +141,10 @@ function resultFailure(tool: string, result: CallToolResult): McpToolError {
     return new McpToolError(`${tool}: ${detail}`, undefined, b.error, retryAfterMs);
   }
   // The SDK reports an unknown tool as -32602 too ("Tool x not found"), so that test comes first.
-  if (/-32601|unknown tool|tool \S+ not found/i.test(text)) return new McpToolError(`${tool}: ${text}`, 'not_found', 'unknown_tool');
-  if (/-32602|invalid arguments|input validation/i.test(text)) return new McpToolError(`${tool}: ${text}`, 'invalid_input', 'invalid_arguments');
+  if (/-32601|unknown tool|tool \S+ not found/i.test(text))
+    return new McpToolError(`${tool}: ${text}`, 'not_found', 'unknown_tool');
+  if (/-32602|invalid arguments|input validation/i.test(text))
+    return new McpToolError(`${tool}: ${text}`, 'invalid_input', 'invalid_arguments');
   return new McpToolError(`${tool}: ${text}`, undefined, 'tool_error');
 }
 
@@ -167,7 +177,8 @@ export interface ToolsFromMcpOptions {
  * ```
  */
 export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions = {}): Promise<Tool[]> {
-  if (typeof client?.listTools !== 'function') throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
+  if (typeof client?.listTools !== 'function')
+    throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
   const listed: McpTool[] = [];
   let cursor: string | undefined;
   const signal = options.signal;
@@ -177,14 +188,18 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
     listed.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
-  return listed.map((t) => defineTool({
-    name: t.name,
-    description: t.description ?? t.title ?? t.name,
-    input: fromSchema(t.inputSchema, 'input'),
-    output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
-    effect: options.effects?.[t.name] ?? (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
-    ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-  }));
+  return listed.map((t) =>
+    defineTool({
+      name: t.name,
+      description: t.description ?? t.title ?? t.name,
+      input: fromSchema(t.inputSchema, 'input'),
+      output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
+      effect:
+        options.effects?.[t.name] ??
+        (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+    }),
+  );
 }
 
 function fromSchema(schema: object, io: 'input' | 'output'): Schema {
@@ -210,7 +225,10 @@ function jsonSchemaOnly(schema: object, io: 'input' | 'output'): Schema {
   const standard = {
     version: 1 as const,
     vendor: 'chainkit-mcp',
-    validate: (value: unknown) => (io === 'output' || (typeof value === 'object' && value !== null && !Array.isArray(value)) ? { value } : { issues: NOT_AN_OBJECT }),
+    validate: (value: unknown) =>
+      io === 'output' || (typeof value === 'object' && value !== null && !Array.isArray(value))
+        ? { value }
+        : { issues: NOT_AN_OBJECT },
     jsonSchema: { input: asJson, output: asJson },
   };
   return { '~standard': standard };

@@ -22,7 +22,8 @@ export interface ServeChainsOptions {
    * The trusted context of every run (e.g. `{ userId }`), or a function of the request's `extra`
    * (auth info, session id) returning it. Never taken from the model's arguments.
    */
-  context?: Record<string, unknown> | ((extra: McpRequestExtra) => Record<string, unknown> | Promise<Record<string, unknown>>);
+  context?:
+    Record<string, unknown> | ((extra: McpRequestExtra) => Record<string, unknown> | Promise<Record<string, unknown>>);
   /** Shown to the client as the server's instructions. */
   instructions?: string;
 }
@@ -55,44 +56,65 @@ const HOW_TO_CONFIRM = `Ask the user this question. Then call ${CONFIRM_TOOL} wi
  */
 export function serveChains(runner: Runner, chains: readonly Chain[], options: ServeChainsOptions): McpServer {
   checkOptions(runner, chains, options);
-  const server = new McpServer({ name: options.name, version: options.version }, { ...(options.instructions !== undefined && { instructions: options.instructions }) });
+  const server = new McpServer(
+    { name: options.name, version: options.version },
+    { ...(options.instructions !== undefined && { instructions: options.instructions }) },
+  );
   const contextOf = async (extra: McpRequestExtra): Promise<Record<string, unknown> | undefined> =>
     typeof options.context === 'function' ? await options.context(extra) : options.context;
 
   for (const chain of chains) {
     const effects = chain.plan.flatMap((p) => (p.tool ? [p.tool.effect] : []));
-    server.registerTool(chain.name, {
-      title: titleOf(chain.name),
-      description: chain.description,
-      inputSchema: chain.input as z.ZodObject,
-      outputSchema: resultEnvelope(chain),
-      annotations: { readOnlyHint: effects.every((e) => e === 'read'), destructiveHint: effects.includes('destructive'), idempotentHint: false, openWorldHint: true },
-    }, async (input: unknown, extra: McpRequestExtra) => {
-      const context = await contextOf(extra);
-      const result = await runner.run(chain, input, {
-        signal: extra.signal,
-        ...(context !== undefined && { context }),
-        ...(extra.sessionId !== undefined && { sessionId: extra.sessionId }),
-      });
-      return toCallResult(result);
-    });
+    server.registerTool(
+      chain.name,
+      {
+        title: titleOf(chain.name),
+        description: chain.description,
+        inputSchema: chain.input as z.ZodObject,
+        outputSchema: resultEnvelope(chain),
+        annotations: {
+          readOnlyHint: effects.every((e) => e === 'read'),
+          destructiveHint: effects.includes('destructive'),
+          idempotentHint: false,
+          openWorldHint: true,
+        },
+      },
+      async (input: unknown, extra: McpRequestExtra) => {
+        const context = await contextOf(extra);
+        const result = await runner.run(chain, input, {
+          signal: extra.signal,
+          ...(context !== undefined && { context }),
+          ...(extra.sessionId !== undefined && { sessionId: extra.sessionId }),
+        });
+        return toCallResult(result);
+      },
+    );
   }
 
-  server.registerTool(CONFIRM_TOOL, {
-    title: 'Confirm or cancel an action',
-    // Resumes any of the chains: its result is the envelope with any chain's output.
-    outputSchema: envelope(z.unknown()),
-    description: 'Answer a confirmation question that a previous tool call returned (status awaiting_confirmation): approved true to go ahead, false to cancel.',
-    inputSchema: z.object({
-      resumeToken: z.string().min(1).describe('The resumeToken of the awaiting_confirmation result'),
-      approved: z.boolean().describe("The user's answer: true to go ahead, false to cancel"),
-    }),
-    annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
-  }, async ({ resumeToken, approved }, extra) => {
-    const context = await contextOf(extra);
-    const result = await runner.resume(resumeToken, { approved }, { chain: chains, signal: extra.signal, ...(context !== undefined && { context }) });
-    return toCallResult(result);
-  });
+  server.registerTool(
+    CONFIRM_TOOL,
+    {
+      title: 'Confirm or cancel an action',
+      // Resumes any of the chains: its result is the envelope with any chain's output.
+      outputSchema: envelope(z.unknown()),
+      description:
+        'Answer a confirmation question that a previous tool call returned (status awaiting_confirmation): approved true to go ahead, false to cancel.',
+      inputSchema: z.object({
+        resumeToken: z.string().min(1).describe('The resumeToken of the awaiting_confirmation result'),
+        approved: z.boolean().describe("The user's answer: true to go ahead, false to cancel"),
+      }),
+      annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: true },
+    },
+    async ({ resumeToken, approved }, extra) => {
+      const context = await contextOf(extra);
+      const result = await runner.resume(
+        resumeToken,
+        { approved },
+        { chain: chains, signal: extra.signal, ...(context !== undefined && { context }) },
+      );
+      return toCallResult(result);
+    },
+  );
   return server;
 }
 
@@ -132,7 +154,7 @@ function resultEnvelope(chain: Chain): z.ZodObject {
 function envelope(output: z.ZodType): z.ZodObject {
   return z.looseObject({
     status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt']),
-    output: output.optional().describe('completed: the chain\'s result'),
+    output: output.optional().describe("completed: the chain's result"),
     resumeToken: z.string().optional().describe('awaiting_confirmation: pass to confirm_action'),
     prompt: z.string().optional().describe('awaiting_confirmation: the question for the user'),
     instructions: z.string().optional(),
@@ -140,10 +162,17 @@ function envelope(output: z.ZodType): z.ZodObject {
     tool: z.string().optional(),
     expiresAt: z.string().optional(),
     message: z.string().optional(),
-    error: z.looseObject({
-      category: z.enum(ERROR_CATEGORIES), code: z.string(), message: z.string(), userMessage: z.string(),
-      suggestions: z.array(z.string()), retryable: z.boolean(),
-    }).optional().describe('failed: what went wrong and what to do'),
+    error: z
+      .looseObject({
+        category: z.enum(ERROR_CATEGORIES),
+        code: z.string(),
+        message: z.string(),
+        userMessage: z.string(),
+        suggestions: z.array(z.string()),
+        retryable: z.boolean(),
+      })
+      .optional()
+      .describe('failed: what went wrong and what to do'),
     compensated: z.array(z.string()).optional(),
     metadata: z.looseObject({}),
   });
@@ -153,26 +182,46 @@ function toCallResult(result: RunResult): CallToolResult {
   const relayed = toModelResult(result, { howToConfirm: HOW_TO_CONFIRM });
   // structuredContent must be a JSON object; a round trip drops what JSON cannot carry, as the wire would.
   const structured = JSON.parse(JSON.stringify(relayed)) as Record<string, unknown>;
-  return { content: [{ type: 'text', text: modelSummary(relayed) }], structuredContent: structured, ...(result.status === 'failed' && { isError: true }) };
+  return {
+    content: [{ type: 'text', text: modelSummary(relayed) }],
+    structuredContent: structured,
+    ...(result.status === 'failed' && { isError: true }),
+  };
 }
 
 function checkOptions(runner: Runner, chains: readonly Chain[], options: ServeChainsOptions): void {
   const problems: { path: string; message: string }[] = [];
-  if (typeof runner?.run !== 'function' || typeof runner.resume !== 'function') problems.push({ path: 'runner', message: 'Expected a runner made by createRunner().' });
-  if (typeof options?.name !== 'string' || options.name === '') problems.push({ path: 'options.name', message: 'Expected the server `name` to be a non-empty string.' });
-  if (typeof options?.version !== 'string' || options.version === '') problems.push({ path: 'options.version', message: 'Expected the server `version` to be a non-empty string.' });
-  if (options?.context !== undefined && typeof options.context !== 'function' && (typeof options.context !== 'object' || options.context === null)) {
-    problems.push({ path: 'options.context', message: 'Expected `context` to be an object or a function of the request.' });
+  if (typeof runner?.run !== 'function' || typeof runner.resume !== 'function')
+    problems.push({ path: 'runner', message: 'Expected a runner made by createRunner().' });
+  if (typeof options?.name !== 'string' || options.name === '')
+    problems.push({ path: 'options.name', message: 'Expected the server `name` to be a non-empty string.' });
+  if (typeof options?.version !== 'string' || options.version === '')
+    problems.push({ path: 'options.version', message: 'Expected the server `version` to be a non-empty string.' });
+  if (
+    options?.context !== undefined &&
+    typeof options.context !== 'function' &&
+    (typeof options.context !== 'object' || options.context === null)
+  ) {
+    problems.push({
+      path: 'options.context',
+      message: 'Expected `context` to be an object or a function of the request.',
+    });
   }
-  if (!Array.isArray(chains) || chains.length === 0) problems.push({ path: 'chains', message: 'Expected a non-empty array of chains.' });
+  if (!Array.isArray(chains) || chains.length === 0)
+    problems.push({ path: 'chains', message: 'Expected a non-empty array of chains.' });
   const seen = new Set<string>([CONFIRM_TOOL]);
   (Array.isArray(chains) ? chains : []).forEach((chain, i) => {
-    if (!isChain(chain)) return void problems.push({ path: `chains[${i}]`, message: 'Expected a chain made by defineChain().' });
-    if (seen.has(chain.name)) problems.push({ path: `chains[${i}]`, message: `Two tools would be named '${chain.name}'.` });
+    if (!isChain(chain))
+      return void problems.push({ path: `chains[${i}]`, message: 'Expected a chain made by defineChain().' });
+    if (seen.has(chain.name))
+      problems.push({ path: `chains[${i}]`, message: `Two tools would be named '${chain.name}'.` });
     seen.add(chain.name);
     // MCP tool arguments are always an object.
     if ((chain.input as { _zod?: { def?: { type?: string } } })._zod?.def?.type !== 'object') {
-      problems.push({ path: `chains[${i}].input`, message: `Chain ${chain.name}'s input must be a z.object(...) to be served as an MCP tool.` });
+      problems.push({
+        path: `chains[${i}].input`,
+        message: `Chain ${chain.name}'s input must be a z.object(...) to be served as an MCP tool.`,
+      });
     }
   });
   if (problems.length > 0) throw new DefinitionError('serveChains', problems);

@@ -5,33 +5,117 @@ import type { Trace, TraceStepStatus, ToolTransition } from './trace.js';
 import type { InvokeWrapper } from '../invokers/types.js';
 
 /** Emitted when a run or resume starts. */
-export interface ChainStartEvent { runId: string; traceId: string; chain: string; sessionId?: string; resumed: boolean }
+export interface ChainStartEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  sessionId?: string;
+  resumed: boolean;
+}
 /** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (secret values removed from every text). */
-export interface ChainEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; durationMs: number; error?: ChainErrorInfo; trace: Trace }
+export interface ChainEndEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  sessionId?: string;
+  status: Trace['status'];
+  durationMs: number;
+  error?: ChainErrorInfo;
+  trace: Trace;
+}
 /** Emitted before a step (or an `invoke` call) starts. */
-export interface StepStartEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; stepNumber: number }
+export interface StepStartEvent {
+  runId: string;
+  traceId: string;
+  chain?: string;
+  step: string;
+  tool?: string;
+  stepNumber: number;
+}
 /** Emitted when a step ends; a failure's `error` is already masked (secret values removed from every text). */
-export interface StepEndEvent { runId: string; traceId: string; chain?: string; step: string; tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo }
+export interface StepEndEvent {
+  runId: string;
+  traceId: string;
+  chain?: string;
+  step: string;
+  tool?: string;
+  status: TraceStepStatus;
+  attempts: number;
+  latencyMs: number;
+  error?: ChainErrorInfo;
+}
 /** Emitted before a retry's wait starts. */
 export interface StepRetryEvent {
-  runId: string; traceId: string; chain?: string; step?: string; tool: string; attempt: number; delayMs: number; category: string; code: string;
+  runId: string;
+  traceId: string;
+  chain?: string;
+  step?: string;
+  tool: string;
+  attempt: number;
+  delayMs: number;
+  category: string;
+  code: string;
   /** The failed attempt's message, secret values of the call's input and context masked. */
   message: string;
 }
 /** Emitted when a run stops at a confirmation gate. */
-export interface ConfirmationRequestedEvent { runId: string; traceId: string; chain: string; step: string; tool: string; prompt: string; expiresAt: string }
+export interface ConfirmationRequestedEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  step: string;
+  tool: string;
+  prompt: string;
+  expiresAt: string;
+}
 /** Emitted when a tool's circuit breaker opens or closes. */
-export interface BreakerChangeEvent { tool: string; state: 'open' | 'closed'; at: number }
+export interface BreakerChangeEvent {
+  tool: string;
+  state: 'open' | 'closed';
+  at: number;
+}
 /** Emitted when `invoke(…, { tier })` had to use a higher tier. */
-export interface TierEscalationEvent { tool: string; from: string; to: string }
+export interface TierEscalationEvent {
+  tool: string;
+  from: string;
+  to: string;
+}
 /** Emitted when a runner took over a durable run whose owner died (`recover()`, or its run id run again). */
-export interface RunRecoveredEvent { runId: string; traceId: string; chain: string; sessionId?: string; previousOwner: string; owner: string; journaled: string[] }
+export interface RunRecoveredEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  sessionId?: string;
+  previousOwner: string;
+  owner: string;
+  journaled: string[];
+}
 /** Emitted when a durable run ends or parks at a gate, with its result (masked like every result). */
-export interface RunEndEvent { runId: string; traceId: string; chain: string; sessionId?: string; status: Trace['status']; recovered: boolean; result: import('./result.js').RunResult }
+export interface RunEndEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  sessionId?: string;
+  status: Trace['status'];
+  recovered: boolean;
+  result: import('./result.js').RunResult;
+}
 /** Emitted when a hook threw or rejected; the run went on unaffected. */
-export interface HookErrorEvent { event: string; error: unknown }
+export interface HookErrorEvent {
+  event: string;
+  error: unknown;
+}
 /** A `forEach` item ended (§12): `step` is the forEach step's id, `index` the element's. */
-export interface ItemEndEvent { runId: string; traceId: string; chain: string; step: string; index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo }
+export interface ItemEndEvent {
+  runId: string;
+  traceId: string;
+  chain: string;
+  step: string;
+  index: number;
+  status: TraceStepStatus;
+  latencyMs: number;
+  error?: ChainErrorInfo;
+}
 
 /** Every event the runner emits, with its payload. */
 export interface RunnerEvents {
@@ -106,10 +190,18 @@ export interface Hooks {
 }
 
 const HOOK_EVENTS: [keyof Hooks, RunnerEventName][] = [
-  ['onChainStart', 'chain:start'], ['onChainEnd', 'chain:end'], ['onStepStart', 'step:start'],
-  ['onStepEnd', 'step:end'], ['onStepRetry', 'step:retry'], ['onToolTransition', 'tool:transition'],
-  ['onConfirmationRequested', 'confirmation:requested'], ['onBreakerChange', 'breaker:change'], ['onTierEscalation', 'tier:escalation'],
-  ['onRunRecovered', 'run:recovered'], ['onRunEnd', 'run:end'], ['onHookError', 'hook:error'],
+  ['onChainStart', 'chain:start'],
+  ['onChainEnd', 'chain:end'],
+  ['onStepStart', 'step:start'],
+  ['onStepEnd', 'step:end'],
+  ['onStepRetry', 'step:retry'],
+  ['onToolTransition', 'tool:transition'],
+  ['onConfirmationRequested', 'confirmation:requested'],
+  ['onBreakerChange', 'breaker:change'],
+  ['onTierEscalation', 'tier:escalation'],
+  ['onRunRecovered', 'run:recovered'],
+  ['onRunEnd', 'run:end'],
+  ['onHookError', 'hook:error'],
   ['onItemEnd', 'item:end'],
 ];
 
@@ -141,7 +233,11 @@ export function listening(events: RunnerEmitter, name: RunnerEventName): boolean
 }
 
 /** Emits without letting a throwing listener escape into the run. */
-export function safeEmit<K extends RunnerEventName>(events: RunnerEmitter, name: K, payload: Parameters<RunnerEvents[K]>[0]): void {
+export function safeEmit<K extends RunnerEventName>(
+  events: RunnerEmitter,
+  name: K,
+  payload: Parameters<RunnerEvents[K]>[0],
+): void {
   try {
     (events.emit as (n: string, p: unknown) => boolean)(name, payload);
   } catch (error) {
@@ -161,23 +257,41 @@ export interface RunEventBase {
   at: number;
 }
 /** A run (or the part of it after a gate, or a recovered run) started. */
-export interface RunStartRunEvent extends RunEventBase { type: 'run:start'; step?: undefined; data: { chain: string; resumed: boolean } }
+export interface RunStartRunEvent extends RunEventBase {
+  type: 'run:start';
+  step?: undefined;
+  data: { chain: string; resumed: boolean };
+}
 /** A step started. */
-export interface StepStartRunEvent extends RunEventBase { type: 'step:start'; step: string; data: { tool?: string; stepNumber: number } }
+export interface StepStartRunEvent extends RunEventBase {
+  type: 'step:start';
+  step: string;
+  data: { tool?: string; stepNumber: number };
+}
 /** A tool reported progress with `call.progress(data)`; `data` is what it passed (redacted). */
-export interface StepProgressRunEvent extends RunEventBase { type: 'step:progress'; step: string; data: unknown }
+export interface StepProgressRunEvent extends RunEventBase {
+  type: 'step:progress';
+  step: string;
+  data: unknown;
+}
 /** A failed attempt of a step's tool will be retried after `delayMs` (the run is `retrying` meanwhile). */
 export interface StepRetryRunEvent extends RunEventBase {
-  type: 'step:retry'; step: string;
+  type: 'step:retry';
+  step: string;
   data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string };
 }
 /** A step ended. */
 export interface StepEndRunEvent extends RunEventBase {
-  type: 'step:end'; step: string;
+  type: 'step:end';
+  step: string;
   data: { tool?: string; status: TraceStepStatus; attempts: number; latencyMs: number; error?: ChainErrorInfo };
 }
 /** The run stopped at a confirmation gate and waits for `resume` or `decide`. */
-export interface ConfirmationRequestedRunEvent extends RunEventBase { type: 'confirmation:requested'; step: string; data: { tool: string; prompt: string; expiresAt: string } }
+export interface ConfirmationRequestedRunEvent extends RunEventBase {
+  type: 'confirmation:requested';
+  step: string;
+  data: { tool: string; prompt: string; expiresAt: string };
+}
 /** How a run ended (or parked at a gate), as `run:end` tells it: never a resume token. */
 export type RunEndData =
   | { status: 'completed'; output: unknown }
@@ -188,10 +302,22 @@ export type RunEndData =
   | { status: 'waiting'; waiting: { step: string; until?: number; signal?: string } };
 /** The run ended or parked at a gate: the last event of a watch. */
 /** A `forEach` item ended (§12): `step` is the forEach step, `data.index` the element's index. */
-export interface ItemEndRunEvent extends RunEventBase { type: 'item:end'; step: string; data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo } }
+export interface ItemEndRunEvent extends RunEventBase {
+  type: 'item:end';
+  step: string;
+  data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo };
+}
 /** A waiting run took the signal its `waitFor` step waited for (§12): `step` is that step; the payload is its result. */
-export interface SignalReceivedRunEvent extends RunEventBase { type: 'signal:received'; step: string; data: { signal: string } }
-export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: undefined; data: RunEndData }
+export interface SignalReceivedRunEvent extends RunEventBase {
+  type: 'signal:received';
+  step: string;
+  data: { signal: string };
+}
+export interface RunEndRunEvent extends RunEventBase {
+  type: 'run:end';
+  step?: undefined;
+  data: RunEndData;
+}
 
 /**
  * One event of a run, as `runner.watch` and `runner.stream` deliver it: a union discriminated by `type`.
@@ -204,7 +330,16 @@ export interface RunEndRunEvent extends RunEventBase { type: 'run:end'; step?: u
  * }
  * ```
  */
-export type RunEvent = RunStartRunEvent | StepStartRunEvent | StepProgressRunEvent | StepRetryRunEvent | StepEndRunEvent | ConfirmationRequestedRunEvent | RunEndRunEvent | ItemEndRunEvent | SignalReceivedRunEvent;
+export type RunEvent =
+  | RunStartRunEvent
+  | StepStartRunEvent
+  | StepProgressRunEvent
+  | StepRetryRunEvent
+  | StepEndRunEvent
+  | ConfirmationRequestedRunEvent
+  | RunEndRunEvent
+  | ItemEndRunEvent
+  | SignalReceivedRunEvent;
 
 /** The name of a run event. */
 export type RunEventType = RunEvent['type'];

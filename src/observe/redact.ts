@@ -7,7 +7,8 @@ import { hides, isSecretKey, REDACTED, walk, type RedactRule } from '../util/red
 // the pair after it ("Error: password=x"). A quoted key needs a quoted or numeric value, which keeps
 // chainkit's own "at 'password': Invalid input" readable.
 const PAIR_KEY = /(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]*[:=][ \t]*/g;
-const PAIR_VALUE = /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(?:Bearer|Basic|Token|Digest)[ \t]+[^\s,;&"'<>(){}[\]]{1,1024}|[^\s,;&"'<>(){}[\]]{1,1024}/y;
+const PAIR_VALUE =
+  /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(?:Bearer|Basic|Token|Digest)[ \t]+[^\s,;&"'<>(){}[\]]{1,1024}|[^\s,;&"'<>(){}[\]]{1,1024}/y;
 const BEARER = /\b(Bearer[ \t]+)[A-Za-z0-9\-._~+/]{8,}=*/g;
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/?#@]{1,256}:)[^\s/?#@]{1,256}@/gi;
 // Text longer than this is cut before masking: a tool's 10 MB error message is no message.
@@ -104,7 +105,14 @@ export function secretMask(rule: RedactRule | undefined, ...sources: unknown[]):
 }
 
 /** Gathers the primitive values under secret-named keys (all of a secret key's subtree). */
-function collect(value: unknown, rule: RedactRule | undefined, secret: boolean, depth: number, found: Set<string>, budget: { nodes: number }): void {
+function collect(
+  value: unknown,
+  rule: RedactRule | undefined,
+  secret: boolean,
+  depth: number,
+  found: Set<string>,
+  budget: { nodes: number },
+): void {
   if (found.size >= MAX_SECRETS || --budget.nodes < 0) return;
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') {
     const s = String(value);
@@ -181,7 +189,10 @@ export function maskError(info: ChainErrorInfo, mask: SecretMask): ChainErrorInf
  * if (result.status === 'failed') maskFailedRun(result, secretMask(calls.redact, input, context));
  * ```
  */
-export function maskFailedRun(result: { error: ChainErrorInfo; trace: { steps: TraceStep[] }; compensationFailures?: { error: ChainErrorInfo }[] }, mask: SecretMask): void {
+export function maskFailedRun(
+  result: { error: ChainErrorInfo; trace: { steps: TraceStep[] }; compensationFailures?: { error: ChainErrorInfo }[] },
+  mask: SecretMask,
+): void {
   const done = new Set<ChainErrorInfo>([maskError(result.error, mask)]);
   for (const f of result.compensationFailures ?? []) if (!done.has(f.error)) done.add(maskError(f.error, mask));
   for (const step of result.trace.steps) {

@@ -3,7 +3,14 @@ import type { Chain } from '../define/chain.js';
 import type { Trace, TraceStep } from './trace.js';
 
 const MARK: Record<TraceStep['status'], string> = {
-  success: '✓', error: '✗', skipped: '-', cached: '↺', awaiting_confirmation: '?', declined: '⊘', compensated: '↶', waiting: '…',
+  success: '✓',
+  error: '✗',
+  skipped: '-',
+  cached: '↺',
+  awaiting_confirmation: '?',
+  declined: '⊘',
+  compensated: '↶',
+  waiting: '…',
 };
 
 /** Options of {@link formatTrace}. */
@@ -57,7 +64,9 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
     const bar = `${' '.repeat(from)}${'█'.repeat(len)}`.padEnd(width);
     const attempts = s.attempts > 1 ? ` ×${s.attempts}` : '';
     const err = s.error ? `  ${s.error.category}/${s.error.code}` : '';
-    lines.push(`${String(s.stepNumber).padStart(2)} ${`${'  '.repeat(depth)}${s.id}`.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`);
+    lines.push(
+      `${String(s.stepNumber).padStart(2)} ${`${'  '.repeat(depth)}${s.id}`.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`,
+    );
   }
   return lines.join('\n');
 }
@@ -76,13 +85,19 @@ export function toMermaid(chain: Chain): string {
   const lines = ['flowchart TD', `  start(["${safe(chain.name)}"])`];
   const subgraphs: string[] = [];
   for (const p of chain.plan) {
-    const label = p.tool ? `${p.id}<br/>${p.tool.name}` : p.calls ? `${p.id}<br/>${p.kind}: ${p.calls.map((c) => c.chain.name).join(' | ')}` : `${p.id}<br/>${p.kind}`;
+    const label = p.tool
+      ? `${p.id}<br/>${p.tool.name}`
+      : p.calls
+        ? `${p.id}<br/>${p.kind}: ${p.calls.map((c) => c.chain.name).join(' | ')}`
+        : `${p.id}<br/>${p.kind}`;
     // A step that runs chains: each sub-chain's steps in a subgraph the step points at.
     p.calls?.forEach((c, n) => {
       const sub = `${p.id}__${n}`;
       subgraphs.push(`  subgraph ${sub}["${safe(c.chain.name)}"]`);
       for (const q of (c.chain as Chain).plan) {
-        subgraphs.push(`    ${sub}_${q.id}["${safe(q.tool ? `${q.id}<br/>${q.tool.name}` : `${q.id}<br/>${q.kind}`)}"]`);
+        subgraphs.push(
+          `    ${sub}_${q.id}["${safe(q.tool ? `${q.id}<br/>${q.tool.name}` : `${q.id}<br/>${q.kind}`)}"]`,
+        );
         for (const d of q.deps) subgraphs.push(`    ${sub}_${(c.chain as Chain).plan[d]!.id} --> ${sub}_${q.id}`);
       }
       subgraphs.push('  end', `  ${p.id} -.-> ${sub}`);

@@ -63,7 +63,8 @@ export type RunResult<O = unknown> = (
       status: 'waiting';
       waiting: RunWaiting;
     }
-) & RunResultBase;
+) &
+  RunResultBase;
 
 /** What a run parked `waiting` waits for: the step, the wake-up or timeout (epoch ms), the signal. */
 export interface RunWaiting {
@@ -76,8 +77,7 @@ export interface RunWaiting {
 
 /** The outcome of `invoke`. */
 export type InvokeResult<O = unknown> = (
-  | { status: 'completed'; output: O }
-  | { status: 'failed'; error: ChainErrorInfo }
+  { status: 'completed'; output: O } | { status: 'failed'; error: ChainErrorInfo }
 ) & { tool: string; trace: Trace; metadata: ResponseMetadata };
 
 /** Timing of a result, estimated and actual. */
@@ -95,9 +95,17 @@ export interface TimingMetadata {
 }
 
 /** A tool worth calling next. */
-export interface NextToolSuggestion { tool: string; reason: string; estimatedDurationMs: number }
+export interface NextToolSuggestion {
+  tool: string;
+  reason: string;
+  estimatedDurationMs: number;
+}
 /** A chain (preset) relevant to what the agent is doing. */
-export interface ChainSuggestion { chain: string; description: string; estimatedDurationMs: number }
+export interface ChainSuggestion {
+  chain: string;
+  description: string;
+  estimatedDurationMs: number;
+}
 
 /** What every `run`, `resume` and `invoke` result carries besides its outcome. */
 export interface ResponseMetadata {

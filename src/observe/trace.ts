@@ -2,7 +2,8 @@
 import type { ChainErrorInfo } from '../errors/categories.js';
 
 /** Status of one step in a trace. */
-export type TraceStepStatus = 'success' | 'error' | 'skipped' | 'cached' | 'awaiting_confirmation' | 'declined' | 'compensated' | 'waiting';
+export type TraceStepStatus =
+  'success' | 'error' | 'skipped' | 'cached' | 'awaiting_confirmation' | 'declined' | 'compensated' | 'waiting';
 
 /** One step (or one `invoke` call) in a trace. */
 export interface TraceStep {
@@ -31,7 +32,8 @@ export interface TraceStep {
  * A trace's status: its run's, except that a run that completed some steps and then failed is
  * `partial` (the result's own status stays `failed`).
  */
-export type TraceStatus = 'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed' | 'in_doubt' | 'waiting';
+export type TraceStatus =
+  'completed' | 'partial' | 'awaiting_confirmation' | 'declined' | 'failed' | 'in_doubt' | 'waiting';
 
 /** The whole trace of a run, a resume or an invoke. */
 export interface Trace {
@@ -72,7 +74,8 @@ export interface ToolTransition {
  * IDENTITY_KEY.test('task_id'); // false
  * ```
  */
-export const IDENTITY_KEY = /^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$/i;
+export const IDENTITY_KEY =
+  /^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$/i;
 
 /**
  * Sets a finished trace's status from its run's — `partial` for a failed run with completed

@@ -11,8 +11,22 @@ export interface LastCall {
 }
 
 /** The transition from `prev` to a call of `tool` that ran from `startedAt` to `endedAt`. */
-export function transitionFrom(prev: LastCall, sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition {
-  return { fromTool: prev.tool, toTool: tool, sessionId, success, timestamp: endedAt, gapMs: Math.max(0, startedAt - prev.endedAt) };
+export function transitionFrom(
+  prev: LastCall,
+  sessionId: string,
+  tool: string,
+  startedAt: number,
+  endedAt: number,
+  success: boolean,
+): ToolTransition {
+  return {
+    fromTool: prev.tool,
+    toTool: tool,
+    sessionId,
+    success,
+    timestamp: endedAt,
+    gapMs: Math.max(0, startedAt - prev.endedAt),
+  };
 }
 
 /**
@@ -26,10 +40,20 @@ export class TransitionTracker {
   }
 
   /** Records a finished call; returns the transition from the session's previous call, if any. */
-  record(sessionId: string, tool: string, startedAt: number, endedAt: number, success: boolean): ToolTransition | undefined {
+  record(
+    sessionId: string,
+    tool: string,
+    startedAt: number,
+    endedAt: number,
+    success: boolean,
+  ): ToolTransition | undefined {
     const prev = this.last.get(sessionId);
     // Exact-sized copies, not push: a pushed-to array keeps room for 17, and every session has one.
-    const recent = !prev ? [tool] : prev.recent.length < MAX_RECENT ? [...prev.recent, tool] : [...prev.recent.slice(1), tool];
+    const recent = !prev
+      ? [tool]
+      : prev.recent.length < MAX_RECENT
+        ? [...prev.recent, tool]
+        : [...prev.recent.slice(1), tool];
     this.put(sessionId, { tool, endedAt, recent });
     return prev && transitionFrom(prev, sessionId, tool, startedAt, endedAt, success);
   }

@@ -40,7 +40,11 @@ export interface OpenAIAgentsToolOptions<TContext> {
  * result = await run(agent, result.state);
  * ```
  */
-export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(runner: Runner, chain: Chain<I, C, O, any, any>, options: OpenAIAgentsToolOptions<TContext> = {}): FunctionTool<TContext> {
+export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(
+  runner: Runner,
+  chain: Chain<I, C, O, any, any>,
+  options: OpenAIAgentsToolOptions<TContext> = {},
+): FunctionTool<TContext> {
   const core = chainToolCore<TContext>(runner, chain, options.context, 'asOpenAIAgentsTool');
   const callIdOf = (id: string | undefined): string => id ?? `call_${randomUUID()}`;
   return tool({
@@ -49,9 +53,14 @@ export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(runner: Runner, 
     parameters: chain.input as unknown as z.ZodObject,
     strict: true,
     ...(core.gated && {
-      needsApproval: (runContext: RunContext, input: unknown, callId?: string) => core.needsApproval(input, callIdOf(callId), runContext.context as TContext),
+      needsApproval: (runContext: RunContext, input: unknown, callId?: string) =>
+        core.needsApproval(input, callIdOf(callId), runContext.context as TContext),
     }),
-    execute: async (input: unknown, runContext?: RunContext<TContext>, details?: { toolCall?: { callId?: string }; signal?: AbortSignal }): Promise<ModelResult> => {
+    execute: async (
+      input: unknown,
+      runContext?: RunContext<TContext>,
+      details?: { toolCall?: { callId?: string }; signal?: AbortSignal },
+    ): Promise<ModelResult> => {
       const callId = callIdOf(details?.toolCall?.callId);
       const approved = (): boolean => runContext?.isToolApproved({ toolName: chain.name, callId }) === true;
       return core.execute(input, callId, runContext?.context as TContext, approved, details?.signal);

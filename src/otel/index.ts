@@ -3,7 +3,16 @@
  *
  * @module chainkit/otel
  */
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Exception, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Exception,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Hooks, StepEndEvent, StepStartEvent } from '../observe/events.js';
 import { secretMask, type SecretMask } from '../observe/redact.js';
@@ -100,7 +109,11 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
     attributes[GENAI_ATTRIBUTES.operation] = 'execute_tool';
     attributes[GENAI_ATTRIBUTES.toolName] = e.tool;
     attributes[GENAI_ATTRIBUTES.toolCallId] = `${e.runId}:${e.step}`;
-    return tracer.startSpan(`execute_tool ${e.tool}`, { kind: SpanKind.INTERNAL, attributes }, parentOf(e.runId, e.step));
+    return tracer.startSpan(
+      `execute_tool ${e.tool}`,
+      { kind: SpanKind.INTERNAL, attributes },
+      parentOf(e.runId, e.step),
+    );
   };
   const stepKey = (runId: string, step: string): string => `${runId}\u0000${step}`;
   // Steps of `invoke` have no run span; they are kept here by run id + step id.
@@ -124,10 +137,16 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
     onChainStart(e) {
       const attributes: Attributes = {
         [GENAI_ATTRIBUTES.operation]: 'invoke_workflow',
-        [OTEL_ATTRIBUTES.chain]: e.chain, [OTEL_ATTRIBUTES.runId]: e.runId, [OTEL_ATTRIBUTES.traceId]: e.traceId, [OTEL_ATTRIBUTES.resumed]: e.resumed,
+        [OTEL_ATTRIBUTES.chain]: e.chain,
+        [OTEL_ATTRIBUTES.runId]: e.runId,
+        [OTEL_ATTRIBUTES.traceId]: e.traceId,
+        [OTEL_ATTRIBUTES.resumed]: e.resumed,
       };
       if (e.sessionId !== undefined) attributes[OTEL_ATTRIBUTES.sessionId] = e.sessionId;
-      runs.set(e.runId, { span: tracer.startSpan(`invoke_workflow ${e.chain}`, { kind: SpanKind.INTERNAL, attributes }), steps: new Map() });
+      runs.set(e.runId, {
+        span: tracer.startSpan(`invoke_workflow ${e.chain}`, { kind: SpanKind.INTERNAL, attributes }),
+        steps: new Map(),
+      });
     },
     onStepStart(e) {
       const span = startStep(e);
@@ -137,7 +156,11 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
     },
     onStepRetry(e) {
       spanOf(e.runId, e.step)?.addEvent('retry', {
-        [OTEL_ATTRIBUTES.attempt]: e.attempt, [OTEL_ATTRIBUTES.delayMs]: e.delayMs, [OTEL_ATTRIBUTES.category]: e.category, [OTEL_ATTRIBUTES.code]: e.code, 'exception.message': e.message,
+        [OTEL_ATTRIBUTES.attempt]: e.attempt,
+        [OTEL_ATTRIBUTES.delayMs]: e.delayMs,
+        [OTEL_ATTRIBUTES.category]: e.category,
+        [OTEL_ATTRIBUTES.code]: e.code,
+        'exception.message': e.message,
       });
     },
     onStepEnd(e) {
@@ -147,7 +170,11 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
       const span = (run ? run.steps.get(e.step) : loose.get(key)) ?? startStep(e);
       if (run) run.steps.delete(e.step);
       else loose.delete(key);
-      span.setAttributes({ [OTEL_ATTRIBUTES.status]: e.status, [OTEL_ATTRIBUTES.attempt]: e.attempts, [OTEL_ATTRIBUTES.cached]: e.status === 'cached' });
+      span.setAttributes({
+        [OTEL_ATTRIBUTES.status]: e.status,
+        [OTEL_ATTRIBUTES.attempt]: e.attempts,
+        [OTEL_ATTRIBUTES.cached]: e.status === 'cached',
+      });
       if (e.error) recordError(span, e.error, recorded.has(span));
       span.end();
     },
@@ -155,7 +182,17 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
       const run = runs.get(e.runId);
       runs.delete(e.runId);
       // A run refused before it started (bad input, bad token) still gets its span.
-      const span = run?.span ?? tracer.startSpan(`invoke_workflow ${e.chain}`, { kind: SpanKind.INTERNAL, attributes: { [GENAI_ATTRIBUTES.operation]: 'invoke_workflow', [OTEL_ATTRIBUTES.chain]: e.chain, [OTEL_ATTRIBUTES.runId]: e.runId, [OTEL_ATTRIBUTES.traceId]: e.traceId } });
+      const span =
+        run?.span ??
+        tracer.startSpan(`invoke_workflow ${e.chain}`, {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [GENAI_ATTRIBUTES.operation]: 'invoke_workflow',
+            [OTEL_ATTRIBUTES.chain]: e.chain,
+            [OTEL_ATTRIBUTES.runId]: e.runId,
+            [OTEL_ATTRIBUTES.traceId]: e.traceId,
+          },
+        });
       for (const step of run?.steps.values() ?? []) step.end();
       span.setAttribute(OTEL_ATTRIBUTES.status, e.status);
       if (e.error) recordError(span, e.error, false);
@@ -169,7 +206,8 @@ function asException(error: unknown, mask: SecretMask): Exception {
   if (error instanceof Error) {
     const code = (error as { code?: unknown }).code;
     return {
-      name: error.name, message: mask.text(error.message),
+      name: error.name,
+      message: mask.text(error.message),
       ...(error.stack !== undefined && { stack: mask.text(error.stack) }),
       ...((typeof code === 'string' || typeof code === 'number') && { code }),
     };
@@ -178,9 +216,19 @@ function asException(error: unknown, mask: SecretMask): Exception {
 }
 
 function recordError(span: Span, error: ChainErrorInfo, alreadyRecorded: boolean): void {
-  span.setAttributes({ [GENAI_ATTRIBUTES.errorType]: error.code, [OTEL_ATTRIBUTES.category]: error.category, [OTEL_ATTRIBUTES.code]: error.code });
+  span.setAttributes({
+    [GENAI_ATTRIBUTES.errorType]: error.code,
+    [OTEL_ATTRIBUTES.category]: error.category,
+    [OTEL_ATTRIBUTES.code]: error.code,
+  });
   // The original error's type when there is one (its message is error.message, already masked), else the category.
-  if (!alreadyRecorded) span.recordException({ name: error.cause instanceof Error ? error.cause.name : error.category, message: error.message, ...(error.cause instanceof Error && error.cause.stack !== undefined && { stack: maskStack(error.cause, error.message) }) });
+  if (!alreadyRecorded)
+    span.recordException({
+      name: error.cause instanceof Error ? error.cause.name : error.category,
+      message: error.message,
+      ...(error.cause instanceof Error &&
+        error.cause.stack !== undefined && { stack: maskStack(error.cause, error.message) }),
+    });
   span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
 }
 

@@ -93,8 +93,14 @@ export function untilAborted<T>(promise: Promise<T>, scope: AbortScope): Promise
   return new Promise<T>((resolve, reject) => {
     const off = scope.onAbort(reject);
     promise.then(
-      (v) => { off(); resolve(v); },
-      (e) => { off(); reject(e); },
+      (v) => {
+        off();
+        resolve(v);
+      },
+      (e) => {
+        off();
+        reject(e);
+      },
     );
   });
 }

@@ -39,7 +39,11 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
     } catch {
       return;
     }
-    if (c instanceof Promise) void c.then((v) => report(() => v, ctx), () => undefined);
+    if (c instanceof Promise)
+      void c.then(
+        (v) => report(() => v, ctx),
+        () => undefined,
+      );
     else if (c) onChange?.(ctx.tool.name, c, ctx);
   };
   // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
@@ -59,7 +63,8 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
     }
     const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
     // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
-    if (COUNTS.has(category) || (probe && category === 'cancelled')) report(() => store.failure(tool, now(), threshold, openMs), this);
+    if (COUNTS.has(category) || (probe && category === 'cancelled'))
+      report(() => store.failure(tool, now(), threshold, openMs), this);
     else if (category !== 'cancelled') report(() => store.success(tool), this);
     throw error;
   }
@@ -81,23 +86,37 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   }
   const attempt = (next: Call, ctx: CallContext, decision: BreakerDecision): Promise<unknown> => {
     if (decision.status === 'open') {
-      return Promise.reject(new ToolFailure({
-        category: 'circuit_open',
-        code: 'circuit_open',
-        message: `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
-        retryAfterMs: decision.retryAfterMs,
-      }));
+      return Promise.reject(
+        new ToolFailure({
+          category: 'circuit_open',
+          code: 'circuit_open',
+          message: `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+          retryAfterMs: decision.retryAfterMs,
+        }),
+      );
     }
     return next(ctx).then(succeeded.bind(ctx), (decision.status === 'probe' ? probeFailed : failed).bind(ctx));
   };
   return (next) => (ctx) => {
-    const decision = callStore(() => store.acquire(ctx.tool.name, now(), openMs), ctx.deadlineAt, now, 'circuit-breaker');
-    return decision instanceof Promise ? decision.then((d) => attempt(next, ctx, d), (error: unknown) => runEnded(ctx, now, error)) : attempt(next, ctx, decision);
+    const decision = callStore(
+      () => store.acquire(ctx.tool.name, now(), openMs),
+      ctx.deadlineAt,
+      now,
+      'circuit-breaker',
+    );
+    return decision instanceof Promise
+      ? decision.then(
+          (d) => attempt(next, ctx, d),
+          (error: unknown) => runEnded(ctx, now, error),
+        )
+      : attempt(next, ctx, decision);
   };
 }
 
 /** A store call cut off because the run ended (its deadline, a cancel) reports the run's reason, not the store. */
 function runEnded(ctx: CallContext, now: () => number, error: unknown): never {
   if (ctx.run.aborted) throw ctx.run.reason;
-  throw now() >= ctx.deadlineAt ? new RunAbortReason('deadline', `The call to ${ctx.tool.name} reached its run's deadline.`) : error;
+  throw now() >= ctx.deadlineAt
+    ? new RunAbortReason('deadline', `The call to ${ctx.tool.name} reached its run's deadline.`)
+    : error;
 }

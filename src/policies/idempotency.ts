@@ -39,7 +39,12 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
     return Promise.reject(run.reason);
   }
   const where = ctx.chain ? `Chain ${ctx.chain} passed its deadline` : 'The call passed its deadline';
-  const cancelDeadline = abortAtDeadline(run, ctx.deadlineAt, now, `${where} while waiting for a duplicate call (same idempotency key) still in flight.`);
+  const cancelDeadline = abortAtDeadline(
+    run,
+    ctx.deadlineAt,
+    now,
+    `${where} while waiting for a duplicate call (same idempotency key) still in flight.`,
+  );
   const off = run.onAbort(() => abandon(claim));
   const done = (): void => {
     cancelDeadline();
@@ -61,7 +66,10 @@ class Claimed {
   early: { value: unknown } | undefined;
   /** The write of the unknown failure, which the late answer must follow. */
   recorded: Promise<unknown> | undefined;
-  constructor(readonly ctx: CallContext, readonly key: string) {}
+  constructor(
+    readonly ctx: CallContext,
+    readonly key: string,
+  ) {}
 }
 
 /**
@@ -101,7 +109,8 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   const keepLate = (claim: Claimed, value: unknown): void => {
     const { ctx } = claim;
     // Nobody waits for it: the write goes on, with no timer to keep the process alive.
-    const late = (): unknown => start(() => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
+    const late = (): unknown =>
+      start(() => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
     if (claim.recorded) void claim.recorded.then(late);
     else late();
   };
@@ -111,21 +120,29 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   function completed(this: Claimed, value: unknown): unknown {
     this.state = 'over';
     const ctx = this.ctx;
-    const recorded = settleBy(start(() => store.complete(this.key, value, ctx.tool.idempotencyTtlMs)), ctx);
+    const recorded = settleBy(
+      start(() => store.complete(this.key, value, ctx.tool.idempotencyTtlMs)),
+      ctx,
+    );
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: Claimed, error: unknown): Promise<never> {
     const ctx = this.ctx;
     // A write that may still take effect keeps its key claimed: a duplicate must not run it again (no blind retry of a write).
     // So does one the run's deadline, cancel or close() cut off after the tool was reached.
-    const cutOff = ctx.reached === true && (ctx.run.aborted || error instanceof RunAbortReason || (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
+    const cutOff =
+      ctx.reached === true &&
+      (ctx.run.aborted ||
+        error instanceof RunAbortReason ||
+        (error instanceof ToolFailure && error.info.code === 'deadline_exceeded'));
     const unknown = cutOff || (error instanceof ToolFailure && error.info.outcomeUnknown === true);
     const early = this.early;
     this.state = unknown && early === undefined ? 'unknown' : 'over';
     // An earlier attempt answered late while this call ran: the write happened, and that answer is its outcome.
-    const written = early !== undefined
-      ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
-      : start(() => store.fail(this.key, error, unknown));
+    const written =
+      early !== undefined
+        ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
+        : start(() => store.fail(this.key, error, unknown));
     // The late answer's write follows this one's, wherever the caller stopped waiting.
     if (unknown) this.recorded = written;
     const recorded = settleBy(written, ctx);
@@ -159,22 +176,36 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     const durable = ctx.durable;
     // A durable run's step under its own key (`runId:step`) is kept by the run's journal, and the run
     // store lets one owner at a time run it: a second record would cost two round trips and add nothing.
-    if (durable !== undefined && ctx.step !== undefined && idempotencyKey.length === ctx.runId.length + 1 + ctx.step.length && idempotencyKey === `${ctx.runId}:${ctx.step}`) return next(ctx);
+    if (
+      durable !== undefined &&
+      ctx.step !== undefined &&
+      idempotencyKey.length === ctx.runId.length + 1 + ctx.step.length &&
+      idempotencyKey === `${ctx.runId}:${ctx.step}`
+    )
+      return next(ctx);
     // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
     const key = ctx.storeKey ?? idempotencyKey;
     // Without a claim the tool is never called: an unavailable store fails the call.
     let begun: MaybePromise<IdempotencyClaim> | undefined;
-    const claimed = callStore(() => (begun = durable === undefined ? store.begin(key) : store.begin(key, durable)), ctx.deadlineAt, now, 'idempotency');
+    const claimed = callStore(
+      () => (begun = durable === undefined ? store.begin(key) : store.begin(key, durable)),
+      ctx.deadlineAt,
+      now,
+      'idempotency',
+    );
     if (!(claimed instanceof Promise)) return decide(next, ctx, key, claimed);
-    return claimed.then((claim) => decide(next, ctx, key, claim), (error: unknown) => {
-      // A claim that arrives after the call gave up on the store: release it, stop its waiting.
-      if (begun instanceof Promise) {
-        begun.then((late) => {
-          if (late.status === 'pending') abandon(late);
-          else if (late.status === 'new') void start(() => store.fail(key, error));
-        }, noop);
-      }
-      throw error;
-    });
+    return claimed.then(
+      (claim) => decide(next, ctx, key, claim),
+      (error: unknown) => {
+        // A claim that arrives after the call gave up on the store: release it, stop its waiting.
+        if (begun instanceof Promise) {
+          begun.then((late) => {
+            if (late.status === 'pending') abandon(late);
+            else if (late.status === 'new') void start(() => store.fail(key, error));
+          }, noop);
+        }
+        throw error;
+      },
+    );
   };
 }

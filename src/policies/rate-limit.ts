@@ -39,7 +39,12 @@ export function maxQueueOf(spec: Readonly<RateLimitSpec>): number {
  * earliestSlot({ limit: 2, intervalMs: 1000, per: 'global' }, 0, 0, 3); // 2000: two windows on
  * ```
  */
-export function earliestSlot(spec: Readonly<RateLimitSpec>, windowStart: number, available: number, ahead: number): number | undefined {
+export function earliestSlot(
+  spec: Readonly<RateLimitSpec>,
+  windowStart: number,
+  available: number,
+  ahead: number,
+): number | undefined {
   const past = ahead - Math.max(0, available);
   return past < 0 ? undefined : windowStart + spec.intervalMs * (1 + Math.floor(past / spec.limit));
 }
@@ -102,7 +107,10 @@ class WindowLimiter implements Limiter {
   private readonly maxQueue: number;
   lastActive: number;
 
-  constructor(readonly spec: RateLimitSpec, private readonly now: () => number) {
+  constructor(
+    readonly spec: RateLimitSpec,
+    private readonly now: () => number,
+  ) {
     this.windowStart = this.lastActive = now();
     this.maxQueue = maxQueueOf(spec);
   }
@@ -125,7 +133,9 @@ class WindowLimiter implements Limiter {
   }
 
   private free(): boolean {
-    return this.used < this.spec.limit && (this.spec.maxConcurrent === undefined || this.running < this.spec.maxConcurrent);
+    return (
+      this.used < this.spec.limit && (this.spec.maxConcurrent === undefined || this.running < this.spec.maxConcurrent)
+    );
   }
 
   acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): ReturnType<Limiter['acquire']> {
@@ -158,7 +168,12 @@ class WindowLimiter implements Limiter {
       };
       waiter.off = scope.onAbort(drop);
       // The deadline still holds while waiting for a slot.
-      waiter.cancelDeadline = abortAtDeadline(scope, deadlineAt, this.now, 'The deadline passed while waiting for a rate-limit slot.');
+      waiter.cancelDeadline = abortAtDeadline(
+        scope,
+        deadlineAt,
+        this.now,
+        'The deadline passed while waiting for a rate-limit slot.',
+      );
       this.queue.push(waiter);
       this.schedule();
     });
@@ -181,10 +196,13 @@ class WindowLimiter implements Limiter {
   /** Wakes up at the next window when waiters are blocked by the window (not by concurrency). */
   private schedule(): void {
     if (this.timer || this.used < this.spec.limit) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.drain();
-    }, Math.max(0, this.windowStart + this.spec.intervalMs - this.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.drain();
+      },
+      Math.max(0, this.windowStart + this.spec.intervalMs - this.now()),
+    );
   }
 
   private stopTimer(): void {
@@ -225,7 +243,10 @@ const MEMORY_LIMITER_OPTIONS = z.object(
  * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) } });
  * ```
  */
-export function memoryLimiterStore(now: () => number = Date.now, options: MemoryLimiterOptions = {}): MemoryLimiterStore {
+export function memoryLimiterStore(
+  now: () => number = Date.now,
+  options: MemoryLimiterOptions = {},
+): MemoryLimiterStore {
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
   checkOptions('memoryLimiterStore options', MEMORY_LIMITER_OPTIONS, { ...options, now });
   // Keyed by tool id (and key): a Map inside, so a user id such as `__proto__` is just another key.
@@ -273,7 +294,10 @@ function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | und
   let key: unknown;
   if (spec.key !== undefined) {
     const { tool, runId, step = tool.name, sessionId, context } = ctx;
-    const call: RateLimitKeyCall = sessionId === undefined ? { tool: tool.name, runId, step, context } : { tool: tool.name, runId, step, sessionId, context };
+    const call: RateLimitKeyCall =
+      sessionId === undefined
+        ? { tool: tool.name, runId, step, context }
+        : { tool: tool.name, runId, step, sessionId, context };
     try {
       key = spec.key(call);
     } catch {
@@ -308,14 +332,29 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
     // A store failure keeps its own kind (never retried, never counted); a refusal is already one.
     if (reason instanceof LimiterRefusal || reason instanceof StoreFailure) throw reason;
     if (reason instanceof RunAbortReason && reason.kind === 'deadline') {
-      throw new LimiterRefusal({ category: 'rate_limited', code: 'rate_limit_wait', message: `The deadline came while waiting for a ${this.tool.name} rate-limit slot.` });
+      throw new LimiterRefusal({
+        category: 'rate_limited',
+        code: 'rate_limit_wait',
+        message: `The deadline came while waiting for a ${this.tool.name} rate-limit slot.`,
+      });
     }
     throw new LimiterRefusal(classifyError(reason));
   }
 
-  const refusal = (ctx: CallContext, spec: RateLimitSpec, r: Refusal): LimiterRefusal => (r.refused === 'queue_full'
-    ? new LimiterRefusal({ category: 'queue_full', code: 'queue_full', message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); the call was not queued.`, retryAfterMs: spec.intervalMs })
-    : new LimiterRefusal({ category: 'rate_limited', code: 'rate_limit_wait', message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`, retryAfterMs: Math.max(0, Math.ceil(r.waitMs)) }));
+  const refusal = (ctx: CallContext, spec: RateLimitSpec, r: Refusal): LimiterRefusal =>
+    r.refused === 'queue_full'
+      ? new LimiterRefusal({
+          category: 'queue_full',
+          code: 'queue_full',
+          message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); the call was not queued.`,
+          retryAfterMs: spec.intervalMs,
+        })
+      : new LimiterRefusal({
+          category: 'rate_limited',
+          code: 'rate_limit_wait',
+          message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`,
+          retryAfterMs: Math.max(0, Math.ceil(r.waitMs)),
+        });
 
   const policy: Policy = (next) => (ctx) => {
     const spec = ctx.tool.rateLimit;
@@ -328,7 +367,11 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
       return Promise.reject(new LimiterRefusal(classifyError(error))); // a custom store that throws
     }
     if (typeof slot === 'function') return runWith(slot);
-    if (slot instanceof Promise) return slot.then((s) => (typeof s === 'function' ? runWith(s) : Promise.reject(refusal(ctx, spec, s))), notAdmitted.bind(ctx));
+    if (slot instanceof Promise)
+      return slot.then(
+        (s) => (typeof s === 'function' ? runWith(s) : Promise.reject(refusal(ctx, spec, s))),
+        notAdmitted.bind(ctx),
+      );
     return Promise.reject(refusal(ctx, spec, slot));
 
     function runWith(release: Release): Promise<unknown> {

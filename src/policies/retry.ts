@@ -57,7 +57,10 @@ export interface RetryPolicyOptions {
  * The retry table for a call: the runner's table, with a tool's or step's override applied to
  * the transient categories, or no retries at all for `false`.
  */
-export function resolveRetryTable(base: Readonly<RetryTable>, ...overrides: (Partial<RetryRule> | false | undefined)[]): Readonly<RetryTable> {
+export function resolveRetryTable(
+  base: Readonly<RetryTable>,
+  ...overrides: (Partial<RetryRule> | false | undefined)[]
+): Readonly<RetryTable> {
   let table = base;
   for (const o of overrides) {
     if (o === undefined) continue;
@@ -84,10 +87,15 @@ function retryDelay(rule: RetryRule, n: number, failure: Classified, random: () 
  */
 export function retryPolicy(options: RetryPolicyOptions): Policy {
   const { random, now, classifiers, onRetry, onWait } = options;
-  const asFailure = (error: unknown): ToolFailure => (error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers)));
+  const asFailure = (error: unknown): ToolFailure =>
+    error instanceof ToolFailure ? error : new ToolFailure(classifyError(error, classifiers));
 
   /** Why the retries stop (what the call then fails with), or the wait before the next attempt. */
-  const decide = (ctx: CallContext, failure: ToolFailure, used: Partial<Record<ErrorCategory, number>>): ToolFailure | number => {
+  const decide = (
+    ctx: CallContext,
+    failure: ToolFailure,
+    used: Partial<Record<ErrorCategory, number>>,
+  ): ToolFailure | number => {
     if (ctx.run.aborted) return new ToolFailure(classifyError(ctx.run.reason));
     // chainkit's own store is down, not the tool: a retry would only hit the same store later.
     if (failure instanceof StoreFailure) return failure;
@@ -99,10 +107,13 @@ export function retryPolicy(options: RetryPolicyOptions): Policy {
     if (!rule || n >= rule.retries) return failure;
     const delay = retryDelay(rule, n, info, random);
     if (now() + delay >= ctx.deadlineAt) {
-      return info.category === 'rate_limited' && info.retryAfterMs === undefined ? new ToolFailure({ ...info, retryAfterMs: delay }) : failure;
+      return info.category === 'rate_limited' && info.retryAfterMs === undefined
+        ? new ToolFailure({ ...info, retryAfterMs: delay })
+        : failure;
     }
     used[info.category] = n + 1;
-    if (info.category === 'timeout') ctx.timeoutMs = Math.min(ctx.timeoutMs * 2, Math.max(MAX_RETRY_TIMEOUT_MS, ctx.timeoutMs));
+    if (info.category === 'timeout')
+      ctx.timeoutMs = Math.min(ctx.timeoutMs * 2, Math.max(MAX_RETRY_TIMEOUT_MS, ctx.timeoutMs));
     onRetry?.(ctx, info, delay);
     return delay;
   };

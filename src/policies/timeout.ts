@@ -15,7 +15,12 @@ import type { CallContext, Policy } from './types.js';
 class Attempt extends AbortScope {
   timer: ReturnType<typeof setTimeout> | undefined;
   settled = false;
-  constructor(readonly ctx: CallContext, readonly ms: number, private readonly resolve: (value: unknown) => void, private readonly reject: (reason: unknown) => void) {
+  constructor(
+    readonly ctx: CallContext,
+    readonly ms: number,
+    private readonly resolve: (value: unknown) => void,
+    private readonly reject: (reason: unknown) => void,
+  ) {
     super();
   }
 
@@ -53,11 +58,13 @@ function onTimer(attempt: Attempt): void {
     ctx.run.abort(deadline(ctx.chain)); // aborts this attempt (and concurrent steps) along
     return;
   }
-  attempt.abort(new ToolFailure({
-    category: 'timeout',
-    code: 'attempt_timeout',
-    message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
-  }));
+  attempt.abort(
+    new ToolFailure({
+      category: 'timeout',
+      code: 'attempt_timeout',
+      message: `Tool ${ctx.tool.name} did not answer within ${ctx.timeoutMs} ms (attempt ${ctx.attempt}).`,
+    }),
+  );
 }
 
 /**
@@ -94,5 +101,8 @@ export function timeoutPolicy(now: () => number): Policy {
 }
 
 function deadline(chain: string | undefined): RunAbortReason {
-  return new RunAbortReason('deadline', chain ? `Chain ${chain} passed its deadline.` : 'The call passed its deadline.');
+  return new RunAbortReason(
+    'deadline',
+    chain ? `Chain ${chain} passed its deadline.` : 'The call passed its deadline.',
+  );
 }

@@ -43,7 +43,15 @@ SELECT data, expires_at > $2 AS live FROM taken`);
     async save(cp) {
       const data = encodeCheckpoint(cp); // refuses what it cannot keep, before anything is stored
       db.sweepSoon();
-      await db.query('checkpoint', save, [cp.id, cp.contextHash, data, cp.createdAt, cp.expiresAt, db.now(), maxPerContext - 1]);
+      await db.query('checkpoint', save, [
+        cp.id,
+        cp.contextHash,
+        data,
+        cp.createdAt,
+        cp.expiresAt,
+        db.now(),
+        maxPerContext - 1,
+      ]);
     },
     async peek(id): Promise<TakeResult> {
       const row = (await db.query<{ data: string | null; used: boolean }>('checkpoint', peek, [id, db.now()])).rows[0]!;

@@ -99,11 +99,19 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
    * `what`. Values that hold the time are given as a function: read once the tables exist, so a
    * slow first migration does not shorten a TTL.
    */
-  async query<R = Record<string, unknown>>(what: string, statement: Statement, values: unknown[] | (() => unknown[])): Promise<Rows<R>> {
+  async query<R = Record<string, unknown>>(
+    what: string,
+    statement: Statement,
+    values: unknown[] | (() => unknown[]),
+  ): Promise<Rows<R>> {
     if (!this.migrated) await this.migrate(what);
     try {
       const args = typeof values === 'function' ? values() : values;
-      return (await this.pool.query(this.prepare ? { name: statement.name, text: statement.text, values: args } : { text: statement.text, values: args })) as Rows<R>;
+      return (await this.pool.query(
+        this.prepare
+          ? { name: statement.name, text: statement.text, values: args }
+          : { text: statement.text, values: args },
+      )) as Rows<R>;
     } catch (error) {
       throw storeFailure(what, error);
     }
@@ -113,7 +121,9 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
   migrate(what = 'postgres'): Promise<void> {
     if (this.migrated) return Promise.resolve();
     this.ready ??= this.createTables().then(
-      () => { this.migrated = true; },
+      () => {
+        this.migrated = true;
+      },
       (error: unknown) => {
         this.ready = undefined; // a later call tries again (the server may be back)
         throw error instanceof StoreFailure ? error : storeFailure(what, error);
@@ -128,8 +138,12 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
     if (this.sweeping || at - this.lastSweep < this.sweepEveryMs || this.sweepEveryMs === Infinity) return;
     this.lastSweep = at;
     this.sweeping = this.query('postgres (sweep)', this.sweepStatement, [at, SWEEP_BATCH]).then(
-      () => { this.sweeping = undefined; },
-      () => { this.sweeping = undefined; },
+      () => {
+        this.sweeping = undefined;
+      },
+      () => {
+        this.sweeping = undefined;
+      },
     );
   }
 
@@ -151,9 +165,14 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
   // A process that finds the tables at its version runs no DDL (and takes no lock); otherwise one
   // multi-statement query creates what is missing under an advisory lock.
   private async createTables(): Promise<void> {
-    const found = (await this.pool.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS present', values: [`${this.s}.meta`] })) as Rows<{ present: boolean }>;
+    const found = (await this.pool.query({
+      text: 'SELECT to_regclass($1) IS NOT NULL AS present',
+      values: [`${this.s}.meta`],
+    })) as Rows<{ present: boolean }>;
     if (found.rows[0]?.present) {
-      const version = (await this.pool.query({ text: `SELECT value FROM ${this.s}.meta WHERE key = 'version'` })) as Rows<{ value: string }>;
+      const version = (await this.pool.query({
+        text: `SELECT value FROM ${this.s}.meta WHERE key = 'version'`,
+      })) as Rows<{ value: string }>;
       if (Number(version.rows[0]?.value) >= SCHEMA_VERSION) return;
     }
     await this.pool.query({ text: migration(this.s) });

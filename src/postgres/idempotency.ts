@@ -57,7 +57,9 @@ ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NU
 WHERE i.state = 'u' OR i.expires_at <= $4`);
   const release = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
-  const keepUnknown = db.sql(`UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1 AND state = 'p'`);
+  const keepUnknown = db.sql(
+    `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1 AND state = 'p'`,
+  );
 
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
   const kept = (row: Row | undefined): KeptOutcome => {
@@ -66,7 +68,8 @@ WHERE i.state = 'u' OR i.expires_at <= $4`);
     if (row.state === 'u') return { s: 'u', e: JSON.parse(row.value ?? '{}') as Classified };
     return { s: 'p' };
   };
-  const poll = async (key: string): Promise<KeptOutcome> => kept((await db.query<Row>('idempotency', read, [key, db.now()])).rows[0]);
+  const poll = async (key: string): Promise<KeptOutcome> =>
+    kept((await db.query<Row>('idempotency', read, [key, db.now()])).rows[0]);
 
   const store: IdempotencyStore & { close(): Promise<void> } = {
     async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {

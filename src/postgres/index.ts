@@ -99,13 +99,23 @@ export interface PostgresStores {
 
 const POSTGRES_STORES_OPTIONS = z.object(
   {
-    schema: z.custom<string>((v) => typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v), 'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.').optional(),
+    schema: z
+      .custom<string>(
+        (v) => typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v),
+        'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.',
+      )
+      .optional(),
     idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),
     pendingTtlMs: integerMs('pendingTtlMs').optional(),
     pendingWaitMs: timerMs('pendingWaitMs').optional(),
     pollMs: timerMs('pollMs').optional(),
     maxPendingPerContext: integer('maxPendingPerContext', 1).optional(),
-    sweepIntervalMs: z.custom<number>((v) => typeof v === 'number' && v > 0, 'Expected `sweepIntervalMs` to be a positive number of ms (or Infinity).').optional(),
+    sweepIntervalMs: z
+      .custom<number>(
+        (v) => typeof v === 'number' && v > 0,
+        'Expected `sweepIntervalMs` to be a positive number of ms (or Infinity).',
+      )
+      .optional(),
     preparedStatements: z.boolean('Expected `preparedStatements` to be true or false.').optional(),
     now: fn('now').optional(),
     maxEventsPerRun: integer('maxEventsPerRun', 1).optional(),
@@ -135,9 +145,20 @@ export function postgresStores(pool: PostgresPool, options: PostgresStoresOption
   const perContext = options.maxPendingPerContext ?? 100;
   const sweepMs = options.sweepIntervalMs ?? 60_000;
 
-  const db = new Db(pool, options.schema ?? 'chainkit', options.now ?? Date.now, sweepMs, options.preparedStatements !== false);
+  const db = new Db(
+    pool,
+    options.schema ?? 'chainkit',
+    options.now ?? Date.now,
+    sweepMs,
+    options.preparedStatements !== false,
+  );
   const idempotency = postgresIdempotencyStore(db, { ttlMs, pendingTtlMs, pendingWaitMs, pollMs });
-  const runs = postgresRunStore(db, { idempotencyTtlMs: ttlMs, idempotency, sweepEveryMs: sweepMs, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const runs = postgresRunStore(db, {
+    idempotencyTtlMs: ttlMs,
+    idempotency,
+    sweepEveryMs: sweepMs,
+    ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
+  });
   return {
     runs,
     checkpoints: postgresCheckpointStore(db, perContext),

@@ -46,7 +46,12 @@ const LISTEN_END_WAIT_MS = 1_000;
 async function endListener(client: Listener, connected: Promise<Listener>): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, LISTEN_END_WAIT_MS, false)));
-  const polite = connected.then((c) => c.end()).then(() => true, () => true);
+  const polite = connected
+    .then((c) => c.end())
+    .then(
+      () => true,
+      () => true,
+    );
   const ended = await Promise.race([polite, late]);
   clearTimeout(timer);
   if (!ended) client.connection?.stream?.destroy();
@@ -66,7 +71,10 @@ const POSTGRES_EVENT_LOG_OPTIONS = z.object(
  * const page = await events.read(runId, 0, 100);
  * ```
  */
-export function postgresEventLog(db: Db, options: PostgresEventLogOptions = {}): RunEventLog & { close(): Promise<void> } {
+export function postgresEventLog(
+  db: Db,
+  options: PostgresEventLogOptions = {},
+): RunEventLog & { close(): Promise<void> } {
   const cap = options.maxEventsPerRun ?? 10_000;
   checkOptions('postgresEventLog options', POSTGRES_EVENT_LOG_OPTIONS, options);
   const { s } = db;
@@ -95,17 +103,26 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
   const read = db.sql(`
 SELECT e.seq, e.event FROM ${s}.run_events e JOIN ${s}.run_event_logs l ON l.run_id = e.run_id
 WHERE e.run_id = $1 AND e.seq > $2 AND (l.expires_at IS NULL OR l.expires_at > $4) ORDER BY e.seq LIMIT $3`);
-  const lastSeq = db.sql(`SELECT last FROM ${s}.run_event_logs WHERE run_id = $1 AND (expires_at IS NULL OR expires_at > $2)`);
+  const lastSeq = db.sql(
+    `SELECT last FROM ${s}.run_event_logs WHERE run_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
+  );
   const sweep = db.sql(`
 WITH l AS (DELETE FROM ${s}.run_event_logs WHERE run_id IN (SELECT run_id FROM ${s}.run_event_logs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
 DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
   const announce = db.sql('SELECT pg_notify($1, $2)');
 
   let ready: Promise<void> | undefined;
-  const tables = (): Promise<void> => (ready ??= db.migrate('run (events)').then(() => db.pool.query({ text: ddl })).then(() => undefined, (error: unknown) => {
-    ready = undefined;
-    throw storeFailure('run (events)', error);
-  }));
+  const tables = (): Promise<void> =>
+    (ready ??= db
+      .migrate('run (events)')
+      .then(() => db.pool.query({ text: ddl }))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          ready = undefined;
+          throw storeFailure('run (events)', error);
+        },
+      ));
   let lastSweep = 0;
   const waiters = new Map<string, Set<() => void>>();
   const listeners = new Set<(runId: string) => void>();
@@ -149,7 +166,9 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
       const now = db.now();
       const expiresAt = keepMs === undefined ? null : now + keepMs;
       for (let round = 0; round < 2; round++) {
-        const row = (await db.query<{ last: string }>('run (events)', append, [runId, events, expiresAt, now, cap, eventsChannel])).rows[0];
+        const row = (
+          await db.query<{ last: string }>('run (events)', append, [runId, events, expiresAt, now, cap, eventsChannel])
+        ).rows[0];
         if (row) {
           if (keepMs !== undefined && now - lastSweep >= sweepEveryMs) {
             lastSweep = now;
@@ -159,12 +178,22 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
         }
         await db.query('run (events)', dropExpired, [runId, now]); // past its retention: as if gone
       }
-      throw storeFailure('run (events)', new Error(`the event log of run ${runId} kept changing while it was appended to`));
+      throw storeFailure(
+        'run (events)',
+        new Error(`the event log of run ${runId} kept changing while it was appended to`),
+      );
     },
 
     async read(runId, after, limit) {
       await tables();
-      const rows = (await db.query<{ seq: string; event: string }>('run (events)', read, [runId, after, Math.max(1, Math.floor(limit)), db.now()])).rows;
+      const rows = (
+        await db.query<{ seq: string; event: string }>('run (events)', read, [
+          runId,
+          after,
+          Math.max(1, Math.floor(limit)),
+          db.now(),
+        ])
+      ).rows;
       return rows.map((r) => ({ seq: Number(r.seq), runId, ...(decode(r.event) as object) }) as RunEvent);
     },
 
@@ -192,9 +221,12 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
         signal?.addEventListener('abort', done, { once: true });
         held.add(done);
         // Listening now: an event appended before that (after the reader's last read) is seen here.
-        db.query<{ last: string }>('run (events)', lastSeq, [runId, db.now()]).then((r) => {
-          if (r.rows[0] && Number(r.rows[0].last) > after) done();
-        }, () => undefined);
+        db.query<{ last: string }>('run (events)', lastSeq, [runId, db.now()]).then(
+          (r) => {
+            if (r.rows[0] && Number(r.rows[0].last) > after) done();
+          },
+          () => undefined,
+        );
       });
     },
 

@@ -27,10 +27,26 @@ interface RunRow {
   cancel_reason?: string | null;
 }
 
-const COLUMNS = 'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result, retry_until, cancel_reason';
+const COLUMNS =
+  'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result, retry_until, cancel_reason';
 
 const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
-  steered(storedRun(row.record, { status: row.status, owner: row.owner, leaseUntil: row.lease_until, deadlineAt: row.deadline_at, approvedGate: row.approved_gate, result: row.result }, journal), row.retry_until, row.cancel_reason);
+  steered(
+    storedRun(
+      row.record,
+      {
+        status: row.status,
+        owner: row.owner,
+        leaseUntil: row.lease_until,
+        deadlineAt: row.deadline_at,
+        approvedGate: row.approved_gate,
+        result: row.result,
+      },
+      journal,
+    ),
+    row.retry_until,
+    row.cancel_reason,
+  );
 
 /** Options of the Postgres run store. */
 export interface PostgresRunStoreOptions {
@@ -60,7 +76,9 @@ ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDE
 WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain) AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
   AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
 RETURNING (xmax = 0) AS created`);
-  const readJournals = db.sql(`SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`);
+  const readJournals = db.sql(
+    `SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`,
+  );
   const read = db.sql(`
 SELECT ${COLUMNS}, expires_at, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = r.run_id ORDER BY seq) AS journal
 FROM ${s}.runs r WHERE run_id = $1`);
@@ -77,7 +95,9 @@ WITH kept AS (
   ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
 )
 ${append}`);
-  const renew = db.sql(`UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
+  const renew = db.sql(
+    `UPDATE ${s}.runs SET lease_until = $3 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`,
+  );
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   const finish = db.sql(`
 WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7, retry_until = NULL WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
@@ -116,7 +136,9 @@ FROM (
 ORDER BY p.started_at DESC, p.run_id DESC`;
   const list = db.sql(listSql(false));
   const listChain = db.sql(listSql(true));
-  const markRetrying = db.sql(`UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`);
+  const markRetrying = db.sql(
+    `UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`,
+  );
   const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
   // A parked run ($5: its status, never 'running') taken back by one decision, its entry ($7) journaled in the same statement.
   const takeParked = db.sql(`
@@ -139,32 +161,60 @@ ORDER BY lease_until LIMIT $2`);
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
     (await db.query<Read>(what, read, [runId])).rows[0];
 
-  const create = async (data: string, record: Parameters<RunStore['create']>[0], now: number): Promise<CreateRunResult> => {
+  const create = async (
+    data: string,
+    record: Parameters<RunStore['create']>[0],
+    now: number,
+  ): Promise<CreateRunResult> => {
     // A run id seen at once by create, finish and the sweep settles in a few rounds; more means something is wrong.
     for (let round = 0; round < 5; round++) {
       // Only `created` comes back: the common path parses one column, not the whole record.
-      const inserted = (await db.query<{ created: boolean }>('run (create)', insert, [record.runId, record.owner, record.leaseUntil, record.deadlineAt, data, now, record.chain, record.fingerprint, record.contextHash ?? null, record.startedAt])).rows[0];
+      const inserted = (
+        await db.query<{ created: boolean }>('run (create)', insert, [
+          record.runId,
+          record.owner,
+          record.leaseUntil,
+          record.deadlineAt,
+          data,
+          now,
+          record.chain,
+          record.fingerprint,
+          record.contextHash ?? null,
+          record.startedAt,
+        ])
+      ).rows[0];
       if (inserted?.created) return { status: 'created' };
       const row = await get(record.runId, 'run (create)');
       if (!row) continue; // deleted meanwhile: record it now
       // Taken over by this statement (its lease had ended): the run, read after the claim committed, with its journal.
       if (inserted) {
-        if (row.status === 'running' && row.owner === record.owner) return { status: 'taken', run: fromRow(row, row.journal) };
+        if (row.status === 'running' && row.owner === record.owner)
+          return { status: 'taken', run: fromRow(row, row.journal) };
         continue; // changed hands again meanwhile: look at it afresh
       }
       if (row.expires_at !== null && row.expires_at <= db.now()) {
         await db.query('run (create)', dropExpired, [record.runId, db.now()]); // past its retention: as if gone
         continue;
       }
-      const bound = (row.chain === null || row.chain === record.chain) && (row.context_hash === null || record.contextHash === undefined || row.context_hash === record.contextHash);
+      const bound =
+        (row.chain === null || row.chain === record.chain) &&
+        (row.context_hash === null || record.contextHash === undefined || row.context_hash === record.contextHash);
       if (!bound) return { status: 'mismatch' };
       if (row.status !== 'running') return { status: 'ended', run: fromRow(row, row.journal) };
-      if (row.lease_until >= now || (row.fingerprint !== null && row.fingerprint !== record.fingerprint)) return { status: 'busy', run: fromRow(row, row.journal) };
+      if (row.lease_until >= now || (row.fingerprint !== null && row.fingerprint !== record.fingerprint))
+        return { status: 'busy', run: fromRow(row, row.journal) };
     }
-    throw new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.` });
+    throw new StoreFailure({
+      category: 'unavailable',
+      code: 'store_unavailable',
+      message: `The run (create) store is unavailable: run ${record.runId} kept changing while it was being recorded.`,
+    });
   };
 
-  const events = postgresEventLog(db, { ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }), ...(options.sweepEveryMs !== undefined && { sweepEveryMs: options.sweepEveryMs }) });
+  const events = postgresEventLog(db, {
+    ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
+    ...(options.sweepEveryMs !== undefined && { sweepEveryMs: options.sweepEveryMs }),
+  });
 
   return {
     idempotency: options.idempotency,
@@ -184,31 +234,75 @@ ORDER BY lease_until LIMIT $2`);
         }
       }
       db.sweepSoon();
-      const done = kept === undefined
-        ? await db.query('run (journal)', journal, [runId, owner, data])
-        : await db.query('run (journal)', journalAndKeep, () => [runId, owner, data, complete!.key, kept, db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs)]);
+      const done =
+        kept === undefined
+          ? await db.query('run (journal)', journal, [runId, owner, data])
+          : await db.query('run (journal)', journalAndKeep, () => [
+              runId,
+              owner,
+              data,
+              complete!.key,
+              kept,
+              db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs),
+            ]);
       return done.rowCount === 1;
     },
     async renew(owner, runIds, leaseUntil) {
       if (runIds.length === 0) return [];
-      return (await db.query<{ run_id: string }>('run (renew)', renew, [owner, runIds, leaseUntil])).rows.map((r) => r.run_id);
+      return (await db.query<{ run_id: string }>('run (renew)', renew, [owner, runIds, leaseUntil])).rows.map(
+        (r) => r.run_id,
+      );
     },
     async finish(runId, owner, status, result, retentionMs, entries = []) {
       const data = encodeRunValue(result);
       const journaled = entries.map((e) => encodeRunValue(e));
       db.sweepSoon();
-      return (await db.query('run (finish)', finish, () => [runId, owner, status, data, db.now() + retentionMs, journaled, db.now()])).rowCount === 1;
+      return (
+        (
+          await db.query('run (finish)', finish, () => [
+            runId,
+            owner,
+            status,
+            data,
+            db.now() + retentionMs,
+            journaled,
+            db.now(),
+          ])
+        ).rowCount === 1
+      );
     },
     async reopen(runId, owner, update) {
-      return (await db.query('run (reopen)', reopen, [runId, owner, update.leaseUntil, update.approvedGate, update.deadlineAt, db.now()])).rowCount === 1;
+      return (
+        (
+          await db.query('run (reopen)', reopen, [
+            runId,
+            owner,
+            update.leaseUntil,
+            update.approvedGate,
+            update.deadlineAt,
+            db.now(),
+          ])
+        ).rowCount === 1
+      );
     },
     async claimExpired(owner, now, leaseUntil, limit, only) {
       if (!(limit >= 1)) return [];
       const pairs = only ? only.chains.map((c) => `${c.name}|${c.fingerprint}`) : null;
-      const claimed = (await db.query<RunRow>('run (claim)', claim, [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), pairs, only?.orphanedBefore ?? -Infinity])).rows;
+      const claimed = (
+        await db.query<RunRow>('run (claim)', claim, [
+          owner,
+          now,
+          leaseUntil,
+          Math.min(Math.floor(limit), 2 ** 31 - 1),
+          pairs,
+          only?.orphanedBefore ?? -Infinity,
+        ])
+      ).rows;
       if (claimed.length === 0) return [];
       const entries = new Map<string, string[]>();
-      for (const row of (await db.query<{ run_id: string; entry: string }>('run (claim)', readJournals, [claimed.map((r) => r.run_id)])).rows) {
+      for (const row of (
+        await db.query<{ run_id: string; entry: string }>('run (claim)', readJournals, [claimed.map((r) => r.run_id)])
+      ).rows) {
         let list = entries.get(row.run_id);
         if (!list) entries.set(row.run_id, (list = []));
         list.push(row.entry);
@@ -216,11 +310,39 @@ ORDER BY lease_until LIMIT $2`);
       return claimed.map((row) => fromRow(row, entries.get(row.run_id) ?? []));
     },
     async listRuns(query) {
-      type Listed = { run_id: string; chain: string | null; status: RunStatus; started_at: number; ended_at: number | null; result: string | null; journal: string[] };
-      const args = [query.statuses, query.chain ?? null, query.since, query.until, db.now(), query.limit + 1, query.after?.startedAt ?? Infinity, query.after?.runId ?? ''];
+      type Listed = {
+        run_id: string;
+        chain: string | null;
+        status: RunStatus;
+        started_at: number;
+        ended_at: number | null;
+        result: string | null;
+        journal: string[];
+      };
+      const args = [
+        query.statuses,
+        query.chain ?? null,
+        query.since,
+        query.until,
+        db.now(),
+        query.limit + 1,
+        query.after?.startedAt ?? Infinity,
+        query.after?.runId ?? '',
+      ];
       const rows = (await db.query<Listed>('run (list)', query.chain === undefined ? list : listChain, args)).rows;
       const runs = rows.slice(0, query.limit).map((r) =>
-        summarize({ runId: r.run_id, chain: r.chain ?? '', status: r.status, startedAt: r.started_at, ...(r.ended_at !== null && { endedAt: r.ended_at }) }, r.result, r.journal));
+        summarize(
+          {
+            runId: r.run_id,
+            chain: r.chain ?? '',
+            status: r.status,
+            startedAt: r.started_at,
+            ...(r.ended_at !== null && { endedAt: r.ended_at }),
+          },
+          r.result,
+          r.journal,
+        ),
+      );
       return { runs, more: rows.length > query.limit };
     },
     async get(runId) {
@@ -230,7 +352,19 @@ ORDER BY lease_until LIMIT $2`);
     },
     async takeParked(runId, owner, from, update, entry) {
       const data = entry ? encodeRunValue(entry) : null;
-      return (await db.query('run (take)', takeParked, () => [runId, owner, update.leaseUntil, update.deadlineAt, from, db.now(), data])).rowCount === 1;
+      return (
+        (
+          await db.query('run (take)', takeParked, () => [
+            runId,
+            owner,
+            update.leaseUntil,
+            update.deadlineAt,
+            from,
+            db.now(),
+            data,
+          ])
+        ).rowCount === 1
+      );
     },
     close: async () => {
       // Side by side: behind a partition each waits its own short bound, and they must not add up.
@@ -245,12 +379,20 @@ ORDER BY lease_until LIMIT $2`);
     async parkWaiting(runId, owner, result, wakeAt, entries = []) {
       const data = encodeRunValue(result);
       const journaled = entries.map((e) => encodeRunValue(e));
-      return (await db.query('run (park)', parkWaiting, [runId, owner, data, wakeAt ?? Infinity, journaled])).rowCount === 1;
+      return (
+        (await db.query('run (park)', parkWaiting, [runId, owner, data, wakeAt ?? Infinity, journaled])).rowCount === 1
+      );
     },
     async dueWaiting(now, limit, only) {
       if (!(limit >= 1)) return [];
       const pairs = only ? only.chains.map((c) => `${c.name}|${c.fingerprint}`) : null;
-      return (await db.query<{ run_id: string }>('run (due)', dueWaiting, [now, Math.min(Math.floor(limit), 2 ** 31 - 1), pairs])).rows.map((r) => r.run_id);
+      return (
+        await db.query<{ run_id: string }>('run (due)', dueWaiting, [
+          now,
+          Math.min(Math.floor(limit), 2 ** 31 - 1),
+          pairs,
+        ])
+      ).rows.map((r) => r.run_id);
     },
   };
 }

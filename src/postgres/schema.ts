@@ -16,7 +16,9 @@ export const SCHEMA_VERSION = 5;
  */
 export function quoteSchema(name: string): string {
   if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
-    throw new TypeError('Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.');
+    throw new TypeError(
+      'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.',
+    );
   }
   return `"${name}"`;
 }

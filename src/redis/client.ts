@@ -23,7 +23,10 @@ export interface RedisTransaction {
  * const stores = redisStores(redis, { prefix: 'myapp' });
  * ```
  */
-export interface RedisClient extends Pick<Redis, 'eval' | 'evalsha' | 'get' | 'set' | 'exists' | 'del' | 'hmget' | 'lrange'> {
+export interface RedisClient extends Pick<
+  Redis,
+  'eval' | 'evalsha' | 'get' | 'set' | 'exists' | 'del' | 'hmget' | 'lrange'
+> {
   /** Starts a transaction (MULTI … EXEC): the learning store appends in one. */
   multi(): RedisTransaction;
   /** A new connection with the same options: the rate limiter's own connections. */

@@ -17,7 +17,17 @@ import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type {
-  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore, TakeResult, TimingSample,
+  BreakerChange,
+  BreakerDecision,
+  BreakerStore,
+  Checkpoint,
+  CheckpointStore,
+  IdempotencyClaim,
+  IdempotencyStore,
+  LearnedData,
+  LearningStore,
+  TakeResult,
+  TimingSample,
 } from '../stores/types.js';
 
 export type { RedisClient, RedisTransaction } from './client.js';
@@ -194,7 +204,19 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
     async save(cp: Checkpoint) {
       const data = encodeCheckpoint(cp);
       const ttl = Math.max(1, Math.ceil(cp.expiresAt - now()));
-      await redis.eval(SAVE, 3, `${p}:cp:${cp.id}`, `${p}:cp-used:${cp.id}`, `${p}:cp-ctx:${cp.contextHash}`, data, String(ttl), cp.id, String(cp.createdAt), String(perContext), `${p}:cp:`);
+      await redis.eval(
+        SAVE,
+        3,
+        `${p}:cp:${cp.id}`,
+        `${p}:cp-used:${cp.id}`,
+        `${p}:cp-ctx:${cp.contextHash}`,
+        data,
+        String(ttl),
+        cp.id,
+        String(cp.createdAt),
+        String(perContext),
+        `${p}:cp:`,
+      );
     },
     async peek(id): Promise<TakeResult> {
       const [v, used] = await Promise.all([redis.get(`${p}:cp:${id}`), redis.exists(`${p}:cp-used:${id}`)]);
@@ -210,7 +232,8 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
   };
 
   const idemKey = (key: string): string => `${p}:idem:${key}`;
-  const parseEntry = (raw: string): Exclude<KeptOutcome, undefined> => JSON.parse(raw) as Exclude<KeptOutcome, undefined>;
+  const parseEntry = (raw: string): Exclude<KeptOutcome, undefined> =>
+    JSON.parse(raw) as Exclude<KeptOutcome, undefined>;
   const wait = { now, waitMs: pendingWait, pollMs, pendingTtlMs: pendingTtl };
   const read = async (key: string): Promise<KeptOutcome> => {
     try {
@@ -267,7 +290,9 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       return (await redis.eval(SUCCESS, 1, brKey(tool))) === 'closed' ? 'closed' : undefined;
     },
     async failure(tool, at, threshold, openMs): Promise<BreakerChange> {
-      return (await redis.eval(FAILURE, 1, brKey(tool), String(at), String(threshold), String(openMs))) === 'opened' ? 'opened' : undefined;
+      return (await redis.eval(FAILURE, 1, brKey(tool), String(at), String(threshold), String(openMs))) === 'opened'
+        ? 'opened'
+        : undefined;
     },
     async release(tool) {
       await redis.eval(RELEASE, 1, brKey(tool));
@@ -315,12 +340,17 @@ export function redisLearningStore(redis: RedisClient, options: RedisLearningOpt
   return {
     async load(): Promise<LearnedData> {
       const [t, s] = await Promise.all([redis.lrange(transitionsKey, 0, -1), redis.lrange(samplesKey, 0, -1)]);
-      return { transitions: t.map((x) => JSON.parse(x) as ToolTransition), samples: s.map((x) => JSON.parse(x) as TimingSample) };
+      return {
+        transitions: t.map((x) => JSON.parse(x) as ToolTransition),
+        samples: s.map((x) => JSON.parse(x) as TimingSample),
+      };
     },
     async append(batch) {
       const tx = redis.multi();
-      if (batch.transitions.length) tx.rpush(transitionsKey, ...batch.transitions.map((t) => JSON.stringify(t))).ltrim(transitionsKey, -maxT, -1);
-      if (batch.samples.length) tx.rpush(samplesKey, ...batch.samples.map((s) => JSON.stringify(s))).ltrim(samplesKey, -maxS, -1);
+      if (batch.transitions.length)
+        tx.rpush(transitionsKey, ...batch.transitions.map((t) => JSON.stringify(t))).ltrim(transitionsKey, -maxT, -1);
+      if (batch.samples.length)
+        tx.rpush(samplesKey, ...batch.samples.map((s) => JSON.stringify(s))).ltrim(samplesKey, -maxS, -1);
       await tx.exec();
     },
   };

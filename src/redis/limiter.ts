@@ -14,7 +14,15 @@ import { storeFailure } from '../stores/guard.js';
 import { BoundedLru } from '../util/lru.js';
 import { checkOptions, fn, integer, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
-import { DEFAULT_MAX_LIMITERS, earliestSlot, maxQueueOf, type Limiter, type LimiterStore, type Refusal, type Release } from '../policies/rate-limit.js';
+import {
+  DEFAULT_MAX_LIMITERS,
+  earliestSlot,
+  maxQueueOf,
+  type Limiter,
+  type LimiterStore,
+  type Refusal,
+  type Release,
+} from '../policies/rate-limit.js';
 
 /** Options of {@link redisLimiterStore}. */
 export interface RedisLimiterOptions {
@@ -98,7 +106,12 @@ class ClusterLimiter implements Limiter {
   private current: Instance | undefined;
   private readonly maxQueue: number;
 
-  constructor(private readonly cluster: Cluster, readonly bid: string, readonly spec: Readonly<RateLimitSpec>, readonly ttlMs: number | undefined) {
+  constructor(
+    private readonly cluster: Cluster,
+    readonly bid: string,
+    readonly spec: Readonly<RateLimitSpec>,
+    readonly ttlMs: number | undefined,
+  ) {
     this.lastActive = cluster.now();
     this.maxQueue = maxQueueOf(spec);
   }
@@ -118,7 +131,12 @@ class ClusterLimiter implements Limiter {
       let settled = false;
       let inBottleneck = false;
       let inQueue = false;
-      const cancelDeadline = abortAtDeadline(scope, deadlineAt, now, 'The deadline passed while waiting for a rate-limit slot.');
+      const cancelDeadline = abortAtDeadline(
+        scope,
+        deadlineAt,
+        now,
+        'The deadline passed while waiting for a rate-limit slot.',
+      );
       const settle = (): boolean => {
         if (settled) return false;
         settled = true;
@@ -133,14 +151,18 @@ class ClusterLimiter implements Limiter {
         if (settle()) reject(reason);
       });
       let release: Release = () => {};
-      const held = new Promise<void>((r) => { release = r; });
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
       const task = (): Promise<void> => {
         if (!settle()) return Promise.resolve(); // nobody wants the slot any more: give it back
         this.grants++;
         resolve(release);
         return held;
       };
-      const expiration = Number.isFinite(deadlineAt) ? Math.max(1000, Math.ceil(deadlineAt - now()) + EXPIRY_GRACE_MS) : undefined;
+      const expiration = Number.isFinite(deadlineAt)
+        ? Math.max(1000, Math.ceil(deadlineAt - now()) + EXPIRY_GRACE_MS)
+        : undefined;
       const schedule = (first: boolean): void => {
         let inst: Instance;
         try {
@@ -168,32 +190,35 @@ class ClusterLimiter implements Limiter {
       };
       // Decided in the reply's own callback, so each call counts the ones scheduled before it.
       const grantsBefore = this.grants;
-      this.cluster.redis.eval(LIMITER_STATE, 2, `b_${this.bid}_settings`, `b_${this.bid}_client_num_queued`).then((state) => {
-        if (settled) return;
-        const wait = this.estimate(state as LimiterState | null, grantsBefore, deadlineAt);
-        if (typeof wait === 'number') {
-          if (settle()) resolve({ refused: 'wait', waitMs: wait });
-          return;
-        }
-        if (wait === 'queue') {
-          if (this.queued >= this.maxQueue) {
-            if (settle()) resolve(QUEUE_FULL);
+      this.cluster.redis.eval(LIMITER_STATE, 2, `b_${this.bid}_settings`, `b_${this.bid}_client_num_queued`).then(
+        (state) => {
+          if (settled) return;
+          const wait = this.estimate(state as LimiterState | null, grantsBefore, deadlineAt);
+          if (typeof wait === 'number') {
+            if (settle()) resolve({ refused: 'wait', waitMs: wait });
             return;
           }
-          inQueue = true;
-          this.queued++;
-          try {
-            onWait?.();
-          } catch {
-            // a logging hook that throws must not lose the call (nor reject where nobody listens)
+          if (wait === 'queue') {
+            if (this.queued >= this.maxQueue) {
+              if (settle()) resolve(QUEUE_FULL);
+              return;
+            }
+            inQueue = true;
+            this.queued++;
+            try {
+              onWait?.();
+            } catch {
+              // a logging hook that throws must not lose the call (nor reject where nobody listens)
+            }
           }
-        }
-        inBottleneck = true;
-        this.scheduled++;
-        schedule(true);
-      }, (error: unknown) => {
-        if (settle()) reject(storeFailure('rate-limit', error));
-      });
+          inBottleneck = true;
+          this.scheduled++;
+          schedule(true);
+        },
+        (error: unknown) => {
+          if (settle()) reject(storeFailure('rate-limit', error));
+        },
+      );
     });
   }
 
@@ -207,7 +232,13 @@ class ClusterLimiter implements Limiter {
     const t = Date.now();
     const { limit, intervalMs } = this.spec;
     // No state yet: the first call creates it, with a full window starting now.
-    const [reservoir, lastRefresh, queued, running, maxConcurrent] = state ?? [limit, t, 0, 0, this.spec.maxConcurrent ?? -1];
+    const [reservoir, lastRefresh, queued, running, maxConcurrent] = state ?? [
+      limit,
+      t,
+      0,
+      0,
+      this.spec.maxConcurrent ?? -1,
+    ];
     const refilled = t >= lastRefresh + intervalMs;
     // Calls ahead: those queued across the cluster, or those this process handed to bottleneck
     // before (Redis answers in order, so they were scheduled first), if not all counted there yet;
@@ -247,7 +278,10 @@ class ClusterLimiter implements Limiter {
 
 /** Detaches a limiter from the shared connection, once it is set up (else its heartbeat would start afterwards). */
 function detach(b: Bottleneck): void {
-  void b.ready().then(() => b.disconnect(false)).catch(() => undefined);
+  void b
+    .ready()
+    .then(() => b.disconnect(false))
+    .catch(() => undefined);
 }
 
 const REDIS_LIMITER_OPTIONS = z.object(
@@ -281,7 +315,8 @@ export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptio
       // reconnecting that rejects unhandled (and would end the process). A stale subscription is harmless.
       const subscriber = (conn as unknown as { subscriber: Redis }).subscriber;
       const unsubscribe = subscriber.unsubscribe.bind(subscriber) as (...channels: string[]) => Promise<unknown>;
-      subscriber.unsubscribe = ((...channels: string[]) => unsubscribe(...channels).catch(() => 0)) as Redis['unsubscribe'];
+      subscriber.unsubscribe = ((...channels: string[]) =>
+        unsubscribe(...channels).catch(() => 0)) as Redis['unsubscribe'];
     }
     return conn;
   };
@@ -289,22 +324,23 @@ export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptio
   const cluster: Cluster = {
     redis,
     now,
-    open: (l) => new Bottleneck({
-      id: l.bid,
-      datastore: 'ioredis',
-      connection: connection(),
-      clearDatastore: false, // join the windows other processes already share
-      reservoir: l.spec.limit,
-      reservoirRefreshAmount: l.spec.limit,
-      reservoirRefreshInterval: l.spec.intervalMs,
-      maxConcurrent: l.spec.maxConcurrent ?? null,
-      highWater: maxQueueOf(l.spec),
-      strategy: Bottleneck.strategy.OVERFLOW,
-      // Queued jobs are retried on the heartbeat (5 s by default on Redis): beat a few times per window.
-      heartbeatInterval: Math.max(50, Math.min(1000, Math.floor(l.spec.intervalMs / 4))),
-      // Per-user state expires from Redis when idle (as a bottleneck Group's would); a tool's own does not.
-      ...(l.ttlMs !== undefined && { timeout: l.ttlMs }),
-    }),
+    open: (l) =>
+      new Bottleneck({
+        id: l.bid,
+        datastore: 'ioredis',
+        connection: connection(),
+        clearDatastore: false, // join the windows other processes already share
+        reservoir: l.spec.limit,
+        reservoirRefreshAmount: l.spec.limit,
+        reservoirRefreshInterval: l.spec.intervalMs,
+        maxConcurrent: l.spec.maxConcurrent ?? null,
+        highWater: maxQueueOf(l.spec),
+        strategy: Bottleneck.strategy.OVERFLOW,
+        // Queued jobs are retried on the heartbeat (5 s by default on Redis): beat a few times per window.
+        heartbeatInterval: Math.max(50, Math.min(1000, Math.floor(l.spec.intervalMs / 4))),
+        // Per-user state expires from Redis when idle (as a bottleneck Group's would); a tool's own does not.
+        ...(l.ttlMs !== undefined && { timeout: l.ttlMs }),
+      }),
   };
 
   // Keyed by tool id, or tool id and user: a Map inside, so a user id such as `__proto__` is just
@@ -332,7 +368,15 @@ export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptio
       const known = limiters.get(key);
       if (known) return known;
       // `:` cannot occur in a tool name, so tool `a` + user `b-c` never shares a window with tool `a-b` + user `c`.
-      const l = limiters.set(key, new ClusterLimiter(cluster, user === undefined ? `${options.prefix}:${id}` : `${options.prefix}:${id}:${user}`, spec, user === undefined ? undefined : Math.max(2 * spec.intervalMs, 60_000)));
+      const l = limiters.set(
+        key,
+        new ClusterLimiter(
+          cluster,
+          user === undefined ? `${options.prefix}:${id}` : `${options.prefix}:${id}:${user}`,
+          spec,
+          user === undefined ? undefined : Math.max(2 * spec.intervalMs, 60_000),
+        ),
+      );
       if (!sweeper) {
         sweeper = setInterval(sweep, SWEEP_MS);
         sweeper.unref();

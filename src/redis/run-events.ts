@@ -60,7 +60,10 @@ const REDIS_EVENT_LOG_OPTIONS = z.object(
  * for (const e of await events.read(runId, 0, 100)) console.log(e.seq, e.type);
  * ```
  */
-export function redisEventLog(redis: RedisClient, options: RedisEventLogOptions): RunEventLog & { close(): Promise<void> } {
+export function redisEventLog(
+  redis: RedisClient,
+  options: RedisEventLogOptions,
+): RunEventLog & { close(): Promise<void> } {
   checkOptions('redisEventLog options', REDIS_EVENT_LOG_OPTIONS, options);
   const p = options.prefix;
   const cap = options.maxEventsPerRun ?? 10_000;
@@ -92,13 +95,31 @@ export function redisEventLog(redis: RedisClient, options: RedisEventLogOptions)
   };
 
   return {
-    append: (runId, events, keepMs) => guard('events', async () =>
-      Number(await redis.eval(APPEND, 1, key(runId), keepMs === undefined ? '' : Math.max(1, Math.ceil(keepMs)), cap, ...events))),
+    append: (runId, events, keepMs) =>
+      guard('events', async () =>
+        Number(
+          await redis.eval(
+            APPEND,
+            1,
+            key(runId),
+            keepMs === undefined ? '' : Math.max(1, Math.ceil(keepMs)),
+            cap,
+            ...events,
+          ),
+        ),
+      ),
 
-    read: (runId, after, limit) => guard('events', async () => {
-      const rows = (await redis.eval(READ, 1, key(runId), `0-${after}`, Math.max(1, Math.floor(limit)))) as [string, string[]][];
-      return rows.map(([id, fields]) => ({ seq: Number(id.slice(id.indexOf('-') + 1)), runId, ...(decode(fields[1]!) as object) }) as RunEvent);
-    }),
+    read: (runId, after, limit) =>
+      guard('events', async () => {
+        const rows = (await redis.eval(READ, 1, key(runId), `0-${after}`, Math.max(1, Math.floor(limit)))) as [
+          string,
+          string[],
+        ][];
+        return rows.map(
+          ([id, fields]) =>
+            ({ seq: Number(id.slice(id.indexOf('-') + 1)), runId, ...(decode(fields[1]!) as object) }) as RunEvent,
+        );
+      }),
 
     async wait(runId, after, timeoutMs, signal) {
       if (closed || signal?.aborted) return;
@@ -132,9 +153,10 @@ export function redisEventLog(redis: RedisClient, options: RedisEventLogOptions)
       else idle.push(conn);
     },
 
-    announce: (runId) => guard('events', async () => {
-      await redis.eval(ANNOUNCE, 0, channel, runId);
-    }),
+    announce: (runId) =>
+      guard('events', async () => {
+        await redis.eval(ANNOUNCE, 0, channel, runId);
+      }),
 
     onAnnounce(listener) {
       listeners.add(listener);

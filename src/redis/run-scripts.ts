@@ -242,7 +242,6 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`;
 
-
 // KEYS: run hash. ARGV: owner, until ('' clears the mark), runId, index prefix. A run the owner holds
 // (running) is marked as waiting out a retry until then, and indexed as retrying too; or unmarked.
 export const RETRYING = `

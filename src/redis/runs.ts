@@ -12,7 +12,22 @@ import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import { BEGIN, CLAIM, CREATE, DUE, FINISH, GET, JOURNAL, LIST, RENEW, REOPEN, REQUEST_CANCEL, RETRYING, TAKE_PARKED, WAKE_AT } from './run-scripts.js';
+import {
+  BEGIN,
+  CLAIM,
+  CREATE,
+  DUE,
+  FINISH,
+  GET,
+  JOURNAL,
+  LIST,
+  RENEW,
+  REOPEN,
+  REQUEST_CANCEL,
+  RETRYING,
+  TAKE_PARKED,
+  WAKE_AT,
+} from './run-scripts.js';
 import { checkOptions, integer, integerMs, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
 
@@ -71,10 +86,22 @@ function keepable(value: unknown): string | undefined {
 function fromHash(flat: readonly string[], entries: readonly string[]): StoredRun {
   const h = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) h.set(flat[i]!, flat[i + 1]!);
-  return steered(storedRun(h.get('d')!, {
-    status: h.get('status') as RunStatus, owner: h.get('owner') ?? '', leaseUntil: Number(h.get('lease')), deadlineAt: Number(h.get('deadline')),
-    approvedGate: h.get('gate'), result: h.get('result'),
-  }, entries), h.get('retry'), h.get('cancel'));
+  return steered(
+    storedRun(
+      h.get('d')!,
+      {
+        status: h.get('status') as RunStatus,
+        owner: h.get('owner') ?? '',
+        leaseUntil: Number(h.get('lease')),
+        deadlineAt: Number(h.get('deadline')),
+        approvedGate: h.get('gate'),
+        result: h.get('result'),
+      },
+      entries,
+    ),
+    h.get('retry'),
+    h.get('cancel'),
+  );
 }
 
 /**
@@ -86,13 +113,26 @@ function fromHash(flat: readonly string[], entries: readonly string[]): StoredRu
  * const raw = await beginForRun(redis, `${prefix}:idem:${key}`, 60_000, { runId, owner, takeOver: true });
  * ```
  */
-export async function beginForRun(redis: RedisClient, key: string, pendingTtlMs: number, options: IdempotencyBeginOptions): Promise<string | null> {
+export async function beginForRun(
+  redis: RedisClient,
+  key: string,
+  pendingTtlMs: number,
+  options: IdempotencyBeginOptions,
+): Promise<string | null> {
   const marker = JSON.stringify({ s: 'p', r: options.runId, o: options.owner });
-  return (await begin(redis, [key], [marker, pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'])) as string | null;
+  return (await begin(
+    redis,
+    [key],
+    [marker, pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'],
+  )) as string | null;
 }
 
 const REDIS_RUN_STORE_OPTIONS = z.object(
-  { prefix: nonEmpty('prefix'), idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(), maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
+  {
+    prefix: nonEmpty('prefix'),
+    idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),
+    maxEventsPerRun: integer('maxEventsPerRun', 1).optional(),
+  },
   { error: 'Expected redisRunStore options { prefix, … }.' },
 );
 
@@ -127,82 +167,181 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     }
   };
 
-  const events = redisEventLog(redis, { prefix: p, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const events = redisEventLog(redis, {
+    prefix: p,
+    ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
+  });
 
   return {
     ...(options.idempotency && { idempotency: options.idempotency }),
     events,
     close: () => events.close(),
-    create: (record, now) => guard('create', async (): Promise<CreateRunResult> => {
-      const data = encodeRunValue(record);
-      const r = (await create(redis, [runKey(record.runId), journalKey(record.runId), live], [data, record.owner, record.leaseUntil, record.deadlineAt, now, record.runId, record.chain, record.fingerprint, record.contextHash ?? '', record.startedAt, idx, `${p}:run:`])) as 'created' | 'mismatch' | [string, string[], string[]];
-      if (r === 'created' || r === 'mismatch') return { status: r };
-      const [kind, hash, entries] = r;
-      return { status: kind as 'ended' | 'busy' | 'taken', run: fromHash(hash, entries) };
-    }),
-    journal: (runId, owner, entry, complete) => guard('journal', async () => {
-      const data = encodeRunValue(entry);
-      const keys = [runKey(runId), journalKey(runId)];
-      const args: (string | number)[] = [owner, data];
-      const kept = complete && keepable(complete.value);
-      if (kept !== undefined) {
-        // The idempotency store's own key and encoding: it reads this as a kept result.
-        keys.push(`${p}:idem:${complete!.key}`);
-        args.push(kept, complete!.ttlMs ?? idemTtl);
-      }
-      return (await journal(redis, keys, args)) === 1;
-    }),
-    renew: (owner, runIds, leaseUntil) => guard('renew', async () =>
-      runIds.length > 0 ? ((await renew(redis, [live], [owner, leaseUntil, `${p}:run:`, ...runIds])) as string[]) : []),
-    finish: (runId, owner, status, result, retentionMs, entries = []) => guard('finish', async () => {
-      const data = encodeRunValue(result);
-      const journaled = entries.map((e) => encodeRunValue(e));
-      const ms = Number.isFinite(retentionMs) ? Math.max(1, Math.ceil(retentionMs)) : 0;
-      return (await finish(redis, [runKey(runId), journalKey(runId), live], [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, ...journaled])) === 1;
-    }),
-    reopen: (runId, owner, update) => guard('reopen', async () =>
-      (await reopen(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.approvedGate, update.deadlineAt, runId, idx, `${p}:run:`])) === 1),
-    claimExpired: (owner, now, leaseUntil, limit, only) => guard('claim', async () => {
-      if (limit <= 0) return [];
-      const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
-      const args = [owner, now, leaseUntil, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, `${p}:run-j:`, only?.orphanedBefore ?? '', ...filter];
-      const rows = (await claim(redis, [live], args)) as [string[], string[]][];
-      return rows.map(([hash, entries]) => fromHash(hash, entries));
-    }),
-    listRuns: (query) => guard('list', async () => {
-      const sets = query.statuses.flatMap((st) => [query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`, st]);
-      // Lua reads the bounds with tonumber: a huge finite number where there is none.
-      const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
-      const args = [`${p}:run:`, `${p}:run-j:`, bound(query.since), bound(query.until), query.limit, query.after ? query.after.startedAt : '', query.after?.runId ?? '', query.chain ?? '', ...sets];
-      const [rows, more] = (await list(redis, [], args)) as [[string, (string | null)[], string[]][], number];
-      const runs = rows.map(([runId, [chain, status, started, ended, result, retry], journal]) =>
-        summarize({ runId, chain: chain ?? '', status: status === 'running' && retry != null ? 'retrying' : status as RunStatus, startedAt: Number(started ?? 0), ...(ended != null && { endedAt: Number(ended) }) }, result, journal));
-      return { runs, more: more === 1 };
-    }),
-    get: (runId) => guard('get', async () => {
-      const [hash, entries] = (await get(redis, [runKey(runId), journalKey(runId)], [])) as [string[], string[]];
-      return hash.length === 0 ? undefined : fromHash(hash, entries);
-    }),
-    markRetrying: (runId, owner, until) => guard('retrying', async () =>
-      (await retrying(redis, [runKey(runId)], [owner, until === null ? '' : until, runId, idx])) === 1),
-    requestCancel: (runId, reason) => guard('cancel', async () =>
-      (await requestCancel(redis, [runKey(runId)], [reason ?? ''])) === 1),
-    takeParked: (runId, owner, from, update, entry) => guard('take', async () => {
-      const data = entry ? encodeRunValue(entry) : '';
-      return (await takeParked(redis, [runKey(runId), journalKey(runId), live], [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data])) === 1;
-    }),
+    create: (record, now) =>
+      guard('create', async (): Promise<CreateRunResult> => {
+        const data = encodeRunValue(record);
+        const r = (await create(
+          redis,
+          [runKey(record.runId), journalKey(record.runId), live],
+          [
+            data,
+            record.owner,
+            record.leaseUntil,
+            record.deadlineAt,
+            now,
+            record.runId,
+            record.chain,
+            record.fingerprint,
+            record.contextHash ?? '',
+            record.startedAt,
+            idx,
+            `${p}:run:`,
+          ],
+        )) as 'created' | 'mismatch' | [string, string[], string[]];
+        if (r === 'created' || r === 'mismatch') return { status: r };
+        const [kind, hash, entries] = r;
+        return { status: kind as 'ended' | 'busy' | 'taken', run: fromHash(hash, entries) };
+      }),
+    journal: (runId, owner, entry, complete) =>
+      guard('journal', async () => {
+        const data = encodeRunValue(entry);
+        const keys = [runKey(runId), journalKey(runId)];
+        const args: (string | number)[] = [owner, data];
+        const kept = complete && keepable(complete.value);
+        if (kept !== undefined) {
+          // The idempotency store's own key and encoding: it reads this as a kept result.
+          keys.push(`${p}:idem:${complete!.key}`);
+          args.push(kept, complete!.ttlMs ?? idemTtl);
+        }
+        return (await journal(redis, keys, args)) === 1;
+      }),
+    renew: (owner, runIds, leaseUntil) =>
+      guard('renew', async () =>
+        runIds.length > 0
+          ? ((await renew(redis, [live], [owner, leaseUntil, `${p}:run:`, ...runIds])) as string[])
+          : [],
+      ),
+    finish: (runId, owner, status, result, retentionMs, entries = []) =>
+      guard('finish', async () => {
+        const data = encodeRunValue(result);
+        const journaled = entries.map((e) => encodeRunValue(e));
+        const ms = Number.isFinite(retentionMs) ? Math.max(1, Math.ceil(retentionMs)) : 0;
+        return (
+          (await finish(
+            redis,
+            [runKey(runId), journalKey(runId), live],
+            [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, ...journaled],
+          )) === 1
+        );
+      }),
+    reopen: (runId, owner, update) =>
+      guard(
+        'reopen',
+        async () =>
+          (await reopen(
+            redis,
+            [runKey(runId), journalKey(runId), live],
+            [owner, update.leaseUntil, update.approvedGate, update.deadlineAt, runId, idx, `${p}:run:`],
+          )) === 1,
+      ),
+    claimExpired: (owner, now, leaseUntil, limit, only) =>
+      guard('claim', async () => {
+        if (limit <= 0) return [];
+        const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
+        const args = [
+          owner,
+          now,
+          leaseUntil,
+          Math.min(Math.floor(limit), 2 ** 31 - 1),
+          `${p}:run:`,
+          `${p}:run-j:`,
+          only?.orphanedBefore ?? '',
+          ...filter,
+        ];
+        const rows = (await claim(redis, [live], args)) as [string[], string[]][];
+        return rows.map(([hash, entries]) => fromHash(hash, entries));
+      }),
+    listRuns: (query) =>
+      guard('list', async () => {
+        const sets = query.statuses.flatMap((st) => [
+          query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`,
+          st,
+        ]);
+        // Lua reads the bounds with tonumber: a huge finite number where there is none.
+        const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
+        const args = [
+          `${p}:run:`,
+          `${p}:run-j:`,
+          bound(query.since),
+          bound(query.until),
+          query.limit,
+          query.after ? query.after.startedAt : '',
+          query.after?.runId ?? '',
+          query.chain ?? '',
+          ...sets,
+        ];
+        const [rows, more] = (await list(redis, [], args)) as [[string, (string | null)[], string[]][], number];
+        const runs = rows.map(([runId, [chain, status, started, ended, result, retry], journal]) =>
+          summarize(
+            {
+              runId,
+              chain: chain ?? '',
+              status: status === 'running' && retry != null ? 'retrying' : (status as RunStatus),
+              startedAt: Number(started ?? 0),
+              ...(ended != null && { endedAt: Number(ended) }),
+            },
+            result,
+            journal,
+          ),
+        );
+        return { runs, more: more === 1 };
+      }),
+    get: (runId) =>
+      guard('get', async () => {
+        const [hash, entries] = (await get(redis, [runKey(runId), journalKey(runId)], [])) as [string[], string[]];
+        return hash.length === 0 ? undefined : fromHash(hash, entries);
+      }),
+    markRetrying: (runId, owner, until) =>
+      guard(
+        'retrying',
+        async () => (await retrying(redis, [runKey(runId)], [owner, until === null ? '' : until, runId, idx])) === 1,
+      ),
+    requestCancel: (runId, reason) =>
+      guard('cancel', async () => (await requestCancel(redis, [runKey(runId)], [reason ?? ''])) === 1),
+    takeParked: (runId, owner, from, update, entry) =>
+      guard('take', async () => {
+        const data = entry ? encodeRunValue(entry) : '';
+        return (
+          (await takeParked(
+            redis,
+            [runKey(runId), journalKey(runId), live],
+            [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data],
+          )) === 1
+        );
+      }),
     // The wake-up is indexed first: a runner that dies between the two writes leaves the run in flight
     // (recovered, it parks again) and a member the next due scan drops. Kept until taken (no retention).
-    parkWaiting: (runId, owner, result, wakeAt, entries = []) => guard('park', async () => {
-      const data = encodeRunValue(result);
-      const journaled = entries.map((e) => encodeRunValue(e));
-      await wakeAtScript(redis, [`${p}:runs:wake`], [runId, wakeAt === null ? '' : wakeAt]);
-      return (await finish(redis, [runKey(runId), journalKey(runId), live], [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, ...journaled])) === 1;
-    }),
-    dueWaiting: (now, limit, only) => guard('due', async () => {
-      if (!(limit >= 1)) return [];
-      const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
-      return (await due(redis, [`${p}:runs:wake`], [now, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, ...filter])) as string[];
-    }),
+    parkWaiting: (runId, owner, result, wakeAt, entries = []) =>
+      guard('park', async () => {
+        const data = encodeRunValue(result);
+        const journaled = entries.map((e) => encodeRunValue(e));
+        await wakeAtScript(redis, [`${p}:runs:wake`], [runId, wakeAt === null ? '' : wakeAt]);
+        return (
+          (await finish(
+            redis,
+            [runKey(runId), journalKey(runId), live],
+            [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, ...journaled],
+          )) === 1
+        );
+      }),
+    dueWaiting: (now, limit, only) =>
+      guard('due', async () => {
+        if (!(limit >= 1)) return [];
+        const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
+        return (await due(
+          redis,
+          [`${p}:runs:wake`],
+          [now, Math.min(Math.floor(limit), 2 ** 31 - 1), `${p}:run:`, ...filter],
+        )) as string[];
+      }),
   };
 }

@@ -7,7 +7,8 @@ import type { RunOptions } from './types.js';
 import type { ConfirmationRequest } from '../observe/result.js';
 
 /** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
-export type AgentContextOption<F> = Record<string, unknown> | ((frameworkContext: F) => Record<string, unknown> | Promise<Record<string, unknown>>);
+export type AgentContextOption<F> =
+  Record<string, unknown> | ((frameworkContext: F) => Record<string, unknown> | Promise<Record<string, unknown>>);
 
 /** @internal A chain as a framework tool: `needsApproval` and `execute`, keyed by the tool call id. */
 export interface ChainToolCore<F> {
@@ -19,11 +20,22 @@ export interface ChainToolCore<F> {
    */
   needsApproval(input: unknown, callId: string, frameworkContext: F): Promise<boolean>;
   /** Runs the chain; a gate is passed only if `approved()` says the framework approved this call. */
-  execute(input: unknown, callId: string, frameworkContext: F, approved: () => boolean, signal?: AbortSignal): Promise<ModelResult>;
+  execute(
+    input: unknown,
+    callId: string,
+    frameworkContext: F,
+    approved: () => boolean,
+    signal?: AbortSignal,
+  ): Promise<ModelResult>;
 }
 
 /** @internal */
-export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentContextOption<F> | undefined, who: string): ChainToolCore<F> {
+export function chainToolCore<F>(
+  runner: Runner,
+  chain: Chain,
+  context: AgentContextOption<F> | undefined,
+  who: string,
+): ChainToolCore<F> {
   if (typeof runner?.run !== 'function') throw new TypeError(`${who}: expected a runner made by createRunner().`);
   if (!isChain(chain)) throw new TypeError(`${who}: expected a chain made by defineChain().`);
   if (context !== undefined && typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
@@ -31,12 +43,25 @@ export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentCon
   }
   // The run id is the tool call id, so both phases share one trace id space and write steps before
   // the gate are deduplicated by their idempotency keys when execute runs them again.
-  const runCall = async (input: unknown, callId: string, f: F, confirm: NonNullable<RunOptions['confirm']>, signal?: AbortSignal) => {
+  const runCall = async (
+    input: unknown,
+    callId: string,
+    f: F,
+    confirm: NonNullable<RunOptions['confirm']>,
+    signal?: AbortSignal,
+  ) => {
     const ctx = typeof context === 'function' ? await context(f) : context;
-    return runner.run(chain, input, { runId: callId, ...(ctx !== undefined && { context: ctx }), ...(signal && { signal }), confirm });
+    return runner.run(chain, input, {
+      runId: callId,
+      ...(ctx !== undefined && { context: ctx }),
+      ...(signal && { signal }),
+      confirm,
+    });
   };
   return {
-    gated: chain.plan.some((step) => step.kind === 'tool' && (step.step as { confirm?: unknown }).confirm !== undefined),
+    gated: chain.plan.some(
+      (step) => step.kind === 'tool' && (step.step as { confirm?: unknown }).confirm !== undefined,
+    ),
     async needsApproval(input, callId, f) {
       let asked: ConfirmationRequest | undefined;
       await runCall(input, callId, f, (request) => ((asked = request), false));
@@ -48,7 +73,10 @@ export function chainToolCore<F>(runner: Runner, chain: Chain, context: AgentCon
       // A gate this call had not reached when approval was decided (the data changed since): not
       // passed, and the model is told to ask again rather than that the user said no.
       if (unasked && out.status === 'declined') {
-        return { ...out, message: `Step ${out.step} needs the user's approval, which was not asked for this call; call the tool again to ask.` };
+        return {
+          ...out,
+          message: `Step ${out.step} needs the user's approval, which was not asked for this call; call the tool again to ask.`,
+        };
       }
       return out;
     },

@@ -83,7 +83,15 @@ export interface CallTuning {
  * const output = await calls.call(ctx);
  * ```
  */
-export function callContext(calls: Calls, site: CallSite, step: string, tool: Tool, input: unknown, idempotencyKey: string | undefined, tuning?: CallTuning): CallContext {
+export function callContext(
+  calls: Calls,
+  site: CallSite,
+  step: string,
+  tool: Tool,
+  input: unknown,
+  idempotencyKey: string | undefined,
+  tuning?: CallTuning,
+): CallContext {
   const deadline = site.deadline;
   const key = tool.effect === 'read' ? undefined : (idempotencyKey ?? defaultKey(site, step, tool, input));
   // Every field in the literal, even unset ones: fields added later cost each context a property array.
@@ -99,7 +107,10 @@ export function callContext(calls: Calls, site: CallSite, step: string, tool: To
     idempotencyKey: key,
     storeKey: key === undefined ? undefined : idempotencyStoreKey(tool.name, site.context, key),
     run: site.abort,
-    deadlineAt: typeof deadline === 'number' ? deadline : deadline.from + Math.max(deadline.floorMs, OWN_DEADLINE_TIMEOUTS * tool.timeoutMs),
+    deadlineAt:
+      typeof deadline === 'number'
+        ? deadline
+        : deadline.from + Math.max(deadline.floorMs, OWN_DEADLINE_TIMEOUTS * tool.timeoutMs),
     retry: calls.retryFor(tool, tuning?.retry),
     attempt: 0,
     timeoutMs: tuning?.timeoutMs ?? tool.timeoutMs,
@@ -139,7 +150,13 @@ export function idempotencyStoreKey(tool: string, context: object, key: string):
 
 function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): string {
   if (!tool.idempotencyKey) return `${site.runId}:${step}`;
-  return tool.idempotencyKey(input, { tool: tool.name, runId: site.runId, step, sessionId: site.sessionId, context: site.context });
+  return tool.idempotencyKey(input, {
+    tool: tool.name,
+    runId: site.runId,
+    step,
+    sessionId: site.sessionId,
+    context: site.context,
+  });
 }
 
 /**
@@ -152,13 +169,24 @@ function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): s
  * const info = failureInfo(calls, error, { step: 'update', tool: 'update_task', attempts: ctx.attempt }, ctx, true);
  * ```
  */
-export function failureInfo(calls: Calls, error: unknown, details: FailureDetails, ctx: CallContext | undefined, advise: boolean): ChainErrorInfo {
+export function failureInfo(
+  calls: Calls,
+  error: unknown,
+  details: FailureDetails,
+  ctx: CallContext | undefined,
+  advise: boolean,
+): ChainErrorInfo {
   const stepError = error instanceof StepError;
   const failure = stepError ? error.failure : classifyError(error, calls.classifiers);
-  const info = toErrorInfo(failure, stepError ? { ...details, ...error.extra } : details, ctx?.retry ?? calls.retryTable);
+  const info = toErrorInfo(
+    failure,
+    stepError ? { ...details, ...error.extra } : details,
+    ctx?.retry ?? calls.retryTable,
+  );
   if (!stepError) keepCause(info, error);
   // A call was made: say under which timeout, with how much input, at which attempt (numbers only).
-  if (ctx && ctx.attempt > 0) info.context = { timeoutMs: ctx.timeoutMs, inputSize: inputSizeOf(ctx.input), attempt: ctx.attempt };
+  if (ctx && ctx.attempt > 0)
+    info.context = { timeoutMs: ctx.timeoutMs, inputSize: inputSizeOf(ctx.input), attempt: ctx.attempt };
   if (advise) info.alternatives = alternativesFor(calls.guidance, info);
   return info;
 }

@@ -34,7 +34,11 @@ const TOKEN = /^([A-Za-z0-9_-]{1,960})\.([A-Za-z0-9_-]{43})$/;
  * if ('problem' in v) refuse(v.problem); else load(v.id);
  * ```
  */
-export function verifyToken(token: unknown, secret: string, now: number): { id: string; expiresAt: number } | { problem: TokenProblem } {
+export function verifyToken(
+  token: unknown,
+  secret: string,
+  now: number,
+): { id: string; expiresAt: number } | { problem: TokenProblem } {
   if (typeof token !== 'string' || token.length > 1024) return INVALID;
   const parts = TOKEN.exec(token);
   if (!parts) return INVALID;
@@ -131,12 +135,27 @@ export function stableStringify(value: unknown, ancestors: object[] = []): strin
   if (ancestors.includes(value) || ancestors.length > 256) return '"[Circular]"';
   const proto = Object.getPrototypeOf(value) as unknown;
   // Exact prototypes only: a subclass of Map may hold private state its entries do not show.
-  if (proto !== Object.prototype && proto !== null && proto !== Array.prototype && proto !== Map.prototype && proto !== Set.prototype) return identityOf(value);
+  if (
+    proto !== Object.prototype &&
+    proto !== null &&
+    proto !== Array.prototype &&
+    proto !== Map.prototype &&
+    proto !== Set.prototype
+  )
+    return identityOf(value);
   ancestors.push(value);
   let text: string;
   if (Array.isArray(value)) text = `[${value.map((v) => stableStringify(v, ancestors)).join(',')}]`;
-  else if (value instanceof Map) text = `Map{${[...value].map(([k, v]) => `${stableStringify(k, ancestors)}:${stableStringify(v, ancestors)}`).sort().join(',')}}`;
-  else if (value instanceof Set) text = `Set{${[...value].map((v) => stableStringify(v, ancestors)).sort().join(',')}}`;
+  else if (value instanceof Map)
+    text = `Map{${[...value]
+      .map(([k, v]) => `${stableStringify(k, ancestors)}:${stableStringify(v, ancestors)}`)
+      .sort()
+      .join(',')}}`;
+  else if (value instanceof Set)
+    text = `Set{${[...value]
+      .map((v) => stableStringify(v, ancestors))
+      .sort()
+      .join(',')}}`;
   else {
     const parts: string[] = [];
     for (const k of Object.keys(value).sort()) {

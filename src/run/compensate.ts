@@ -35,7 +35,6 @@ export interface UndoUnit {
   readonly scope: Scope;
 }
 
-
 /**
  * After a failure: undoes `steps` (pass them newest first) and writes what happened into the failed
  * result — `compensated`, `compensationFailures` and the undos' trace entries. A runner being closed
@@ -47,17 +46,30 @@ export interface UndoUnit {
  * await compensateRun(calls, recorder, run, todo, result);
  * ```
  */
-export async function compensateRun(calls: Calls, recorder: Recorder, run: CompensationRun, steps: readonly UndoUnit[], result: FailedRun, closedBy: unknown, journal?: UndoJournal): Promise<void> {
+export async function compensateRun(
+  calls: Calls,
+  recorder: Recorder,
+  run: CompensationRun,
+  steps: readonly UndoUnit[],
+  result: FailedRun,
+  closedBy: unknown,
+  journal?: UndoJournal,
+): Promise<void> {
   if (steps.length === 0) return;
   if (closedBy instanceof RunAbortReason && closedBy.kind === 'closed') {
     result.compensationFailures = steps.map(({ step, id }) => ({
       step: id,
-      error: toErrorInfo({ category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' }, { step: id, tool: step.compensate!.tool.name }),
+      error: toErrorInfo(
+        { category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' },
+        { step: id, tool: step.compensate!.tool.name },
+      ),
     }));
     return;
   }
   const { trace } = result;
-  const failures: { step: string; error: ChainErrorInfo }[] = result.compensationFailures ? [...result.compensationFailures] : [];
+  const failures: { step: string; error: ChainErrorInfo }[] = result.compensationFailures
+    ? [...result.compensationFailures]
+    : [];
   if (!journal || (await journal.start(result.error))) {
     for (const unit of steps) {
       const { entry, error } = await undo(calls, recorder, run, unit);
@@ -77,27 +89,62 @@ export async function compensateRun(calls: Calls, recorder: Recorder, run: Compe
  * Undoes one step through the same pipeline as a step, with a deadline of its own — the run's may
  * have passed, and an undo must still be attempted. A failed undo is reported, never hidden.
  */
-async function undo(calls: Calls, recorder: Recorder, run: CompensationRun, { step, id, scope }: UndoUnit): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
+async function undo(
+  calls: Calls,
+  recorder: Recorder,
+  run: CompensationRun,
+  { step, id, scope }: UndoUnit,
+): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
   const { tool, resolveInput } = step.compensate!;
   const started = calls.now();
   const abort = new AbortScope();
-  const site: CallSite = { runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, chain: run.chain, context: run.context, abort, deadline: { floorMs: UNDO_FLOOR_MS, from: started }, durable: run.durable };
+  const site: CallSite = {
+    runId: run.runId,
+    traceId: run.traceId,
+    sessionId: run.sessionId,
+    chain: run.chain,
+    context: run.context,
+    abort,
+    deadline: { floorMs: UNDO_FLOOR_MS, from: started },
+    durable: run.durable,
+  };
   calls.active.add(abort);
   let ctx: CallContext | undefined;
   let error: ChainErrorInfo | undefined;
   try {
     const parsed = parseSchema(tool.input, resolveInput(scope));
-    if (!parsed.success) throw new ToolFailure(schemaFailure('invalid_step_input', `Compensation input for tool ${tool.name} (step ${id}) does not match its schema`, parsed.error.issues));
+    if (!parsed.success)
+      throw new ToolFailure(
+        schemaFailure(
+          'invalid_step_input',
+          `Compensation input for tool ${tool.name} (step ${id}) does not match its schema`,
+          parsed.error.issues,
+        ),
+      );
     ctx = callContext(calls, site, id, tool, parsed.data, `${run.runId}:${id}:compensate`);
     await calls.call(ctx);
   } catch (thrown) {
     // Before the trace, the event and the log line see it: secrets leave in no text (docs/ARCHITECTURE.md, Secrets).
-    error = maskError(failureInfo(calls, thrown, { step: id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx, false), secretMask(calls.redact, ctx?.input, scope.input, run.context));
-    recorder.logger?.error({ runId: run.runId, traceId: run.traceId, chain: run.chain, step: id, tool: tool.name, code: error.code }, `compensation of step ${id} failed: ${error.message}`);
+    error = maskError(
+      failureInfo(calls, thrown, { step: id, tool: tool.name, attempts: ctx?.attempt ?? 0 }, ctx, false),
+      secretMask(calls.redact, ctx?.input, scope.input, run.context),
+    );
+    recorder.logger?.error(
+      { runId: run.runId, traceId: run.traceId, chain: run.chain, step: id, tool: tool.name, code: error.code },
+      `compensation of step ${id} failed: ${error.message}`,
+    );
   } finally {
     calls.active.delete(abort);
   }
-  const entry = traceEntry(step.index + 1, id, tool.name, error ? 'error' : 'compensated', ctx?.attempt ?? 0, started, calls.now());
+  const entry = traceEntry(
+    step.index + 1,
+    id,
+    tool.name,
+    error ? 'error' : 'compensated',
+    ctx?.attempt ?? 0,
+    started,
+    calls.now(),
+  );
   if (error) entry.error = error;
   recorder.stepEnded(site, entry);
   return { entry, error };

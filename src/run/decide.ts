@@ -33,12 +33,17 @@ export function checkDecision(runId: unknown, decision: RunDecision): void {
   const d = decision as { approved?: unknown; retry?: unknown } | undefined;
   const gate = typeof d?.approved === 'boolean';
   const retry = typeof d?.retry === 'boolean';
-  if (gate === retry) throw new TypeError('Expected a decision { approved: boolean, by: string } (a gate) or { retry: boolean, by: string } (a run in doubt).');
-  if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255) throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');
+  if (gate === retry)
+    throw new TypeError(
+      'Expected a decision { approved: boolean, by: string } (a gate) or { retry: boolean, by: string } (a run in doubt).',
+    );
+  if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255)
+    throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');
 }
 
 /** A gate's decision (`approved`), not a retry decision (`retry`); checked by {@link checkDecision} already. */
-const isGateDecision = (decision: RunDecision): decision is GateDecision => typeof (decision as { approved?: unknown }).approved === 'boolean';
+const isGateDecision = (decision: RunDecision): decision is GateDecision =>
+  typeof (decision as { approved?: unknown }).approved === 'boolean';
 
 /** The stored run, bounded like every run-store read. */
 async function readRun({ parts, store }: ParkedRuns, runId: string): Promise<StoredRun | undefined> {
@@ -66,14 +71,23 @@ export async function decideRun(steer: ParkedRuns, runId: string, decision: RunD
   const run = await readRun(steer, runId);
   if (!run) return 'not_found';
   if (!isGateDecision(decision)) {
-    if (run.status === 'awaiting_confirmation') throw new TypeError(`Run ${runId} waits at a confirmation gate: decide it with { approved, by }.`);
-    return run.status === 'in_doubt' ? steer.durable.settleDoubt(run, { retry: decision.retry, by: decision.by }) : 'not_parked';
+    if (run.status === 'awaiting_confirmation')
+      throw new TypeError(`Run ${runId} waits at a confirmation gate: decide it with { approved, by }.`);
+    return run.status === 'in_doubt'
+      ? steer.durable.settleDoubt(run, { retry: decision.retry, by: decision.by })
+      : 'not_parked';
   }
-  if (run.status === 'in_doubt') throw new TypeError(`Run ${runId} is in doubt (a write's outcome is unknown): decide it with { retry, by }.`);
+  if (run.status === 'in_doubt')
+    throw new TypeError(`Run ${runId} is in doubt (a write's outcome is unknown): decide it with { retry, by }.`);
   const token = parkedToken(run);
   if (token === undefined) return 'not_parked';
   const { parts, durable } = steer;
-  const prepared = await prepareResume(parts, token, { approved: decision.approved, by: decision.by }, { context: run.context as Record<string, unknown> });
+  const prepared = await prepareResume(
+    parts,
+    token,
+    { approved: decision.approved, by: decision.by },
+    { context: run.context as Record<string, unknown> },
+  );
   if (!('status' in prepared)) return durable.resume(prepared);
   return prepared.status === 'declined' ? durable.endParked(prepared) : prepared;
 }
@@ -94,7 +108,12 @@ export async function cancelParked(steer: ParkedRuns, run: StoredRun, reason: st
   const stop = new AbortController();
   // Aborted before the run continues: no step starts, and what it completed is compensated.
   stop.abort(new RunAbortReason('cancelled', `The run was cancelled${reason ? `: ${reason}` : ''}.`, 'run_cancelled'));
-  const prepared = await prepareResume(steer.parts, token, { approved: true }, { context: run.context as Record<string, unknown>, signal: stop.signal });
+  const prepared = await prepareResume(
+    steer.parts,
+    token,
+    { approved: true },
+    { context: run.context as Record<string, unknown>, signal: stop.signal },
+  );
   if ('status' in prepared) return false;
   // The approved gate is not asked again, and nothing past it starts: the abort stops the run first.
   const result: RunResult = await steer.durable.resume(prepared);

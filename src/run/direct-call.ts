@@ -38,8 +38,14 @@ type Body<O> = { status: 'completed'; output: O } | { status: 'failed'; error: C
  * const result = await callByName(parts, 'list_tasks', { user_id }, { sessionId });
  * ```
  */
-export async function callByName<O>(parts: DirectCallParts, name: string, input: unknown, opts: InvokeOptions): Promise<InvokeResult<O>> {
-  if (opts.timeoutMs !== undefined && !isTimerMs(opts.timeoutMs)) throw new TypeError('Expected `timeoutMs` to be a positive number of ms below 2^31.');
+export async function callByName<O>(
+  parts: DirectCallParts,
+  name: string,
+  input: unknown,
+  opts: InvokeOptions,
+): Promise<InvokeResult<O>> {
+  if (opts.timeoutMs !== undefined && !isTimerMs(opts.timeoutMs))
+    throw new TypeError('Expected `timeoutMs` to be a positive number of ms below 2^31.');
   const { calls, recorder } = parts;
   const started = calls.now();
   const runId = newId();
@@ -50,7 +56,12 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
   const metadataContext: ResponseMetadata['context'] = {};
   const abort = new AbortScope();
   const site: CallSite = {
-    runId, traceId, sessionId, chain: undefined, context: opts.context ?? {}, abort,
+    runId,
+    traceId,
+    sessionId,
+    chain: undefined,
+    context: opts.context ?? {},
+    abort,
     deadline: opts.timeoutMs !== undefined ? started + opts.timeoutMs : { floorMs: INVOKE_FLOOR_MS, from: started },
   };
   let ctx: CallContext | undefined;
@@ -58,7 +69,15 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
 
   const finish = (body: Body<O>): InvokeResult<O> => {
     const ended = calls.now();
-    const entry = traceEntry(1, name, tool?.name, body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error', ctx?.attempt ?? 0, started, ended);
+    const entry = traceEntry(
+      1,
+      name,
+      tool?.name,
+      body.status === 'completed' ? (ctx?.cached ? 'cached' : 'success') : 'error',
+      ctx?.attempt ?? 0,
+      started,
+      ended,
+    );
     if (body.status === 'failed') {
       // Secrets of the input and context leave in no text (docs/ARCHITECTURE.md, Secrets); built on failure only.
       const mask = secretMask(recorder.redact, input, opts.context);
@@ -69,14 +88,30 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
       if (recorder.traceDetail === 'full') entry.output = recorder.redacted(body.output);
     }
     if (ctx) {
-      const transition = sessionId !== undefined ? recorder.transition(sessionId, name, started, ended, body.status === 'completed') : undefined;
+      const transition =
+        sessionId !== undefined
+          ? recorder.transition(sessionId, name, started, ended, body.status === 'completed')
+          : undefined;
       const error = body.status === 'failed' ? body.error : undefined;
-      recorder.learn({ tool: name, mode: 'direct', session, runId, transition, started, ended, error, complexity: complexityOf(ctx.input) });
+      recorder.learn({
+        tool: name,
+        mode: 'direct',
+        session,
+        runId,
+        transition,
+        started,
+        ended,
+        error,
+        complexity: complexityOf(ctx.input),
+      });
     }
     const metadata = recorder.metadata({
-      ...(tool && { tool }), ...(ctx && { lastTool: name }), actualDurationMs: ended - started,
+      ...(tool && { tool }),
+      ...(ctx && { lastTool: name }),
+      actualDurationMs: ended - started,
       sessionTools: sessionId !== undefined ? recorder.sessionTools(sessionId) : ctx ? [name] : [],
-      advice: ctx ? recorder.advice(session, name) : [], context: metadataContext,
+      advice: ctx ? recorder.advice(session, name) : [],
+      context: metadataContext,
     });
     if (sessionId === undefined) recorder.forget(session); // a one-call session is over
     if (ctx) recorder.stepEnded(site, entry); // only a call that was made ends a step
@@ -88,7 +123,8 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
     }
     return { ...body, tool: name, trace, metadata };
   };
-  const failed = (category: ChainErrorInfo['category'], code: string, message: string) => finish({ status: 'failed', error: toErrorInfo({ category, code, message }, { tool: name }, calls.retryTable) });
+  const failed = (category: ChainErrorInfo['category'], code: string, message: string) =>
+    finish({ status: 'failed', error: toErrorInfo({ category, code, message }, { tool: name }, calls.retryTable) });
 
   if (opts.tier !== undefined) {
     if (!parts.registry) throw new TypeError('invoke(…, { tier }) needs createRunner({ registry }).');
@@ -103,26 +139,52 @@ export async function callByName<O>(parts: DirectCallParts, name: string, input:
       recorder.tierEscalated(runId, name, opts.tier, found);
     }
   }
-  if (!tool) return failed('not_found', 'unknown_tool', `No tool named '${name}' is known to this runner (known: ${[...parts.tools.keys()].join(', ') || 'none'}).`);
+  if (!tool)
+    return failed(
+      'not_found',
+      'unknown_tool',
+      `No tool named '${name}' is known to this runner (known: ${[...parts.tools.keys()].join(', ') || 'none'}).`,
+    );
   let parsed: ReturnType<typeof parseSchema>;
   try {
     parsed = parseSchema(tool.input, input);
   } catch (error) {
     // A throwing getter or a hostile Proxy as input: a result, never a throw.
-    return failed('invalid_input', 'unreadable_input', `The input of tool ${name} could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    return failed(
+      'invalid_input',
+      'unreadable_input',
+      `The input of tool ${name} could not be read: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   if (!parsed.success) {
-    return finish({ status: 'failed', error: toErrorInfo(schemaFailure('invalid_input', `Input for tool ${name} does not match its schema`, parsed.error.issues, 'invalid_input'), { tool: name }, calls.retryTable) });
+    return finish({
+      status: 'failed',
+      error: toErrorInfo(
+        schemaFailure(
+          'invalid_input',
+          `Input for tool ${name} does not match its schema`,
+          parsed.error.issues,
+          'invalid_input',
+        ),
+        { tool: name },
+        calls.retryTable,
+      ),
+    });
   }
   if (recorder.traceDetail === 'full') traceInput = recorder.redacted(parsed.data);
   calls.active.add(abort);
-  const offCallerAbort = opts.signal && onSignalAbort(opts.signal, () => abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.')));
+  const offCallerAbort =
+    opts.signal &&
+    onSignalAbort(opts.signal, () => abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.')));
   ctx = callContext(calls, site, name, tool, parsed.data, opts.idempotencyKey);
   recorder.stepStarted(site, name, name, 1);
   try {
     return finish({ status: 'completed', output: (await calls.call(ctx)) as O });
   } catch (error) {
-    return finish({ status: 'failed', error: failureInfo(calls, error, { tool: name, step: name, attempts: ctx.attempt }, ctx, true) });
+    return finish({
+      status: 'failed',
+      error: failureInfo(calls, error, { tool: name, step: name, attempts: ctx.attempt }, ctx, true),
+    });
   } finally {
     offCallerAbort?.();
     calls.active.delete(abort);

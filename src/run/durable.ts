@@ -10,7 +10,15 @@ import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
 import { CheckpointEncodeError } from '../stores/serialize.js';
-import type { ClaimFilter, CreateRunResult, JournalEntry, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/run-store.js';
+import type {
+  ClaimFilter,
+  CreateRunResult,
+  JournalEntry,
+  RunRecord,
+  RunStatus,
+  RunStore,
+  StoredRun,
+} from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { UNDO_FLOOR_MS, type Calls } from './call-context.js';
 import { hashContext } from './checkpoint.js';
@@ -98,7 +106,15 @@ export interface Durable {
  * const result = await durable.run(execution);
  * ```
  */
-export function durableRuns(parts: RunnerParts, store: RunStore, options: { leaseMs?: number; recover?: { intervalMs: number; limit?: number }; retention?: { completedMs?: number; failedMs?: number } }): Durable {
+export function durableRuns(
+  parts: RunnerParts,
+  store: RunStore,
+  options: {
+    leaseMs?: number;
+    recover?: { intervalMs: number; limit?: number };
+    retention?: { completedMs?: number; failedMs?: number };
+  },
+): Durable {
   const { calls, events, logger } = parts;
   const now = calls.now;
   const owner = newId();
@@ -106,7 +122,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const completedMs = options.retention?.completedMs ?? RETENTION_MS;
   const failedMs = options.retention?.failedMs ?? RETENTION_MS;
   /** How long the store keeps a run that ended (or parked) so: its kind's retention; a parked run until its token expires. */
-  const keepFor = (status: RunResult['status']): number => (status === 'failed' ? failedMs : status === 'awaiting_confirmation' ? parts.gates.confirmationTtlMs : completedMs);
+  const keepFor = (status: RunResult['status']): number =>
+    status === 'failed' ? failedMs : status === 'awaiting_confirmation' ? parts.gates.confirmationTtlMs : completedMs;
   let poll: ReturnType<typeof setInterval> | undefined;
   let polling = false;
   let closed = false;
@@ -119,7 +136,11 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   };
   const leases = new LeaseKeeper(store, owner, leaseMs, now, bounded, warn);
   const leaseLost = (runId: string): ToolFailure =>
-    new ToolFailure({ category: 'conflict', code: 'lease_lost', message: `Run ${runId} was taken over by another runner (this runner's lease expired); it stopped here.` });
+    new ToolFailure({
+      category: 'conflict',
+      code: 'lease_lost',
+      message: `Run ${runId} was taken over by another runner (this runner's lease expired); it stopped here.`,
+    });
   /** The calls of durable runs: every tool call and undo passes the lease's fence first. */
   const fencedCalls: Calls = {
     ...calls,
@@ -133,7 +154,13 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const durableParts: RunnerParts = { ...parts, calls: fencedCalls };
 
   /** Runs `exec` as a durable run this runner owns: journal each step and each undo, record the end. */
-  const own = (exec: Execution, deadlineAt: number, recovered: boolean, leaseUntil: number, retried?: { steps: ReadonlySet<string>; by: string }): Promise<RunResult> => {
+  const own = (
+    exec: Execution,
+    deadlineAt: number,
+    recovered: boolean,
+    leaseUntil: number,
+    retried?: { steps: ReadonlySet<string>; by: string },
+  ): Promise<RunResult> => {
     const { runId } = exec;
     const plan = journalPlan(exec.chain);
     const atEnd: JournalEntry[] = [];
@@ -145,7 +172,8 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     lease.stop = events ? events.open(runId).stopper : new AbortController();
     const stops = [lease.stop.signal];
     if (exec.signal) stops.push(exec.signal);
-    exec.signal = stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
+    exec.signal =
+      stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
@@ -166,7 +194,12 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     const write = async (entry: JournalEntry): Promise<boolean> => {
       if (lease.lost || lease.failed) return false;
       try {
-        if (await bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () => store.journal(runId, owner, entry))) return true;
+        if (
+          await bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () =>
+            store.journal(runId, owner, entry),
+          )
+        )
+          return true;
         leases.lose(lease);
       } catch (error) {
         // A value the codec refuses fails its step (the run then ends as any failed run); anything else is the store's.
@@ -177,7 +210,15 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     };
     // A plain write is journaled as started before it is called: whoever finds it with no outcome parks the run in doubt.
     exec.beforeWrite = async (ctx) => {
-      const started: JournalEntry = { step: ctx.step!, started: { tool: ctx.tool.name, input: parts.recorder.redacted(ctx.input), at: now(), ...(retried?.steps.has(ctx.step!) && { decidedBy: retried.by }) } };
+      const started: JournalEntry = {
+        step: ctx.step!,
+        started: {
+          tool: ctx.tool.name,
+          input: parts.recorder.redacted(ctx.input),
+          at: now(),
+          ...(retried?.steps.has(ctx.step!) && { decidedBy: retried.by }),
+        },
+      };
       try {
         encodeRunValue(started);
       } catch {
@@ -192,12 +233,16 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
         compensating = true;
         return write({ step: '', compensation: 'start', error, trace: COMPENSATION_TRACE }).catch(() => false);
       },
-      undone: (step, trace, error) => write({ step, compensation: error ? 'undo_failed' : 'undone', ...(error && { error }), trace }).catch(() => false),
+      undone: (step, trace, error) =>
+        write({ step, compensation: error ? 'undo_failed' : 'undone', ...(error && { error }), trace }).catch(
+          () => false,
+        ),
     };
     exec.onEnd = async (result: RunResult) => {
       leases.release(runId);
       // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
-      if (result.status === 'failed' && result.error.code === 'runner_closed') return events?.close(runId, undefined, undefined, now()); // not ended: nothing to wait for
+      if (result.status === 'failed' && result.error.code === 'runner_closed')
+        return events?.close(runId, undefined, undefined, now()); // not ended: nothing to wait for
       if (lease.lost || lease.failed) {
         await events?.close(runId, undefined, undefined, now());
         return interruptedResult(result, lease);
@@ -205,14 +250,23 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       let recorded = false;
       const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
       try {
-        recorded = await bounded('finish', until, () => (result.status === 'waiting' ? park(runId, result, atEnd) : store.finish(runId, owner, result.status, result, keepFor(result.status), atEnd)));
+        recorded = await bounded('finish', until, () =>
+          result.status === 'waiting'
+            ? park(runId, result, atEnd)
+            : store.finish(runId, owner, result.status, result, keepFor(result.status), atEnd),
+        );
       } catch (error) {
         if (error instanceof CheckpointEncodeError) recorded = await finishPlain(runId, result, until, atEnd);
         else warn(error, `could not record the end of run ${runId}`);
       }
       // Steps journaled with the end, and a compensation, are done only once the end is recorded:
       // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
-      await events?.close(runId, recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined, recorded ? keepFor(result.status) : undefined, until);
+      await events?.close(
+        runId,
+        recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined,
+        recorded ? keepFor(result.status) : undefined,
+        until,
+      );
       if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(result);
       safeRunEnd(result, recovered);
     };
@@ -223,7 +277,11 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
    * Parks a run `waiting` (API.md §12): no owner, no lease, a wake-up at a sleep's end or a waitFor's
    * timeout. A sleep is journaled done in the same write: the run goes on after it once woken.
    */
-  const park = (runId: string, result: Extract<RunResult, { status: 'waiting' }>, atEnd: readonly JournalEntry[]): Promise<boolean> => {
+  const park = (
+    runId: string,
+    result: Extract<RunResult, { status: 'waiting' }>,
+    atEnd: readonly JournalEntry[],
+  ): Promise<boolean> => {
     const { step, until, signal } = result.waiting;
     const entries = [...atEnd];
     if (signal === undefined) {
@@ -245,29 +303,58 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     if (!chain || chain.fingerprint !== run.fingerprint) return undefined;
     const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;
     const step = waiting?.step ?? '';
-    const error = waiting?.signal !== undefined ? toErrorInfo({
-      category: 'timeout', code: 'wait_timeout', message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
-    }, { step, userMessage: 'This waited too long for an answer and was stopped.' }, calls.retryTable) : undefined;
+    const error =
+      waiting?.signal !== undefined
+        ? toErrorInfo(
+            {
+              category: 'timeout',
+              code: 'wait_timeout',
+              message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
+            },
+            { step, userMessage: 'This waited too long for an answer and was stopped.' },
+            calls.retryTable,
+          )
+        : undefined;
     return takeWaiting(run, chain, step, error);
   };
 
   /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates instead. */
-  const takeWaiting = async (run: StoredRun, chain: Chain, step: string, error: ChainErrorInfo | undefined): Promise<RunResult | undefined> => {
+  const takeWaiting = async (
+    run: StoredRun,
+    chain: Chain,
+    step: string,
+    error: ChainErrorInfo | undefined,
+  ): Promise<RunResult | undefined> => {
     const entry: JournalEntry | undefined = error && { step, compensation: 'start', error };
     const t = now();
     // The wait is over: the run goes on as a new segment, with the chain's whole time budget.
     const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
-    if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'waiting', update, entry)))) return undefined;
+    if (
+      !(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'waiting', update, entry)))
+    )
+      return undefined;
     leases.hold(run.runId, update.leaseUntil);
     const exec = continuation(entry ? { ...run, journal: [...run.journal, entry] } : run, chain);
     return own(exec, update.deadlineAt, true, update.leaseUntil);
   };
 
   /** The end of a run whose result the codec refused (a value in its trace or `completed`): recorded without them. */
-  const finishPlain = async (runId: string, result: RunResult, until: number, atEnd: readonly JournalEntry[]): Promise<boolean> => {
-    const plain = { ...result, trace: { ...result.trace, steps: result.trace.steps.map(({ input: _i, output: _o, ...step }) => step) }, ...('completed' in result && { completed: {} }), ...('output' in result && { output: undefined }) };
+  const finishPlain = async (
+    runId: string,
+    result: RunResult,
+    until: number,
+    atEnd: readonly JournalEntry[],
+  ): Promise<boolean> => {
+    const plain = {
+      ...result,
+      trace: { ...result.trace, steps: result.trace.steps.map(({ input: _i, output: _o, ...step }) => step) },
+      ...('completed' in result && { completed: {} }),
+      ...('output' in result && { output: undefined }),
+    };
     try {
-      return await bounded('finish', until, () => store.finish(runId, owner, result.status, plain, keepFor(result.status), atEnd));
+      return await bounded('finish', until, () =>
+        store.finish(runId, owner, result.status, plain, keepFor(result.status), atEnd),
+      );
     } catch (error) {
       warn(error, `could not record the end of run ${runId}`);
       return false;
@@ -276,40 +363,85 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
 
   /** A run cut off by a lost lease or a failed store: the caller learns that, not a failure that was never recorded. */
   const interruptedResult = (result: RunResult, lease: Lease): RunResult => {
-    const body = lease.failed !== undefined
-      ? earlyFailure(calls, 'unavailable', 'store_unavailable', lease.failed instanceof Error ? lease.failed.message : String(lease.failed))
-      : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
+    const body =
+      lease.failed !== undefined
+        ? earlyFailure(
+            calls,
+            'unavailable',
+            'store_unavailable',
+            lease.failed instanceof Error ? lease.failed.message : String(lease.failed),
+          )
+        : earlyFailure(calls, 'conflict', 'lease_lost', leaseLost(result.runId).message);
     // The step whose record failed (or that found the lease lost): the caller learns where it stopped.
     if (result.status === 'failed' && result.error.step !== undefined) body.error.step = result.error.step;
     settleTrace(result.trace, 'failed', body.error);
-    return { ...body, completed: 'completed' in result ? result.completed : {}, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
+    return {
+      ...body,
+      completed: 'completed' in result ? result.completed : {},
+      runId: result.runId,
+      chain: result.chain,
+      trace: result.trace,
+      metadata: result.metadata,
+    };
   };
 
   const unrecorded = (result: RunResult): RunResult => {
-    const body = earlyFailure(calls, 'unavailable', 'store_unavailable', `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`);
+    const body = earlyFailure(
+      calls,
+      'unavailable',
+      'store_unavailable',
+      `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`,
+    );
     settleTrace(result.trace, 'failed', body.error);
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 
   const safeRunEnd = (result: RunResult, recovered: boolean): void => {
     if (!listening(events, 'run:end')) return;
-    safeEmit(events, 'run:end', { runId: result.runId, traceId: result.trace.traceId, chain: result.chain, ...(result.trace.sessionId !== undefined && { sessionId: result.trace.sessionId }), status: result.status, recovered, result });
+    safeEmit(events, 'run:end', {
+      runId: result.runId,
+      traceId: result.trace.traceId,
+      chain: result.chain,
+      ...(result.trace.sessionId !== undefined && { sessionId: result.trace.sessionId }),
+      status: result.status,
+      recovered,
+      result,
+    });
   };
 
   /** Continues a stored run this runner now owns (taken over or claimed) from its journal. */
-  const resumeStored = (run: StoredRun, previousOwner: string, leaseUntil: number, given?: Chain): Promise<RunResult> => {
+  const resumeStored = (
+    run: StoredRun,
+    previousOwner: string,
+    leaseUntil: number,
+    given?: Chain,
+  ): Promise<RunResult> => {
     const chain = given ?? parts.chains.get(run.chain);
     if (!chain || chain.fingerprint !== run.fingerprint) return endOrphan(run, chain);
     const doubt = writesInDoubt(run);
     if (doubt.length > 0) return parkInDoubt(run, chain, doubt, previousOwner);
     if (listening(events, 'run:recovered')) {
-      safeEmit(events, 'run:recovered', { runId: run.runId, traceId: run.traceId, chain: run.chain, ...(run.sessionId !== undefined && { sessionId: run.sessionId }), previousOwner, owner, journaled: journaledSteps(run) });
+      safeEmit(events, 'run:recovered', {
+        runId: run.runId,
+        traceId: run.traceId,
+        chain: run.chain,
+        ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
+        previousOwner,
+        owner,
+        journaled: journaledSteps(run),
+      });
     }
     const exec = continuation(run, chain);
     if (run.cancelRequested) {
       // Cancelled while its owner was gone: no step starts, what it completed is compensated.
       const stop = new AbortController();
-      stop.abort(new RunAbortReason('cancelled', `The run was cancelled${run.cancelRequested.reason ? `: ${run.cancelRequested.reason}` : ''}.`, 'run_cancelled'));
+      stop.abort(
+        new RunAbortReason(
+          'cancelled',
+          `The run was cancelled${run.cancelRequested.reason ? `: ${run.cancelRequested.reason}` : ''}.`,
+          'run_cancelled',
+        ),
+      );
       exec.signal = stop.signal;
     }
     return own(exec, run.deadlineAt, true, leaseUntil);
@@ -321,12 +453,34 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
    */
   const endOrphan = (run: StoredRun, chain: Chain | undefined): Promise<RunResult> => {
     const why = chain ? `chain ${run.chain} has changed here` : `this runner has no chain named '${run.chain}'`;
-    const result = earlyResult(parts, { chain: run.chain, runId: run.runId, traceId: run.traceId, sessionId: run.sessionId, startedAt: run.startedAt, priorTrace: priorTraceOf(run) },
-      earlyFailure(calls, 'timeout', 'deadline_exceeded', `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`));
-    return bounded('finish', now() + STORE_WAIT_MS, () => store.finish(run.runId, owner, 'failed', result, keepFor('failed'))).then(() => result, (error: unknown) => {
-      warn(error, `could not record the end of run ${run.runId}`);
-      return result;
-    }).finally(() => leases.release(run.runId));
+    const result = earlyResult(
+      parts,
+      {
+        chain: run.chain,
+        runId: run.runId,
+        traceId: run.traceId,
+        sessionId: run.sessionId,
+        startedAt: run.startedAt,
+        priorTrace: priorTraceOf(run),
+      },
+      earlyFailure(
+        calls,
+        'timeout',
+        'deadline_exceeded',
+        `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`,
+      ),
+    );
+    return bounded('finish', now() + STORE_WAIT_MS, () =>
+      store.finish(run.runId, owner, 'failed', result, keepFor('failed')),
+    )
+      .then(
+        () => result,
+        (error: unknown) => {
+          warn(error, `could not record the end of run ${run.runId}`);
+          return result;
+        },
+      )
+      .finally(() => leases.release(run.runId));
   };
 
   /**
@@ -334,11 +488,24 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
    * mid-call): the write may have taken effect, so it is not called again (API.md §6, §10). The run is
    * parked `in_doubt` (no owner, no lease, never claimed again) until `runner.decide(runId, { retry, by })`.
    */
-  const parkInDoubt = async (run: StoredRun, chain: Chain, doubt: InDoubtStep[], previousOwner: string): Promise<RunResult> => {
+  const parkInDoubt = async (
+    run: StoredRun,
+    chain: Chain,
+    doubt: InDoubtStep[],
+    previousOwner: string,
+  ): Promise<RunResult> => {
     const { runId } = run;
     const first = doubt[0]!;
     const body = { status: 'in_doubt' as const, step: first.step, inDoubt: doubt };
-    const site = { chain: run.chain, runId, traceId: run.traceId, sessionId: run.sessionId, definition: chain, startedAt: run.startedAt, priorTrace: priorTraceOf(run) };
+    const site = {
+      chain: run.chain,
+      runId,
+      traceId: run.traceId,
+      sessionId: run.sessionId,
+      definition: chain,
+      startedAt: run.startedAt,
+      priorTrace: priorTraceOf(run),
+    };
     const result = earlyResult(parts, site, body);
     const until = now() + STORE_WAIT_MS;
     try {
@@ -347,28 +514,48 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       }
     } catch (error) {
       warn(error, `could not park run ${runId} in doubt`);
-      return earlyResult(parts, site, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+      return earlyResult(
+        parts,
+        site,
+        earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)),
+      );
     } finally {
       leases.release(runId);
     }
-    logger?.warn({ runId, traceId: run.traceId, chain: run.chain, step: first.step, tool: first.tool, owner, previousOwner },
-      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })`);
+    logger?.warn(
+      { runId, traceId: run.traceId, chain: run.chain, step: first.step, tool: first.tool, owner, previousOwner },
+      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })`,
+    );
     const log = parts.recorder.runEvents;
     if (log) {
       log.open(runId);
-      await log.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), keepFor('failed'), until);
+      await log.close(
+        runId,
+        runEndData(result, (v) => parts.recorder.redacted(v)),
+        keepFor('failed'),
+        until,
+      );
     }
     safeRunEnd(result, true);
     return result;
   };
 
   /** Takes a run in doubt for this runner with `entry` (the decision) journaled in the same write; `false` if another decision took it first. */
-  const takeInDoubt = async (run: StoredRun, chain: Chain, entry: JournalEntry): Promise<{ leaseUntil: number; deadlineAt: number } | false> => {
-    if (!store.takeParked) throw new TypeError('Deciding a run in doubt needs a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).');
+  const takeInDoubt = async (
+    run: StoredRun,
+    chain: Chain,
+    entry: JournalEntry,
+  ): Promise<{ leaseUntil: number; deadlineAt: number } | false> => {
+    if (!store.takeParked)
+      throw new TypeError(
+        'Deciding a run in doubt needs a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).',
+      );
     const t = now();
     // The run waited for a person: its decision starts a new segment, with the chain's whole time budget.
     const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
-    const taken = await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(run.runId, owner, 'in_doubt', update, entry));
+    const taken = await bounded('take', t + STORE_WAIT_MS, () =>
+      store.takeParked!(run.runId, owner, 'in_doubt', update, entry),
+    );
     if (!taken) return false;
     leases.hold(run.runId, update.leaseUntil);
     return update;
@@ -385,29 +572,60 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
   const claimAndStart = async (): Promise<Promise<RunResult | undefined>[]> => {
     const t = now();
     const until = t + leaseMs;
-    const claimed = await bounded('claim', t + STORE_WAIT_MS, () => store.claimExpired(owner, t, until, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
-    if (claimed.length === 0) logger?.debug({ owner }, 'durable runs: recover() found no expired run of a chain (and fingerprint) this runner has');
+    const claimed = await bounded('claim', t + STORE_WAIT_MS, () =>
+      store.claimExpired(owner, t, until, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)),
+    );
+    if (claimed.length === 0)
+      logger?.debug(
+        { owner },
+        'durable runs: recover() found no expired run of a chain (and fingerprint) this runner has',
+      );
     for (const run of claimed) leases.hold(run.runId, until);
-    const started: Promise<RunResult | undefined>[] = claimed.map((run) => resumeStored(run, run.owner === owner ? '' : run.owner, until));
+    const started: Promise<RunResult | undefined>[] = claimed.map((run) =>
+      resumeStored(run, run.owner === owner ? '' : run.owner, until),
+    );
     if (store.dueWaiting && store.takeParked) {
-      const due = await bounded('due', t + STORE_WAIT_MS, () => store.dueWaiting!(t, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)));
+      const due = await bounded('due', t + STORE_WAIT_MS, () =>
+        store.dueWaiting!(t, options.recover?.limit ?? DEFAULT_RECOVER_LIMIT, claimFilter(t)),
+      );
       for (const runId of due) started.push(wake(runId));
     }
     return started;
   };
 
   const refuse = (exec: Execution, code: string, message: string): RunResult =>
-    earlyResult(parts, { chain: exec.chain.name, runId: exec.runId, traceId: exec.traceId, sessionId: exec.sessionId, definition: exec.chain, startedAt: exec.startedAt }, earlyFailure(calls, code === 'store_unavailable' ? 'unavailable' : 'conflict', code, message));
+    earlyResult(
+      parts,
+      {
+        chain: exec.chain.name,
+        runId: exec.runId,
+        traceId: exec.traceId,
+        sessionId: exec.sessionId,
+        definition: exec.chain,
+        startedAt: exec.startedAt,
+      },
+      earlyFailure(calls, code === 'store_unavailable' ? 'unavailable' : 'conflict', code, message),
+    );
 
   const durable: Durable = {
     async run(exec) {
       const deadlineAt = exec.startedAt + exec.chain.timeoutMs;
       const leaseUntil = now() + leaseMs;
       const record: RunRecord = {
-        v: 1, runId: exec.runId, traceId: exec.traceId, chain: exec.chain.name, fingerprint: exec.chain.fingerprint,
+        v: 1,
+        runId: exec.runId,
+        traceId: exec.traceId,
+        chain: exec.chain.name,
+        fingerprint: exec.chain.fingerprint,
         ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
-        input: exec.input, context: exec.context, contextHash: hashContext(exec.context), startedAt: exec.startedAt, deadlineAt,
-        status: 'running', owner, leaseUntil,
+        input: exec.input,
+        context: exec.context,
+        contextHash: hashContext(exec.context),
+        startedAt: exec.startedAt,
+        deadlineAt,
+        status: 'running',
+        owner,
+        leaseUntil,
       };
       let created: CreateRunResult;
       try {
@@ -416,11 +634,20 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
         return refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
       }
       switch (created.status) {
-        case 'created': return own(exec, deadlineAt, false, leaseUntil);
-        case 'ended': return created.run.result as RunResult; // the caller's retry: the recorded result, no tool called
-        case 'busy': return refuse(exec, 'run_in_progress', `Run ${exec.runId} is in flight on another runner; try again later, or use a new run id.`);
-        case 'taken': return resumeStored(created.run, created.run.owner, leaseUntil, exec.chain);
-        case 'mismatch': return refuse(exec, 'run_id_taken', `Run id ${exec.runId} is taken; use a new run id.`);
+        case 'created':
+          return own(exec, deadlineAt, false, leaseUntil);
+        case 'ended':
+          return created.run.result as RunResult; // the caller's retry: the recorded result, no tool called
+        case 'busy':
+          return refuse(
+            exec,
+            'run_in_progress',
+            `Run ${exec.runId} is in flight on another runner; try again later, or use a new run id.`,
+          );
+        case 'taken':
+          return resumeStored(created.run, created.run.owner, leaseUntil, exec.chain);
+        case 'mismatch':
+          return refuse(exec, 'run_id_taken', `Run id ${exec.runId} is taken; use a new run id.`);
       }
     },
 
@@ -428,15 +655,39 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const deadlineAt = exec.deadlineAt ?? (exec.segmentStart ?? now()) + exec.chain.timeoutMs;
       const leaseUntil = now() + leaseMs;
       try {
-        const reopened = await bounded('reopen', deadlineAt, () => store.reopen(exec.runId, owner, { leaseUntil, approvedGate: exec.approvedGate!, deadlineAt }));
+        const reopened = await bounded('reopen', deadlineAt, () =>
+          store.reopen(exec.runId, owner, { leaseUntil, approvedGate: exec.approvedGate!, deadlineAt }),
+        );
         // Parked before the run store was configured (or its record expired): record it now.
         if (!reopened) {
-          const created = await bounded('create', deadlineAt, () => store.create({
-            v: 1, runId: exec.runId, traceId: exec.traceId, chain: exec.chain.name, fingerprint: exec.chain.fingerprint,
-            ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }), input: exec.input, context: exec.context, contextHash: hashContext(exec.context), startedAt: exec.startedAt, deadlineAt,
-            status: 'running', owner, leaseUntil, ...(exec.approvedGate !== undefined && { approvedGate: exec.approvedGate }),
-          }, now()));
-          if (created.status !== 'created') return refuse(exec, 'run_in_progress', `Run ${exec.runId} is recorded elsewhere; it cannot be resumed here.`);
+          const created = await bounded('create', deadlineAt, () =>
+            store.create(
+              {
+                v: 1,
+                runId: exec.runId,
+                traceId: exec.traceId,
+                chain: exec.chain.name,
+                fingerprint: exec.chain.fingerprint,
+                ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
+                input: exec.input,
+                context: exec.context,
+                contextHash: hashContext(exec.context),
+                startedAt: exec.startedAt,
+                deadlineAt,
+                status: 'running',
+                owner,
+                leaseUntil,
+                ...(exec.approvedGate !== undefined && { approvedGate: exec.approvedGate }),
+              },
+              now(),
+            ),
+          );
+          if (created.status !== 'created')
+            return refuse(
+              exec,
+              'run_in_progress',
+              `Run ${exec.runId} is recorded elsewhere; it cannot be resumed here.`,
+            );
         }
       } catch (error) {
         return refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
@@ -450,8 +701,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const gate = result.status === 'declined' ? result.step : '';
       try {
         // The checkpoint is taken already: nobody else reopens the run, and its end is recorded once.
-        if (await bounded('reopen', until, () => store.reopen(runId, owner, { leaseUntil: until, approvedGate: gate, deadlineAt: until }))) {
-          await bounded('finish', until, () => store.finish(runId, owner, result.status as Exclude<RunStatus, 'running'>, result, keepFor(result.status)));
+        if (
+          await bounded('reopen', until, () =>
+            store.reopen(runId, owner, { leaseUntil: until, approvedGate: gate, deadlineAt: until }),
+          )
+        ) {
+          await bounded('finish', until, () =>
+            store.finish(runId, owner, result.status as Exclude<RunStatus, 'running'>, result, keepFor(result.status)),
+          );
         }
       } catch (error) {
         warn(error, `could not record the end of run ${runId}`);
@@ -459,7 +716,12 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const events = parts.recorder.runEvents;
       if (events) {
         events.open(runId);
-        await events.close(runId, runEndData(result, (v) => parts.recorder.redacted(v)), keepFor(result.status), until);
+        await events.close(
+          runId,
+          runEndData(result, (v) => parts.recorder.redacted(v)),
+          keepFor(result.status),
+          until,
+        );
       }
       safeRunEnd(result, false);
       return result;
@@ -473,25 +735,55 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     async settleDoubt(run, decision, cancelled) {
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
-        throw new TypeError(`Run ${run.runId} is in doubt, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+        throw new TypeError(
+          `Run ${run.runId} is in doubt, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+        );
       }
       const doubt = writesInDoubt(run);
       const first = doubt[0];
       const step = first?.step ?? '';
       const mark = { retry: decision.retry, by: decision.by, at: now() };
       // Refused: the decision is also the compensation's start, so a runner that dies while undoing leaves a run that is only undone.
-      const error = decision.retry ? undefined : cancelled !== undefined ? toErrorInfo({
-        category: 'cancelled', code: 'run_cancelled', message: `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; step ${step}, in doubt, was not called again.`,
-      }, { step, ...(first && { tool: first.tool }) }, calls.retryTable) : toErrorInfo({
-        category: 'unknown', code: 'outcome_unknown',
-        message: `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
-      }, { step, ...(first && { tool: first.tool }), userMessage: 'It is not known whether this step took effect, so it was not repeated. Check it before trying again.' }, calls.retryTable);
-      const entry: JournalEntry = error ? { step, decision: mark, compensation: 'start', error } : { step, decision: mark };
+      const error = decision.retry
+        ? undefined
+        : cancelled !== undefined
+          ? toErrorInfo(
+              {
+                category: 'cancelled',
+                code: 'run_cancelled',
+                message: `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; step ${step}, in doubt, was not called again.`,
+              },
+              { step, ...(first && { tool: first.tool }) },
+              calls.retryTable,
+            )
+          : toErrorInfo(
+              {
+                category: 'unknown',
+                code: 'outcome_unknown',
+                message: `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
+              },
+              {
+                step,
+                ...(first && { tool: first.tool }),
+                userMessage:
+                  'It is not known whether this step took effect, so it was not repeated. Check it before trying again.',
+              },
+              calls.retryTable,
+            );
+      const entry: JournalEntry = error
+        ? { step, decision: mark, compensation: 'start', error }
+        : { step, decision: mark };
       const taken = await takeInDoubt(run, chain, entry);
       if (!taken) return 'not_parked';
       const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
       if (error) exec.compensating = { error, undone: [] };
-      return own(exec, taken.deadlineAt, false, taken.leaseUntil, decision.retry ? { steps: new Set(doubt.map((d) => d.step)), by: decision.by } : undefined);
+      return own(
+        exec,
+        taken.deadlineAt,
+        false,
+        taken.leaseUntil,
+        decision.retry ? { steps: new Set(doubt.map((d) => d.step)), by: decision.by } : undefined,
+      );
     },
 
     async info(runId) {
@@ -501,7 +793,12 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const decidedBy = decider(run);
       const doubt = run.status === 'in_doubt' ? writesInDoubt(run) : [];
       return {
-        runId: run.runId, chain: run.chain, status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status, owner: run.owner, leaseUntil: run.status === 'waiting' ? 0 : run.leaseUntil, steps: journaledSteps(run),
+        runId: run.runId,
+        chain: run.chain,
+        status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status,
+        owner: run.owner,
+        leaseUntil: run.status === 'waiting' ? 0 : run.leaseUntil,
+        steps: journaledSteps(run),
         ...(run.result !== undefined && { result: run.result as RunResult }),
         ...(decidedBy !== undefined && { decidedBy }),
         ...(doubt.length > 0 && { inDoubt: doubt }),
@@ -522,31 +819,54 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       const leaseUntil = t + leaseMs;
       const { journal: _journal, retryingUntil: _retrying, cancelRequested: _cancel, result: _result, ...record } = run;
       // The same atomic take-over as a caller retrying the run id: one runner wins, the others see it busy.
-      const created = await bounded('create', t + STORE_WAIT_MS, () => store.create({ ...record, owner, leaseUntil }, t));
+      const created = await bounded('create', t + STORE_WAIT_MS, () =>
+        store.create({ ...record, owner, leaseUntil }, t),
+      );
       if (created.status !== 'taken') return undefined;
-      return resumeStored({ ...created.run, cancelRequested: reason === undefined ? {} : { reason } }, run.owner, leaseUntil, chain);
+      return resumeStored(
+        { ...created.run, cancelRequested: reason === undefined ? {} : { reason } },
+        run.owner,
+        leaseUntil,
+        chain,
+      );
     },
 
     async cancelWaiting(run, reason) {
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
-        throw new TypeError(`Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+        throw new TypeError(
+          `Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+        );
       }
       const step = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting.step ?? '';
-      const error = toErrorInfo({ category: 'cancelled', code: 'run_cancelled', message: `The run was cancelled${reason ? `: ${reason}` : ''} while it waited at step ${step}.` }, { step }, calls.retryTable);
+      const error = toErrorInfo(
+        {
+          category: 'cancelled',
+          code: 'run_cancelled',
+          message: `The run was cancelled${reason ? `: ${reason}` : ''} while it waited at step ${step}.`,
+        },
+        { step },
+        calls.retryTable,
+      );
       return takeWaiting(run, chain, step, error);
     },
 
     async signal(runId, name, payload) {
       checkRunId(runId);
-      if (typeof name !== 'string' || name === '') throw new TypeError('Expected the signal name as a non-empty string.');
-      if (!store.takeParked) throw new TypeError('Signals need a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).');
+      if (typeof name !== 'string' || name === '')
+        throw new TypeError('Expected the signal name as a non-empty string.');
+      if (!store.takeParked)
+        throw new TypeError(
+          'Signals need a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).',
+        );
       const run = await bounded('get', now() + STORE_WAIT_MS, () => store.get(runId));
       if (!run) return 'not_found';
       if (run.status !== 'waiting') return 'not_waiting';
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
-        throw new TypeError(`Run ${runId} waits for a signal, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+        throw new TypeError(
+          `Run ${runId} waits for a signal, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+        );
       }
       const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;
       const t = now();
@@ -556,11 +876,19 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
       if (!accepted) return 'not_waiting';
       const parkedAt = (run.result as { trace?: { endedAt?: string } } | undefined)?.trace?.endedAt;
       const startedAt = parkedAt ?? new Date(t).toISOString();
-      const trace: TraceStep = { stepNumber: accepted.index + 1, id: waiting!.step, status: 'success', attempts: 0, latencyMs: Math.max(0, t - Date.parse(startedAt)), startedAt };
+      const trace: TraceStep = {
+        stepNumber: accepted.index + 1,
+        id: waiting!.step,
+        status: 'success',
+        attempts: 0,
+        latencyMs: Math.max(0, t - Date.parse(startedAt)),
+        startedAt,
+      };
       const entry: JournalEntry = { step: waiting!.step, value: accepted.value, trace };
       encodeRunValue(entry); // a payload the journal cannot keep is refused before the take
       const update = { leaseUntil: t + leaseMs, deadlineAt: t + chain.timeoutMs };
-      if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, owner, 'waiting', update, entry)))) return 'not_waiting';
+      if (!(await bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, owner, 'waiting', update, entry))))
+        return 'not_waiting';
       leases.hold(runId, update.leaseUntil);
       const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
       const ran = own(exec, update.deadlineAt, false, update.leaseUntil);
@@ -569,7 +897,15 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     },
   };
 
-  if (store.markRetrying) parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, now, (runId) => leases.get(runId) !== undefined, bounded, warn);
+  if (store.markRetrying)
+    parts.recorder.retryWait = retryWaits(
+      store.markRetrying.bind(store),
+      owner,
+      now,
+      (runId) => leases.get(runId) !== undefined,
+      bounded,
+      warn,
+    );
 
   if (options.recover) {
     // Background recovery never overlaps its own claims and never keeps the process alive; the runs
@@ -577,9 +913,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
     poll = setInterval(() => {
       if (polling || closed) return;
       polling = true;
-      claimAndStart().then((started) => {
-        for (const p of started) p.catch((error: unknown) => warn(error, 'a recovered run failed'));
-      }, (error: unknown) => warn(error, 'recovery poll failed')).finally(() => (polling = false));
+      claimAndStart()
+        .then(
+          (started) => {
+            for (const p of started) p.catch((error: unknown) => warn(error, 'a recovered run failed'));
+          },
+          (error: unknown) => warn(error, 'recovery poll failed'),
+        )
+        .finally(() => (polling = false));
     }, options.recover.intervalMs);
     poll.unref?.();
   }
@@ -587,7 +928,14 @@ export function durableRuns(parts: RunnerParts, store: RunStore, options: { leas
 }
 
 /** The trace entry of a compensation's start (it names no step). */
-const COMPENSATION_TRACE: TraceStep = Object.freeze({ stepNumber: 0, id: '', status: 'error', attempts: 0, latencyMs: 0, startedAt: new Date(0).toISOString() }) as TraceStep;
+const COMPENSATION_TRACE: TraceStep = Object.freeze({
+  stepNumber: 0,
+  id: '',
+  status: 'error',
+  attempts: 0,
+  latencyMs: 0,
+  startedAt: new Date(0).toISOString(),
+}) as TraceStep;
 /** How long past its deadline a run no runner here can continue waits for one that can, before any ends it. */
 const ORPHAN_GRACE_MS = 60_000;
 
@@ -608,12 +956,21 @@ const RETRYING_MIN_MS = 1_000;
  * ```
  */
 function retryWaits(
-  mark: NonNullable<RunStore['markRetrying']>, owner: string, now: () => number, owns: (runId: string) => boolean,
-  bounded: <T>(what: string, until: number, fn: () => Promise<T>) => Promise<T>, warn: (error: unknown, what: string) => void,
+  mark: NonNullable<RunStore['markRetrying']>,
+  owner: string,
+  now: () => number,
+  owns: (runId: string) => boolean,
+  bounded: <T>(what: string, until: number, fn: () => Promise<T>) => Promise<T>,
+  warn: (error: unknown, what: string) => void,
 ): (runId: string, delayMs: number) => (() => void) | undefined {
   const waits = new Map<string, { n: number; until: number; tail: Promise<void> }>();
   const enqueue = (runId: string, w: { n: number; until: number; tail: Promise<void> }, until: number | null): void => {
-    const next = w.tail.then(() => bounded('retrying', now() + STORE_WAIT_MS, () => mark(runId, owner, until))).then(() => undefined, (error: unknown) => warn(error, `could not record the retry wait of run ${runId}`));
+    const next = w.tail
+      .then(() => bounded('retrying', now() + STORE_WAIT_MS, () => mark(runId, owner, until)))
+      .then(
+        () => undefined,
+        (error: unknown) => warn(error, `could not record the retry wait of run ${runId}`),
+      );
     w.tail = next;
     void next.then(() => {
       if (w.tail === next && w.n === 0) waits.delete(runId);
@@ -644,6 +1001,8 @@ function retryWaits(
 /** The trace entries of a stored run's journaled steps, oldest first. */
 function priorTraceOf(run: StoredRun): TraceStep[] {
   const out: TraceStep[] = [];
-  for (const e of run.journal) if (e.compensation === undefined && e.started === undefined && e.decision === undefined && e.trace) out.push(e.trace);
+  for (const e of run.journal)
+    if (e.compensation === undefined && e.started === undefined && e.decision === undefined && e.trace)
+      out.push(e.trace);
   return out;
 }

@@ -20,9 +20,15 @@ export interface EarlySite extends RecordSite {
 }
 
 /** What an early result is: any result body but a completion. */
-export type EarlyBody = { status: 'declined'; step: string } | { status: 'in_doubt'; step: string; inDoubt: InDoubtStep[] } | EarlyFailure;
+export type EarlyBody =
+  { status: 'declined'; step: string } | { status: 'in_doubt'; step: string; inDoubt: InDoubtStep[] } | EarlyFailure;
 /** A failure decided before any step ran. */
-export type EarlyFailure = { status: 'failed'; error: ChainErrorInfo; completed: Record<string, unknown>; compensated: string[] };
+export type EarlyFailure = {
+  status: 'failed';
+  error: ChainErrorInfo;
+  completed: Record<string, unknown>;
+  compensated: string[];
+};
 
 /**
  * A result decided before any step ran, with its trace, metadata and `chain:end`.
@@ -32,14 +38,23 @@ export type EarlyFailure = { status: 'failed'; error: ChainErrorInfo; completed:
  * return earlyResult(parts, { chain: chain.name, runId, traceId, sessionId: undefined }, earlyFailure(calls, 'invalid_input', 'invalid_input', message));
  * ```
  */
-export function earlyResult<O>(parts: { calls: Calls; recorder: Recorder }, site: EarlySite, body: EarlyBody): RunResult<O> {
+export function earlyResult<O>(
+  parts: { calls: Calls; recorder: Recorder },
+  site: EarlySite,
+  body: EarlyBody,
+): RunResult<O> {
   const { calls, recorder } = parts;
   const startedAt = site.startedAt ?? calls.now();
   const ended = calls.now();
   const trace = newTrace(site, startedAt, ended, body.status as Trace['status'], [...(site.priorTrace ?? [])]);
   // A failure after journaled steps (an orphan ended at its deadline) is `partial`, its errors listed.
   if (body.status === 'failed') settleTrace(trace, 'failed', body.error);
-  const metadata = recorder.metadata({ ...(site.definition && { chain: site.definition }), actualDurationMs: 0, sessionTools: site.sessionId ? recorder.sessionTools(site.sessionId) : [], advice: [] });
+  const metadata = recorder.metadata({
+    ...(site.definition && { chain: site.definition }),
+    actualDurationMs: 0,
+    sessionTools: site.sessionId ? recorder.sessionTools(site.sessionId) : [],
+    advice: [],
+  });
   const result = { ...body, runId: site.runId, chain: site.chain, trace, metadata } as RunResult<O>;
   recorder.chainEnded(site, result);
   return result;
@@ -54,7 +69,13 @@ export function earlyResult<O>(parts: { calls: Calls; recorder: Recorder }, site
  * earlyFailure(calls, 'confirmation', 'expired', 'The resume token has expired.');
  * ```
  */
-export function earlyFailure(calls: Calls, category: ChainErrorInfo['category'], code: string, message: string, userMessage?: string): EarlyFailure {
+export function earlyFailure(
+  calls: Calls,
+  category: ChainErrorInfo['category'],
+  code: string,
+  message: string,
+  userMessage?: string,
+): EarlyFailure {
   const error = toErrorInfo({ category, code, message }, userMessage ? { userMessage } : {}, calls.retryTable);
   return { status: 'failed', error: maskError(error, secretMask(calls.redact)), completed: {}, compensated: [] };
 }

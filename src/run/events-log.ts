@@ -40,7 +40,11 @@ export class RunEventWriter {
   private stop: AbortController | undefined;
   watched: boolean;
 
-  constructor(private readonly hub: RunEventHub, readonly runId: string, watched: boolean) {
+  constructor(
+    private readonly hub: RunEventHub,
+    readonly runId: string,
+    watched: boolean,
+  ) {
     this.watched = watched;
   }
 
@@ -72,7 +76,9 @@ export class RunEventWriter {
     }
     if (hub.log.local) {
       // In-process: appending costs nothing, so every event is in the log at once.
-      hub.log.append(this.runId, [text]).catch((error: unknown) => hub.warn(error, `run ${this.runId}: an event could not be recorded`));
+      hub.log
+        .append(this.runId, [text])
+        .catch((error: unknown) => hub.warn(error, `run ${this.runId}: an event could not be recorded`));
       return;
     }
     this.buffer.push(text);
@@ -135,7 +141,11 @@ export class RunEventHub {
   private readonly watching = new Map<string, number>();
   private unsubscribe: (() => void) | undefined;
 
-  constructor(readonly log: RunEventLog, readonly now: () => number, private readonly logger: Logger | undefined) {}
+  constructor(
+    readonly log: RunEventLog,
+    readonly now: () => number,
+    private readonly logger: Logger | undefined,
+  ) {}
 
   /** Starts recording the events of a run this runner owns from now on. */
   open(runId: string): RunEventWriter {
@@ -183,10 +193,20 @@ export class RunEventHub {
   }
 
   /** One append bounded by STORE_WAIT_MS and `until`; a failure is logged (the events are lost, the run goes on). */
-  async append(runId: string, batch: string[], keepMs: number | undefined, until = Number.POSITIVE_INFINITY): Promise<void> {
+  async append(
+    runId: string,
+    batch: string[],
+    keepMs: number | undefined,
+    until = Number.POSITIVE_INFINITY,
+  ): Promise<void> {
     const t = this.now();
     try {
-      await callStore(() => this.log.append(runId, batch, keepMs), Math.min(t + STORE_WAIT_MS, until), this.now, 'run (events)');
+      await callStore(
+        () => this.log.append(runId, batch, keepMs),
+        Math.min(t + STORE_WAIT_MS, until),
+        this.now,
+        'run (events)',
+      );
     } catch (error) {
       this.warn(error, `run ${runId}: ${batch.length} event(s) could not be recorded`);
     }
@@ -213,14 +233,19 @@ export class RunEventHub {
  */
 export function runEndData(result: RunResult, redacted: (value: unknown) => unknown): RunEndData {
   switch (result.status) {
-    case 'completed': return { status: 'completed', output: redacted(result.output) };
-    case 'failed': return { status: 'failed', error: result.error };
-    case 'declined': return { status: 'declined', step: result.step };
+    case 'completed':
+      return { status: 'completed', output: redacted(result.output) };
+    case 'failed':
+      return { status: 'failed', error: result.error };
+    case 'declined':
+      return { status: 'declined', step: result.step };
     case 'awaiting_confirmation': {
       const { step, tool, prompt, expiresAt } = result.confirmation;
       return { status: 'awaiting_confirmation', confirmation: { step, tool, prompt, expiresAt } };
     }
-    case 'in_doubt': return { status: 'in_doubt', step: result.step };
-    case 'waiting': return { status: 'waiting', waiting: { ...result.waiting } };
+    case 'in_doubt':
+      return { status: 'in_doubt', step: result.step };
+    case 'waiting':
+      return { status: 'waiting', waiting: { ...result.waiting } };
   }
 }

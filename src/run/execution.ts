@@ -118,7 +118,8 @@ export const DONE = 2;
 let lastMs = Number.NaN;
 let lastIso = '';
 /** `new Date(ms).toISOString()`, cached for the last value. */
-export const iso = (ms: number): string => (ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString())));
+export const iso = (ms: number): string =>
+  ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString()));
 /** The outcome of a step that produced `value`. */
 export const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 /** The message of anything thrown. */
@@ -126,18 +127,23 @@ export const describeThrown = (error: unknown): string => (error instanceof Erro
 /** The outcome of a step skipped by its `when`. */
 export const SKIPPED: StepOutcome = Object.freeze({ kind: 'ok', value: undefined, skipped: true });
 /** Whether `v` is a promise or any other thenable (user callbacks may return either). */
-export const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
+export const isThenable = (v: unknown): v is PromiseLike<unknown> =>
+  typeof v === 'object' && v !== null && typeof (v as PromiseLike<unknown>).then === 'function';
 
 /** The tools of a run's steps that were not skipped (a run without a session is its own session). */
 export function toolsRun(steps: readonly TraceStep[]): string[] {
   const tools: string[] = [];
-  for (const t of steps) if (t.tool !== undefined && t.status !== 'skipped' && !tools.includes(t.tool)) tools.push(t.tool);
+  for (const t of steps)
+    if (t.tool !== undefined && t.status !== 'skipped' && !tools.includes(t.tool)) tools.push(t.tool);
   return tools;
 }
 
 /** A failure raised inside a step, already classified. */
 export class StepError extends Error {
-  constructor(readonly failure: Classified, readonly extra: { candidates?: unknown[]; userMessage?: string } = {}) {
+  constructor(
+    readonly failure: Classified,
+    readonly extra: { candidates?: unknown[]; userMessage?: string } = {},
+  ) {
     super(failure.message);
   }
 }

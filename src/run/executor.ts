@@ -45,7 +45,11 @@ class StepRun implements InFlight {
   input: unknown = undefined;
   children: TraceStep[] | undefined = undefined;
   undo: UndoUnit[] | undefined = undefined;
-  constructor(readonly run: Run, readonly step: PlannedStep, readonly started: number) {}
+  constructor(
+    readonly run: Run,
+    readonly step: PlannedStep,
+    readonly started: number,
+  ) {}
 
   /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
   resolved(result: unknown): void {
@@ -73,35 +77,65 @@ class Run extends Scheduler implements EndedSegment {
   readonly prefix: string;
 
   // Fields are what every run in flight holds: the parts are reached through one, the rest are getters.
-  constructor(private readonly parts: ExecutorParts, readonly exec: Execution) {
+  constructor(
+    private readonly parts: ExecutorParts,
+    readonly exec: Execution,
+  ) {
     super(exec.chain.plan, exec.results, new AbortScope(), exec.done);
     this.scope = { input: exec.input, context: exec.context, results: exec.results };
     this.traceSteps = new Array<TraceStep | undefined>(this.plan.length);
     this.segmentStart = exec.segmentStart ?? this.calls.now();
     this.deadlineAt = exec.deadlineAt ?? this.segmentStart + exec.chain.timeoutMs;
     this.prefix = exec.nested === undefined ? '' : `${exec.nested.prefix}/`;
-    if (exec.resumed && exec.sessionId === undefined && exec.nested === undefined) this.lastCall = this.recorder.transitions.take(exec.runId);
+    if (exec.resumed && exec.sessionId === undefined && exec.nested === undefined)
+      this.lastCall = this.recorder.transitions.take(exec.runId);
     for (const t of exec.priorTrace) this.traceSteps[t.stepNumber - 1] = t;
   }
 
-  get calls(): ExecutorParts['calls'] { return this.parts.calls; }
-  get recorder(): ExecutorParts['recorder'] { return this.parts.recorder; }
-  get gates(): ExecutorParts['gates'] { return this.parts.gates; }
+  get calls(): ExecutorParts['calls'] {
+    return this.parts.calls;
+  }
+  get recorder(): ExecutorParts['recorder'] {
+    return this.parts.recorder;
+  }
+  get gates(): ExecutorParts['gates'] {
+    return this.parts.gates;
+  }
   /** A run without a session is its own session: it keeps its last call itself (no shared entry per run). */
-  get sessionKey(): string { return this.exec.sessionId ?? this.exec.runId; }
+  get sessionKey(): string {
+    return this.exec.sessionId ?? this.exec.runId;
+  }
 
   // The call site of the run's steps (see call-context.ts).
-  get runId(): string { return this.exec.runId; }
-  get traceId(): string { return this.exec.traceId; }
-  get sessionId(): string | undefined { return this.exec.sessionId; }
-  get chain(): string { return this.exec.chain.name; }
-  get context(): Readonly<Record<string, unknown>> { return this.exec.context; }
-  get deadline(): number { return this.deadlineAt; }
-  get durable(): Execution['durable'] { return this.exec.durable; }
-  get startedAt(): number { return this.exec.startedAt; }
+  get runId(): string {
+    return this.exec.runId;
+  }
+  get traceId(): string {
+    return this.exec.traceId;
+  }
+  get sessionId(): string | undefined {
+    return this.exec.sessionId;
+  }
+  get chain(): string {
+    return this.exec.chain.name;
+  }
+  get context(): Readonly<Record<string, unknown>> {
+    return this.exec.context;
+  }
+  get deadline(): number {
+    return this.deadlineAt;
+  }
+  get durable(): Execution['durable'] {
+    return this.exec.durable;
+  }
+  get startedAt(): number {
+    return this.exec.startedAt;
+  }
 
   // What the result sees of the ended segment (see segment-end.ts).
-  get stopped(): Scheduler['stop'] { return this.stop; }
+  get stopped(): Scheduler['stop'] {
+    return this.stop;
+  }
   traceEntries(): TraceStep[] {
     // Sized exactly, not filtered: every result keeps this array, and filter's keeps spare capacity.
     const { traceSteps } = this;
@@ -112,10 +146,18 @@ class Run extends Scheduler implements EndedSegment {
     for (const t of traceSteps) if (t !== undefined) entries[n++] = t;
     return entries;
   }
-  lastTool(): string | undefined { return this.lastToolIndex >= 0 ? this.plan[this.lastToolIndex]!.tool!.name : undefined; }
-  isDone(step: PlannedStep): boolean { return this.state[step.index] === DONE; }
-  nest(exec: Execution): Promise<NestedEnd> { return new Run(this, exec).start() as unknown as Promise<NestedEnd>; }
-  stepKey(step: PlannedStep): string { return this.prefix === '' ? step.id : this.prefix + step.id; }
+  lastTool(): string | undefined {
+    return this.lastToolIndex >= 0 ? this.plan[this.lastToolIndex]!.tool!.name : undefined;
+  }
+  isDone(step: PlannedStep): boolean {
+    return this.state[step.index] === DONE;
+  }
+  nest(exec: Execution): Promise<NestedEnd> {
+    return new Run(this, exec).start() as unknown as Promise<NestedEnd>;
+  }
+  stepKey(step: PlannedStep): string {
+    return this.prefix === '' ? step.id : this.prefix + step.id;
+  }
   undoUnits(): UndoUnit[] {
     const { plan, scope, nestedUndo } = this;
     const { results } = this.exec;
@@ -123,7 +165,8 @@ class Run extends Scheduler implements EndedSegment {
     for (const step of plan) {
       const nested = nestedUndo?.[step.index];
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
-      if (step.compensate && this.isDone(step) && step.id in results) (units ??= []).push({ step, id: this.stepKey(step), scope });
+      if (step.compensate && this.isDone(step) && step.id in results)
+        (units ??= []).push({ step, id: this.stepKey(step), scope });
     }
     return units ?? [];
   }
@@ -134,12 +177,20 @@ class Run extends Scheduler implements EndedSegment {
     // A sub-chain's run is aborted through its step's scope (linked below), not by `close` directly.
     if (exec.nested === undefined) this.calls.active.add(this.abort);
     // A RunAbortReason as the signal's reason is kept (`runner.cancel`: `run_cancelled`).
-    if (exec.signal) this.offCallerAbort = onSignalAbort(exec.signal, () => this.abort.abort(exec.signal!.reason instanceof RunAbortReason ? exec.signal!.reason : new RunAbortReason('cancelled', 'The caller cancelled the run.')));
+    if (exec.signal)
+      this.offCallerAbort = onSignalAbort(exec.signal, () =>
+        this.abort.abort(
+          exec.signal!.reason instanceof RunAbortReason
+            ? exec.signal!.reason
+            : new RunAbortReason('cancelled', 'The caller cancelled the run.'),
+        ),
+      );
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) this.checkPreconditions();
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
-    if (this.stop) return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
+    if (this.stop)
+      return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -154,13 +205,25 @@ class Run extends Scheduler implements EndedSegment {
     for (const pre of this.exec.chain.preconditions) {
       let failure: Classified | undefined;
       try {
-        if (pre.check(this.scope) !== true) failure = { category: 'invalid_input', code: 'precondition_failed', message: `Precondition failed: ${pre.message}` };
+        if (pre.check(this.scope) !== true)
+          failure = {
+            category: 'invalid_input',
+            code: 'precondition_failed',
+            message: `Precondition failed: ${pre.message}`,
+          };
       } catch (error) {
-        failure = { category: 'internal', code: 'precondition_error', message: `A precondition threw: ${describeThrown(error)}` };
+        failure = {
+          category: 'internal',
+          code: 'precondition_error',
+          message: `A precondition threw: ${describeThrown(error)}`,
+        };
       }
       if (failure) {
         const details = failure.code === 'precondition_failed' ? { userMessage: pre.message } : {};
-        this.stop = { index: -1, outcome: { kind: 'failed', error: toErrorInfo(failure, details, this.calls.retryTable) } };
+        this.stop = {
+          index: -1,
+          outcome: { kind: 'failed', error: toErrorInfo(failure, details, this.calls.retryTable) },
+        };
         return;
       }
     }
@@ -184,7 +247,15 @@ class Run extends Scheduler implements EndedSegment {
   endStep(run: StepRun, outcome: StepOutcome): void {
     const { step, started, ctx } = run;
     const ended = this.calls.now();
-    const entry = traceEntry(step.index + 1, this.stepKey(step), step.tool?.name, ctx?.cached ? 'cached' : 'success', ctx?.attempt ?? 0, started, ended);
+    const entry = traceEntry(
+      step.index + 1,
+      this.stepKey(step),
+      step.tool?.name,
+      ctx?.cached ? 'cached' : 'success',
+      ctx?.attempt ?? 0,
+      started,
+      ended,
+    );
     if (run.input !== undefined) entry.input = run.input;
     if (run.children !== undefined) entry.children = run.children;
     if (run.undo !== undefined && run.undo.length > 0) (this.nestedUndo ??= [])[step.index] = run.undo;
@@ -200,29 +271,64 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   failed(step: PlannedStep, error: unknown, ctx: CallContext | undefined): StepOutcome {
-    const info = failureInfo(this.calls, error, { step: this.stepKey(step), ...(step.tool && { tool: step.tool.name }), attempts: ctx?.attempt ?? 0 }, ctx, true);
+    const info = failureInfo(
+      this.calls,
+      error,
+      { step: this.stepKey(step), ...(step.tool && { tool: step.tool.name }), attempts: ctx?.attempt ?? 0 },
+      ctx,
+      true,
+    );
     // Secrets of the call's input, the chain's input and context leave in no text (docs/ARCHITECTURE.md, Secrets); failures only.
     maskError(info, secretMask(this.calls.redact, ctx?.input, this.exec.input, this.exec.context));
     return { kind: 'failed', error: info };
   }
 
   /** The trace entry's status and output, what the call teaches, `step:end` and the log lines. */
-  private record(step: PlannedStep, entry: TraceStep, outcome: StepOutcome, started: number, ended: number, ctx: CallContext | undefined): void {
+  private record(
+    step: PlannedStep,
+    entry: TraceStep,
+    outcome: StepOutcome,
+    started: number,
+    ended: number,
+    ctx: CallContext | undefined,
+  ): void {
     const { recorder } = this;
     switch (outcome.kind) {
-      case 'ok': entry.status = outcome.skipped ? 'skipped' : entry.status; break;
-      case 'failed': entry.status = 'error'; entry.error = outcome.error; break;
-      case 'gate': entry.status = 'awaiting_confirmation'; break;
-      case 'declined': entry.status = 'declined'; break;
-      case 'wait': entry.status = 'waiting'; break;
+      case 'ok':
+        entry.status = outcome.skipped ? 'skipped' : entry.status;
+        break;
+      case 'failed':
+        entry.status = 'error';
+        entry.error = outcome.error;
+        break;
+      case 'gate':
+        entry.status = 'awaiting_confirmation';
+        break;
+      case 'declined':
+        entry.status = 'declined';
+        break;
+      case 'wait':
+        entry.status = 'waiting';
+        break;
     }
-    if (recorder.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped) entry.output = recorder.redacted(outcome.value);
+    if (recorder.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped)
+      entry.output = recorder.redacted(outcome.value);
     if (step.tool && ctx) {
       if (step.index > this.lastToolIndex) this.lastToolIndex = step.index;
       const tool = step.tool.name;
       const error = outcome.kind === 'failed' ? outcome.error : undefined;
       const transition = this.transition(tool, started, ended, outcome.kind === 'ok');
-      recorder.learn({ tool, mode: 'chain', session: this.sessionKey, runId: this.exec.runId, transition, started, ended, error, complexity: complexityOf(ctx.input) });
+      recorder.learn({
+        tool,
+        mode: 'chain',
+        session: this.sessionKey,
+        runId: this.exec.runId,
+        transition,
+        started,
+        ended,
+        error,
+        complexity: complexityOf(ctx.input),
+      });
     }
     recorder.stepEnded(this, entry);
     recorder.logStep(this, entry, outcome);
@@ -238,7 +344,9 @@ class Run extends Scheduler implements EndedSegment {
 
   /** Durable runs: a step counts as done (and its dependents may start) once the journal kept it. */
   private journal(step: PlannedStep, entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): void {
-    const kept: JournalEntry = outcome.skipped ? { step: entry.id, skipped: true, trace: entry } : { step: entry.id, value: outcome.value, trace: entry };
+    const kept: JournalEntry = outcome.skipped
+      ? { step: entry.id, skipped: true, trace: entry }
+      : { step: entry.id, value: outcome.value, trace: entry };
     let answer: unknown;
     try {
       answer = this.exec.journal!(kept);
@@ -246,12 +354,19 @@ class Run extends Scheduler implements EndedSegment {
       return this.settle(step, this.failed(step, error, undefined));
     }
     if (!isThenable(answer)) return this.journaled(step, outcome, answer);
-    answer.then((value) => this.journaled(step, outcome, value), (error: unknown) => this.settle(step, this.failed(step, error, undefined)));
+    answer.then(
+      (value) => this.journaled(step, outcome, value),
+      (error: unknown) => this.settle(step, this.failed(step, error, undefined)),
+    );
   }
 
   private journaled(step: PlannedStep, outcome: StepOutcome, answer: unknown): void {
     if (answer !== false) return this.settle(step, outcome);
-    const refused = new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${step.id} was not journaled: the run store refused it (another runner may own the run now).` });
+    const refused = new StepError({
+      category: 'conflict',
+      code: 'journal_refused',
+      message: `Step ${step.id} was not journaled: the run store refused it (another runner may own the run now).`,
+    });
     this.settle(step, this.failed(step, refused, undefined));
   }
 
@@ -283,7 +398,10 @@ class Run extends Scheduler implements EndedSegment {
     try {
       return (await onEnd(result)) ?? result;
     } catch (error) {
-      this.recorder.logger?.error(this.recorder.logFields(this, { err: error }), `chain ${this.chain}: recording the result failed: ${describeThrown(error)}`);
+      this.recorder.logger?.error(
+        this.recorder.logFields(this, { err: error }),
+        `chain ${this.chain}: recording the result failed: ${describeThrown(error)}`,
+      );
       return result;
     }
   }

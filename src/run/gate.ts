@@ -33,7 +33,11 @@ export function gateQuestion(host: StepHost, step: PlannedStep, confirm: Confirm
     const prompt = typeof confirm.prompt === 'function' ? confirm.prompt(host.scope) : confirm.prompt;
     return { prompt, details: confirm.details?.(host.scope) };
   } catch (error) {
-    throw new StepError({ category: 'internal', code: 'confirm_failed', message: `Step ${step.id}: building the confirmation threw: ${describeThrown(error)}` });
+    throw new StepError({
+      category: 'internal',
+      code: 'confirm_failed',
+      message: `Step ${step.id}: building the confirmation threw: ${describeThrown(error)}`,
+    });
   }
 }
 
@@ -49,7 +53,13 @@ export function askInProcess(host: StepHost, step: PlannedStep, question: GateQu
   const { exec } = host;
   const tool = gateTool(step);
   const id = host.stepKey(step);
-  const request: ConfirmationRequest = { step: id, tool, prompt: question.prompt, expiresAt: iso(host.deadlineAt), ...(question.details !== undefined && { details: question.details }) };
+  const request: ConfirmationRequest = {
+    step: id,
+    tool,
+    prompt: question.prompt,
+    expiresAt: iso(host.deadlineAt),
+    ...(question.details !== undefined && { details: question.details }),
+  };
   host.recorder.confirmationRequested(host, id, tool, question.prompt, request.expiresAt);
   let answer: boolean | PromiseLike<boolean>;
   try {
@@ -57,7 +67,9 @@ export function askInProcess(host: StepHost, step: PlannedStep, question: GateQu
   } catch (error) {
     return Promise.reject(error);
   }
-  return host.bounded(Promise.resolve(answer), `Chain ${exec.chain.name} passed its deadline while waiting for confirmation.`).then((yes) => yes === true);
+  return host
+    .bounded(Promise.resolve(answer), `Chain ${exec.chain.name} passed its deadline while waiting for confirmation.`)
+    .then((yes) => yes === true);
 }
 
 /**
@@ -70,8 +82,12 @@ export function askInProcess(host: StepHost, step: PlannedStep, question: GateQu
  * ```
  */
 export async function parkAtGate(
-  host: StepHost, done: string[], step: PlannedStep, gate: GateQuestion,
-  base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>, failed: (e: ChainErrorInfo) => RunResult,
+  host: StepHost,
+  done: string[],
+  step: PlannedStep,
+  gate: GateQuestion,
+  base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>,
+  failed: (e: ChainErrorInfo) => RunResult,
 ): Promise<RunResult> {
   const { exec, calls, gates } = host;
   const { chain } = exec;
@@ -80,32 +96,50 @@ export async function parkAtGate(
   const expiresAt = createdAt + gates.confirmationTtlMs;
   const id = newId();
   try {
-    await callStore(() => gates.checkpoints.save({
-      v: 1,
-      id,
-      runId: exec.runId,
-      traceId: exec.traceId,
-      chain: chain.name,
-      fingerprint: chain.fingerprint,
-      ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
-      input: exec.input,
-      contextHash: hashContext(exec.context),
-      results: exec.results,
-      done,
-      gate: step.id,
-      startedAt: exec.startedAt,
-      createdAt,
-      expiresAt,
-      trace: base.trace.steps.filter((t) => t.id !== step.id),
-    }), Math.min(createdAt + STORE_WAIT_MS, host.deadlineAt), calls.now, 'checkpoint');
+    await callStore(
+      () =>
+        gates.checkpoints.save({
+          v: 1,
+          id,
+          runId: exec.runId,
+          traceId: exec.traceId,
+          chain: chain.name,
+          fingerprint: chain.fingerprint,
+          ...(exec.sessionId !== undefined && { sessionId: exec.sessionId }),
+          input: exec.input,
+          contextHash: hashContext(exec.context),
+          results: exec.results,
+          done,
+          gate: step.id,
+          startedAt: exec.startedAt,
+          createdAt,
+          expiresAt,
+          trace: base.trace.steps.filter((t) => t.id !== step.id),
+        }),
+      Math.min(createdAt + STORE_WAIT_MS, host.deadlineAt),
+      calls.now,
+      'checkpoint',
+    );
   } catch (error) {
-    const why = error instanceof CheckpointEncodeError ? error.info : { category: 'unavailable' as const, code: 'store_unavailable', message: `Could not store the checkpoint: ${describeThrown(error)}` };
+    const why =
+      error instanceof CheckpointEncodeError
+        ? error.info
+        : {
+            category: 'unavailable' as const,
+            code: 'store_unavailable',
+            message: `Could not store the checkpoint: ${describeThrown(error)}`,
+          };
     return failed(toErrorInfo(why, { step: step.id, tool }, calls.retryTable));
   }
   const confirmation: ConfirmationRequest = { step: step.id, tool, prompt: gate.prompt, expiresAt: iso(expiresAt) };
   if (gate.details !== undefined) confirmation.details = gate.details;
   host.recorder.confirmationRequested(host, step.id, tool, gate.prompt, confirmation.expiresAt);
-  return { status: 'awaiting_confirmation', resumeToken: signToken(id, expiresAt, gates.secret), confirmation, ...base };
+  return {
+    status: 'awaiting_confirmation',
+    resumeToken: signToken(id, expiresAt, gates.secret),
+    confirmation,
+    ...base,
+  };
 }
 
 /**

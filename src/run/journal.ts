@@ -54,8 +54,10 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
     else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
-    else if (entry.started !== undefined || entry.decision !== undefined) continue; // marks, not steps
-    else if (entry.step.includes('/')) nestUnder(nested ??= new Map(), entry); // a sub-chain's step (§12): see priorNested
+    else if (entry.started !== undefined || entry.decision !== undefined)
+      continue; // marks, not steps
+    else if (entry.step.includes('/'))
+      nestUnder((nested ??= new Map()), entry); // a sub-chain's step (§12): see priorNested
     else {
       done.push(entry.step);
       if (entry.skipped !== true) results[entry.step] = entry.value;
@@ -63,8 +65,16 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     }
   }
   return {
-    chain, runId: run.runId, traceId: run.traceId, input: run.input, context: (run.context ?? {}) as Record<string, unknown>,
-    results, done, priorTrace, startedAt: run.startedAt, resumed: true,
+    chain,
+    runId: run.runId,
+    traceId: run.traceId,
+    input: run.input,
+    context: (run.context ?? {}) as Record<string, unknown>,
+    results,
+    done,
+    priorTrace,
+    startedAt: run.startedAt,
+    resumed: true,
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
@@ -87,7 +97,13 @@ export function writesInDoubt(run: StoredRun): InDoubtStep[] {
   const open = new Map<string, InDoubtStep>();
   for (const e of run.journal) {
     if (e.compensation !== undefined) return [];
-    if (e.started !== undefined) open.set(e.step, { step: e.step, tool: e.started.tool, ...(e.started.input !== undefined && { input: e.started.input }), startedAt: e.started.at });
+    if (e.started !== undefined)
+      open.set(e.step, {
+        step: e.step,
+        tool: e.started.tool,
+        ...(e.started.input !== undefined && { input: e.started.input }),
+        startedAt: e.started.at,
+      });
     else if (e.decision !== undefined) open.clear();
     else open.delete(e.step);
   }
@@ -97,7 +113,8 @@ export function writesInDoubt(run: StoredRun): InDoubtStep[] {
 /** The ids of a stored run's journaled steps (entries that are neither marks nor compensation), in order. */
 export function journaledSteps(run: StoredRun): string[] {
   const steps: string[] = [];
-  for (const e of run.journal) if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps.push(e.step);
+  for (const e of run.journal)
+    if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps.push(e.step);
   return steps;
 }
 

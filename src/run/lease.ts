@@ -89,13 +89,16 @@ export class LeaseKeeper {
     const t = this.now();
     if (lease.until - t > this.margin) return true;
     const until = t + this.leaseMs;
-    return this.bounded('renew', until, () => this.store.renew(this.owner, [runId], until)).then((held) => {
-      this.renewed([runId], held, until);
-      return !lease.lost;
-    }, (error: unknown) => {
-      lease.failed = error;
-      return false;
-    });
+    return this.bounded('renew', until, () => this.store.renew(this.owner, [runId], until)).then(
+      (held) => {
+        this.renewed([runId], held, until);
+        return !lease.lost;
+      },
+      (error: unknown) => {
+        lease.failed = error;
+        return false;
+      },
+    );
   }
 
   /** Stops renewing and forgets every lease: the runs stay recorded, for another instance to recover. */
@@ -122,7 +125,13 @@ export class LeaseKeeper {
     const settled = (): void => {
       if (this.renewingUntil === until) this.renewingUntil = 0;
     };
-    void this.store.renew(this.owner, ids, until).then((held) => this.renewed(ids, held, until), (error: unknown) => this.warn(error, 'lease renewal failed')).then(settled, settled);
+    void this.store
+      .renew(this.owner, ids, until)
+      .then(
+        (held) => this.renewed(ids, held, until),
+        (error: unknown) => this.warn(error, 'lease renewal failed'),
+      )
+      .then(settled, settled);
   }
 
   /** What a renewal answered: the runs still held get their new lease, the others are lost (fenced off). */

@@ -10,7 +10,16 @@ const PATTERN_MASK = secretMask(undefined);
 /** A {@link RunResult} reduced to what an agent's model needs (no trace), JSON-safe. */
 export type ModelResult =
   | { status: 'completed'; output: unknown; metadata: ResponseMetadata }
-  | { status: 'awaiting_confirmation'; resumeToken: string; prompt: string; step: string; tool: string; expiresAt: string; instructions: string; metadata: ResponseMetadata }
+  | {
+      status: 'awaiting_confirmation';
+      resumeToken: string;
+      prompt: string;
+      step: string;
+      tool: string;
+      expiresAt: string;
+      instructions: string;
+      metadata: ResponseMetadata;
+    }
   | { status: 'declined'; step: string; message: string; metadata: ResponseMetadata }
   | { status: 'failed'; error: ChainErrorInfo; compensated: string[]; metadata: ResponseMetadata }
   | { status: 'in_doubt'; step: string; tool: string; message: string; metadata: ResponseMetadata }
@@ -39,20 +48,58 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       return { status: 'completed', output: result.output, metadata: result.metadata };
     case 'awaiting_confirmation': {
       const { prompt, step, tool, expiresAt } = result.confirmation;
-      const instructions = options.howToConfirm ?? 'Ask the user this question and do not go on until they answer; then resume with the resume token and their decision.';
-      return { status: 'awaiting_confirmation', resumeToken: result.resumeToken, prompt, step, tool, expiresAt, instructions, metadata: result.metadata };
+      const instructions =
+        options.howToConfirm ??
+        'Ask the user this question and do not go on until they answer; then resume with the resume token and their decision.';
+      return {
+        status: 'awaiting_confirmation',
+        resumeToken: result.resumeToken,
+        prompt,
+        step,
+        tool,
+        expiresAt,
+        instructions,
+        metadata: result.metadata,
+      };
     }
     case 'declined':
-      return { status: 'declined', step: result.step, message: 'The user declined; nothing more was done.', metadata: result.metadata };
+      return {
+        status: 'declined',
+        step: result.step,
+        message: 'The user declined; nothing more was done.',
+        metadata: result.metadata,
+      };
     case 'failed':
-      return { status: 'failed', error: maskError({ ...result.error }, PATTERN_MASK), compensated: result.compensated, metadata: result.metadata };
+      return {
+        status: 'failed',
+        error: maskError({ ...result.error }, PATTERN_MASK),
+        compensated: result.compensated,
+        metadata: result.metadata,
+      };
     case 'in_doubt':
-      return { status: 'in_doubt', step: result.step, tool: result.inDoubt[0]?.tool ?? '', message: 'A step that changes data was interrupted and may or may not have taken effect; an operator must check it before the run goes on. Do not repeat it yourself.', metadata: result.metadata };
+      return {
+        status: 'in_doubt',
+        step: result.step,
+        tool: result.inDoubt[0]?.tool ?? '',
+        message:
+          'A step that changes data was interrupted and may or may not have taken effect; an operator must check it before the run goes on. Do not repeat it yourself.',
+        metadata: result.metadata,
+      };
     case 'waiting': {
       const { step, until, signal } = result.waiting;
       const when = until !== undefined ? new Date(until).toISOString() : undefined;
-      const message = signal !== undefined ? `The run is waiting for '${signal}'${when ? ` until ${when}` : ''}; it goes on by itself once that arrives. Do not start it again.` : `The run is paused until ${when}; it goes on by itself. Do not start it again.`;
-      return { status: 'waiting', step, ...(when !== undefined && { until: when }), ...(signal !== undefined && { signal }), message, metadata: result.metadata };
+      const message =
+        signal !== undefined
+          ? `The run is waiting for '${signal}'${when ? ` until ${when}` : ''}; it goes on by itself once that arrives. Do not start it again.`
+          : `The run is paused until ${when}; it goes on by itself. Do not start it again.`;
+      return {
+        status: 'waiting',
+        step,
+        ...(when !== undefined && { until: when }),
+        ...(signal !== undefined && { signal }),
+        message,
+        metadata: result.metadata,
+      };
     }
   }
 }
@@ -60,11 +107,17 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
 /** One line of text for a model, for transports that want text beside the JSON. */
 export function modelSummary(result: ModelResult): string {
   switch (result.status) {
-    case 'completed': return JSON.stringify(result.output) ?? 'null';
-    case 'awaiting_confirmation': return `${result.prompt}\n${result.instructions}`;
-    case 'declined': return result.message;
-    case 'in_doubt': return result.message;
-    case 'waiting': return result.message;
-    case 'failed': return [result.error.userMessage, ...result.error.suggestions].join('\n');
+    case 'completed':
+      return JSON.stringify(result.output) ?? 'null';
+    case 'awaiting_confirmation':
+      return `${result.prompt}\n${result.instructions}`;
+    case 'declined':
+      return result.message;
+    case 'in_doubt':
+      return result.message;
+    case 'waiting':
+      return result.message;
+    case 'failed':
+      return [result.error.userMessage, ...result.error.suggestions].join('\n');
   }
 }

@@ -56,7 +56,9 @@ export interface RunnerParts extends ExecutorParts, DirectCallParts {
 export function runnerParts(options: RunnerOptions): RunnerParts {
   const { tools, chains, ttl, threshold, openMs } = checkRunnerOptions(options);
   const now = options.now ?? Date.now;
-  const classifiers: readonly Classifier[] = options.classifiers ? [...options.classifiers, ...DEFAULT_CLASSIFIERS] : DEFAULT_CLASSIFIERS;
+  const classifiers: readonly Classifier[] = options.classifiers
+    ? [...options.classifiers, ...DEFAULT_CLASSIFIERS]
+    : DEFAULT_CLASSIFIERS;
   const retryTable: Readonly<RetryTable> = options.retry ? mergeRetryTable(options.retry) : DEFAULT_RETRY_TABLE;
   const events = createEmitter(options.hooks);
   const logger = options.logger && safeLogger(options.logger);
@@ -65,11 +67,22 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
   const advisor = new FallbackAdvisor(options.fallbacks ?? []);
   const breakers = options.stores?.breakers ?? memoryBreakerStore();
   const learning = options.stores?.metrics
-    ? new LearningSync(options.stores.metrics, metrics, timing, (error) => logger?.warn({ error: error instanceof Error ? error.message : String(error) }, 'learning store unavailable'))
+    ? new LearningSync(options.stores.metrics, metrics, timing, (error) =>
+        logger?.warn({ error: error instanceof Error ? error.message : String(error) }, 'learning store unavailable'),
+      )
     : undefined;
   const guidance: GuidanceSources = { tools, chains, metrics, timing };
   // Late-bound: the recorder is made after the pipeline, and both are called only once the runner exists.
-  const { call, closeRateLimits } = callPipeline(options, { now, classifiers, events, logger, breakers, threshold, openMs, recorder: () => recorder });
+  const { call, closeRateLimits } = callPipeline(options, {
+    now,
+    classifiers,
+    events,
+    logger,
+    breakers,
+    threshold,
+    openMs,
+    recorder: () => recorder,
+  });
 
   const retryCache = new WeakMap<object, Map<unknown, Readonly<RetryTable>>>();
   const calls: Calls = {
@@ -89,15 +102,36 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
     active: new Set(),
   };
   const recorder = new Recorder({
-    events, logger, traceDetail: options.traceDetail ?? 'summary', redact: options.redact, traceIdentity: options.traceIdentity,
-    learners: { metrics, timing, advisor, learning, events, logger }, transitions: new TransitionTracker(), guidance,
+    events,
+    logger,
+    traceDetail: options.traceDetail ?? 'summary',
+    redact: options.redact,
+    traceIdentity: options.traceIdentity,
+    learners: { metrics, timing, advisor, learning, events, logger },
+    transitions: new TransitionTracker(),
+    guidance,
   });
   const gates: Gates = {
     checkpoints: options.stores?.checkpoints ?? memoryCheckpointStore({ now }),
     secret: options.secret ?? toHex(crypto.getRandomValues(new Uint8Array(32))),
     confirmationTtlMs: ttl,
   };
-  return { options, calls, recorder, gates, tools, chains, registry: options.registry, events, logger, metrics, timing, breakers, learning, closeRateLimits };
+  return {
+    options,
+    calls,
+    recorder,
+    gates,
+    tools,
+    chains,
+    registry: options.registry,
+    events,
+    logger,
+    metrics,
+    timing,
+    breakers,
+    learning,
+    closeRateLimits,
+  };
 }
 
 interface PipelineParts {
@@ -112,41 +146,86 @@ interface PipelineParts {
 }
 
 /** The call pipeline (docs/guides/policies.md): idempotency → retry → [per attempt: breaker → rate limit → timeout] → invoker. */
-function callPipeline(options: RunnerOptions, { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts): { call: Call; closeRateLimits: () => unknown } {
+function callPipeline(
+  options: RunnerOptions,
+  { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts,
+): { call: Call; closeRateLimits: () => unknown } {
   const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
     const rec = recorder();
     if (rec.runEvents?.writers.has(ctx.runId)) {
       const message = secretMask(options.redact, ctx.input, ctx.context).text(failure.message); // docs/ARCHITECTURE.md, Secrets
-      rec.stepRetried(ctx.runId, ctx.step, { tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code, message });
+      rec.stepRetried(ctx.runId, ctx.step, {
+        tool: ctx.tool.name,
+        attempt: ctx.attempt,
+        delayMs,
+        category: failure.category,
+        code: failure.code,
+        message,
+      });
     }
     if (listening(events, 'step:retry')) {
       safeEmit(events, 'step:retry', {
-        runId: ctx.runId, traceId: ctx.traceId, ...(ctx.chain && { chain: ctx.chain }), ...(ctx.step && { step: ctx.step }),
-        tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code,
+        runId: ctx.runId,
+        traceId: ctx.traceId,
+        ...(ctx.chain && { chain: ctx.chain }),
+        ...(ctx.step && { step: ctx.step }),
+        tool: ctx.tool.name,
+        attempt: ctx.attempt,
+        delayMs,
+        category: failure.category,
+        code: failure.code,
         message: secretMask(options.redact, ctx.input, ctx.context).text(failure.message), // docs/ARCHITECTURE.md, Secrets
       });
     }
-    logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name, attempt: ctx.attempt, delayMs, category: failure.category, code: failure.code }, `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`);
+    logger?.warn(
+      {
+        runId: ctx.runId,
+        traceId: ctx.traceId,
+        chain: ctx.chain,
+        step: ctx.step,
+        tool: ctx.tool.name,
+        attempt: ctx.attempt,
+        delayMs,
+        category: failure.category,
+        code: failure.code,
+      },
+      `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`,
+    );
   };
   const onBreakerChange = (tool: string, change: 'opened' | 'closed', ctx: CallContext): void => {
     const state = change === 'opened' ? 'open' : 'closed';
     if (listening(events, 'breaker:change')) safeEmit(events, 'breaker:change', { tool, state, at: now() });
-    logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state }, `circuit breaker of ${tool} ${change}`);
+    logger?.warn(
+      { runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state },
+      `circuit breaker of ${tool} ${change}`,
+    );
   };
   const rateLimits = rateLimitPolicy({
     now,
     ...(options.stores?.limiter && { store: options.stores.limiter }),
-    onWait: (ctx) => logger?.warn({ runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name }, `waiting for a ${ctx.tool.name} rate-limit slot`),
+    onWait: (ctx) =>
+      logger?.warn(
+        { runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool: ctx.tool.name },
+        `waiting for a ${ctx.tool.name} rate-limit slot`,
+      ),
   });
   const call = compose(
     [
       idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now),
-      retryPolicy({ random: options.random ?? Math.random, now, classifiers, onRetry, onWait: (ctx, delayMs) => recorder().retryWait?.(ctx.runId, delayMs) }),
+      retryPolicy({
+        random: options.random ?? Math.random,
+        now,
+        classifiers,
+        onRetry,
+        onWait: (ctx, delayMs) => recorder().retryWait?.(ctx.runId, delayMs),
+      }),
       breakerPolicy({ store: breakers, now, threshold, openMs, classifiers, onChange: onBreakerChange }),
       rateLimits.policy,
       timeoutPolicy(now),
     ],
-    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke, (ctx) => recorder().progressOf(ctx.runId, ctx.step)),
+    invokeTool(options.invoker, classifiers, options.hooks?.wrapInvoke, (ctx) =>
+      recorder().progressOf(ctx.runId, ctx.step),
+    ),
   );
   return { call, closeRateLimits: () => rateLimits.close() };
 }

@@ -1,5 +1,13 @@
 // One tool call through the policies of docs/guides/policies.md: each policy wraps the next, the invoker is innermost.
-import { classifyError, DEFAULT_CLASSIFIERS, inBandFailure, isInBandError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
+import {
+  classifyError,
+  DEFAULT_CLASSIFIERS,
+  inBandFailure,
+  isInBandError,
+  ToolFailure,
+  type Classified,
+  type Classifier,
+} from '../errors/classify.js';
 import type { Tool } from '../define/tool.js';
 import { formatPath } from '../define/path.js';
 import type { AbortScope } from '../policies/abort.js';
@@ -17,7 +25,12 @@ export function compose(policies: readonly Policy[], end: Call): Call {
  * output against the tool's schema (a mismatch is a `validation` failure naming the path). A tool's
  * own `classifiers` go before `classifiers` (the runner's, then the built-in ones).
  */
-export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS, wrap?: InvokeWrapper, progress: ProgressReport = NO_PROGRESS): Call {
+export function invokeTool(
+  invoker: ToolInvoker,
+  classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS,
+  wrap?: InvokeWrapper,
+  progress: ProgressReport = NO_PROGRESS,
+): Call {
   // Per tool, made once: only tools that bring classifiers pay for the lookup (on failures only).
   const withTools = new WeakMap<Tool, readonly Classifier[]>();
   const classifiersOf = (tool: Tool): readonly Classifier[] => {
@@ -39,7 +52,13 @@ export function invokeTool(invoker: ToolInvoker, classifiers: readonly Classifie
     if (isInBandError(output)) throw new ToolFailure(inBandFailure(output, classifiersOf(this.tool)));
     const parsed = parseSchema(this.tool.output, output);
     if (parsed.success) return parsed.data;
-    throw new ToolFailure(schemaFailure('invalid_output', `Tool ${this.tool.name} returned output that does not match its schema`, parsed.error.issues));
+    throw new ToolFailure(
+      schemaFailure(
+        'invalid_output',
+        `Tool ${this.tool.name} returned output that does not match its schema`,
+        parsed.error.issues,
+      ),
+    );
   }
   return (ctx) => {
     let pending: Promise<unknown>;
@@ -107,8 +126,20 @@ function rethrow(error: unknown): never {
 }
 
 /** A `validation`-style failure from zod issues, naming the first offending path. */
-export function schemaFailure(code: string, what: string, issues: readonly { path: readonly PropertyKey[]; message: string }[], category: Classified['category'] = 'validation'): Classified {
+export function schemaFailure(
+  code: string,
+  what: string,
+  issues: readonly { path: readonly PropertyKey[]; message: string }[],
+  category: Classified['category'] = 'validation',
+): Classified {
   const first = issues[0];
-  const where = first && first.path.length ? ` at '${formatPath(first.path.map((p) => (typeof p === 'number' ? p : String(p))))}'` : '';
-  return { category, code, message: `${what}${where}: ${first?.message ?? 'invalid'}${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.` };
+  const where =
+    first && first.path.length
+      ? ` at '${formatPath(first.path.map((p) => (typeof p === 'number' ? p : String(p))))}'`
+      : '';
+  return {
+    category,
+    code,
+    message: `${what}${where}: ${first?.message ?? 'invalid'}${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.`,
+  };
 }

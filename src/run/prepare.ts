@@ -29,31 +29,66 @@ const NONE: readonly never[] = Object.freeze([]);
  * return 'status' in prepared ? prepared : execute(parts, prepared);
  * ```
  */
-export function prepareRun(parts: RunnerParts, chain: Chain, input: unknown, opts: RunOptions<unknown>): Execution | RunResult {
+export function prepareRun(
+  parts: RunnerParts,
+  chain: Chain,
+  input: unknown,
+  opts: RunOptions<unknown>,
+): Execution | RunResult {
   const { calls } = parts;
   parts.chains.set(chain.name, chain); // one definition per name: the latest run wins for resume
   const given: unknown = opts.runId;
   const traceId = newId();
   // Checked before anything reads it as text or a store is asked: an object's (or a throwing) toString is never called.
   if (given !== undefined && !isValidRunId(given)) {
-    return earlyResult(parts, earlySite(chain, newId(), traceId, opts, calls.now()), earlyFailure(calls, 'invalid_input', 'invalid_run_id', INVALID_RUN_ID));
+    return earlyResult(
+      parts,
+      earlySite(chain, newId(), traceId, opts, calls.now()),
+      earlyFailure(calls, 'invalid_input', 'invalid_run_id', INVALID_RUN_ID),
+    );
   }
   const runId = (given as string | undefined) ?? newId();
   const parsed = parseSchema(chain.input, input);
   if (!parsed.success) {
-    const f = schemaFailure('invalid_input', `The input does not match chain ${chain.name}'s input schema`, parsed.error.issues, 'invalid_input');
+    const f = schemaFailure(
+      'invalid_input',
+      `The input does not match chain ${chain.name}'s input schema`,
+      parsed.error.issues,
+      'invalid_input',
+    );
     const body = earlyFailure(calls, 'invalid_input', 'invalid_input', f.message);
-    (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+    (body.error as ChainErrorInfo & { issues?: unknown }).issues = parsed.error.issues.map((i) => ({
+      path: i.path.map(String),
+      message: i.message,
+    }));
     return earlyResult(parts, earlySite(chain, runId, traceId, opts, calls.now()), body);
   }
   const context = validateContext(chain, opts.context);
   if (!context.ok) {
-    return earlyResult(parts, earlySite(chain, runId, traceId, opts, calls.now()), earlyFailure(calls, 'invalid_input', 'invalid_context', context.message, 'Your session could not be verified. Please sign in again.'));
+    return earlyResult(
+      parts,
+      earlySite(chain, runId, traceId, opts, calls.now()),
+      earlyFailure(
+        calls,
+        'invalid_input',
+        'invalid_context',
+        context.message,
+        'Your session could not be verified. Please sign in again.',
+      ),
+    );
   }
   return {
     // Step ids come from definitions but are looked up by name: results keep no prototype.
-    chain, runId, traceId, input: parsed.data, context: context.value, results: Object.create(null) as Record<string, unknown>, done: NONE, priorTrace: NONE,
-    startedAt: calls.now(), resumed: false,
+    chain,
+    runId,
+    traceId,
+    input: parsed.data,
+    context: context.value,
+    results: Object.create(null) as Record<string, unknown>,
+    done: NONE,
+    priorTrace: NONE,
+    startedAt: calls.now(),
+    resumed: false,
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
     ...(opts.confirm && { confirm: opts.confirm }),
     ...(opts.signal && { signal: opts.signal }),
@@ -70,19 +105,37 @@ export function prepareRun(parts: RunnerParts, chain: Chain, input: unknown, opt
  * return 'status' in prepared ? prepared : execute(parts, prepared);
  * ```
  */
-export async function prepareResume(parts: RunnerParts, token: string, decision: { approved: boolean; by?: string }, opts: ResumeOptions): Promise<Execution | RunResult> {
+export async function prepareResume(
+  parts: RunnerParts,
+  token: string,
+  decision: { approved: boolean; by?: string },
+  opts: ResumeOptions,
+): Promise<Execution | RunResult> {
   const { calls, gates } = parts;
   const { now } = calls;
   const traceId = newId();
   const resumeStart = now();
   // Until the checkpoint names its chain, the reads are bounded by the chain given (or the longest known one).
   let waitUntil = resumeStart + Math.min(STORE_WAIT_MS, resumeBudget(parts, opts.chain));
-  const refuse = (code: string, message: string, cp?: { chain: string; runId: string; sessionId?: string }): RunResult =>
-    earlyResult(parts, { chain: cp?.chain ?? '', runId: cp?.runId ?? '', traceId, sessionId: cp?.sessionId }, earlyFailure(calls, 'confirmation', code, message));
+  const refuse = (
+    code: string,
+    message: string,
+    cp?: { chain: string; runId: string; sessionId?: string },
+  ): RunResult =>
+    earlyResult(
+      parts,
+      { chain: cp?.chain ?? '', runId: cp?.runId ?? '', traceId, sessionId: cp?.sessionId },
+      earlyFailure(calls, 'confirmation', code, message),
+    );
 
   const verified = verifyToken(token, gates.secret, now());
   if ('problem' in verified) {
-    return refuse(verified.problem, verified.problem === 'expired' ? 'The resume token has expired.' : 'The resume token is not valid (tampered, truncated or from another deployment).');
+    return refuse(
+      verified.problem,
+      verified.problem === 'expired'
+        ? 'The resume token has expired.'
+        : 'The resume token is not valid (tampered, truncated or from another deployment).',
+    );
   }
   // Check the request against the checkpoint first, then take it atomically: a refused request
   // never touches it, so it cannot get in the way of the rightful resume.
@@ -91,7 +144,11 @@ export async function prepareResume(parts: RunnerParts, token: string, decision:
     try {
       found = await callStore(() => gates.checkpoints[op](verified.id), waitUntil, now, 'checkpoint');
     } catch (error) {
-      return earlyResult(parts, { chain: '', runId: '', traceId, sessionId: undefined }, earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)));
+      return earlyResult(
+        parts,
+        { chain: '', runId: '', traceId, sessionId: undefined },
+        earlyFailure(calls, 'unavailable', 'store_unavailable', error instanceof Error ? error.message : String(error)),
+      );
     }
     if (found.status === 'used') return refuse('already_used', 'This resume token has already been used.');
     if (found.status === 'missing') return refuse('invalid_token', 'No checkpoint exists for this resume token.');
@@ -103,30 +160,76 @@ export async function prepareResume(parts: RunnerParts, token: string, decision:
   const chain: Chain | undefined = Array.isArray(given)
     ? ((given as readonly Chain[]).find((c) => c.name === peeked.chain) ?? parts.chains.get(peeked.chain))
     : ((given as Chain | undefined) ?? parts.chains.get(peeked.chain));
-  if (!chain || chain.name !== peeked.chain) return refuse('unknown_chain', `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`, peeked);
+  if (!chain || chain.name !== peeked.chain)
+    return refuse(
+      'unknown_chain',
+      `This runner has no chain named '${peeked.chain}'; pass it in \`chains\` or \`resume(..., { chain })\`.`,
+      peeked,
+    );
   waitUntil = resumeStart + chain.timeoutMs;
-  if (chain.fingerprint !== peeked.fingerprint) return refuse('chain_changed', `Chain ${peeked.chain} changed since the token was issued; start the action again.`, peeked);
+  if (chain.fingerprint !== peeked.fingerprint)
+    return refuse(
+      'chain_changed',
+      `Chain ${peeked.chain} changed since the token was issued; start the action again.`,
+      peeked,
+    );
   const context = validateContext(chain, opts.context);
-  if (!context.ok || hashContext(context.value) !== peeked.contextHash) return refuse('context_mismatch', 'The resume was attempted with a different trusted context than the original run.', peeked);
+  if (!context.ok || hashContext(context.value) !== peeked.contextHash)
+    return refuse(
+      'context_mismatch',
+      'The resume was attempted with a different trusted context than the original run.',
+      peeked,
+    );
   const cp = await read('take');
   if ('status' in cp) return cp;
-  const site = { chain: chain.name, runId: cp.runId, traceId: cp.traceId, sessionId: cp.sessionId, definition: chain, startedAt: cp.startedAt };
+  const site = {
+    chain: chain.name,
+    runId: cp.runId,
+    traceId: cp.traceId,
+    sessionId: cp.sessionId,
+    definition: chain,
+    startedAt: cp.startedAt,
+  };
   if (!decision.approved) {
     const gate = chain.plan.find((step) => step.id === cp.gate);
-    const declined = { stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1, id: cp.gate, status: 'declined' as const, attempts: 0, latencyMs: 0, startedAt: iso(now()), ...(gate?.tool && { tool: gate.tool.name }), ...(decision.by !== undefined && { decidedBy: decision.by }) };
+    const declined = {
+      stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1,
+      id: cp.gate,
+      status: 'declined' as const,
+      attempts: 0,
+      latencyMs: 0,
+      startedAt: iso(now()),
+      ...(gate?.tool && { tool: gate.tool.name }),
+      ...(decision.by !== undefined && { decidedBy: decision.by }),
+    };
     return earlyResult(parts, { ...site, priorTrace: [...cp.trace, declined] }, { status: 'declined', step: cp.gate });
   }
   return {
-    chain, runId: cp.runId, traceId: cp.traceId, input: cp.input, context: context.value,
+    chain,
+    runId: cp.runId,
+    traceId: cp.traceId,
+    input: cp.input,
+    context: context.value,
     results: Object.assign(Object.create(null) as Record<string, unknown>, cp.results),
-    done: cp.done, priorTrace: cp.trace, startedAt: cp.startedAt, approvedGate: cp.gate, resumed: true, segmentStart: resumeStart,
+    done: cp.done,
+    priorTrace: cp.trace,
+    startedAt: cp.startedAt,
+    approvedGate: cp.gate,
+    resumed: true,
+    segmentStart: resumeStart,
     ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
     ...(decision.by !== undefined && { decidedBy: decision.by }),
     ...(opts.signal && { signal: opts.signal }),
   };
 }
 
-function earlySite(chain: Chain, runId: string, traceId: string, opts: RunOptions<unknown>, startedAt: number): EarlySite {
+function earlySite(
+  chain: Chain,
+  runId: string,
+  traceId: string,
+  opts: RunOptions<unknown>,
+  startedAt: number,
+): EarlySite {
   return { chain: chain.name, runId, traceId, sessionId: opts.sessionId, definition: chain, startedAt };
 }
 
@@ -134,13 +237,24 @@ function earlySite(chain: Chain, runId: string, traceId: string, opts: RunOption
 function resumeBudget(parts: RunnerParts, given: ResumeOptions['chain']): number {
   if (given !== undefined && !Array.isArray(given)) return (given as Chain).timeoutMs;
   let longest = 0;
-  for (const c of Array.isArray(given) ? (given as readonly Chain[]) : parts.chains.values()) longest = Math.max(longest, c.timeoutMs);
+  for (const c of Array.isArray(given) ? (given as readonly Chain[]) : parts.chains.values())
+    longest = Math.max(longest, c.timeoutMs);
   return longest > 0 ? longest : STORE_WAIT_MS;
 }
 
-function validateContext(chain: Chain, context: unknown): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
+function validateContext(
+  chain: Chain,
+  context: unknown,
+): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
   if (!chain.context) return { ok: true, value: (context ?? {}) as Record<string, unknown> };
   const parsed = parseSchema(chain.context, context ?? {});
   if (parsed.success) return { ok: true, value: parsed.data as Record<string, unknown> };
-  return { ok: false, message: schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema`, parsed.error.issues).message };
+  return {
+    ok: false,
+    message: schemaFailure(
+      'invalid_context',
+      `The context does not match chain ${chain.name}'s context schema`,
+      parsed.error.issues,
+    ).message,
+  };
 }

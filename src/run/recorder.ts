@@ -9,7 +9,13 @@ import type { Logger } from '../observe/logger.js';
 import { maskedErr, type SecretMask } from '../observe/redact.js';
 import { redact, type RedactRule } from '../util/redact.js';
 import type { ResponseMetadata, RunResult } from '../observe/result.js';
-import { IDENTITY_KEY, type ToolTransition, type Trace, type TraceStep, type TraceStepStatus } from '../observe/trace.js';
+import {
+  IDENTITY_KEY,
+  type ToolTransition,
+  type Trace,
+  type TraceStep,
+  type TraceStepStatus,
+} from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CallSite } from './call-context.js';
 import type { RunEventHub } from './events-log.js';
@@ -45,7 +51,15 @@ export interface RecorderOptions {
  * const entry = traceEntry(1, 'find', 'list_tasks', 'success', 1, started, now());
  * ```
  */
-export function traceEntry(stepNumber: number, id: string, tool: string | undefined, status: TraceStepStatus, attempts: number, started: number, ended: number): TraceStep {
+export function traceEntry(
+  stepNumber: number,
+  id: string,
+  tool: string | undefined,
+  status: TraceStepStatus,
+  attempts: number,
+  started: number,
+  ended: number,
+): TraceStep {
   return tool !== undefined
     ? { stepNumber, id, tool, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
     : { stepNumber, id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
@@ -59,8 +73,23 @@ export function traceEntry(stepNumber: number, id: string, tool: string | undefi
  * const trace = newTrace(site, startedAt, now(), 'completed', steps);
  * ```
  */
-export function newTrace(site: RecordSite, startedAt: number, ended: number, status: Trace['status'], steps: TraceStep[]): Trace {
-  const trace: Trace = { traceId: site.traceId, runId: site.runId, chain: site.chain ?? '', startedAt: iso(startedAt), endedAt: iso(ended), totalLatencyMs: ended - startedAt, status, steps };
+export function newTrace(
+  site: RecordSite,
+  startedAt: number,
+  ended: number,
+  status: Trace['status'],
+  steps: TraceStep[],
+): Trace {
+  const trace: Trace = {
+    traceId: site.traceId,
+    runId: site.runId,
+    chain: site.chain ?? '',
+    startedAt: iso(startedAt),
+    endedAt: iso(ended),
+    totalLatencyMs: ended - startedAt,
+    status,
+    steps,
+  };
   if (site.sessionId !== undefined) trace.sessionId = site.sessionId;
   return trace;
 }
@@ -85,7 +114,9 @@ export class Recorder {
     this.traceDetail = options.traceDetail;
     this.redact = options.redact;
     const rule = options.redact;
-    this.traceRule = options.traceIdentity ? rule : (key, value) => IDENTITY_KEY.test(key) || (rule !== undefined && rule(key, value));
+    this.traceRule = options.traceIdentity
+      ? rule
+      : (key, value) => IDENTITY_KEY.test(key) || (rule !== undefined && rule(key, value));
     this.transitions = options.transitions;
     this.learners = options.learners;
     this.guidance = options.guidance;
@@ -97,7 +128,13 @@ export class Recorder {
   }
 
   /** The transition from the session's previous call to this one, recorded for the session. */
-  transition(sessionId: string, tool: string, started: number, ended: number, success: boolean): ToolTransition | undefined {
+  transition(
+    sessionId: string,
+    tool: string,
+    started: number,
+    ended: number,
+    success: boolean,
+  ): ToolTransition | undefined {
     return this.transitions.record(sessionId, tool, started, ended, success);
   }
 
@@ -129,7 +166,13 @@ export class Recorder {
   /** `chain:start` and the log line of a run (or a resumed one) starting. */
   chainStarted(site: RecordSite, resumed: boolean): void {
     if (listening(this.events, 'chain:start')) {
-      safeEmit(this.events, 'chain:start', { runId: site.runId, traceId: site.traceId, chain: site.chain!, ...(site.sessionId !== undefined && { sessionId: site.sessionId }), resumed });
+      safeEmit(this.events, 'chain:start', {
+        runId: site.runId,
+        traceId: site.traceId,
+        chain: site.chain!,
+        ...(site.sessionId !== undefined && { sessionId: site.sessionId }),
+        resumed,
+      });
     }
     this.logger?.info(this.logFields(site, { resumed }), `chain ${site.chain} ${resumed ? 'resumed' : 'started'}`);
     this.runEvents?.writers.get(site.runId)?.push('run:start', undefined, { chain: site.chain!, resumed });
@@ -140,8 +183,14 @@ export class Recorder {
     if (!listening(this.events, 'chain:end')) return;
     const trace = result.trace;
     safeEmit(this.events, 'chain:end', {
-      runId: site.runId, traceId: site.traceId, chain: site.chain!, ...(site.sessionId !== undefined && { sessionId: site.sessionId }),
-      status: result.status, durationMs: trace.totalLatencyMs, ...(result.status === 'failed' && { error: result.error }), trace,
+      runId: site.runId,
+      traceId: site.traceId,
+      chain: site.chain!,
+      ...(site.sessionId !== undefined && { sessionId: site.sessionId }),
+      status: result.status,
+      durationMs: trace.totalLatencyMs,
+      ...(result.status === 'failed' && { error: result.error }),
+      trace,
     });
   }
 
@@ -152,16 +201,38 @@ export class Recorder {
     // pino's convention: the original error under `err` (type and stack), masked like every text that leaves.
     if (result.status === 'failed') {
       const { error } = result;
-      logger.error(this.logFields(site, { step: error.step, category: error.category, code: error.code, ...(error.cause !== undefined && { err: maskedErr(error.cause, mask!) }) }), `chain ${site.chain} failed: ${error.message}`);
-    } else logger.info(this.logFields(site, { status: result.status, durationMs: result.trace.totalLatencyMs }), `chain ${site.chain} ${result.status}`);
+      logger.error(
+        this.logFields(site, {
+          step: error.step,
+          category: error.category,
+          code: error.code,
+          ...(error.cause !== undefined && { err: maskedErr(error.cause, mask!) }),
+        }),
+        `chain ${site.chain} failed: ${error.message}`,
+      );
+    } else
+      logger.info(
+        this.logFields(site, { status: result.status, durationMs: result.trace.totalLatencyMs }),
+        `chain ${site.chain} ${result.status}`,
+      );
   }
 
   /** `step:start` of a step or a direct call (no `chain` for one). */
   stepStarted(site: RecordSite, step: string, tool: string | undefined, stepNumber: number): void {
-    this.runEvents?.writers.get(site.runId)?.push('step:start', step, tool === undefined ? { stepNumber } : { tool, stepNumber });
+    this.runEvents?.writers
+      .get(site.runId)
+      ?.push('step:start', step, tool === undefined ? { stepNumber } : { tool, stepNumber });
     if (!listening(this.events, 'step:start')) return;
     const { runId, traceId, chain } = site;
-    safeEmit(this.events, 'step:start', chain === undefined ? { runId, traceId, step, ...(tool && { tool }), stepNumber } : tool ? { runId, traceId, chain, step, tool, stepNumber } : { runId, traceId, chain, step, stepNumber });
+    safeEmit(
+      this.events,
+      'step:start',
+      chain === undefined
+        ? { runId, traceId, step, ...(tool && { tool }), stepNumber }
+        : tool
+          ? { runId, traceId, chain, step, tool, stepNumber }
+          : { runId, traceId, chain, step, stepNumber },
+    );
   }
 
   /** `step:end` of a step, a direct call or an undo, from its finished trace entry. */
@@ -170,32 +241,58 @@ export class Recorder {
     if (writer) {
       const { tool, status, attempts, latencyMs, error } = entry;
       // The common shapes as literals (a spread of a conditional object allocates it first).
-      writer.push('step:end', entry.id, error ? { ...(tool !== undefined && { tool }), status, attempts, latencyMs, error }
-        : tool !== undefined ? { tool, status, attempts, latencyMs } : { status, attempts, latencyMs });
+      writer.push(
+        'step:end',
+        entry.id,
+        error
+          ? { ...(tool !== undefined && { tool }), status, attempts, latencyMs, error }
+          : tool !== undefined
+            ? { tool, status, attempts, latencyMs }
+            : { status, attempts, latencyMs },
+      );
     }
     if (!listening(this.events, 'step:end')) return;
     const { runId, traceId, chain } = site;
     const { id: step, tool, status, attempts, latencyMs, error } = entry;
-    safeEmit(this.events, 'step:end', chain === undefined || error
-      ? chain === undefined
-        ? { runId, traceId, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
-        : { runId, traceId, chain, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
-      : tool ? { runId, traceId, chain, step, tool, status, attempts, latencyMs } : { runId, traceId, chain, step, status, attempts, latencyMs });
+    safeEmit(
+      this.events,
+      'step:end',
+      chain === undefined || error
+        ? chain === undefined
+          ? { runId, traceId, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
+          : { runId, traceId, chain, step, ...(tool && { tool }), status, attempts, latencyMs, ...(error && { error }) }
+        : tool
+          ? { runId, traceId, chain, step, tool, status, attempts, latencyMs }
+          : { runId, traceId, chain, step, status, attempts, latencyMs },
+    );
   }
 
   /** A chain step's log lines: its input and output at `debug`, a timeout at `warn`. */
   logStep(site: RecordSite, entry: TraceStep, outcome: StepOutcome): void {
     const log = this.logger;
     if (!log) return;
-    if (outcome.kind === 'ok') log.debug(this.logFields(site, { step: entry.id, input: entry.input, output: this.redacted(outcome.value) }), `step ${entry.id} ${entry.status}`);
-    else if (outcome.kind === 'failed' && outcome.error.category === 'timeout') log.warn(this.logFields(site, { step: entry.id, code: outcome.error.code }), `step ${entry.id} timed out`);
+    if (outcome.kind === 'ok')
+      log.debug(
+        this.logFields(site, { step: entry.id, input: entry.input, output: this.redacted(outcome.value) }),
+        `step ${entry.id} ${entry.status}`,
+      );
+    else if (outcome.kind === 'failed' && outcome.error.category === 'timeout')
+      log.warn(this.logFields(site, { step: entry.id, code: outcome.error.code }), `step ${entry.id} timed out`);
   }
 
   /** `confirmation:requested`: a gate asked in-process, or a run parked at one. */
   confirmationRequested(site: RecordSite, step: string, tool: string, prompt: string, expiresAt: string): void {
     this.runEvents?.writers.get(site.runId)?.push('confirmation:requested', step, { tool, prompt, expiresAt });
     if (listening(this.events, 'confirmation:requested')) {
-      safeEmit(this.events, 'confirmation:requested', { runId: site.runId, traceId: site.traceId, chain: site.chain!, step, tool, prompt, expiresAt });
+      safeEmit(this.events, 'confirmation:requested', {
+        runId: site.runId,
+        traceId: site.traceId,
+        chain: site.chain!,
+        step,
+        tool,
+        prompt,
+        expiresAt,
+      });
     }
   }
 
@@ -219,7 +316,11 @@ export class Recorder {
   retryWait: ((runId: string, delayMs: number) => (() => void) | undefined) | undefined = undefined;
 
   /** A step's failed attempt will be retried after `delayMs`: a `step:retry` run event (`message` already masked). */
-  stepRetried(runId: string, step: string | undefined, data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string }): void {
+  stepRetried(
+    runId: string,
+    step: string | undefined,
+    data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string },
+  ): void {
     const writer = this.runEvents?.writers.get(runId);
     if (writer && step !== undefined) writer.push('step:retry', step, data);
   }
@@ -233,9 +334,20 @@ export class Recorder {
   /** A `forEach` item ended: the `item:end` event (and run event), from the item's trace entry. */
   itemEnded(site: RecordSite, step: string, index: number, entry: TraceStep): void {
     const { status, latencyMs, error } = entry;
-    this.runEvents?.writers.get(site.runId)?.push('item:end', step, { index, status, latencyMs, ...(error && { error }) });
+    this.runEvents?.writers
+      .get(site.runId)
+      ?.push('item:end', step, { index, status, latencyMs, ...(error && { error }) });
     if (!listening(this.events, 'item:end')) return;
-    safeEmit(this.events, 'item:end', { runId: site.runId, traceId: site.traceId, chain: site.chain!, step, index, status, latencyMs, ...(error && { error }) });
+    safeEmit(this.events, 'item:end', {
+      runId: site.runId,
+      traceId: site.traceId,
+      chain: site.chain!,
+      step,
+      index,
+      status,
+      latencyMs,
+      ...(error && { error }),
+    });
   }
 
   /** The fields every log line of a run carries, then `extra`. */

@@ -9,13 +9,32 @@ import { STORE_WAIT_MS } from '../util/timer.js';
 const EXPLAINED_RUNS = 20;
 
 /** Why a run in flight was not recovered here, or `undefined` when it was (or is no longer in flight). */
-function skipReason(run: StoredRun, chains: ReadonlyMap<string, Chain>, now: number): { reason: 'unknown_chain' | 'chain_changed' | 'lease_live' | 'not_claimed'; message: string } | undefined {
+function skipReason(
+  run: StoredRun,
+  chains: ReadonlyMap<string, Chain>,
+  now: number,
+): { reason: 'unknown_chain' | 'chain_changed' | 'lease_live' | 'not_claimed'; message: string } | undefined {
   if (run.status !== 'running') return undefined;
   const chain = chains.get(run.chain);
-  if (!chain) return { reason: 'unknown_chain', message: `this runner has no chain named '${run.chain}' (give it in createRunner({ chains }))` };
-  if (chain.fingerprint !== run.fingerprint) return { reason: 'chain_changed', message: `it was started with another definition of chain ${run.chain} (fingerprint ${run.fingerprint}, here ${chain.fingerprint}); an instance with that definition recovers it` };
-  if (run.leaseUntil > now) return { reason: 'lease_live', message: `its owner ${run.owner} holds its lease for ${run.leaseUntil - now} ms more` };
-  return { reason: 'not_claimed', message: 'another instance claimed it first, or it was past this call\'s `recover.limit`' };
+  if (!chain)
+    return {
+      reason: 'unknown_chain',
+      message: `this runner has no chain named '${run.chain}' (give it in createRunner({ chains }))`,
+    };
+  if (chain.fingerprint !== run.fingerprint)
+    return {
+      reason: 'chain_changed',
+      message: `it was started with another definition of chain ${run.chain} (fingerprint ${run.fingerprint}, here ${chain.fingerprint}); an instance with that definition recovers it`,
+    };
+  if (run.leaseUntil > now)
+    return {
+      reason: 'lease_live',
+      message: `its owner ${run.owner} holds its lease for ${run.leaseUntil - now} ms more`,
+    };
+  return {
+    reason: 'not_claimed',
+    message: "another instance claimed it first, or it was past this call's `recover.limit`",
+  };
 }
 
 /**
@@ -29,18 +48,40 @@ function skipReason(run: StoredRun, chains: ReadonlyMap<string, Chain>, now: num
  * await logSkippedRuns(logger, store, parts.chains, new Set(results.map((r) => r.runId)), now);
  * ```
  */
-export async function logSkippedRuns(logger: Logger | undefined, store: RunStore, chains: ReadonlyMap<string, Chain>, recovered: ReadonlySet<string>, now: () => number): Promise<void> {
+export async function logSkippedRuns(
+  logger: Logger | undefined,
+  store: RunStore,
+  chains: ReadonlyMap<string, Chain>,
+  recovered: ReadonlySet<string>,
+  now: () => number,
+): Promise<void> {
   if (!logger || !store.listRuns) return;
   try {
     const until = now() + STORE_WAIT_MS;
-    const page = await callStore(() => store.listRuns!({ statuses: ['running'], since: -Infinity, until: Infinity, limit: EXPLAINED_RUNS }), until, now, 'run (list)');
-    const runs = await Promise.all(page.runs.filter((r) => !recovered.has(r.runId)).map((r) => callStore(() => store.get(r.runId), until, now, 'run (get)')));
+    const page = await callStore(
+      () => store.listRuns!({ statuses: ['running'], since: -Infinity, until: Infinity, limit: EXPLAINED_RUNS }),
+      until,
+      now,
+      'run (list)',
+    );
+    const runs = await Promise.all(
+      page.runs
+        .filter((r) => !recovered.has(r.runId))
+        .map((r) => callStore(() => store.get(r.runId), until, now, 'run (get)')),
+    );
     const t = now();
     for (const run of runs) {
       const skipped = run && skipReason(run, chains, t);
-      if (skipped) logger.debug({ runId: run.runId, chain: run.chain, reason: skipped.reason }, `durable runs: recover() skipped run ${run.runId} (chain ${run.chain}): ${skipped.message}`);
+      if (skipped)
+        logger.debug(
+          { runId: run.runId, chain: run.chain, reason: skipped.reason },
+          `durable runs: recover() skipped run ${run.runId} (chain ${run.chain}): ${skipped.message}`,
+        );
     }
   } catch (error) {
-    logger.debug({ error: error instanceof Error ? error.message : String(error) }, 'durable runs: recover() could not list the runs it skipped');
+    logger.debug(
+      { error: error instanceof Error ? error.message : String(error) },
+      'durable runs: recover() could not list the runs it skipped',
+    );
   }
 }

@@ -47,7 +47,9 @@ function kept(run: StoredRun): JournalEntry[] {
   const undone = new Set<string>();
   for (const e of run.journal) if (e.compensation === 'undone') undone.add(e.step);
   // Marks (a plain write's start, a decision) are not steps: the new run records its own.
-  return run.journal.filter((e) => e.compensation === undefined && e.started === undefined && e.decision === undefined && !undone.has(e.step));
+  return run.journal.filter(
+    (e) => e.compensation === undefined && e.started === undefined && e.decision === undefined && !undone.has(e.step),
+  );
 }
 
 /**
@@ -63,14 +65,16 @@ export async function rerunRun(steer: ParkedRuns, runId: string): Promise<Rerun 
   checkRunId(runId);
   const { parts, durable, store } = steer;
   const { now } = parts.calls;
-  const bounded = <T>(what: string, fn: () => Promise<T>): Promise<T> => Promise.resolve(callStore(fn, now() + STORE_WAIT_MS, now, `run (${what})`));
+  const bounded = <T>(what: string, fn: () => Promise<T>): Promise<T> =>
+    Promise.resolve(callStore(fn, now() + STORE_WAIT_MS, now, `run (${what})`));
   const old = await bounded('get', () => store.get(runId));
   if (!old) return 'not_found';
   if (old.status !== 'failed') return 'not_failed';
   const chain = parts.chains.get(old.chain);
   if (!chain || chain.fingerprint !== old.fingerprint) return 'unknown_chain';
   const next = rerunIdOf(runId);
-  if (!isValidRunId(next)) throw new TypeError(`Run ${runId} cannot be re-run: the new run id would be longer than 255 characters.`);
+  if (!isValidRunId(next))
+    throw new TypeError(`Run ${runId} cannot be re-run: the new run id would be longer than 255 characters.`);
   const entries = kept(old);
   const reused = entries.map((e) => e.step);
   const context = (old.context ?? {}) as Record<string, unknown>;
@@ -78,12 +82,29 @@ export async function rerunRun(steer: ParkedRuns, runId: string): Promise<Rerun 
   // Recorded under a seeding owner with a lease long enough to write the journal; then its lease is
   // ended so that the runner (or any instance recovering runs) continues it from that journal.
   const seeder = `rerun:${newId()}`;
-  const created = await bounded('create', () => store.create({
-    v: 1, runId: next, traceId: newId(), chain: old.chain, fingerprint: old.fingerprint, ...(old.sessionId !== undefined && { sessionId: old.sessionId }),
-    input: old.input, context, contextHash: hashContext(context), startedAt, deadlineAt: startedAt + chain.timeoutMs,
-    status: 'running', owner: seeder, leaseUntil: startedAt + 60_000,
-  }, startedAt));
-  if (created.status === 'mismatch') throw new Error(`Run id ${next} (the re-run of ${runId}) is taken by another run.`);
+  const created = await bounded('create', () =>
+    store.create(
+      {
+        v: 1,
+        runId: next,
+        traceId: newId(),
+        chain: old.chain,
+        fingerprint: old.fingerprint,
+        ...(old.sessionId !== undefined && { sessionId: old.sessionId }),
+        input: old.input,
+        context,
+        contextHash: hashContext(context),
+        startedAt,
+        deadlineAt: startedAt + chain.timeoutMs,
+        status: 'running',
+        owner: seeder,
+        leaseUntil: startedAt + 60_000,
+      },
+      startedAt,
+    ),
+  );
+  if (created.status === 'mismatch')
+    throw new Error(`Run id ${next} (the re-run of ${runId}) is taken by another run.`);
   if (created.status === 'created') {
     for (const entry of entries) await bounded('journal', () => store.journal(next, seeder, entry));
     await bounded('renew', () => store.renew(seeder, [next], 0));

@@ -24,5 +24,6 @@ export const INVALID_RUN_ID = 'A run id must be a string of 1 to 255 printable c
 
 /** Throws the `invalid_input` / `invalid_run_id` failure for a run id that is not {@link isValidRunId}. */
 export function checkRunId(runId: unknown): void {
-  if (!isValidRunId(runId)) throw new ToolFailure({ category: 'invalid_input', code: 'invalid_run_id', message: INVALID_RUN_ID });
+  if (!isValidRunId(runId))
+    throw new ToolFailure({ category: 'invalid_input', code: 'invalid_run_id', message: INVALID_RUN_ID });
 }

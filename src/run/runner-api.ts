@@ -12,7 +12,14 @@ import type { RunInfo } from './durable.js';
 import type { WatchOptions } from './watch.js';
 import type { RunEvent } from '../observe/events.js';
 import type { SignalResult } from './signal.js';
-import type { DecideResult, InvokeOptions, ResumedOutput, ResumeOptions, RunDecision, RunOptionsArgs } from './types.js';
+import type {
+  DecideResult,
+  InvokeOptions,
+  ResumedOutput,
+  ResumeOptions,
+  RunDecision,
+  RunOptionsArgs,
+} from './types.js';
 import type { RunWatchError } from './watch.js';
 import type { Rerun, RerunRefusal } from './rerun.js';
 import type { TypeText } from '../util/type-text.js';
@@ -36,16 +43,32 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
   readonly events: RunnerEmitter;
   /** Runs a chain. Never throws for run-time failures: the result says what happened. */
   // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
-  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): Promise<RunResult<O>>;
+  run<I, C, O, In, CIn>(
+    chain: Chain<I, C, O, In, CIn>,
+    input: NoInfer<In>,
+    ...options: RunOptionsArgs<NoInfer<CIn>>
+  ): Promise<RunResult<O>>;
   /** Not a way to call it: `run(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
-  run<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): Promise<RunResult<O>>;
+  run<I, C, O, In, CIn>(
+    chain: Chain<I, C, O, In, CIn>,
+    input: ContextRequired<CIn>,
+    ...noContext: undefined extends CIn ? [never, never] : []
+  ): Promise<RunResult<O>>;
   /** Resumes a run stopped at a confirmation gate; a token resumes at most once. The output is typed from `chain`. */
-  resume<Ch extends Chain | readonly Chain[]>(token: string, decision: { approved: boolean }, options: ResumeOptions & { chain: Ch }): Promise<RunResult<ResumedOutput<Ch>>>;
+  resume<Ch extends Chain | readonly Chain[]>(
+    token: string,
+    decision: { approved: boolean },
+    options: ResumeOptions & { chain: Ch },
+  ): Promise<RunResult<ResumedOutput<Ch>>>;
   /**
    * Resumes a run stopped at a confirmation gate (the chain found by name); a token resumes at most
    * once. The output is typed as one of the runner's `chains` (`unknown` when it was given none).
    */
-  resume<O = OutputOfChains<Chains>>(token: string, decision: { approved: boolean }, options?: ResumeOptions): Promise<RunResult<O>>;
+  resume<O = OutputOfChains<Chains>>(
+    token: string,
+    decision: { approved: boolean },
+    options?: ResumeOptions,
+  ): Promise<RunResult<O>>;
   /** Calls one tool by name through the same pipeline as a chain step. */
   invoke<O = unknown>(tool: string, input: unknown, options?: InvokeOptions): Promise<InvokeResult<O>>;
   /** Aborts runs in flight, writes what was learned, and releases timers, listeners and stores. */
@@ -94,9 +117,17 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * const r = await result; // RunResult typed from the chain
    * ```
    */
-  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: NoInfer<In>, ...options: RunOptionsArgs<NoInfer<CIn>>): RunStream<O>;
+  stream<I, C, O, In, CIn>(
+    chain: Chain<I, C, O, In, CIn>,
+    input: NoInfer<In>,
+    ...options: RunOptionsArgs<NoInfer<CIn>>
+  ): RunStream<O>;
   /** Not a way to call it: `stream(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
-  stream<I, C, O, In, CIn>(chain: Chain<I, C, O, In, CIn>, input: ContextRequired<CIn>, ...noContext: undefined extends CIn ? [never, never] : []): RunStream<O>;
+  stream<I, C, O, In, CIn>(
+    chain: Chain<I, C, O, In, CIn>,
+    input: ContextRequired<CIn>,
+    ...noContext: undefined extends CIn ? [never, never] : []
+  ): RunStream<O>;
   /**
    * Cancels a run in flight (`stores.runs`), from any instance sharing the stores: the owner's
    * running tool sees `call.signal` abort, no later step starts, completed steps with `compensate`
@@ -209,4 +240,11 @@ type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, in
  * type O = OutputOfChains<[typeof findAndDelete, typeof addTask]>; // the union of their outputs
  * ```
  */
-type OutputOfChains<Chains extends readonly Chain[]> = ChainOutput<Chains[number]> extends infer O ? (0 extends 1 & O ? unknown : [O] extends [never] ? unknown : O) : unknown;
+type OutputOfChains<Chains extends readonly Chain[]> =
+  ChainOutput<Chains[number]> extends infer O
+    ? 0 extends 1 & O
+      ? unknown
+      : [O] extends [never]
+        ? unknown
+        : O
+    : unknown;

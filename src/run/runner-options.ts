@@ -3,7 +3,13 @@ import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
 import { z } from 'zod';
 import { isTool, type Tool } from '../define/tool.js';
-import { DEFAULT_RETRY_TABLE, ERROR_CATEGORIES, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
+import {
+  DEFAULT_RETRY_TABLE,
+  ERROR_CATEGORIES,
+  type ErrorCategory,
+  type RetryRule,
+  type RetryTable,
+} from '../errors/categories.js';
 import { fn, integer, optionIssues, retryRule, timerMs } from '../define/options.js';
 import type { Classifier } from '../errors/classify.js';
 import { IssueList } from '../errors/definition-error.js';
@@ -36,7 +42,14 @@ export interface RunnerOptions {
    * Where state lives; memory stores by default. With `runs`, every run is durable: recorded,
    * journaled step by step, and recoverable by another instance if this one dies ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)).
    */
-  stores?: { checkpoints?: CheckpointStore; idempotency?: IdempotencyStore; breakers?: BreakerStore; limiter?: LimiterStore; metrics?: LearningStore; runs?: RunStore };
+  stores?: {
+    checkpoints?: CheckpointStore;
+    idempotency?: IdempotencyStore;
+    breakers?: BreakerStore;
+    limiter?: LimiterStore;
+    metrics?: LearningStore;
+    runs?: RunStore;
+  };
   /** Durable runs: how long an owner's silence counts as its death (its lease). Default 30 s. */
   leaseMs?: number;
   /** Durable runs: claim and continue runs whose owner died, every `intervalMs` (at most `limit` per poll, default 100). */
@@ -82,34 +95,57 @@ const RUNNER_OPTIONS = z.object({
   random: fn('random').optional(),
   now: fn('now').optional(),
   redact: fn('redact').optional(),
-  breaker: z.object(
-    { threshold: integer('threshold', 1).nullish(), openMs: timerMs('openMs').nullish() },
-    { error: 'Expected `breaker` to be an object { threshold?, openMs? }.' },
-  ).nullish(),
-  retry: z.object(
-    Object.fromEntries(ERROR_CATEGORIES.map((c) => [c, retryRule])),
-    { error: 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.' },
-  ).catchall(z.custom(() => false, { error: (issue) => `Unknown error category '${String(issue.path?.at(-1))}'.` })).optional(),
+  breaker: z
+    .object(
+      { threshold: integer('threshold', 1).nullish(), openMs: timerMs('openMs').nullish() },
+      { error: 'Expected `breaker` to be an object { threshold?, openMs? }.' },
+    )
+    .nullish(),
+  retry: z
+    .object(Object.fromEntries(ERROR_CATEGORIES.map((c) => [c, retryRule])), {
+      error: 'Expected `retry` to be a table { [category]: { retries, minDelayMs, factor, maxDelayMs } }.',
+    })
+    .catchall(z.custom(() => false, { error: (issue) => `Unknown error category '${String(issue.path?.at(-1))}'.` }))
+    .optional(),
   leaseMs: timerMs('leaseMs').optional(),
-  recover: z.object(
-    { intervalMs: timerMs('intervalMs'), limit: integer('limit', 1).optional() },
-    { error: 'Expected `recover` to be an object { intervalMs, limit? }.' },
-  ).optional(),
-  secret: z.custom<string>((v) => typeof v === 'string' && v.length >= 16, 'Expected `secret` to be a string of at least 16 characters.').optional(),
-  retention: z.object(
-    { completedMs: integer('completedMs', 1).optional(), failedMs: integer('failedMs', 1).optional() },
-    { error: 'Expected `retention` to be an object { completedMs?, failedMs? } (ms).' },
-  ).optional(),
+  recover: z
+    .object(
+      { intervalMs: timerMs('intervalMs'), limit: integer('limit', 1).optional() },
+      { error: 'Expected `recover` to be an object { intervalMs, limit? }.' },
+    )
+    .optional(),
+  secret: z
+    .custom<string>(
+      (v) => typeof v === 'string' && v.length >= 16,
+      'Expected `secret` to be a string of at least 16 characters.',
+    )
+    .optional(),
+  retention: z
+    .object(
+      { completedMs: integer('completedMs', 1).optional(), failedMs: integer('failedMs', 1).optional() },
+      { error: 'Expected `retention` to be an object { completedMs?, failedMs? } (ms).' },
+    )
+    .optional(),
 });
 
 /** The checked options: known tools and chains by name, and the resolved numbers. Throws `DefinitionError` listing every problem. */
-export function checkRunnerOptions(options: RunnerOptions): { tools: Map<string, Tool>; chains: Map<string, Chain>; ttl: number; threshold: number; openMs: number } {
-  if (typeof options !== 'object' || options === null) throw new TypeError('Expected runner options with an `invoker`.');
+export function checkRunnerOptions(options: RunnerOptions): {
+  tools: Map<string, Tool>;
+  chains: Map<string, Chain>;
+  ttl: number;
+  threshold: number;
+  openMs: number;
+} {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('Expected runner options with an `invoker`.');
   const issues = new IssueList();
   for (const i of optionIssues(RUNNER_OPTIONS, options)) issues.add(i.path, i.message);
   // Tools and chains are checked by what made them, and by name across the list.
   const tools = new Map<string, Tool>();
-  [...(options.tools ?? []), ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t))].forEach((t, i) => {
+  [
+    ...(options.tools ?? []),
+    ...(options.registry?.tools ?? []).filter((t) => !(options.tools ?? []).includes(t)),
+  ].forEach((t, i) => {
     if (!isTool(t)) issues.add(`tools[${i}]`, 'Expected a tool made by defineTool().');
     else if (tools.has(t.name)) issues.add(`tools[${i}]`, `Duplicate tool name '${t.name}'.`);
     else tools.set(t.name, t);
@@ -120,9 +156,27 @@ export function checkRunnerOptions(options: RunnerOptions): { tools: Map<string,
     else chains.set(c.name, c);
   });
   const runs = options.stores?.runs;
-  if (runs !== undefined && (typeof runs !== 'object' || runs === null || typeof runs.create !== 'function' || typeof runs.claimExpired !== 'function')) issues.add('stores.runs', 'Expected a run store, e.g. redisStores(redis, { prefix }).runs or postgresStores(pool).runs.');
-  if (runs === undefined && options.retention !== undefined) issues.add('retention', 'Retention applies to durable runs: it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).');
-  if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined)) issues.add(options.recover !== undefined ? 'recover' : 'leaseMs', 'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).');
+  if (
+    runs !== undefined &&
+    (typeof runs !== 'object' ||
+      runs === null ||
+      typeof runs.create !== 'function' ||
+      typeof runs.claimExpired !== 'function')
+  )
+    issues.add(
+      'stores.runs',
+      'Expected a run store, e.g. redisStores(redis, { prefix }).runs or postgresStores(pool).runs.',
+    );
+  if (runs === undefined && options.retention !== undefined)
+    issues.add(
+      'retention',
+      'Retention applies to durable runs: it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).',
+    );
+  if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined))
+    issues.add(
+      options.recover !== undefined ? 'recover' : 'leaseMs',
+      'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).',
+    );
   issues.throwIfAny('runner options');
   return {
     tools,
@@ -135,13 +189,15 @@ export function checkRunnerOptions(options: RunnerOptions): { tools: Map<string,
 
 /** A logger whose failures cannot reach a run: logging is never worth a broken run. */
 export function safeLogger(logger: Logger): Logger {
-  const wrap = (level: keyof Logger) => (obj: object, msg?: string): void => {
-    try {
-      logger[level](obj, msg);
-    } catch {
-      // swallowed on purpose
-    }
-  };
+  const wrap =
+    (level: keyof Logger) =>
+    (obj: object, msg?: string): void => {
+      try {
+        logger[level](obj, msg);
+      } catch {
+        // swallowed on purpose
+      }
+    };
   return { debug: wrap('debug'), info: wrap('info'), warn: wrap('warn'), error: wrap('error') };
 }
 
@@ -149,7 +205,14 @@ export function safeLogger(logger: Logger): Logger {
 export function mergeRetryTable(overrides: Partial<Record<ErrorCategory, Partial<RetryRule>>>): RetryTable {
   const table: RetryTable = { ...DEFAULT_RETRY_TABLE };
   for (const [category, rule] of Object.entries(overrides) as [ErrorCategory, Partial<RetryRule>][]) {
-    table[category] = { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0, ...DEFAULT_RETRY_TABLE[category], ...rule };
+    table[category] = {
+      retries: 0,
+      minDelayMs: 0,
+      factor: 1,
+      maxDelayMs: 0,
+      ...DEFAULT_RETRY_TABLE[category],
+      ...rule,
+    };
   }
   return table;
 }

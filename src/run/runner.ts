@@ -48,18 +48,32 @@ const CLOSE_WAIT_MS = 4_500;
  * await runner.close();
  * ```
  */
-export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<RunnerOptions, 'chains'> & { chains?: Chains }): Runner<Chains> {
+export function createRunner<Chains extends Chain[] = Chain[]>(
+  options: Omit<RunnerOptions, 'chains'> & { chains?: Chains },
+): Runner<Chains> {
   const parts = runnerParts(options);
   // A chain with a tool the invoker cannot run fails here, or before its run's first step: never after a confirmation.
   const served = servedCheck(options.invoker);
-  const unservedChains = unservedError(served, (options.chains ?? []).map((c, i) => [c, `chains[${i}]`] as const));
+  const unservedChains = unservedError(
+    served,
+    (options.chains ?? []).map((c, i) => [c, `chains[${i}]`] as const),
+  );
   if (unservedChains) throw unservedChains;
   const { calls, recorder, gates, events, logger, metrics, timing, learning, breakers } = parts;
   const { now } = calls;
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
-  const durable = runStore ? durableRuns(parts, runStore, { ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }), ...(options.recover && { recover: options.recover }), ...(options.retention && { retention: options.retention }) }) : undefined;
-  const needsRunStore = (what: string): Error => new TypeError(`${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`);
+  const durable = runStore
+    ? durableRuns(parts, runStore, {
+        ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }),
+        ...(options.recover && { recover: options.recover }),
+        ...(options.retention && { retention: options.retention }),
+      })
+    : undefined;
+  const needsRunStore = (what: string): Error =>
+    new TypeError(
+      `${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`,
+    );
   const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
   parts.recorder.runEvents = hub;
   const watchSource = (what: string): WatchSource => {
@@ -98,23 +112,47 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       } catch (error) {
         // A throwing getter or a hostile Proxy in the input or options: a result, never a throw.
         const message = `The input or options of chain ${chain.name} could not be read: ${error instanceof Error ? error.message : String(error)}`;
-        const site = { chain: chain.name, runId: newId(), traceId: newId(), sessionId: undefined, definition: chain, startedAt: now() };
-        return Promise.resolve(earlyResult<O>(parts, site, earlyFailure(calls, 'invalid_input', 'unreadable_input', message)));
+        const site = {
+          chain: chain.name,
+          runId: newId(),
+          traceId: newId(),
+          sessionId: undefined,
+          definition: chain,
+          startedAt: now(),
+        };
+        return Promise.resolve(
+          earlyResult<O>(parts, site, earlyFailure(calls, 'invalid_input', 'unreadable_input', message)),
+        );
       }
       if ('status' in prepared) return Promise.resolve(prepared as RunResult<O>);
       return durable ? (durable.run(prepared) as Promise<RunResult<O>>) : execute<O>(parts, prepared);
     },
 
-    async resume<O = unknown>(token: string, decision: { approved: boolean }, opts: ResumeOptions = {}): Promise<RunResult<O>> {
+    async resume<O = unknown>(
+      token: string,
+      decision: { approved: boolean },
+      opts: ResumeOptions = {},
+    ): Promise<RunResult<O>> {
       assertOpen();
       if (typeof decision?.approved !== 'boolean') throw new TypeError('Expected a decision { approved: boolean }.');
       // Before the checkpoint is taken: the token stays good for a runner that can continue the run.
-      const given: readonly Chain[] = opts.chain === undefined ? [] : Array.isArray(opts.chain) ? (opts.chain as readonly Chain[]) : [opts.chain as Chain];
-      const unserved = unservedError(served, given.filter((c) => isChain(c)).map((c) => [c, 'chain'] as const), 'resume');
+      const given: readonly Chain[] =
+        opts.chain === undefined
+          ? []
+          : Array.isArray(opts.chain)
+            ? (opts.chain as readonly Chain[])
+            : [opts.chain as Chain];
+      const unserved = unservedError(
+        served,
+        given.filter((c) => isChain(c)).map((c) => [c, 'chain'] as const),
+        'resume',
+      );
       if (unserved) throw unserved;
       const prepared = await prepareResume(parts, token, { approved: decision.approved }, opts);
       // A declined gate ends the run: the run store records it (it would stay parked otherwise).
-      if ('status' in prepared) return (prepared.status === 'declined' && durable ? durable.endParked(prepared) : prepared) as Promise<RunResult<O>> | RunResult<O>;
+      if ('status' in prepared)
+        return (prepared.status === 'declined' && durable ? durable.endParked(prepared) : prepared) as
+          Promise<RunResult<O>> | RunResult<O>;
       return durable ? (durable.resume(prepared) as Promise<RunResult<O>>) : execute<O>(parts, prepared);
     },
 
@@ -128,7 +166,10 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
     ready: learning ? learning.ready : Promise.resolve(),
 
     suggest(tool, { sessionId, goal } = {}) {
-      return { nextTools: nextTools(recorder.guidance, tool), relevantChains: relevantChains(recorder.guidance, sessionId ? recorder.sessionTools(sessionId) : [], goal) };
+      return {
+        nextTools: nextTools(recorder.guidance, tool),
+        relevantChains: relevantChains(recorder.guidance, sessionId ? recorder.sessionTools(sessionId) : [], goal),
+      };
     },
 
     async toolsFor(registry, level) {
@@ -142,7 +183,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       if (!durable) throw needsRunStore('recover()');
       const results = await durable.recover();
       // Why the runs in flight it did not take stayed where they are: a debug line each (docs/guides/durable-runs.md).
-      if (logger && runStore) await logSkippedRuns(logger, runStore, parts.chains, new Set(results.map((r) => r.runId)), now);
+      if (logger && runStore)
+        await logSkippedRuns(logger, runStore, parts.chains, new Set(results.map((r) => r.runId)), now);
       return results;
     },
 
@@ -166,10 +208,15 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       let settled: RunResult | undefined;
       let failure: { error: unknown } | undefined;
       const result = runner.run(chain, input as never, { ...opts, runId } as never) as Promise<RunResult<O>>;
-      result.then((r) => (settled = r), (error: unknown) => (failure = { error })).finally(() => {
-        unwatch();
-        over.abort();
-      });
+      result
+        .then(
+          (r) => (settled = r),
+          (error: unknown) => (failure = { error }),
+        )
+        .finally(() => {
+          unwatch();
+          over.abort();
+        });
       const ended = {
         signal: over.signal,
         result(): RunResult | undefined {
@@ -191,18 +238,33 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
         run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
         if (!run) return 'not_found';
         // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
-        if (run.status === 'awaiting_confirmation') throw new Error(`Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`);
+        if (run.status === 'awaiting_confirmation')
+          throw new Error(
+            `Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          );
       }
       // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
-      if (run.status === 'in_doubt' && durable) return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) === 'string' ? 'ended' : 'cancelled';
+      if (run.status === 'in_doubt' && durable)
+        return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) ===
+          'string'
+          ? 'ended'
+          : 'cancelled';
       // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
-      if (run.status === 'waiting' && durable) return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
+      if (run.status === 'waiting' && durable)
+        return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
       if (run.status !== 'running') return 'ended';
       // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
       // whoever takes it over, and that runner ends it cancelled instead of continuing it.
-      if (store.requestCancel) await callStore(() => store.requestCancel!(runId, cancelOptions.reason), now() + STORE_WAIT_MS, now, 'run (cancel)');
+      if (store.requestCancel)
+        await callStore(
+          () => store.requestCancel!(runId, cancelOptions.reason),
+          now() + STORE_WAIT_MS,
+          now,
+          'run (cancel)',
+        );
       // Its owner's lease has expired: nobody is there to hear the announce; this runner ends it itself.
-      if (durable && run.leaseUntil < now() && (await durable.cancelExpired(run, cancelOptions.reason))) return 'cancelled';
+      if (durable && run.leaseUntil < now() && (await durable.cancelExpired(run, cancelOptions.reason)))
+        return 'cancelled';
       const until = now() + CANCEL_WAIT_MS;
       for (let round = 0; now() < until; round++) {
         // Announced again now and then: the owner may not have been listening yet.
@@ -232,10 +294,14 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
 
     async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {
       if (!runStore) throw needsRunStore('listRuns()');
-      if (!runStore.listRuns) throw new TypeError('listRuns() needs a run store that lists runs: memoryRunStore(), redisStores(...) or postgresStores(...).');
+      if (!runStore.listRuns)
+        throw new TypeError(
+          'listRuns() needs a run store that lists runs: memoryRunStore(), redisStores(...) or postgresStores(...).',
+        );
       const query = listQuery(filter);
       const found = await callStore(() => runStore.listRuns!(query), now() + STORE_WAIT_MS, now, 'run (list)');
-      for (const run of found.runs) if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
+      for (const run of found.runs)
+        if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
       const last = found.runs[found.runs.length - 1];
       return found.more && last ? { runs: found.runs, cursor: encodeRunCursor(last) } : { runs: found.runs };
     },
@@ -268,7 +334,10 @@ export function createRunner<Chains extends Chain[] = Chain[]>(options: Omit<Run
       // Side by side: the stores are independent, and behind a partition their short waits must not add up.
       await Promise.all([
         release('rate-limit', parts.closeRateLimits),
-        learning && release('learning', () => learning.ready.then(() => learning.flush()).then(() => options.stores?.metrics?.close?.())),
+        learning &&
+          release('learning', () =>
+            learning.ready.then(() => learning.flush()).then(() => options.stores?.metrics?.close?.()),
+          ),
         !learning && options.stores?.metrics?.close && release('learning', () => options.stores!.metrics!.close!()),
         gates.checkpoints.close && release('checkpoint', () => gates.checkpoints.close!()),
         runStore?.close && release('run', () => runStore.close!()),

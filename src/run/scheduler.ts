@@ -89,11 +89,19 @@ export abstract class Scheduler {
     if (outcome.kind === 'ok') {
       this.state[step.index] = DONE;
       if (!outcome.skipped) this.results[step.id] = outcome.value;
-    } else if (!this.stop || (outcome.kind === 'failed' && (this.stop.outcome.kind === 'gate' || this.stop.outcome.kind === 'wait'))) {
+    } else if (
+      !this.stop ||
+      (outcome.kind === 'failed' && (this.stop.outcome.kind === 'gate' || this.stop.outcome.kind === 'wait'))
+    ) {
       // A failure outranks a pending gate: a run that failed is not checkpointed.
       this.stop = { index: step.index, outcome };
       if (outcome.kind !== 'gate' && outcome.kind !== 'wait' && this.running > 0) {
-        this.abort.abort(new RunAbortReason('cancelled', `Stopped because step ${step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`));
+        this.abort.abort(
+          new RunAbortReason(
+            'cancelled',
+            `Stopped because step ${step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`,
+          ),
+        );
       }
     }
     this.pump();

@@ -54,9 +54,11 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
   const lastTool = run.lastTool();
   const actualDurationMs = ended - run.segmentStart;
   const sessionTools = exec.sessionId !== undefined ? recorder.sessionTools(exec.sessionId) : toolsRun(trace.steps);
-  const metadata = recorder.metadata(lastTool
-    ? { chain, lastTool, actualDurationMs, sessionTools, advice: recorder.advice(run.sessionKey, lastTool) }
-    : { chain, actualDurationMs, sessionTools, advice: [] });
+  const metadata = recorder.metadata(
+    lastTool
+      ? { chain, lastTool, actualDurationMs, sessionTools, advice: recorder.advice(run.sessionKey, lastTool) }
+      : { chain, actualDurationMs, sessionTools, advice: [] },
+  );
   const stop = run.stopped;
   if (!stop) {
     // The common end, one literal (every result of a run in flight is made here): no shared base copied in.
@@ -64,8 +66,25 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     try {
       output = chain.output ? chain.output(run.scope) : lastResult(run);
     } catch (error) {
-      const info = toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, {}, calls.retryTable);
-      const result: RunResult = { status: 'failed', error: info, completed: { ...exec.results }, compensated: [], runId: exec.runId, chain: chain.name, trace, metadata };
+      const info = toErrorInfo(
+        {
+          category: 'internal',
+          code: 'output_failed',
+          message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}`,
+        },
+        {},
+        calls.retryTable,
+      );
+      const result: RunResult = {
+        status: 'failed',
+        error: info,
+        completed: { ...exec.results },
+        compensated: [],
+        runId: exec.runId,
+        chain: chain.name,
+        trace,
+        metadata,
+      };
       settleTrace(trace, 'failed', info);
       return result;
     }
@@ -74,21 +93,50 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     return result;
   }
   const base = { runId: exec.runId, chain: chain.name, trace, metadata };
-  const failed = (error: ChainErrorInfo): RunResult => ({ status: 'failed', error, completed: { ...exec.results }, compensated: [], ...base });
+  const failed = (error: ChainErrorInfo): RunResult => ({
+    status: 'failed',
+    error,
+    completed: { ...exec.results },
+    compensated: [],
+    ...base,
+  });
 
   let result: RunResult;
   if (stop.outcome.kind === 'failed') {
     result = failed(stop.outcome.error);
-    const undone = exec.compensating ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone) : undefined;
+    const undone = exec.compensating
+      ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone)
+      : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
-    const undo = exec.interrupted?.() ? [] : run.undoUnits().filter((unit) => !undone?.has(unit.id)).reverse();
-    await compensateRun(calls, recorder, run, undo, result as Extract<RunResult, { status: 'failed' }>, run.abort.reason, exec.undoJournal);
+    const undo = exec.interrupted?.()
+      ? []
+      : run
+          .undoUnits()
+          .filter((unit) => !undone?.has(unit.id))
+          .reverse();
+    await compensateRun(
+      calls,
+      recorder,
+      run,
+      undo,
+      result as Extract<RunResult, { status: 'failed' }>,
+      run.abort.reason,
+      exec.undoJournal,
+    );
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };
   } else if (stop.outcome.kind === 'wait') {
     // A durable run parks (run/durable.ts records it `waiting`): what finished beside this step is journaled already.
     const { until, signal } = stop.outcome;
-    result = { status: 'waiting', waiting: { step: run.stepKey(plan[stop.index]!), ...(until !== undefined && { until }), ...(signal !== undefined && { signal }) }, ...base };
+    result = {
+      status: 'waiting',
+      waiting: {
+        step: run.stepKey(plan[stop.index]!),
+        ...(until !== undefined && { until }),
+        ...(signal !== undefined && { signal }),
+      },
+      ...base,
+    };
   } else {
     result = await parkAtGate(run, run.doneIds(), plan[stop.index]!, stop.outcome, base, failed);
   }

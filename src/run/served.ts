@@ -34,9 +34,13 @@ export function servedCheck(invoker: ToolInvoker): (chain: Chain, path: string) 
   return (chain, path) => {
     if (!serves) return undefined;
     let missing = missingOf.get(chain);
-    if (!missing) missingOf.set(chain, (missing = [...toolsOf(chain, new Set(), new Set())].filter((name) => !serves(name))));
+    if (!missing)
+      missingOf.set(chain, (missing = [...toolsOf(chain, new Set(), new Set())].filter((name) => !serves(name))));
     if (missing.length === 0) return undefined;
-    return { path, message: `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ${missing.join(', ')}. Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} (e.g. functionInvoker(tools, { ${missing[0]}: … })).` };
+    return {
+      path,
+      message: `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ${missing.join(', ')}. Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} (e.g. functionInvoker(tools, { ${missing[0]}: … })).`,
+    };
   };
 }
 
@@ -49,7 +53,11 @@ export function servedCheck(invoker: ToolInvoker): (chain: Chain, path: string) 
  * if (error) return Promise.reject(error);
  * ```
  */
-export function unservedError(check: ReturnType<typeof servedCheck>, chains: Iterable<readonly [Chain, string]>, subject = 'runner options'): DefinitionError | undefined {
+export function unservedError(
+  check: ReturnType<typeof servedCheck>,
+  chains: Iterable<readonly [Chain, string]>,
+  subject = 'runner options',
+): DefinitionError | undefined {
   const issues: DefinitionIssue[] = [];
   for (const [chain, path] of chains) {
     const issue = check(chain, path);

@@ -25,7 +25,10 @@ export class SignalRefused extends Error {
   override readonly name = 'SignalRefused';
   readonly category = 'invalid_input' as const;
   readonly code = 'invalid_signal' as const;
-  constructor(message: string, readonly issues: readonly SchemaIssue[]) {
+  constructor(
+    message: string,
+    readonly issues: readonly SchemaIssue[],
+  ) {
     super(message);
   }
 }
@@ -40,7 +43,13 @@ export class SignalRefused extends Error {
  * const parsed = signalPayload(chain, waiting, 'review', { ok: true }, runId);
  * ```
  */
-export function signalPayload(chain: Chain, waiting: RunWaiting | undefined, name: string, payload: unknown, runId: string): { value: unknown; index: number } | undefined {
+export function signalPayload(
+  chain: Chain,
+  waiting: RunWaiting | undefined,
+  name: string,
+  payload: unknown,
+  runId: string,
+): { value: unknown; index: number } | undefined {
   if (!waiting || waiting.signal === undefined || waiting.signal !== name) return undefined;
   const index = chain.plan.findIndex((p) => p.id === waiting.step);
   const spec = chain.plan[index]?.waitFor;
@@ -49,7 +58,10 @@ export function signalPayload(chain: Chain, waiting: RunWaiting | undefined, nam
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     const where = first?.path && first.path.length > 0 ? ` at ${first.path.map(String).join('.')}` : '';
-    throw new SignalRefused(`Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ${first?.message ?? 'invalid'}. The run keeps waiting.`, parsed.error.issues);
+    throw new SignalRefused(
+      `Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ${first?.message ?? 'invalid'}. The run keeps waiting.`,
+      parsed.error.issues,
+    );
   }
   return { value: parsed.data, index };
 }

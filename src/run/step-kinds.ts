@@ -19,7 +19,17 @@ import { runWaitFor } from './kinds/wait-for.js';
 
 // One runner per kind, every kind required by the type. A lookup and a call to a module-level
 // function: the per-step dispatch allocates nothing.
-const RUNNERS: { readonly [K in StepKind]: StepRunner } = { tool: runTool, select: runSelect, compute: runCompute, chain: runSubChain, forEach: runForEach, branch: runBranch, loop: runLoop, sleep: runSleep, waitFor: runWaitFor };
+const RUNNERS: { readonly [K in StepKind]: StepRunner } = {
+  tool: runTool,
+  select: runSelect,
+  compute: runCompute,
+  chain: runSubChain,
+  forEach: runForEach,
+  branch: runBranch,
+  loop: runLoop,
+  sleep: runSleep,
+  waitFor: runWaitFor,
+};
 
 /**
  * What a step does: an outcome at once, or a promise. A tool step's promise resolves with the
@@ -35,7 +45,11 @@ export function stepBody(host: StepHost, step: PlannedStep, inFlight: InFlight):
   if (when) {
     const whenFailed = (error: unknown): never => {
       if (error instanceof RunAbortReason) throw error;
-      throw new StepError({ category: 'internal', code: 'when_failed', message: `Step ${step.id}: \`when\` threw: ${describeThrown(error)}` });
+      throw new StepError({
+        category: 'internal',
+        code: 'when_failed',
+        message: `Step ${step.id}: \`when\` threw: ${describeThrown(error)}`,
+      });
     };
     let go: unknown;
     try {
@@ -45,7 +59,9 @@ export function stepBody(host: StepHost, step: PlannedStep, inFlight: InFlight):
     }
     // An async `when` is awaited (a pending Promise is not `false`), within the run's deadline.
     if (isThenable(go)) {
-      return host.bounded(go, deadlineIn(host, `\`when\` of step ${step.id}`)).then((v) => (v === false ? SKIPPED : kindBody(host, step, inFlight)), whenFailed);
+      return host
+        .bounded(go, deadlineIn(host, `\`when\` of step ${step.id}`))
+        .then((v) => (v === false ? SKIPPED : kindBody(host, step, inFlight)), whenFailed);
     }
     if (go === false) return SKIPPED;
   }

@@ -33,14 +33,43 @@ const NONE: readonly never[] = Object.freeze([]);
  * const end = await runNested(host, 'audit', auditChain, { count: 3 }, host.abort);
  * ```
  */
-export function runNested(host: StepHost, prefix: string, chain: Chain, input: unknown, abortWith: AbortScope): Promise<NestedEnd> {
+export function runNested(
+  host: StepHost,
+  prefix: string,
+  chain: Chain,
+  input: unknown,
+  abortWith: AbortScope,
+): Promise<NestedEnd> {
   const parent = host.exec;
   const parsed = parseSchema(chain.input, input);
-  if (!parsed.success) return Promise.resolve(failedEnd(host, prefix, schemaFailure('invalid_step_input', `Input for chain ${chain.name} (step ${prefix}) does not match its schema`, parsed.error.issues)));
+  if (!parsed.success)
+    return Promise.resolve(
+      failedEnd(
+        host,
+        prefix,
+        schemaFailure(
+          'invalid_step_input',
+          `Input for chain ${chain.name} (step ${prefix}) does not match its schema`,
+          parsed.error.issues,
+        ),
+      ),
+    );
   let context = parent.context;
   if (chain.context) {
     const ctx = parseSchema(chain.context, context);
-    if (!ctx.success) return Promise.resolve(failedEnd(host, prefix, schemaFailure('invalid_context', `The context does not match chain ${chain.name}'s context schema (step ${prefix})`, ctx.error.issues, 'invalid_input')));
+    if (!ctx.success)
+      return Promise.resolve(
+        failedEnd(
+          host,
+          prefix,
+          schemaFailure(
+            'invalid_context',
+            `The context does not match chain ${chain.name}'s context schema (step ${prefix})`,
+            ctx.error.issues,
+            'invalid_input',
+          ),
+        ),
+      );
     context = ctx.data as Record<string, unknown>;
   }
   const results = Object.create(null) as Record<string, unknown>;
@@ -65,10 +94,25 @@ export function runNested(host: StepHost, prefix: string, chain: Chain, input: u
   // One literal with every field (absent ones undefined): a spread of conditional objects per run
   // would allocate each of them first; every `forEach` item makes one of these.
   const exec: Execution = {
-    chain, runId: parent.runId, traceId: parent.traceId, sessionId: parent.sessionId, input: parsed.data, context, results, done, priorTrace,
-    startedAt: now, segmentStart: now, deadlineAt: host.deadlineAt, resumed: done.length > 0,
+    chain,
+    runId: parent.runId,
+    traceId: parent.traceId,
+    sessionId: parent.sessionId,
+    input: parsed.data,
+    context,
+    results,
+    done,
+    priorTrace,
+    startedAt: now,
+    segmentStart: now,
+    deadlineAt: host.deadlineAt,
+    resumed: done.length > 0,
     nested: { prefix, abortWith },
-    confirm: parent.confirm, journal: parent.journal, durable: parent.durable, interrupted: parent.interrupted, priorNested: parent.priorNested,
+    confirm: parent.confirm,
+    journal: parent.journal,
+    durable: parent.durable,
+    interrupted: parent.interrupted,
+    priorNested: parent.priorNested,
     beforeWrite: parent.beforeWrite,
   };
   return host.nest(exec);
@@ -76,7 +120,10 @@ export function runNested(host: StepHost, prefix: string, chain: Chain, input: u
 
 /** A sub-chain run that failed before its first step. */
 function failedEnd(host: StepHost, prefix: string, failure: Parameters<typeof toErrorInfo>[0]): NestedEnd {
-  return { outcome: { kind: 'failed', error: toErrorInfo(failure, { step: prefix }, host.calls.retryTable) }, trace: [] };
+  return {
+    outcome: { kind: 'failed', error: toErrorInfo(failure, { step: prefix }, host.calls.retryTable) },
+    trace: [],
+  };
 }
 
 /**
@@ -99,24 +146,63 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
       const value = chain.output ? chain.output(run.scope) : lastResult(run);
       return { outcome: { kind: 'ok', value, skipped: false }, trace: run.traceEntries(), undo: run.undoUnits() };
     } catch (error) {
-      return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'output_failed', message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}` }, { step: exec.nested!.prefix }, calls.retryTable) }, trace: run.traceEntries() };
+      return {
+        outcome: {
+          kind: 'failed',
+          error: toErrorInfo(
+            {
+              category: 'internal',
+              code: 'output_failed',
+              message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}`,
+            },
+            { step: exec.nested!.prefix },
+            calls.retryTable,
+          ),
+        },
+        trace: run.traceEntries(),
+      };
     }
   }
   if (stop.outcome.kind === 'declined') return { outcome: stop.outcome, trace: run.traceEntries() };
   if (stop.outcome.kind === 'wait') {
     // Never: a nested run sleeps in place and refuses waitFor (run/kinds/sleep.ts canPark).
     const step = exec.chain.plan[stop.index]!;
-    return { outcome: { kind: 'failed', error: toErrorInfo({ category: 'internal', code: 'wait_unsupported', message: `Step ${run.stepKey(step)} cannot park inside a sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable) }, trace: run.traceEntries() };
+    return {
+      outcome: {
+        kind: 'failed',
+        error: toErrorInfo(
+          {
+            category: 'internal',
+            code: 'wait_unsupported',
+            message: `Step ${run.stepKey(step)} cannot park inside a sub-chain.`,
+          },
+          { step: run.stepKey(step) },
+          calls.retryTable,
+        ),
+      },
+      trace: run.traceEntries(),
+    };
   }
   if (stop.outcome.kind === 'gate') {
     const step = exec.chain.plan[stop.index]!;
-    const error = toErrorInfo({ category: 'confirmation', code: 'gate_in_sub_chain', message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.` }, { step: run.stepKey(step) }, calls.retryTable);
+    const error = toErrorInfo(
+      {
+        category: 'confirmation',
+        code: 'gate_in_sub_chain',
+        message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.`,
+      },
+      { step: run.stepKey(step) },
+      calls.retryTable,
+    );
     return { outcome: { kind: 'failed', error }, trace: run.traceEntries() };
   }
   // Failure path only: the full segment end compensates the sub-chain's own completed steps. The
   // other ends are values, not promises: the item's run settles without an extra hop.
   const error = stop.outcome.error;
-  return segmentResult(run).then((result) => ({ outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error }, trace: result.trace.steps }));
+  return segmentResult(run).then((result) => ({
+    outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error },
+    trace: result.trace.steps,
+  }));
 }
 
 /**
@@ -131,7 +217,11 @@ export function nestedInput(step: PlannedStep, resolve: (scope: Scope) => unknow
   try {
     return resolve(scope);
   } catch (error) {
-    throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${step.id}: building the sub-chain's input threw: ${describeThrown(error)}` });
+    throw new StepError({
+      category: 'internal',
+      code: 'input_failed',
+      message: `Step ${step.id}: building the sub-chain's input threw: ${describeThrown(error)}`,
+    });
   }
 }
 
@@ -147,7 +237,15 @@ export function nestedInput(step: PlannedStep, resolve: (scope: Scope) => unknow
 export function unitEntry(stepNumber: number, id: string, end: NestedEnd, started: number, ended: number): TraceStep {
   const { outcome } = end;
   const status = outcome.kind === 'ok' ? 'success' : outcome.kind === 'declined' ? 'declined' : 'error';
-  const entry: TraceStep = { stepNumber, id, status, attempts: 0, latencyMs: ended - started, startedAt: iso(started), children: end.trace };
+  const entry: TraceStep = {
+    stepNumber,
+    id,
+    status,
+    attempts: 0,
+    latencyMs: ended - started,
+    startedAt: iso(started),
+    children: end.trace,
+  };
   if (outcome.kind === 'failed') entry.error = outcome.error;
   return entry;
 }
@@ -198,7 +296,12 @@ export function journalUnit(exec: Execution, entry: JournalEntry): Promise<unkno
  * ```
  */
 export function unitFailure(host: StepHost, step: string, error: unknown): ChainErrorInfo {
-  if (error === false) error = new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${step} was not journaled: the run store refused it (another runner may own the run now).` });
+  if (error === false)
+    error = new StepError({
+      category: 'conflict',
+      code: 'journal_refused',
+      message: `Step ${step} was not journaled: the run store refused it (another runner may own the run now).`,
+    });
   return failureInfo(host.calls, error, { step, attempts: 0 }, undefined, false);
 }
 
@@ -211,7 +314,11 @@ export function unitFailure(host: StepHost, step: string, error: unknown): Chain
  * return gated(host, step, () => new ItemRun(...).start());
  * ```
  */
-export function gated(host: StepHost, step: PlannedStep, run: () => Promise<StepOutcome>): StepOutcome | Promise<StepOutcome> {
+export function gated(
+  host: StepHost,
+  step: PlannedStep,
+  run: () => Promise<StepOutcome>,
+): StepOutcome | Promise<StepOutcome> {
   const { confirm } = step.step as StepCommon;
   const { exec } = host;
   if (!confirm || exec.approvedGate === host.stepKey(step)) return run();

@@ -71,7 +71,9 @@ export type DecideResult<O = unknown> = RunResult<O> | 'not_found' | 'not_parked
  * type A = RunOptionsArgs<{ userId: string }>; // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
  * ```
  */
-export type RunOptionsArgs<CIn> = undefined extends CIn ? [options?: RunOptions<CIn>] : [options: RunOptions<CIn> & { context: CIn }];
+export type RunOptionsArgs<CIn> = undefined extends CIn
+  ? [options?: RunOptions<CIn>]
+  : [options: RunOptions<CIn> & { context: CIn }];
 
 /**
  * The output type of a resumed run, given what was passed as `chain` (one chain or several).

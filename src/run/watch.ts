@@ -54,13 +54,19 @@ export interface WatchSource {
  * for await (const e of watchRun(source, runId, { after: 3 })) console.log(e.seq, e.type);
  * ```
  */
-export async function* watchRun(source: WatchSource, runId: string, options: WatchOptions = {}, settled?: { result(): RunResult | undefined; signal: AbortSignal }): AsyncGenerator<RunEvent, void, undefined> {
+export async function* watchRun(
+  source: WatchSource,
+  runId: string,
+  options: WatchOptions = {},
+  settled?: { result(): RunResult | undefined; signal: AbortSignal },
+): AsyncGenerator<RunEvent, void, undefined> {
   const { store, log, hub } = source;
   const { signal } = options;
   // A wait ends early when the caller stops, or when the run this runner started settles.
   const wake = settled ? (signal ? AbortSignal.any([signal, settled.signal]) : settled.signal) : signal;
   const after = options.after ?? 0;
-  if (!(Number.isSafeInteger(after) && after >= 0)) throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
+  if (!(Number.isSafeInteger(after) && after >= 0))
+    throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
   let last = after;
   const unwatch = hub.watch(runId);
   let announced = 0;
@@ -73,7 +79,12 @@ export async function* watchRun(source: WatchSource, runId: string, options: Wat
       const page = await log.read(runId, last, PAGE);
       for (const e of page) {
         if (e.seq !== last + 1) {
-          throw new RunWatchError('fell_behind', runId, last, `Watching run ${runId} fell behind: the events after seq ${last} up to ${e.seq - 1} are no longer kept (the log keeps a bounded number per run). Watch again with { after: ${e.seq - 1} } to go on from the oldest kept, or read the result with runner.getRun().`);
+          throw new RunWatchError(
+            'fell_behind',
+            runId,
+            last,
+            `Watching run ${runId} fell behind: the events after seq ${last} up to ${e.seq - 1} are no longer kept (the log keeps a bounded number per run). Watch again with { after: ${e.seq - 1} } to go on from the oldest kept, or read the result with runner.getRun().`,
+          );
         }
         last = e.seq;
         yield e;
@@ -102,11 +113,23 @@ export async function* watchRun(source: WatchSource, runId: string, options: Wat
           idle++;
           continue;
         }
-        if (!run) throw new RunWatchError('not_found', runId, last, `Run ${runId} was not found in the run store (never recorded, or past its retention).`);
+        if (!run)
+          throw new RunWatchError(
+            'not_found',
+            runId,
+            last,
+            `Run ${runId} was not found in the run store (never recorded, or past its retention).`,
+          );
         if (run.status !== 'running' && run.status !== 'waiting' && run.result !== undefined && idle > 2) {
           const rest = await log.read(runId, last, PAGE);
           if (rest.length > 0) continue;
-          yield { seq: last + 1, runId, at: source.now(), type: 'run:end', data: runEndData(run.result as RunResult, source.redacted) };
+          yield {
+            seq: last + 1,
+            runId,
+            at: source.now(),
+            type: 'run:end',
+            data: runEndData(run.result as RunResult, source.redacted),
+          };
           return;
         }
       }

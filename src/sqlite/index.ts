@@ -62,7 +62,9 @@ function openFile(path: string): SqliteDatabase {
     db.exec('PRAGMA journal_mode = WAL');
     return db;
   }
-  throw new Error('chainkit/sqlite: opening a file by path needs better-sqlite3 (npm i better-sqlite3) or Node 22.5+ (node:sqlite); or pass an open database (better-sqlite3, node:sqlite DatabaseSync, node-sqlite3-wasm).');
+  throw new Error(
+    'chainkit/sqlite: opening a file by path needs better-sqlite3 (npm i better-sqlite3) or Node 22.5+ (node:sqlite); or pass an open database (better-sqlite3, node:sqlite DatabaseSync, node-sqlite3-wasm).',
+  );
 }
 
 /**
@@ -90,8 +92,12 @@ export function sqliteLearningStore(file: string | SqliteDatabase, options: Sqli
   `);
   // A whole batch is one JSON parameter, unpacked by SQLite's json_each: one bind form for every driver.
   const insertT = db.prepare('INSERT INTO chainkit_transitions (data) SELECT value FROM json_each(?) ORDER BY key');
-  const insertS = db.prepare("INSERT INTO chainkit_samples (tool, duration_ms, complexity) SELECT json_extract(value, '$.tool'), json_extract(value, '$.durationMs'), json_extract(value, '$.complexity') FROM json_each(?) ORDER BY key");
-  const trimT = db.prepare('DELETE FROM chainkit_transitions WHERE id <= (SELECT MAX(id) FROM chainkit_transitions) - ?');
+  const insertS = db.prepare(
+    "INSERT INTO chainkit_samples (tool, duration_ms, complexity) SELECT json_extract(value, '$.tool'), json_extract(value, '$.durationMs'), json_extract(value, '$.complexity') FROM json_each(?) ORDER BY key",
+  );
+  const trimT = db.prepare(
+    'DELETE FROM chainkit_transitions WHERE id <= (SELECT MAX(id) FROM chainkit_transitions) - ?',
+  );
   const trimS = db.prepare('DELETE FROM chainkit_samples WHERE id <= (SELECT MAX(id) FROM chainkit_samples) - ?');
   const selectT = db.prepare('SELECT data FROM chainkit_transitions ORDER BY id');
   const selectS = db.prepare('SELECT tool, duration_ms AS durationMs, complexity FROM chainkit_samples ORDER BY id');
@@ -99,7 +105,11 @@ export function sqliteLearningStore(file: string | SqliteDatabase, options: Sqli
   return {
     load(): LearnedData {
       const transitions = (selectT.all() as { data: string }[]).map((r) => JSON.parse(r.data) as ToolTransition);
-      const samples = (selectS.all() as TimingSample[]).map((r) => ({ tool: r.tool, durationMs: r.durationMs, complexity: r.complexity }));
+      const samples = (selectS.all() as TimingSample[]).map((r) => ({
+        tool: r.tool,
+        durationMs: r.durationMs,
+        complexity: r.complexity,
+      }));
       return { transitions, samples };
     },
     append(batch) {

@@ -67,7 +67,8 @@ export function formatSSE(event: RunEvent): string {
  */
 export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {}): ReadableStream<Uint8Array> {
   const heartbeatMs = options.heartbeatMs ?? 15_000;
-  if (!(typeof heartbeatMs === 'number' && heartbeatMs >= 0 && heartbeatMs < 2 ** 31)) throw new TypeError('Expected `heartbeatMs` to be a number of ms (0: no heartbeat).');
+  if (!(typeof heartbeatMs === 'number' && heartbeatMs >= 0 && heartbeatMs < 2 ** 31))
+    throw new TypeError('Expected `heartbeatMs` to be a number of ms (0: no heartbeat).');
   let iterator: AsyncIterator<RunEvent> | undefined;
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   const stop = (): void => {
@@ -77,7 +78,8 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
   return new ReadableStream<Uint8Array>({
     start(controller) {
       iterator = events[Symbol.asyncIterator]();
-      if (options.retryMs !== undefined) controller.enqueue(encoder.encode(`retry: ${Math.max(0, Math.floor(options.retryMs))}\n\n`));
+      if (options.retryMs !== undefined)
+        controller.enqueue(encoder.encode(`retry: ${Math.max(0, Math.floor(options.retryMs))}\n\n`));
       if (heartbeatMs > 0) {
         heartbeat = setInterval(() => {
           try {
@@ -102,7 +104,11 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
       } catch (error) {
         stop();
         const e = error as { code?: unknown; lastSeq?: unknown; message?: unknown };
-        const body = { code: typeof e?.code === 'string' ? e.code : 'watch_failed', message: typeof e?.message === 'string' ? e.message : String(error), ...(typeof e?.lastSeq === 'number' && { lastSeq: e.lastSeq }) };
+        const body = {
+          code: typeof e?.code === 'string' ? e.code : 'watch_failed',
+          message: typeof e?.message === 'string' ? e.message : String(error),
+          ...(typeof e?.lastSeq === 'number' && { lastSeq: e.lastSeq }),
+        };
         controller.enqueue(encoder.encode(`event: error\ndata: ${json(body)}\n\n`));
         controller.close();
       }
@@ -124,8 +130,13 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
  * for await (const e of runner.watch(runId, { after })) …
  * ```
  */
-export function lastEventId(headers: Headers | Readonly<Record<string, string | string[] | undefined>>): number | undefined {
-  const raw = typeof (headers as Headers).get === 'function' ? (headers as Headers).get('last-event-id') : (headers as Record<string, string | string[] | undefined>)['last-event-id'];
+export function lastEventId(
+  headers: Headers | Readonly<Record<string, string | string[] | undefined>>,
+): number | undefined {
+  const raw =
+    typeof (headers as Headers).get === 'function'
+      ? (headers as Headers).get('last-event-id')
+      : (headers as Record<string, string | string[] | undefined>)['last-event-id'];
   const text = Array.isArray(raw) ? raw[0] : raw;
   if (typeof text !== 'string' || !/^\d{1,15}$/.test(text.trim())) return undefined;
   return Number(text.trim());

@@ -21,7 +21,11 @@ export class StoreFailure extends ToolFailure {}
  * ```
  */
 export function storeFailure(what: string, why: unknown): StoreFailure {
-  return new StoreFailure({ category: 'unavailable', code: 'store_unavailable', message: `The ${what} store is unavailable: ${why instanceof Error ? why.message : String(why)}` });
+  return new StoreFailure({
+    category: 'unavailable',
+    code: 'store_unavailable',
+    message: `The ${what} store is unavailable: ${why instanceof Error ? why.message : String(why)}`,
+  });
 }
 
 /**
@@ -34,7 +38,12 @@ export function storeFailure(what: string, why: unknown): StoreFailure {
  * const claim = await callStore(() => store.begin(key), ctx.deadlineAt, now, 'idempotency');
  * ```
  */
-export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now: () => number, what: string): MaybePromise<T> {
+export function callStore<T>(
+  fn: () => MaybePromise<T>,
+  deadlineAt: number,
+  now: () => number,
+  what: string,
+): MaybePromise<T> {
   let answer: MaybePromise<T>;
   try {
     answer = fn();
@@ -44,7 +53,10 @@ export function callStore<T>(fn: () => MaybePromise<T>, deadlineAt: number, now:
   if (!(answer instanceof Promise)) return answer;
   return new Promise<T>((resolve, reject) => {
     // The failure for silence is only made if the timer fires.
-    const timer = setTimeout(() => reject(storeFailure(what, 'no answer before the deadline')), delayUntil(deadlineAt, now));
+    const timer = setTimeout(
+      () => reject(storeFailure(what, 'no answer before the deadline')),
+      delayUntil(deadlineAt, now),
+    );
     answer.then(
       (value) => {
         clearTimeout(timer);

@@ -23,8 +23,31 @@
  * @module chainkit/stores
  */
 export type {
-  BreakerChange, BreakerDecision, BreakerStore, Checkpoint, CheckpointStore, IdempotencyBeginOptions, IdempotencyClaim, IdempotencyStore, LearnedData, LearningStore,
-  MaybePromise, TakeResult, TimingSample,
+  BreakerChange,
+  BreakerDecision,
+  BreakerStore,
+  Checkpoint,
+  CheckpointStore,
+  IdempotencyBeginOptions,
+  IdempotencyClaim,
+  IdempotencyStore,
+  LearnedData,
+  LearningStore,
+  MaybePromise,
+  TakeResult,
+  TimingSample,
 } from './types.js';
-export type { ClaimFilter, CreateRunResult, JournalEntry, RunEventLog, RunListAfter, RunListQuery, RunListResult, RunRecord, RunStore, StartedWrite, StoredRun } from './run-store.js';
+export type {
+  ClaimFilter,
+  CreateRunResult,
+  JournalEntry,
+  RunEventLog,
+  RunListAfter,
+  RunListQuery,
+  RunListResult,
+  RunRecord,
+  RunStore,
+  StartedWrite,
+  StoredRun,
+} from './run-store.js';
 export { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from './serialize.js';

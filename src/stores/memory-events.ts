@@ -76,7 +76,8 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
     local: true,
     async append(runId, events, keepMs) {
       let log = live(runId);
-      if (!log) logs.set(runId, (log = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: Infinity, waiters: new Set() }));
+      if (!log)
+        logs.set(runId, (log = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: Infinity, waiters: new Set() }));
       for (const e of events) {
         if (log.size < cap) {
           log.ring.push(e);
@@ -123,7 +124,17 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
         let target = log;
         if (!target) {
           // Nothing yet (a watch that starts before its run): a placeholder that expires unless the run appends.
-          logs.set(runId, (target = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: now() + timeoutMs + 1, waiters: new Set() }));
+          logs.set(
+            runId,
+            (target = {
+              ring: [],
+              first: 0,
+              size: 0,
+              firstSeq: 1,
+              expiresAt: now() + timeoutMs + 1,
+              waiters: new Set(),
+            }),
+          );
           ended.set(runId, true);
           trim();
         }

@@ -81,7 +81,8 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     }
     return run;
   };
-  const view = (runId: string, run: MemoryRun): StoredRun => steered(storedRun(run.record, run, run.journal), run.retryUntil, run.cancelReason);
+  const view = (runId: string, run: MemoryRun): StoredRun =>
+    steered(storedRun(run.record, run, run.journal), run.retryUntil, run.cancelReason);
   // Retentions are usually equal, so end order is expiry order: drop expired ones from the front, then the excess.
   const trim = (): void => {
     const t = now();
@@ -92,11 +93,18 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       if (run && run.status !== 'running') runs.delete(id);
     }
   };
-  const owns = (run: MemoryRun | undefined, owner: string): run is MemoryRun => run !== undefined && run.status === 'running' && run.owner === owner;
+  const owns = (run: MemoryRun | undefined, owner: string): run is MemoryRun =>
+    run !== undefined && run.status === 'running' && run.owner === owner;
   const claimable = (run: MemoryRun, only: ClaimFilter | undefined): boolean =>
-    only === undefined || only.chains.some((c) => c.name === run.chain && c.fingerprint === run.fingerprint) || (only.orphanedBefore !== undefined && run.deadlineAt < only.orphanedBefore);
+    only === undefined ||
+    only.chains.some((c) => c.name === run.chain && c.fingerprint === run.fingerprint) ||
+    (only.orphanedBefore !== undefined && run.deadlineAt < only.orphanedBefore);
 
-  const events = memoryEventLog({ now, maxEnded, ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const events = memoryEventLog({
+    now,
+    maxEnded,
+    ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
+  });
 
   return {
     ...(idempotency && { idempotency }),
@@ -106,21 +114,32 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const run = live(record.runId);
       if (!run) {
         runs.set(record.runId, {
-          record: encoded, chain: record.chain, fingerprint: record.fingerprint, contextHash: record.contextHash,
-          status: 'running', owner: record.owner, leaseUntil: record.leaseUntil, deadlineAt: record.deadlineAt, journal: [], expiresAt: Infinity, startedAt: record.startedAt,
+          record: encoded,
+          chain: record.chain,
+          fingerprint: record.fingerprint,
+          contextHash: record.contextHash,
+          status: 'running',
+          owner: record.owner,
+          leaseUntil: record.leaseUntil,
+          deadlineAt: record.deadlineAt,
+          journal: [],
+          expiresAt: Infinity,
+          startedAt: record.startedAt,
         });
         return { status: 'created' };
       }
       if (!boundTo(run, record)) return { status: 'mismatch' };
       if (run.status !== 'running') return { status: 'ended', run: view(record.runId, run) };
-      if (run.leaseUntil >= at || run.fingerprint !== record.fingerprint) return { status: 'busy', run: view(record.runId, run) };
+      if (run.leaseUntil >= at || run.fingerprint !== record.fingerprint)
+        return { status: 'busy', run: view(record.runId, run) };
       run.owner = record.owner;
       run.leaseUntil = record.leaseUntil;
       delete run.retryUntil; // the old owner's wait is over
       return { status: 'taken', run: view(record.runId, run) };
     },
     async journal(runId, owner, entry, complete) {
-      if (complete && !idempotency) throw new Error('This memory run store keeps no idempotency results: pass `idempotency` to memoryRunStore().');
+      if (complete && !idempotency)
+        throw new Error('This memory run store keeps no idempotency results: pass `idempotency` to memoryRunStore().');
       const encoded = encodeRunValue(entry);
       // The call happened: its result is kept even when this owner has lost the run (a re-run then finds it done).
       if (complete) await idempotency!.complete(complete.key, complete.value, complete.ttlMs);
@@ -159,7 +178,14 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     async reopen(runId, owner, update) {
       const run = live(runId);
       if (!run || run.status !== 'awaiting_confirmation') return false;
-      Object.assign(run, { status: 'running', owner, leaseUntil: update.leaseUntil, approvedGate: update.approvedGate, deadlineAt: update.deadlineAt, expiresAt: Infinity });
+      Object.assign(run, {
+        status: 'running',
+        owner,
+        leaseUntil: update.leaseUntil,
+        approvedGate: update.approvedGate,
+        deadlineAt: update.deadlineAt,
+        expiresAt: Infinity,
+      });
       delete run.result;
       delete run.endedAt;
       ended.delete(runId);
@@ -187,8 +213,18 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const matched: RunSummary[] = [];
       for (const [runId, run] of runs) {
         const status = run.status === 'running' && run.retryUntil !== undefined ? 'retrying' : run.status;
-        if (run.expiresAt <= t || !query.statuses.includes(status) || (query.chain !== undefined && run.chain !== query.chain)) continue;
-        if (run.startedAt < query.since || run.startedAt >= query.until || !isAfter({ startedAt: run.startedAt, runId }, query.after)) continue;
+        if (
+          run.expiresAt <= t ||
+          !query.statuses.includes(status) ||
+          (query.chain !== undefined && run.chain !== query.chain)
+        )
+          continue;
+        if (
+          run.startedAt < query.since ||
+          run.startedAt >= query.until ||
+          !isAfter({ startedAt: run.startedAt, runId }, query.after)
+        )
+          continue;
         matched.push({ runId, chain: run.chain, status, startedAt: run.startedAt, steps: 0 });
       }
       matched.sort(newestFirst);
@@ -215,7 +251,13 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const encoded = entry && encodeRunValue(entry);
       const run = live(runId);
       if (!run || run.status === 'running' || run.status !== from) return false;
-      Object.assign(run, { status: 'running', owner, leaseUntil: update.leaseUntil, deadlineAt: update.deadlineAt, expiresAt: Infinity });
+      Object.assign(run, {
+        status: 'running',
+        owner,
+        leaseUntil: update.leaseUntil,
+        deadlineAt: update.deadlineAt,
+        expiresAt: Infinity,
+      });
       delete run.result;
       delete run.endedAt;
       ended.delete(runId);
@@ -239,14 +281,26 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
     async dueWaiting(at, limit, only) {
       const due: [number, string][] = [];
       for (const [runId, run] of runs) {
-        if (run.status === 'waiting' && run.wakeAt !== undefined && run.wakeAt <= at && claimable(run, only && { chains: only.chains })) due.push([run.wakeAt, runId]);
+        if (
+          run.status === 'waiting' &&
+          run.wakeAt !== undefined &&
+          run.wakeAt <= at &&
+          claimable(run, only && { chains: only.chains })
+        )
+          due.push([run.wakeAt, runId]);
       }
-      return due.sort((a, b) => a[0] - b[0]).slice(0, Math.max(0, limit)).map(([, id]) => id);
+      return due
+        .sort((a, b) => a[0] - b[0])
+        .slice(0, Math.max(0, limit))
+        .map(([, id]) => id);
     },
   };
 }
 
 /** Whether a run id's record belongs to the caller's chain and context (a record without a hash predates binding). */
 function boundTo(run: { chain: string; contextHash: string | undefined }, record: RunRecord): boolean {
-  return run.chain === record.chain && (run.contextHash === undefined || record.contextHash === undefined || run.contextHash === record.contextHash);
+  return (
+    run.chain === record.chain &&
+    (run.contextHash === undefined || record.contextHash === undefined || run.contextHash === record.contextHash)
+  );
 }

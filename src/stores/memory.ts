@@ -5,7 +5,15 @@ import { trimOldest } from '../util/bounded.js';
 import { z } from 'zod';
 import { unknownClaim, unknownOutcomeInfo } from './pending.js';
 import type { Classified } from '../errors/classify.js';
-import type { BreakerChange, BreakerDecision, BreakerStore, CheckpointStore, IdempotencyClaim, IdempotencyStore, TakeResult } from './types.js';
+import type {
+  BreakerChange,
+  BreakerDecision,
+  BreakerStore,
+  CheckpointStore,
+  IdempotencyClaim,
+  IdempotencyStore,
+  TakeResult,
+} from './types.js';
 
 /** Options of the memory stores. */
 export interface MemoryStoreOptions {
@@ -134,7 +142,11 @@ interface IdempotencyEntry {
 }
 
 const IDEMPOTENCY_OPTIONS = z.object(
-  { maxEntries: integer('maxEntries', 1).optional(), ttlMs: finiteMs('ttlMs').optional(), pendingTtlMs: finiteMs('pendingTtlMs').optional() },
+  {
+    maxEntries: integer('maxEntries', 1).optional(),
+    ttlMs: finiteMs('ttlMs').optional(),
+    pendingTtlMs: finiteMs('pendingTtlMs').optional(),
+  },
   { error: 'Expected memoryIdempotencyStore options to be an object.' },
 );
 
@@ -160,7 +172,13 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   // Expired and finished entries, oldest first, down to the cap; a claim in flight is never evicted.
   const evict = (): void => {
     const t = now();
-    trimOldest(entries, max, (e) => e.expiresAt <= t, (key) => entries.delete(key), (e) => !e.done && e.expiresAt > t);
+    trimOldest(
+      entries,
+      max,
+      (e) => e.expiresAt <= t,
+      (key) => entries.delete(key),
+      (e) => !e.done && e.expiresAt > t,
+    );
   };
 
   const complete = (key: string, value: unknown, ttlMs?: number): void => {
@@ -185,13 +203,21 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
         if (!e.waiters) {
           let resolve!: (v: unknown) => void;
           let reject!: (e: unknown) => void;
-          const promise = new Promise<unknown>((res, rej) => { resolve = res; reject = rej; });
+          const promise = new Promise<unknown>((res, rej) => {
+            resolve = res;
+            reject = rej;
+          });
           e.waiters = { promise, resolve, reject };
         }
         return { status: 'pending', settled: e.waiters.promise };
       }
       entries.delete(key);
-      entries.set(key, run ? { expiresAt: now() + ttl, done: false, run: { runId: run.runId, owner: run.owner } } : { expiresAt: now() + ttl, done: false });
+      entries.set(
+        key,
+        run
+          ? { expiresAt: now() + ttl, done: false, run: { runId: run.runId, owner: run.owner } }
+          : { expiresAt: now() + ttl, done: false },
+      );
       if (entries.size > max) evict();
       return { status: 'new' };
     },

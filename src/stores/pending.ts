@@ -59,7 +59,8 @@ export function waitForDuplicate(key: string, read: () => Promise<KeptOutcome>, 
         throw error;
       }
       if (stopped) return never();
-      if (kept === undefined) throw conflict(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`);
+      if (kept === undefined)
+        throw conflict(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`);
       if (kept.s === 'd') return kept.v;
       if (kept.s === 'u') throw stillUnknown(kept.e, wait.pendingTtlMs);
     }
@@ -87,7 +88,11 @@ export function waitForDuplicate(key: string, read: () => Promise<KeptOutcome>, 
  */
 export function unknownOutcomeInfo(error: unknown): Classified {
   if (error instanceof ToolFailure) return error.info;
-  return { category: 'timeout', code: 'outcome_unknown', message: error instanceof Error || error instanceof RunAbortReason ? error.message : String(error) };
+  return {
+    category: 'timeout',
+    code: 'outcome_unknown',
+    message: error instanceof Error || error instanceof RunAbortReason ? error.message : String(error),
+  };
 }
 
 /**

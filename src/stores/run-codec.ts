@@ -54,7 +54,12 @@ function plainJson(value: unknown, depth: number): boolean {
     return true;
   }
   const proto = Object.getPrototypeOf(value) as unknown;
-  if ((proto !== Object.prototype && proto !== null) || Object.hasOwn(value, '$ck') || Object.getOwnPropertySymbols(value).length > 0) return false;
+  if (
+    (proto !== Object.prototype && proto !== null) ||
+    Object.hasOwn(value, '$ck') ||
+    Object.getOwnPropertySymbols(value).length > 0
+  )
+    return false;
   for (const key in value) {
     if (!Object.hasOwn(value, key) || !plainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
   }
@@ -85,7 +90,14 @@ export function storedRun(record: string, state: RunState, journal: readonly str
   const base = decode(record) as RunRecord;
   delete base.approvedGate;
   delete base.result;
-  const run: StoredRun = { ...base, status: state.status, owner: state.owner, leaseUntil: state.leaseUntil, deadlineAt: state.deadlineAt, journal: journal.map((e) => decode(e) as JournalEntry) };
+  const run: StoredRun = {
+    ...base,
+    status: state.status,
+    owner: state.owner,
+    leaseUntil: state.leaseUntil,
+    deadlineAt: state.deadlineAt,
+    journal: journal.map((e) => decode(e) as JournalEntry),
+  };
   if (state.approvedGate !== undefined && state.approvedGate !== null) run.approvedGate = state.approvedGate;
   if (state.result !== undefined && state.result !== null) run.result = decode(state.result);
   return run;

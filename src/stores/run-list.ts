@@ -5,7 +5,16 @@ import { decodeRunValue } from './run-codec.js';
 import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
-export const RUN_STATUSES: readonly RunStatus[] = ['running', 'awaiting_confirmation', 'completed', 'failed', 'declined', 'retrying', 'in_doubt', 'waiting'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'running',
+  'awaiting_confirmation',
+  'completed',
+  'failed',
+  'declined',
+  'retrying',
+  'in_doubt',
+  'waiting',
+];
 
 /** What `runner.listRuns` lists: every field optional. */
 export interface ListRunsFilter {
@@ -38,29 +47,65 @@ export interface RunPage {
  * const s = summarize({ runId, chain, status, startedAt, endedAt }, resultText, journalTexts);
  * ```
  */
-export function summarize(run: { runId: string; chain: string; status: RunStatus; startedAt: number; endedAt?: number | undefined }, result: string | null | undefined, journal: readonly string[]): RunSummary {
+export function summarize(
+  run: { runId: string; chain: string; status: RunStatus; startedAt: number; endedAt?: number | undefined },
+  result: string | null | undefined,
+  journal: readonly string[],
+): RunSummary {
   let steps = 0;
   for (const text of journal) {
     const e = decodeRunValue(text) as JournalEntry;
     if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps++; // marks are not steps
   }
-  const summary: RunSummary = { runId: run.runId, chain: run.chain, status: run.status, startedAt: run.startedAt, steps };
+  const summary: RunSummary = {
+    runId: run.runId,
+    chain: run.chain,
+    status: run.status,
+    startedAt: run.startedAt,
+    steps,
+  };
   const ended = run.status === 'completed' || run.status === 'failed' || run.status === 'declined';
   if (ended && run.endedAt !== undefined && Number.isFinite(run.endedAt)) summary.endedAt = run.endedAt;
-  if (result !== undefined && result !== null && result !== '' && (run.status === 'failed' || run.status === 'awaiting_confirmation')) {
-    const r = decodeRunValue(result) as { error?: { category?: unknown; code?: unknown }; confirmation?: { step?: unknown; prompt?: unknown } } | null;
-    if (run.status === 'failed' && r?.error && typeof r.error.category === 'string' && typeof r.error.code === 'string') summary.error = { category: r.error.category, code: r.error.code };
+  if (
+    result !== undefined &&
+    result !== null &&
+    result !== '' &&
+    (run.status === 'failed' || run.status === 'awaiting_confirmation')
+  ) {
+    const r = decodeRunValue(result) as {
+      error?: { category?: unknown; code?: unknown };
+      confirmation?: { step?: unknown; prompt?: unknown };
+    } | null;
+    if (run.status === 'failed' && r?.error && typeof r.error.category === 'string' && typeof r.error.code === 'string')
+      summary.error = { category: r.error.category, code: r.error.code };
     if (run.status === 'awaiting_confirmation' && r?.confirmation && typeof r.confirmation.step === 'string') {
-      summary.awaiting = { step: r.confirmation.step, question: typeof r.confirmation.prompt === 'string' ? r.confirmation.prompt : '' };
+      summary.awaiting = {
+        step: r.confirmation.step,
+        question: typeof r.confirmation.prompt === 'string' ? r.confirmation.prompt : '',
+      };
     }
   }
   if (result !== undefined && result !== null && result !== '' && run.status === 'in_doubt') {
-    const first = (decodeRunValue(result) as { inDoubt?: { step?: unknown; tool?: unknown; startedAt?: unknown }[] } | null)?.inDoubt?.[0];
-    if (first && typeof first.step === 'string' && typeof first.tool === 'string' && typeof first.startedAt === 'number') summary.inDoubt = { step: first.step, tool: first.tool, startedAt: first.startedAt };
+    const first = (
+      decodeRunValue(result) as { inDoubt?: { step?: unknown; tool?: unknown; startedAt?: unknown }[] } | null
+    )?.inDoubt?.[0];
+    if (
+      first &&
+      typeof first.step === 'string' &&
+      typeof first.tool === 'string' &&
+      typeof first.startedAt === 'number'
+    )
+      summary.inDoubt = { step: first.step, tool: first.tool, startedAt: first.startedAt };
   }
   if (result !== undefined && result !== null && result !== '' && run.status === 'waiting') {
-    const w = (decodeRunValue(result) as { waiting?: { step?: unknown; until?: unknown; signal?: unknown } } | null)?.waiting;
-    if (w && typeof w.step === 'string') summary.waiting = { step: w.step, ...(typeof w.until === 'number' && { until: w.until }), ...(typeof w.signal === 'string' && { signal: w.signal }) };
+    const w = (decodeRunValue(result) as { waiting?: { step?: unknown; until?: unknown; signal?: unknown } } | null)
+      ?.waiting;
+    if (w && typeof w.step === 'string')
+      summary.waiting = {
+        step: w.step,
+        ...(typeof w.until === 'number' && { until: w.until }),
+        ...(typeof w.signal === 'string' && { signal: w.signal }),
+      };
   }
   return summary;
 }
@@ -106,11 +151,21 @@ export function encodeRunCursor(last: RunListAfter): string {
 function decodeRunCursor(cursor: string): RunListAfter {
   let parsed: unknown;
   try {
-    parsed = typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,2000}$/.test(cursor) ? JSON.parse(new TextDecoder().decode(fromBase64Url(cursor) ?? new Uint8Array())) : undefined;
+    parsed =
+      typeof cursor === 'string' && /^[A-Za-z0-9_-]{1,2000}$/.test(cursor)
+        ? JSON.parse(new TextDecoder().decode(fromBase64Url(cursor) ?? new Uint8Array()))
+        : undefined;
   } catch {
     parsed = undefined;
   }
-  if (Array.isArray(parsed) && parsed.length === 3 && parsed[0] === 1 && Number.isFinite(parsed[1]) && typeof parsed[2] === 'string' && parsed[2] !== '') {
+  if (
+    Array.isArray(parsed) &&
+    parsed.length === 3 &&
+    parsed[0] === 1 &&
+    Number.isFinite(parsed[1]) &&
+    typeof parsed[2] === 'string' &&
+    parsed[2] !== ''
+  ) {
     return { startedAt: parsed[1] as number, runId: parsed[2] };
   }
   throw new TypeError('Malformed `cursor`: pass the `cursor` of a page returned by listRuns(), unchanged.');
@@ -118,7 +173,8 @@ function decodeRunCursor(cursor: string): RunListAfter {
 
 const time = (value: unknown, what: string): number => {
   const t = value instanceof Date ? value.getTime() : value;
-  if (typeof t !== 'number' || !Number.isFinite(t)) throw new TypeError(`Expected \`${what}\` to be a Date or epoch ms.`);
+  if (typeof t !== 'number' || !Number.isFinite(t))
+    throw new TypeError(`Expected \`${what}\` to be a Date or epoch ms.`);
   return t;
 };
 
@@ -132,16 +188,22 @@ const time = (value: unknown, what: string): number => {
  */
 export function listQuery(filter: ListRunsFilter = {}): RunListQuery {
   if (typeof filter !== 'object' || filter === null) throw new TypeError('Expected a listRuns filter object.');
-  const raw = filter.status === undefined ? RUN_STATUSES : typeof filter.status === 'string' ? [filter.status] : filter.status;
+  const raw =
+    filter.status === undefined ? RUN_STATUSES : typeof filter.status === 'string' ? [filter.status] : filter.status;
   if (!Array.isArray(raw) || raw.length === 0 || !raw.every((s) => RUN_STATUSES.includes(s as RunStatus))) {
     throw new TypeError(`Expected \`status\` to be one or several of ${RUN_STATUSES.join(', ')}.`);
   }
   const statuses = [...new Set(raw as RunStatus[])];
-  if (filter.chain !== undefined && (typeof filter.chain !== 'string' || filter.chain === '')) throw new TypeError('Expected `chain` to be a chain name.');
+  if (filter.chain !== undefined && (typeof filter.chain !== 'string' || filter.chain === ''))
+    throw new TypeError('Expected `chain` to be a chain name.');
   const limit = filter.limit ?? 50;
-  if (!(Number.isInteger(limit) && limit >= 1 && limit <= 1_000)) throw new TypeError('Expected `limit` to be an integer from 1 to 1000.');
+  if (!(Number.isInteger(limit) && limit >= 1 && limit <= 1_000))
+    throw new TypeError('Expected `limit` to be an integer from 1 to 1000.');
   const query: RunListQuery = {
-    statuses, since: filter.since === undefined ? -Infinity : time(filter.since, 'since'), until: filter.until === undefined ? Infinity : time(filter.until, 'until'), limit,
+    statuses,
+    since: filter.since === undefined ? -Infinity : time(filter.since, 'since'),
+    until: filter.until === undefined ? Infinity : time(filter.until, 'until'),
+    limit,
   };
   if (filter.chain !== undefined) query.chain = filter.chain;
   if (filter.cursor !== undefined) query.after = decodeRunCursor(filter.cursor);
@@ -160,6 +222,7 @@ export function listQuery(filter: ListRunsFilter = {}): RunListQuery {
 export function steered(run: StoredRun, retry: unknown, cancel: unknown): StoredRun {
   const until = retry === null || retry === undefined || retry === '' ? NaN : Number(retry);
   if (run.status === 'running' && Number.isFinite(until)) run.retryingUntil = until;
-  if (run.status === 'running' && typeof cancel === 'string') run.cancelRequested = cancel === '' ? {} : { reason: cancel };
+  if (run.status === 'running' && typeof cancel === 'string')
+    run.cancelRequested = cancel === '' ? {} : { reason: cancel };
   return run;
 }

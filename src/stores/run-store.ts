@@ -9,7 +9,8 @@ import type { IdempotencyStore } from './types.js';
  * statuses (`awaiting_confirmation`, `in_doubt`, `waiting`: a sleep or a waitFor) have no owner and no lease and are never claimed by
  * recovery: a decision takes them back ({@link RunStore.takeParked}, `reopen` for a gate).
  */
-export type RunStatus = 'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting';
+export type RunStatus =
+  'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting';
 
 /** One completed step of a durable run, journaled before any step that depends on it starts. */
 export interface JournalEntry {
@@ -142,7 +143,12 @@ export interface RunStore {
    * Appends a completed step. With `complete`, also keeps that call's idempotency result in the
    * same round trip (stores that hold both). `false`: `owner` no longer holds the run.
    */
-  journal(runId: string, owner: string, entry: JournalEntry, complete?: { key: string; value: unknown; ttlMs?: number }): Promise<boolean>;
+  journal(
+    runId: string,
+    owner: string,
+    entry: JournalEntry,
+    complete?: { key: string; value: unknown; ttlMs?: number },
+  ): Promise<boolean>;
   /**
    * Extends the lease of every listed run `owner` still holds, to `leaseUntil`: one round trip per
    * runner tick. Resolves with the ids renewed: a listed run missing from it is no longer this owner's.
@@ -153,13 +159,24 @@ export interface RunStore {
    * (`awaiting_confirmation`: no owner, no lease). Kept for `retentionMs`. `entries` are journaled in
    * the same atomic write (steps no other step depends on: nothing waits for them). `false`: not the owner.
    */
-  finish(runId: string, owner: string, status: Exclude<RunStatus, 'running'>, result: unknown, retentionMs: number, entries?: readonly JournalEntry[]): Promise<boolean>;
+  finish(
+    runId: string,
+    owner: string,
+    status: Exclude<RunStatus, 'running'>,
+    result: unknown,
+    retentionMs: number,
+    entries?: readonly JournalEntry[],
+  ): Promise<boolean>;
   /**
    * Makes a run parked at a gate `running` again under `owner` (a resume): records the approved
    * gate (a recovered run does not ask again) and the resumed segment's deadline, clears the stored
    * `result`. `false`: the run is not parked (missing, running or ended).
    */
-  reopen(runId: string, owner: string, update: { leaseUntil: number; approvedGate: string; deadlineAt: number }): Promise<boolean>;
+  reopen(
+    runId: string,
+    owner: string,
+    update: { leaseUntil: number; approvedGate: string; deadlineAt: number },
+  ): Promise<boolean>;
   /**
    * Claims up to `limit` `running` runs whose lease expired before `now`, atomically (one claimer
    * wins each run across processes), for `owner` until `leaseUntil`; returns them with their journals.
@@ -202,7 +219,13 @@ export interface RunStore {
    * several concurrent takers gets `true`; `false`: the run is not parked with that status (missing,
    * running, ended, or taken first). Absent: parked runs other than gates cannot be decided.
    */
-  takeParked?(runId: string, owner: string, from: RunStatus, update: { leaseUntil: number; deadlineAt: number }, entry?: JournalEntry): Promise<boolean>;
+  takeParked?(
+    runId: string,
+    owner: string,
+    from: RunStatus,
+    update: { leaseUntil: number; deadlineAt: number },
+    entry?: JournalEntry,
+  ): Promise<boolean>;
   /**
    * Parks a run `owner` holds as `waiting` (a sleep or a waitFor, API.md §12): no owner, no lease,
    * kept until taken back ({@link RunStore.takeParked} with `'waiting'`), `result` recorded and
@@ -210,15 +233,19 @@ export interface RunStore {
    * lists it (a sleep's end, a waitFor's timeout); `null`: only a signal takes it. `false`: not the owner.
    * Absent: runs sleep in place and cannot wait for signals.
    */
-  parkWaiting?(runId: string, owner: string, result: unknown, wakeAt: number | null, entries?: readonly JournalEntry[]): Promise<boolean>;
+  parkWaiting?(
+    runId: string,
+    owner: string,
+    result: unknown,
+    wakeAt: number | null,
+    entries?: readonly JournalEntry[],
+  ): Promise<boolean>;
   /**
    * Up to `limit` ids of runs parked `waiting` whose `wakeAt` is at or before `now`, earliest first,
    * from an index (never a scan of all runs); with `only`, those of its chains and fingerprints.
    */
   dueWaiting?(now: number, limit: number, only?: ClaimFilter): Promise<string[]>;
 }
-
-
 
 /**
  * The event log of a run store ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)): each run's events in order, numbered

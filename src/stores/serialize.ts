@@ -23,7 +23,11 @@ export class CheckpointEncodeError extends StoreFailure {
   /** Where the value sits, e.g. `results.fetch.callback`. */
   readonly path: string;
   constructor(path: string, what: string) {
-    super({ category: 'validation', code: 'checkpoint_unserializable', message: `The checkpoint cannot be stored: ${path} ${what}. Step results kept across a confirmation must be JSON values, Dates or BigInts.` });
+    super({
+      category: 'validation',
+      code: 'checkpoint_unserializable',
+      message: `The checkpoint cannot be stored: ${path} ${what}. Step results kept across a confirmation must be JSON values, Dates or BigInts.`,
+    });
     this.path = path;
   }
 }
@@ -45,7 +49,10 @@ export function encodeCheckpoint(checkpoint: Checkpoint): string {
   } catch (error) {
     if (error instanceof CheckpointEncodeError) throw error;
     // A throwing getter, a hostile Proxy, a stack overflow: still a clear refusal, never a crash.
-    throw new CheckpointEncodeError('checkpoint', `could not be read (${error instanceof Error ? error.message : typeof error})`);
+    throw new CheckpointEncodeError(
+      'checkpoint',
+      `could not be read (${error instanceof Error ? error.message : typeof error})`,
+    );
   }
   return out.join('');
 }
@@ -64,7 +71,15 @@ export function decodeCheckpoint(text: string): Checkpoint {
 
 function pathOf(path: readonly (string | number)[]): string {
   let s = '';
-  for (const p of path) s += typeof p === 'number' ? `[${p}]` : /^[A-Za-z_$][\w$]*$/.test(p) ? (s ? `.${p}` : p) : `[${JSON.stringify(p.length > 60 ? `${p.slice(0, 60)}…` : p)}]`;
+  for (const p of path)
+    s +=
+      typeof p === 'number'
+        ? `[${p}]`
+        : /^[A-Za-z_$][\w$]*$/.test(p)
+          ? s
+            ? `.${p}`
+            : p
+          : `[${JSON.stringify(p.length > 60 ? `${p.slice(0, 60)}…` : p)}]`;
   return s || 'checkpoint';
 }
 
@@ -99,7 +114,8 @@ function encode(value: unknown, out: string[], path: (string | number)[], seen: 
   }
   const obj = value as object;
   if (seen.has(obj)) throw new CheckpointEncodeError(pathOf(path), 'refers back to itself (a cycle)');
-  if (path.length >= MAX_DEPTH) throw new CheckpointEncodeError(pathOf(path.slice(0, 8)), `is nested deeper than ${MAX_DEPTH} levels`);
+  if (path.length >= MAX_DEPTH)
+    throw new CheckpointEncodeError(pathOf(path.slice(0, 8)), `is nested deeper than ${MAX_DEPTH} levels`);
   if (obj instanceof Date) {
     const t = obj.getTime();
     out.push(tagged('date', Number.isFinite(t) ? String(t) : 'null'));
@@ -119,7 +135,10 @@ function encode(value: unknown, out: string[], path: (string | number)[], seen: 
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null) {
       const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
-      throw new CheckpointEncodeError(pathOf(path), `is ${typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype'}, not plain data`);
+      throw new CheckpointEncodeError(
+        pathOf(path),
+        `is ${typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype'}, not plain data`,
+      );
     }
     if (Object.getOwnPropertySymbols(obj).length > 0) throw new CheckpointEncodeError(pathOf(path), 'has symbol keys');
     const keys = Object.keys(obj);

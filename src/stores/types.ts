@@ -27,10 +27,7 @@ export interface Checkpoint {
 }
 
 /** The outcome of taking a checkpoint. */
-export type TakeResult =
-  | { status: 'taken'; checkpoint: Checkpoint }
-  | { status: 'used' }
-  | { status: 'missing' };
+export type TakeResult = { status: 'taken'; checkpoint: Checkpoint } | { status: 'used' } | { status: 'missing' };
 
 /** Holds checkpoints; `take` must be atomic: a checkpoint is taken at most once. */
 export interface CheckpointStore {

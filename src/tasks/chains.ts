@@ -6,7 +6,10 @@ import { completeTask, deleteTask, listTasks, TASK_NOT_FOUND_MESSAGE, updateTask
 
 const userContext = z.object({ userId: z.uuid() });
 const user = ref('context', 'userId');
-const needsMatch = { check: (s: { input: { match: string } }) => s.input.match.trim().length > 0, message: 'Which task do you mean?' };
+const needsMatch = {
+  check: (s: { input: { match: string } }) => s.input.match.trim().length > 0,
+  message: 'Which task do you mean?',
+};
 
 /** What the pick steps read of a run's scope. */
 interface PickScope {
@@ -57,7 +60,8 @@ const pickedToComplete = (task: Task, s: PickScope): boolean => {
   return !listed(s).some((t) => !t.completed && titleHas(t, needle));
 };
 
-const PICK_RULE = 'by (part of) its title, or by its position in the list (`#3`, `3` or `task 3`: the 3rd task, 1-based)';
+const PICK_RULE =
+  'by (part of) its title, or by its position in the list (`#3`, `3` or `task 3`: the 3rd task, 1-based)';
 
 /** What {@link findAndComplete} returns: the task, and whether it had been completed before. */
 export type CompletedTask = Task & {
@@ -90,11 +94,20 @@ export const findAndUpdate = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
+    {
+      id: 'target',
+      select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE },
+    },
     {
       id: 'update',
       tool: updateTask,
-      input: { user_id: user, task_id: ref('target', 'task_id'), title: ref('input', 'title'), priority: ref('input', 'priority'), description: ref('input', 'description') },
+      input: {
+        user_id: user,
+        task_id: ref('target', 'task_id'),
+        title: ref('input', 'title'),
+        priority: ref('input', 'priority'),
+        description: ref('input', 'description'),
+      },
     },
   ],
   output: (s): Task => s.results.update.task,
@@ -127,7 +140,10 @@ export const findAndDelete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
+    {
+      id: 'target',
+      select: { from: ref('find', 'tasks'), where: picked, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE },
+    },
     {
       id: 'delete',
       tool: deleteTask,
@@ -165,8 +181,16 @@ export const findAndComplete = defineChain({
   context: userContext,
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: user, status: 'all' } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE } },
-    { id: 'complete', tool: completeTask, input: { user_id: user, task_id: ref('target', 'task_id') }, when: (s) => !s.results.target.completed },
+    {
+      id: 'target',
+      select: { from: ref('find', 'tasks'), where: pickedToComplete, expect: 'one', noMatch: TASK_NOT_FOUND_MESSAGE },
+    },
+    {
+      id: 'complete',
+      tool: completeTask,
+      input: { user_id: user, task_id: ref('target', 'task_id') },
+      when: (s) => !s.results.target.completed,
+    },
   ],
   // A skipped step leaves no result: then the task as found, flagged.
   output: (s): CompletedTask => {
@@ -240,12 +264,12 @@ export const taskSummary = defineChain({
  * const runner = createRunner({ invoker, chains: [...taskChains] }); // resume any of them by name
  * ```
  */
-export const taskChains: readonly [typeof findAndUpdate, typeof findAndDelete, typeof findAndComplete, typeof taskSummary] = [
-  findAndUpdate,
-  findAndDelete,
-  findAndComplete,
-  taskSummary,
-];
+export const taskChains: readonly [
+  typeof findAndUpdate,
+  typeof findAndDelete,
+  typeof findAndComplete,
+  typeof taskSummary,
+] = [findAndUpdate, findAndDelete, findAndComplete, taskSummary];
 
 /** One task completed by {@link completeAll}: completes the task `task_id` of the context's user. */
 const completeOne = defineChain({
@@ -269,12 +293,21 @@ export interface CompletedAll {
   failed: { task_id: string; title: string; error: { category: string; code: string; message: string } }[];
 }
 
-const pendingMatching = (s: { input: { match?: string | undefined }; results: Readonly<Record<string, any>> }): Task[] => {
+const pendingMatching = (s: {
+  input: { match?: string | undefined };
+  results: Readonly<Record<string, any>>;
+}): Task[] => {
   const tasks: Task[] = s.results.find.tasks;
   const needle = s.input.match?.trim().toLowerCase();
   return needle ? tasks.filter((t) => !t.completed && titleHas(t, needle)) : tasks.filter((t) => !t.completed);
 };
-const completeEach = { over: ref('targets'), chain: completeOne, input: { task_id: ref('item', 'task_id') }, concurrency: 4, onItemError: 'collect' } as const;
+const completeEach = {
+  over: ref('targets'),
+  chain: completeOne,
+  input: { task_id: ref('item', 'task_id') },
+  concurrency: 4,
+  onItemError: 'collect',
+} as const;
 
 /**
  * Completes every pending task whose title contains `match` (every pending task without one), at
@@ -290,7 +323,8 @@ const completeEach = { over: ref('targets'), chain: completeOne, input: { task_i
 export const completeAll = defineChain({
   name: 'complete_all',
   version: '1',
-  description: 'Mark every pending task (or every one whose title contains `match`) as done; asks first when more than 10 would change',
+  description:
+    'Mark every pending task (or every one whose title contains `match`) as done; asks first when more than 10 would change',
   keywords: ['complete all', 'done', 'finish everything', 'check off all', 'overdue'],
   useCases: ['Complete all my grocery tasks', 'Mark everything as done'],
   input: z.object({ match: z.string().min(1).optional() }),
@@ -304,18 +338,29 @@ export const completeAll = defineChain({
       forEach: completeEach,
       when: (s) => s.results.targets.length > COMPLETE_ALL_CONFIRM_OVER,
       confirm: {
-        prompt: (s) => `Mark all ${s.results.targets.length} ${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
-        details: (s) => ({ count: s.results.targets.length, titles: (s.results.targets as Task[]).slice(0, 20).map((t) => t.title) }),
+        prompt: (s) =>
+          `Mark all ${s.results.targets.length} ${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
+        details: (s) => ({
+          count: s.results.targets.length,
+          titles: (s.results.targets as Task[]).slice(0, 20).map((t) => t.title),
+        }),
       },
     },
   ],
   output: (s): CompletedAll => {
     const targets: Task[] = s.results.targets;
-    const each: ({ ok: true; value: Task } | { ok: false; error: { category: string; code: string; message: string } })[] = s.results.few ?? s.results.many ?? [];
+    const each: (
+      { ok: true; value: Task } | { ok: false; error: { category: string; code: string; message: string } }
+    )[] = s.results.few ?? s.results.many ?? [];
     const out: CompletedAll = { completed: [], failed: [] };
     each.forEach((r, i) => {
       if (r.ok) out.completed.push(r.value);
-      else out.failed.push({ task_id: targets[i]!.task_id, title: targets[i]!.title, error: { category: r.error.category, code: r.error.code, message: r.error.message } });
+      else
+        out.failed.push({
+          task_id: targets[i]!.task_id,
+          title: targets[i]!.title,
+          error: { category: r.error.category, code: r.error.code, message: r.error.message },
+        });
     });
     return out;
   },

@@ -55,7 +55,8 @@ const description = z.string().max(2000);
 const priority = z.enum(['low', 'medium', 'high']);
 
 /** Text as a person would compare it: trimmed, inner whitespace collapsed, case and Unicode forms folded. */
-const normal = (text: string | undefined): string => (text ?? '').normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase();
+const normal = (text: string | undefined): string =>
+  (text ?? '').normalize('NFKC').trim().replace(/\s+/g, ' ').toLowerCase();
 
 /**
  * The content key of `add_task`: the same user adding the same title (whitespace and case aside),
@@ -102,8 +103,14 @@ export const listTasks = defineTool({
  */
 export const addTask = defineTool({
   name: 'add_task',
-  description: 'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
-  input: z.object({ user_id: z.uuid(), title, priority: priority.default('medium'), description: description.optional() }),
+  description:
+    'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
+  input: z.object({
+    user_id: z.uuid(),
+    title,
+    priority: priority.default('medium'),
+    description: description.optional(),
+  }),
   output: z.object({ task: Task }),
   effect: 'write',
   idempotencyKey: sameTask,
@@ -193,10 +200,10 @@ export const deleteTask = defineTool({
  * const runner = createRunner({ invoker: createTaskStore().invoker, tools: [...taskTools] });
  * ```
  */
-export const taskTools: readonly [typeof listTasks, typeof addTask, typeof updateTask, typeof completeTask, typeof deleteTask] = [
-  listTasks,
-  addTask,
-  updateTask,
-  completeTask,
-  deleteTask,
-];
+export const taskTools: readonly [
+  typeof listTasks,
+  typeof addTask,
+  typeof updateTask,
+  typeof completeTask,
+  typeof deleteTask,
+] = [listTasks, addTask, updateTask, completeTask, deleteTask];

@@ -4,10 +4,7 @@ import { implementationsFor, type ToolErrorResult, type ToolResultOf } from '../
 import type { ToolCall, ToolInvoker } from '../invokers/types.js';
 
 /** One scripted answer. */
-export type MockAnswer =
-  | { ok: unknown; delayMs?: number }
-  | { error: unknown; delayMs?: number }
-  | { hang: true };
+export type MockAnswer = { ok: unknown; delayMs?: number } | { error: unknown; delayMs?: number } | { hang: true };
 
 /** A scripted function: returns the output (or a promise of it); throw to fail. */
 export type MockFunction = (input: any, call: ToolCall) => unknown;
@@ -24,9 +21,7 @@ export type MockScript = Record<string, MockAnswer | (MockAnswer | MockFunction)
  * ```
  */
 export type TypedMockAnswer<T> =
-  | { ok: ToolOutput<T> | ToolErrorResult; delayMs?: number }
-  | { error: unknown; delayMs?: number }
-  | { hang: true };
+  { ok: ToolOutput<T> | ToolErrorResult; delayMs?: number } | { error: unknown; delayMs?: number } | { hang: true };
 
 /**
  * A scripted function of tool `T`: its input typed, returning its output (or a promise of it); throw to fail.
@@ -47,7 +42,8 @@ export type TypedMockFunction<T> = (input: ToolInput<T>, call: ToolCall) => Tool
  * ```
  */
 export type TypedMockScript<Tools extends readonly Tool[]> = {
-  [T in Tools[number] as T['name']]?: TypedMockAnswer<T> | TypedMockFunction<T> | (TypedMockAnswer<T> | TypedMockFunction<T>)[];
+  [T in Tools[number] as T['name']]?:
+    TypedMockAnswer<T> | TypedMockFunction<T> | (TypedMockAnswer<T> | TypedMockFunction<T>)[];
 };
 
 /** A call the mock received. */
@@ -102,10 +98,14 @@ export function createMockInvoker(script: MockScript): MockInvoker;
  * });
  * ```
  */
-export function createMockInvoker<const Tools extends readonly Tool[]>(tools: Tools, script: NoInfer<TypedMockScript<Tools>>): MockInvoker;
+export function createMockInvoker<const Tools extends readonly Tool[]>(
+  tools: Tools,
+  script: NoInfer<TypedMockScript<Tools>>,
+): MockInvoker;
 export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], typed?: object): MockInvoker {
   const script = implementationsFor(scriptOrTools, typed, 'script') as MockScript;
-  if (typeof script !== 'object' || script === null) throw new TypeError('Expected a script object { [tool]: answer }.');
+  if (typeof script !== 'object' || script === null)
+    throw new TypeError('Expected a script object { [tool]: answer }.');
   const calls: MockCall[] = [];
   const position = new Map<string, number>();
 
@@ -114,7 +114,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     if (call.idempotencyKey !== undefined) entry.idempotencyKey = call.idempotencyKey;
     calls.push(entry);
     const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined; // a tool named `toString` is not scripted by Object
-    if (spec === undefined) throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
+    if (spec === undefined)
+      throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
     if (typeof spec === 'function') return spec(call.input, call);
     let answer: MockAnswer | MockFunction;
     if (Array.isArray(spec)) {
@@ -127,7 +128,9 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     }
     if (typeof answer === 'function') return answer(call.input, call);
     if (typeof answer !== 'object' || answer === null || !('ok' in answer || 'error' in answer || 'hang' in answer)) {
-      throw new TypeError(`Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; got ${JSON.stringify(answer)}.`);
+      throw new TypeError(
+        `Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; got ${JSON.stringify(answer)}.`,
+      );
     }
     if ('hang' in answer) {
       return new Promise((_, reject) => {
@@ -142,7 +145,9 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
 
   Object.defineProperty(invoker, 'calls', { get: () => calls });
   // The tools it stands in for (given, or else scripted): a runner refuses a chain needing another before its first step.
-  const served = Array.isArray(scriptOrTools) ? new Set((scriptOrTools as readonly Tool[]).map((t) => t.name)) : undefined;
+  const served = Array.isArray(scriptOrTools)
+    ? new Set((scriptOrTools as readonly Tool[]).map((t) => t.name))
+    : undefined;
   invoker.serves = served ? (tool) => served.has(tool) : (tool) => Object.hasOwn(script, tool);
   invoker.callsTo = (tool) => calls.filter((c) => c.tool === tool);
   invoker.reset = () => {

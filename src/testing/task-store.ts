@@ -61,8 +61,13 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   for (const [userId, list] of Object.entries(options.users ?? {})) {
     for (const t of list) {
       seed.push({
-        task_id: crypto.randomUUID(), user_id: userId, title: t.title, ...(t.description !== undefined && { description: t.description }),
-        completed: t.completed ?? false, priority: t.priority ?? 'medium', created_at: new Date((clock += 60_000)).toISOString(),
+        task_id: crypto.randomUUID(),
+        user_id: userId,
+        title: t.title,
+        ...(t.description !== undefined && { description: t.description }),
+        completed: t.completed ?? false,
+        priority: t.priority ?? 'medium',
+        created_at: new Date((clock += 60_000)).toISOString(),
       });
     }
   }
@@ -90,42 +95,53 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
   const isError = (v: Task | InBandError): v is InBandError => (v as InBandError).status === 'error';
 
   // Looked up by the called tool's name: a Map, so `constructor` or `toString` is just an unknown tool.
-  const handlers = new Map<string, (input: Input) => unknown>(Object.entries({
-    list_tasks: (input) => ({
-      tasks: [...byId.values()]
-        .filter((t) => t.user_id === input.user_id && (input.status === 'all' || input.status === undefined || (input.status === 'completed') === t.completed))
-        .map((t) => ({ ...t })),
+  const handlers = new Map<string, (input: Input) => unknown>(
+    Object.entries({
+      list_tasks: (input) => ({
+        tasks: [...byId.values()]
+          .filter(
+            (t) =>
+              t.user_id === input.user_id &&
+              (input.status === 'all' || input.status === undefined || (input.status === 'completed') === t.completed),
+          )
+          .map((t) => ({ ...t })),
+      }),
+      add_task: (input) => {
+        const task: Task = {
+          task_id: crypto.randomUUID(),
+          user_id: input.user_id,
+          title: input.title,
+          ...(input.description !== undefined && { description: input.description }),
+          completed: false,
+          priority: input.priority ?? 'medium',
+          created_at: new Date(now()).toISOString(),
+        };
+        byId.set(task.task_id, task);
+        return { task: { ...task } };
+      },
+      update_task: (input) => {
+        const task = owned(input);
+        if (isError(task)) return task;
+        if (input.title !== undefined) task.title = input.title;
+        if (input.priority !== undefined) task.priority = input.priority;
+        if (input.description !== undefined) task.description = input.description;
+        if (input.completed !== undefined) task.completed = input.completed;
+        return { task: { ...task } };
+      },
+      complete_task: (input) => {
+        const task = owned(input);
+        if (isError(task)) return task;
+        task.completed = true;
+        return { task: { ...task } };
+      },
+      delete_task: (input) => {
+        const task = owned(input);
+        if (isError(task)) return task;
+        byId.delete(task.task_id);
+        return { task_id: task.task_id, title: task.title, deleted: true };
+      },
     }),
-    add_task: (input) => {
-      const task: Task = {
-        task_id: crypto.randomUUID(), user_id: input.user_id, title: input.title, ...(input.description !== undefined && { description: input.description }),
-        completed: false, priority: input.priority ?? 'medium', created_at: new Date(now()).toISOString(),
-      };
-      byId.set(task.task_id, task);
-      return { task: { ...task } };
-    },
-    update_task: (input) => {
-      const task = owned(input);
-      if (isError(task)) return task;
-      if (input.title !== undefined) task.title = input.title;
-      if (input.priority !== undefined) task.priority = input.priority;
-      if (input.description !== undefined) task.description = input.description;
-      if (input.completed !== undefined) task.completed = input.completed;
-      return { task: { ...task } };
-    },
-    complete_task: (input) => {
-      const task = owned(input);
-      if (isError(task)) return task;
-      task.completed = true;
-      return { task: { ...task } };
-    },
-    delete_task: (input) => {
-      const task = owned(input);
-      if (isError(task)) return task;
-      byId.delete(task.task_id);
-      return { task_id: task.task_id, title: task.title, deleted: true };
-    },
-  }));
+  );
 
   const limited = (tool: string, userId: string): InBandError | undefined => {
     const rl = options.rateLimit;
@@ -135,7 +151,10 @@ export function createTaskStore(options: TaskStoreOptions = {}): TaskStore {
     let w = windows.get(key);
     if (!w || t - w.start >= rl.intervalMs) windows.set(key, (w = { start: t, count: 0 }));
     if (++w.count <= rl.limit) return undefined;
-    return { ...err('rate_limit_exceeded', `Rate limit of ${rl.limit} per ${rl.intervalMs} ms exceeded.`), retry_after: Math.ceil((w.start + rl.intervalMs - t) / 1000) };
+    return {
+      ...err('rate_limit_exceeded', `Rate limit of ${rl.limit} per ${rl.intervalMs} ms exceeded.`),
+      retry_after: Math.ceil((w.start + rl.intervalMs - t) / 1000),
+    };
   };
 
   const invoker: ToolInvoker = async (call: ToolCall) => {

@@ -36,8 +36,12 @@ export class BoundedLru<K, V> {
   /** The size from which the next eviction pass runs (the cap, or more after a pass fell short). */
   private trimAt: number;
 
-  constructor(readonly max: number, options: BoundedLruOptions<K, V> = {}) {
-    if (!(Number.isSafeInteger(max) && max > 0)) throw new TypeError('Expected the cap of a BoundedLru to be a positive integer.');
+  constructor(
+    readonly max: number,
+    options: BoundedLruOptions<K, V> = {},
+  ) {
+    if (!(Number.isSafeInteger(max) && max > 0))
+      throw new TypeError('Expected the cap of a BoundedLru to be a positive integer.');
     this.evictable = options.evictable;
     this.onEvict = options.onEvict;
     this.trimAt = max + 1;

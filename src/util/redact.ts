@@ -36,20 +36,39 @@ function word(segments: string, opts: { plural?: boolean; start?: boolean; last?
 export const SECRET_KEY = new RegExp(
   [
     // Long words are hidden wherever they stand, also run together (`userpassword`, `clientsecret`).
-    word('password', { plural: true }), word('passwd'), word('passphrase', { plural: true }),
-    word('secret', { plural: true }), word('credential', { plural: true }), word('authorization'),
-    word('api key', { plural: true }), word('private key', { plural: true }), word('access key', { plural: true }),
-    word('signing key', { plural: true }), word('encryption key', { plural: true }), word('session key', { plural: true }),
+    word('password', { plural: true }),
+    word('passwd'),
+    word('passphrase', { plural: true }),
+    word('secret', { plural: true }),
+    word('credential', { plural: true }),
+    word('authorization'),
+    word('api key', { plural: true }),
+    word('private key', { plural: true }),
+    word('access key', { plural: true }),
+    word('signing key', { plural: true }),
+    word('encryption key', { plural: true }),
+    word('session key', { plural: true }),
     word('connection string'),
-    word('token', { last: true }), word('otp', { last: true }),
+    word('token', { last: true }),
+    word('otp', { last: true }),
     // Plural tokens only after a credential word: `access_tokens` hidden, `tokens` / `max_tokens` (counts) shown.
-    word('access token', { plural: true }), word('refresh token', { plural: true }), word('auth token', { plural: true }),
-    word('id token', { plural: true }), word('session token', { plural: true }), word('bearer token', { plural: true }), word('api token', { plural: true }),
+    word('access token', { plural: true }),
+    word('refresh token', { plural: true }),
+    word('auth token', { plural: true }),
+    word('id token', { plural: true }),
+    word('session token', { plural: true }),
+    word('bearer token', { plural: true }),
+    word('api token', { plural: true }),
     // Short words only as a whole segment: `pass` but not `passenger` or `bypass`.
-    word('cookie', { plural: true, start: true }), word('bearer', { start: true }),
-    word('pass', { start: true, last: true }), word('pwd', { start: true, last: true }), word('auth', { start: true, last: true }),
-    word('jwt', { start: true, last: true }), word('dsn', { start: true, last: true }),
-    word('session', { start: true, last: true }), word('signature', { start: true, last: true }),
+    word('cookie', { plural: true, start: true }),
+    word('bearer', { start: true }),
+    word('pass', { start: true, last: true }),
+    word('pwd', { start: true, last: true }),
+    word('auth', { start: true, last: true }),
+    word('jwt', { start: true, last: true }),
+    word('dsn', { start: true, last: true }),
+    word('session', { start: true, last: true }),
+    word('signature', { start: true, last: true }),
   ].join('|'),
 );
 
@@ -80,7 +99,13 @@ export function redact(value: unknown, rule?: RedactRule): unknown {
 }
 
 /** The copy {@link redact} makes; `text`, when given, also masks every string (observe/redact.ts). */
-export function walk(value: unknown, rule: RedactRule | undefined, depth: number, seen: WeakSet<object>, text: ((s: string) => string) | undefined): unknown {
+export function walk(
+  value: unknown,
+  rule: RedactRule | undefined,
+  depth: number,
+  seen: WeakSet<object>,
+  text: ((s: string) => string) | undefined,
+): unknown {
   if (typeof value !== 'object' || value === null) return text && typeof value === 'string' ? text(value) : value;
   if (seen.has(value)) return '[Circular]';
   if (depth > 12) return '[Truncated]';

@@ -14,17 +14,37 @@ type Shallower = [never, 0, 1];
  * type T = TypeText<{ userId: string; tags?: string[] }>; // '{ userId: string; tags?: string[] }'
  * ```
  */
-export type TypeText<V, D extends number = 2> =
-  [V] extends [string] ? 'string' : [V] extends [number] ? 'number' : [V] extends [boolean] ? 'boolean' : [V] extends [bigint] ? 'bigint'
-  : [V] extends [null] ? 'null' : [V] extends [undefined] ? 'undefined'
-  : [V] extends [readonly (infer E)[]] ? `${TypeText<E, D>}[]`
-  : [V] extends [Date] ? 'Date'
-  : [V] extends [Record<string, unknown>] ? ([D] extends [never] ? '{ … }' : `{ ${FieldsText<V, Shallower[D]>} }`)
-  : '…';
+export type TypeText<V, D extends number = 2> = [V] extends [string]
+  ? 'string'
+  : [V] extends [number]
+    ? 'number'
+    : [V] extends [boolean]
+      ? 'boolean'
+      : [V] extends [bigint]
+        ? 'bigint'
+        : [V] extends [null]
+          ? 'null'
+          : [V] extends [undefined]
+            ? 'undefined'
+            : [V] extends [readonly (infer E)[]]
+              ? `${TypeText<E, D>}[]`
+              : [V] extends [Date]
+                ? 'Date'
+                : [V] extends [Record<string, unknown>]
+                  ? [D] extends [never]
+                    ? '{ … }'
+                    : `{ ${FieldsText<V, Shallower[D]>} }`
+                  : '…';
 
-type FieldsText<T, D extends number, K = keyof T & string, Acc extends string = ''> = [K] extends [never] ? Acc
+type FieldsText<T, D extends number, K = keyof T & string, Acc extends string = ''> = [K] extends [never]
+  ? Acc
   : LastOf<K> extends infer L extends keyof T & string
-    ? FieldsText<T, D, Exclude<K, L>, `${L}${{} extends Pick<T, L> ? '?' : ''}: ${TypeText<Exclude<T[L], undefined>, D>}${Acc extends '' ? '' : `; ${Acc}`}`>
+    ? FieldsText<
+        T,
+        D,
+        Exclude<K, L>,
+        `${L}${{} extends Pick<T, L> ? '?' : ''}: ${TypeText<Exclude<T[L], undefined>, D>}${Acc extends '' ? '' : `; ${Acc}`}`
+      >
     : Acc;
 
 /**
@@ -35,5 +55,8 @@ type FieldsText<T, D extends number, K = keyof T & string, Acc extends string = 
  * type T = JoinedText<'search' | 'send'>; // 'search, send'
  * ```
  */
-export type JoinedText<U extends string, Acc extends string = ''> = [U] extends [never] ? Acc
-  : LastOf<U> extends infer L extends string ? JoinedText<Exclude<U, L>, Acc extends '' ? L : `${L}, ${Acc}`> : Acc;
+export type JoinedText<U extends string, Acc extends string = ''> = [U] extends [never]
+  ? Acc
+  : LastOf<U> extends infer L extends string
+    ? JoinedText<Exclude<U, L>, Acc extends '' ? L : `${L}, ${Acc}`>
+    : Acc;

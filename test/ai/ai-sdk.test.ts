@@ -7,7 +7,10 @@ import { asAiSdkTool } from 'chainkit/ai';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { taskRunners } from '../helpers.js';
 
-const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 5, text: 5, reasoning: 0 },
+};
 
 /** The AI SDK's mock model, scripted: call `toolName` with `input` first, then answer in text once a tool result is in the prompt. */
 function scriptedModel(toolName: string, input: unknown): MockLanguageModelV3 {
@@ -16,10 +19,21 @@ function scriptedModel(toolName: string, input: unknown): MockLanguageModelV3 {
       const last = prompt.at(-1)!;
       if (last.role === 'tool') {
         const part = last.content.find((p) => p.type === 'tool-result');
-        const text = part && part.output.type === 'json' ? `Done: ${JSON.stringify(part.output.value).slice(0, 200)}` : 'Done.';
-        return { content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] };
+        const text =
+          part && part.output.type === 'json' ? `Done: ${JSON.stringify(part.output.value).slice(0, 200)}` : 'Done.';
+        return {
+          content: [{ type: 'text', text }],
+          finishReason: { unified: 'stop', raw: 'stop' },
+          usage,
+          warnings: [],
+        };
       }
-      return { content: [{ type: 'tool-call', toolCallId: 'call-1', toolName, input: JSON.stringify(input) }], finishReason: { unified: 'tool-calls', raw: 'tool_calls' }, usage, warnings: [] };
+      return {
+        content: [{ type: 'tool-call', toolCallId: 'call-1', toolName, input: JSON.stringify(input) }],
+        finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+        usage,
+        warnings: [],
+      };
     },
   });
 }
@@ -31,23 +45,34 @@ describe('asAiSdkTool', () => {
     const { runner } = setup();
     const model = scriptedModel('task_summary', {});
     const result = await generateText({
-      model, prompt: 'How am I doing?', stopWhen: stepCountIs(3),
-      tools: { task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }) },
+      model,
+      prompt: 'How am I doing?',
+      stopWhen: stepCountIs(3),
+      tools: {
+        task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }),
+      },
       experimental_context: { userId: fixtures.bob },
     });
     const output = result.steps[0]!.toolResults[0]!.output as { status: string; output: { total: number } };
     expect(output).toMatchObject({ status: 'completed', output: { total: 2, pending: 2 } });
     expect(result.text).toContain('"total":2');
     // The model was offered the chain's input schema.
-    expect(model.doGenerateCalls[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description })]);
+    expect(model.doGenerateCalls[0]!.tools).toEqual([
+      expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description }),
+    ]);
   });
 
-  it('reads the tool context from v7\'s `context` (the tool\'s `toolsContext` entry) or v6\'s `experimental_context`', async () => {
+  it("reads the tool context from v7's `context` (the tool's `toolsContext` entry) or v6's `experimental_context`", async () => {
     const { runner } = setup();
     const seen: unknown[] = [];
-    const tool = asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => (seen.push(c), { userId: c.userId }) });
+    const tool = asAiSdkTool(runner, taskSummary, {
+      context: (c: { userId: string }) => (seen.push(c), { userId: c.userId }),
+    });
     const v7 = await tool.execute({}, { toolCallId: 'v7', messages: [], context: { userId: fixtures.bob } });
-    const v6 = await tool.execute({}, { toolCallId: 'v6', messages: [], experimental_context: { userId: fixtures.alice } });
+    const v6 = await tool.execute(
+      {},
+      { toolCallId: 'v6', messages: [], experimental_context: { userId: fixtures.alice } },
+    );
     expect(seen).toEqual([{ userId: fixtures.bob }, { userId: fixtures.alice }]);
     expect(v7).toMatchObject({ status: 'completed', output: { total: 2 } });
     expect(v6).toMatchObject({ status: 'completed', output: { total: 5 } });
@@ -59,35 +84,62 @@ describe('asAiSdkTool', () => {
     const tool = asAiSdkTool(runner, taskSummary, { contextSchema, context: (c) => ({ userId: c.userId }) });
     expect(tool.contextSchema).toBe(contextSchema);
     expect('contextSchema' in asAiSdkTool(runner, taskSummary, { context: { userId: fixtures.bob } })).toBe(false);
-    const result = await generateText({ model: scriptedModel('task_summary', {}), prompt: 'How am I doing?', tools: { task_summary: tool }, experimental_context: { userId: fixtures.bob } });
+    const result = await generateText({
+      model: scriptedModel('task_summary', {}),
+      prompt: 'How am I doing?',
+      tools: { task_summary: tool },
+      experimental_context: { userId: fixtures.bob },
+    });
     expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'completed', output: { total: 2 } });
   });
 
-  it('a gate is the SDK\'s tool approval: nothing past it runs until the call is approved', async () => {
+  it("a gate is the SDK's tool approval: nothing past it runs until the call is approved", async () => {
     const { store, runner } = setup();
     const asked: ConfirmationRequestedEvent[] = [];
     runner.events.on('confirmation:requested', (e) => asked.push(e));
     const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };
     const messages: ModelMessage[] = [{ role: 'user', content: 'Delete my dentist task' }];
 
-    const first = await generateText({ model: scriptedModel('find_and_delete', { match: 'dentist' }), messages, tools, stopWhen: stepCountIs(3) });
+    const first = await generateText({
+      model: scriptedModel('find_and_delete', { match: 'dentist' }),
+      messages,
+      tools,
+      stopWhen: stepCountIs(3),
+    });
     const request = first.content.find((p) => p.type === 'tool-approval-request');
     expect(request).toMatchObject({ toolCall: { toolCallId: 'call-1', toolName: 'find_and_delete' } });
-    expect(asked).toEqual([expect.objectContaining({ runId: 'call-1', prompt: expect.stringContaining('Dentist appointment') })]);
+    expect(asked).toEqual([
+      expect.objectContaining({ runId: 'call-1', prompt: expect.stringContaining('Dentist appointment') }),
+    ]);
     expect(store.tasks(fixtures.alice).map((t) => t.title)).toContain('Dentist appointment');
     expect(store.callCount.delete_task ?? 0).toBe(0);
 
-    messages.push(...first.response.messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] });
-    const second = await generateText({ model: scriptedModel('find_and_delete', { match: 'dentist' }), messages, tools, stopWhen: stepCountIs(3) });
+    messages.push(...first.response.messages, {
+      role: 'tool',
+      content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }],
+    });
+    const second = await generateText({
+      model: scriptedModel('find_and_delete', { match: 'dentist' }),
+      messages,
+      tools,
+      stopWhen: stepCountIs(3),
+    });
     expect(store.tasks(fixtures.alice).map((t) => t.title)).not.toContain('Dentist appointment');
     expect(store.callCount.delete_task).toBe(1);
     // The approved call runs before the model's next step: its result leads the new messages.
     const toolMessage = second.response.messages[0]!;
-    const toolResult = toolMessage.role === 'tool' ? toolMessage.content.find((p) => p.type === 'tool-result') : undefined;
-    expect(toolResult?.output).toMatchObject({ type: 'json', value: { status: 'completed', output: { title: 'Dentist appointment', deleted: true } } });
+    const toolResult =
+      toolMessage.role === 'tool' ? toolMessage.content.find((p) => p.type === 'tool-result') : undefined;
+    expect(toolResult?.output).toMatchObject({
+      type: 'json',
+      value: { status: 'completed', output: { title: 'Dentist appointment', deleted: true } },
+    });
     expect(second.text).toContain('"deleted":true');
     // The approved execution passes the same gate again, so the question is emitted a second time.
-    expect(asked.map((e) => [e.runId, e.step])).toEqual([['call-1', 'delete'], ['call-1', 'delete']]);
+    expect(asked.map((e) => [e.runId, e.step])).toEqual([
+      ['call-1', 'delete'],
+      ['call-1', 'delete'],
+    ]);
     expect(store.callCount.list_tasks).toBe(2); // up to the gate once, then the approved run
   });
 
@@ -97,8 +149,16 @@ describe('asAiSdkTool', () => {
     const messages: ModelMessage[] = [{ role: 'user', content: 'Delete my milk task' }];
     const first = await generateText({ model: scriptedModel('find_and_delete', { match: 'milk' }), messages, tools });
     const request = first.content.find((p) => p.type === 'tool-approval-request')!;
-    messages.push(...first.response.messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: false }] });
-    await generateText({ model: scriptedModel('find_and_delete', { match: 'milk' }), messages, tools, stopWhen: stepCountIs(3) });
+    messages.push(...first.response.messages, {
+      role: 'tool',
+      content: [{ type: 'tool-approval-response', approvalId: request.approvalId, approved: false }],
+    });
+    await generateText({
+      model: scriptedModel('find_and_delete', { match: 'milk' }),
+      messages,
+      tools,
+      stopWhen: stepCountIs(3),
+    });
     expect(store.tasks(fixtures.alice).map((t) => t.title)).toContain('Buy milk');
     expect(store.callCount.delete_task ?? 0).toBe(0);
   });
@@ -106,20 +166,39 @@ describe('asAiSdkTool', () => {
   it('a call that fails before its gate needs no approval and tells the model why', async () => {
     const { runner } = setup();
     const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };
-    const result = await generateText({ model: scriptedModel('find_and_delete', { match: 'buy' }), prompt: 'Delete the buy task', tools, stopWhen: stepCountIs(3) });
+    const result = await generateText({
+      model: scriptedModel('find_and_delete', { match: 'buy' }),
+      prompt: 'Delete the buy task',
+      tools,
+      stopWhen: stepCountIs(3),
+    });
     expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
-    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'failed', error: { category: 'ambiguous' } });
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({
+      status: 'failed',
+      error: { category: 'ambiguous' },
+    });
   });
 
   it('a gate first reached when the SDK executes (the data changed since needsApproval) is declined, not passed unasked', async () => {
     const store = createTaskStore({ users: fixtures.users });
     let lists = 0;
     // The first list (needsApproval's run) misses the task: that run fails before the gate, so the SDK executes without asking.
-    const runner = createRunner({ invoker: (call) => (call.tool === 'list_tasks' && ++lists === 1 ? Promise.resolve({ tasks: [] }) : store.invoker(call)) });
+    const runner = createRunner({
+      invoker: (call) =>
+        call.tool === 'list_tasks' && ++lists === 1 ? Promise.resolve({ tasks: [] }) : store.invoker(call),
+    });
     const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };
-    const result = await generateText({ model: scriptedModel('find_and_delete', { match: 'milk' }), prompt: 'Delete my milk task', tools, stopWhen: stepCountIs(3) });
+    const result = await generateText({
+      model: scriptedModel('find_and_delete', { match: 'milk' }),
+      prompt: 'Delete my milk task',
+      tools,
+      stopWhen: stepCountIs(3),
+    });
     expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
-    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'declined', message: expect.stringMatching(/not asked for this call; call the tool again/) });
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({
+      status: 'declined',
+      message: expect.stringMatching(/not asked for this call; call the tool again/),
+    });
     expect(store.callCount.delete_task ?? 0).toBe(0);
     await runner.close();
   });
@@ -137,7 +216,10 @@ describe('examples/ai-sdk-agent.ts', () => {
     const { fileURLToPath } = await import('node:url');
     const script = fileURLToPath(new URL('../../examples/ai-sdk-agent.ts', import.meta.url));
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 }, (error, out) => (error ? reject(error) : resolve(out))));
+      execFile(process.execPath, ['--import', 'tsx', script], { timeout: 30_000 }, (error, out) =>
+        error ? reject(error) : resolve(out),
+      ),
+    );
     expect(stdout).toContain("agent: Are you sure you want to delete 'Dentist appointment'?");
     expect(stdout).toContain('agent: Deleted "Dentist appointment".');
     expect(stdout).not.toMatch(/tasks now:.*Dentist/);

@@ -16,16 +16,29 @@ const tsc = fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', impor
 describe('chainkit/redis on ioredis 6 types', () => {
   it("src/redis type-checks with 'ioredis' resolved to ioredis 6, and takes its clients (test/compat/ioredis-6-types.ts)", async () => {
     const out = await new Promise<string>((resolve) =>
-      execFile(process.execPath, [tsc, '-p', 'test/compat/ioredis-6/tsconfig.json', '--pretty', 'false'], { cwd: root }, (error, stdout, stderr) => resolve(`${error ? `exit ${error.code}\n` : ''}${stdout}${stderr}`)));
+      execFile(
+        process.execPath,
+        [tsc, '-p', 'test/compat/ioredis-6/tsconfig.json', '--pretty', 'false'],
+        { cwd: root },
+        (error, stdout, stderr) => resolve(`${error ? `exit ${error.code}\n` : ''}${stdout}${stderr}`),
+      ),
+    );
     expect(out).toBe('');
   }, 60_000);
 });
 
 describe('the worker processes run on ioredis 6', () => {
   it("resolves 'ioredis' to ioredis 6 under the alias hook", async () => {
-    const script = "const { default: Redis } = await import('ioredis'); console.log(import.meta.resolve('ioredis'), typeof Redis);";
+    const script =
+      "const { default: Redis } = await import('ioredis'); console.log(import.meta.resolve('ioredis'), typeof Redis);";
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', alias, '--input-type=module', '-e', script], { cwd: root }, (error, stdout) => (error ? reject(error) : resolve(stdout.trim()))));
+      execFile(
+        process.execPath,
+        ['--import', alias, '--input-type=module', '-e', script],
+        { cwd: root },
+        (error, stdout) => (error ? reject(error) : resolve(stdout.trim())),
+      ),
+    );
     expect(out).toMatch(/\/node_modules\/ioredis-6\/built\/index\.js function$/);
   });
 });

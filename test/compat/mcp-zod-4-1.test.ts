@@ -17,7 +17,12 @@ import { mcpInvoker, toolsFromMcp } from 'chainkit/mcp';
 vi.mock('zod', async () => await import('zod-4-1'));
 vi.mock('zod/v4/core', async () => await import('zod-4-1/v4/core'));
 
-const ADD_INPUT = { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'], additionalProperties: false };
+const ADD_INPUT = {
+  type: 'object',
+  properties: { a: { type: 'number' }, b: { type: 'number' } },
+  required: ['a', 'b'],
+  additionalProperties: false,
+};
 const ADD_OUTPUT = { type: 'object', properties: { sum: { type: 'number' } }, required: ['sum'] };
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -32,20 +37,35 @@ async function connect(): Promise<{ client: Client; calls: unknown[] }> {
   const mcp = new McpServer({ name: 'adder', version: '1.0.0' }, { capabilities: { tools: {} } });
   const server = mcp.server;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: [{ name: 'add', description: 'Add two numbers', inputSchema: ADD_INPUT, outputSchema: ADD_OUTPUT, annotations: { readOnlyHint: true } }],
+    tools: [
+      {
+        name: 'add',
+        description: 'Add two numbers',
+        inputSchema: ADD_INPUT,
+        outputSchema: ADD_OUTPUT,
+        annotations: { readOnlyHint: true },
+      },
+    ],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const args = request.params.arguments ?? {};
     calls.push(args);
     const { a, b } = args as { a?: unknown; b?: unknown };
-    if (typeof a !== 'number' || typeof b !== 'number') return { isError: true, content: [{ type: 'text', text: 'MCP error -32602: Invalid arguments for tool add: a and b must be numbers' }] };
+    if (typeof a !== 'number' || typeof b !== 'number')
+      return {
+        isError: true,
+        content: [{ type: 'text', text: 'MCP error -32602: Invalid arguments for tool add: a and b must be numbers' }],
+      };
     return { content: [{ type: 'text', text: JSON.stringify({ sum: a + b }) }], structuredContent: { sum: a + b } };
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await mcp.connect(serverSide);
   const client = new Client({ name: 'chainkit-test', version: '1.0.0' });
   await client.connect(clientSide);
-  cleanups.push(() => client.close(), () => mcp.close());
+  cleanups.push(
+    () => client.close(),
+    () => mcp.close(),
+  );
   return { client, calls };
 }
 
@@ -61,7 +81,9 @@ describe('toolsFromMcp on zod 4.1 (no z.fromJSONSchema)', () => {
     expect(add).toMatchObject({ name: 'add', description: 'Add two numbers', effect: 'read' });
     expect(schemaToJSONSchema(add!.input, 'input')).toEqual(ADD_INPUT);
     expect(schemaToJSONSchema(add!.output, 'output')).toEqual(ADD_OUTPUT);
-    expect(createToolRegistry([add!]).toJSONSchema('complex', { format: 'anthropic' })).toEqual([{ name: 'add', description: 'Add two numbers', input_schema: ADD_INPUT }]);
+    expect(createToolRegistry([add!]).toJSONSchema('complex', { format: 'anthropic' })).toEqual([
+      { name: 'add', description: 'Add two numbers', input_schema: ADD_INPUT },
+    ]);
   });
 
   it('checks locally only that the input is an object; the server enforces the rest', async () => {
@@ -72,15 +94,23 @@ describe('toolsFromMcp on zod 4.1 (no z.fromJSONSchema)', () => {
     expect(parseSchema(add!.input, { a: 'one' }).success).toBe(true); // not checked here: zod 4.1 cannot read the schema
 
     const sum = defineChain({
-      name: 'sum', input: z.object({ a: z.number(), b: z.unknown() }),
+      name: 'sum',
+      input: z.object({ a: z.number(), b: z.unknown() }),
       steps: [{ id: 'add', tool: add!, input: { a: ref('input', 'a'), b: ref('input', 'b') } }],
     });
-    const runner = createRunner({ invoker: mcpInvoker(client), tools: [add!], retry: { invalid_input: { retries: 0 } } });
+    const runner = createRunner({
+      invoker: mcpInvoker(client),
+      tools: [add!],
+      retry: { invalid_input: { retries: 0 } },
+    });
     cleanups.push(() => runner.close());
     const ok = await runner.run(sum, { a: 2, b: 3 });
     expect(ok.status === 'completed' && ok.output).toEqual({ sum: 5 });
     const bad = await runner.run(sum, { a: 2, b: 'three' });
     expect(bad.status === 'failed' && bad.error).toMatchObject({ category: 'invalid_input', step: 'add' });
-    expect(calls).toEqual([{ a: 2, b: 3 }, { a: 2, b: 'three' }]); // the server saw and refused the bad one
+    expect(calls).toEqual([
+      { a: 2, b: 3 },
+      { a: 2, b: 'three' },
+    ]); // the server saw and refused the bad one
   });
 });

@@ -2,7 +2,16 @@
 // type-checks against the PACKED chainkit, its declarations included. The app lives in a temp
 // directory so that no node_modules/@types/pg above it is visible. Needs dist (`npx tsup`); offline.
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +26,12 @@ function run(cmd: string, args: readonly string[], cwd: string): Promise<{ code:
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { cwd });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d; });
-    child.stderr.on('data', (d: Buffer) => { out += d; });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d;
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d;
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, out }));
   });
@@ -30,7 +43,9 @@ describe('an app on chainkit/postgres without @types/pg', () => {
   beforeAll(async () => {
     const built = join(root, 'dist', 'postgres', 'index.d.ts');
     if (!existsSync(built) || statSync(built).mtimeMs < statSync(join(root, 'src', 'postgres', 'index.ts')).mtimeMs) {
-      throw new Error('dist/postgres is missing or older than src/postgres: build first (`npm test` runs tsup in pretest, or `npx tsup`)');
+      throw new Error(
+        'dist/postgres is missing or older than src/postgres: build first (`npm test` runs tsup in pretest, or `npx tsup`)',
+      );
     }
     app = mkdtempSync(join(tmpdir(), 'chainkit-pg-types-'));
     // chainkit as npm packs it (package.json `files`), unpacked where npm would install it.
@@ -38,12 +53,20 @@ describe('an app on chainkit/postgres without @types/pg', () => {
     expect(pack.code, pack.out).toBe(0);
     const tarball = join(app, pack.out.trim().split('\n').at(-1)!);
     mkdirSync(join(app, 'node_modules', 'chainkit'), { recursive: true });
-    const untar = await run('tar', ['-xzf', tarball, '-C', join(app, 'node_modules', 'chainkit'), '--strip-components=1'], app);
+    const untar = await run(
+      'tar',
+      ['-xzf', tarball, '-C', join(app, 'node_modules', 'chainkit'), '--strip-components=1'],
+      app,
+    );
     expect(untar.code, untar.out).toBe(0);
     // What the app installed besides: pg (JavaScript only), zod, Node's types; chainkit's own dependencies.
     mkdirSync(join(app, 'node_modules', '@types'), { recursive: true });
-    for (const pkg of ['pg', 'zod', 'eventemitter3', 'bottleneck', '@types/node']) symlinkSync(join(root, 'node_modules', pkg), join(app, 'node_modules', pkg), 'dir');
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'chainkit-pg-types-app', private: true, type: 'module' }));
+    for (const pkg of ['pg', 'zod', 'eventemitter3', 'bottleneck', '@types/node'])
+      symlinkSync(join(root, 'node_modules', pkg), join(app, 'node_modules', pkg), 'dir');
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify({ name: 'chainkit-pg-types-app', private: true, type: 'module' }),
+    );
     copyFileSync(join(sources, 'app.ts'), join(app, 'app.ts'));
     copyFileSync(join(sources, 'tsconfig.json'), join(app, 'tsconfig.json'));
   }, 60_000);

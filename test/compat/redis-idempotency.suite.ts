@@ -17,7 +17,14 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
   let monitor: MonitorClient; // MONITOR: every command the stores send
   const sent: string[][] = [];
 
-  const write = defineTool({ name: 'pay', description: 'pay', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5000 });
+  const write = defineTool({
+    name: 'pay',
+    description: 'pay',
+    input: z.object({}),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+    timeoutMs: 5000,
+  });
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** Where the store keeps `key` of a call of `tool` without a context: scoped per tool and caller. */
   const stored = (key: string, tool = 'pay') => `${prefix}:idem:${idempotencyStoreKey(tool, {}, key)}`;
@@ -46,7 +53,11 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
     it('ends at the call deadline with deadline_exceeded, not after pendingWaitMs, and stops polling', async () => {
       await claimElsewhere('k1');
       const invoker = createMockInvoker({ pay: { ok: { ok: true } } });
-      const runner = createRunner({ invoker, tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }) });
+      const runner = createRunner({
+        invoker,
+        tools: [write],
+        stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }),
+      });
       const r = await runner.invoke('pay', {}, { idempotencyKey: 'k1', timeoutMs: 60 });
       expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
       expect(invoker.calls).toHaveLength(0);
@@ -60,7 +71,11 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
 
     it('sends no Redis command after runner.close()', async () => {
       await claimElsewhere('k2');
-      const runner = createRunner({ invoker: createMockInvoker({ pay: { ok: { ok: true } } }), tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }) });
+      const runner = createRunner({
+        invoker: createMockInvoker({ pay: { ok: { ok: true } } }),
+        tools: [write],
+        stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 3000 }),
+      });
       const pending = runner.invoke('pay', {}, { idempotencyKey: 'k2', timeoutMs: 10_000 });
       while (polls('k2') < 2) await pause(10);
       await runner.close();
@@ -74,7 +89,11 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
 
     it('a duplicate that outlives pendingWaitMs before its deadline fails with conflict', async () => {
       await claimElsewhere('k3');
-      const runner = createRunner({ invoker: createMockInvoker({ pay: { ok: { ok: true } } }), tools: [write], stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 40 }) });
+      const runner = createRunner({
+        invoker: createMockInvoker({ pay: { ok: { ok: true } } }),
+        tools: [write],
+        stores: redisStores(redis, { prefix, pollMs: 10, pendingWaitMs: 40 }),
+      });
       const r = await runner.invoke('pay', {}, { idempotencyKey: 'k3', timeoutMs: 10_000 });
       expect(r.status === 'failed' && r.error.category).toBe('conflict');
       await runner.close();
@@ -94,15 +113,27 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
       await runner.close();
     });
     it('keeps the key of a write whose outcome is unknown: a duplicate in another process gets that failure, the tool runs once', async () => {
-      const drop = defineTool({ name: 'drop', description: 'drop', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 40 });
+      const drop = defineTool({
+        name: 'drop',
+        description: 'drop',
+        input: z.object({}),
+        output: z.object({ ok: z.boolean() }),
+        effect: 'destructive',
+        timeoutMs: 40,
+      });
       const invoker = createMockInvoker({ drop: [() => new Promise(() => {}), { ok: { ok: true } }] }); // hangs, ignoring its signal
       const a = createRunner({ invoker, tools: [drop], stores: redisStores(redis, { prefix, pollMs: 10 }) });
       const b = createRunner({ invoker, tools: [drop], stores: redisStores(redis, { prefix, pollMs: 10 }) });
       const first = a.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 });
       await pause(10);
       const duplicate = b.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 }); // waits for the call in flight
-      const results = [await first, await duplicate, await b.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 })];
-      for (const r of results) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
+      const results = [
+        await first,
+        await duplicate,
+        await b.invoke('drop', {}, { idempotencyKey: 'k5', timeoutMs: 2000 }),
+      ];
+      for (const r of results)
+        expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
       expect(results[2]!.status === 'failed' && results[2]!.error.message).toMatch(/outcome is unknown/);
       expect(invoker.calls).toHaveLength(1);
       const ttl = await other.pttl(stored('k5', 'drop'));

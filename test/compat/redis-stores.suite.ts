@@ -19,17 +19,30 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
   let redis: SuiteClient;
   const started: ChildProcessWithoutNullStreams[] = [];
 
-  interface Worker { child: ChildProcessWithoutNullStreams; ready: Promise<void>; token: Promise<string>; result: Promise<Record<string, unknown>> }
+  interface Worker {
+    child: ChildProcessWithoutNullStreams;
+    ready: Promise<void>;
+    token: Promise<string>;
+    result: Promise<Record<string, unknown>>;
+  }
 
   function startWorker(job: Record<string, unknown>): Worker {
-    const child = spawn(process.execPath, [...workerNodeArgs, '--import', 'tsx', worker, JSON.stringify({ prefix, secret, ...job })], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [...workerNodeArgs, '--import', 'tsx', worker, JSON.stringify({ prefix, secret, ...job })],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     started.push(child);
     let out = '';
     let err = '';
     let markReady: () => void = () => {};
     let gotToken: (t: string) => void = () => {};
-    const ready = new Promise<void>((r) => { markReady = r; });
-    const token = new Promise<string>((r) => { gotToken = r; });
+    const ready = new Promise<void>((r) => {
+      markReady = r;
+    });
+    const token = new Promise<string>((r) => {
+      gotToken = r;
+    });
     child.stdout.on('data', (d: Buffer) => {
       out += d;
       if (out.includes('ready\n')) markReady();
@@ -46,11 +59,22 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
     });
     return { child, ready, token, result };
   }
-  const go = (w: Worker): void => { w.child.stdin.write('go\n'); };
+  const go = (w: Worker): void => {
+    w.child.stdin.write('go\n');
+  };
 
   function localRunner() {
     const invoker = workerInvoker();
-    return { invoker, runner: createRunner({ invoker, tools: [...taskTools, flaky], chains: [findAndDelete, addOne], secret, stores: redisStores(redis, { prefix }) }) };
+    return {
+      invoker,
+      runner: createRunner({
+        invoker,
+        tools: [...taskTools, flaky],
+        chains: [findAndDelete, addOne],
+        secret,
+        stores: redisStores(redis, { prefix }),
+      }),
+    };
   }
 
   describe(`chainkit/redis across processes (${label})`, () => {
@@ -78,7 +102,10 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
       resumers.forEach(go); // A, B and C resume at once
       const results = await Promise.all(resumers.map((w) => w.result));
       const outcomes = results.map((r) => r.code ?? r.status);
-      expect(outcomes.filter((s) => s === 'completed'), JSON.stringify(results)).toHaveLength(1);
+      expect(
+        outcomes.filter((s) => s === 'completed'),
+        JSON.stringify(results),
+      ).toHaveLength(1);
       expect(outcomes.filter((s) => s === 'already_used')).toHaveLength(2);
       expect(results.flatMap((r) => r.calls as string[]).filter((t) => t === 'delete_task')).toHaveLength(1);
     }, 30_000);
@@ -125,18 +152,26 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
       expect(starts[59]! - starts[0]!).toBeGreaterThanOrEqual(1900);
       expect(starts[59]! - starts[0]!).toBeLessThan(4000); // …and the windows follow each other
       // Fixed windows allow at most 2 × 20 starts inside any sliding second, and never all 60.
-      for (let i = 0; i < 60; i++) expect(starts.filter((s) => s >= starts[i]! && s < starts[i]! + 1000).length).toBeLessThanOrEqual(40);
+      for (let i = 0; i < 60; i++)
+        expect(starts.filter((s) => s >= starts[i]! && s < starts[i]! + 1000).length).toBeLessThanOrEqual(40);
     }, 40_000);
 
     it('a per-user limit keys each user under its tool, whatever the user id holds', async () => {
       const store = redisLimiterStore(redis, { prefix: `${prefix}:users` });
       const spec = { limit: 1, intervalMs: 60_000, per: 'user' as const };
       const scope = new AbortScope();
-      const slots = await Promise.all(['org:1', 'org:2'].map((user) => store.limiter('chainkit:limited', spec, user).acquire(scope, Date.now() + 5000)));
+      const slots = await Promise.all(
+        ['org:1', 'org:2'].map((user) =>
+          store.limiter('chainkit:limited', spec, user).acquire(scope, Date.now() + 5000),
+        ),
+      );
       expect(slots.every((s) => typeof s === 'function')).toBe(true); // one slot each: the users do not share a limit
       for (const release of slots) (release as () => void)();
       const keys = await redis.keys(`b_${prefix}:users:*_settings`);
-      expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual(['chainkit:limited:org:1_settings', 'chainkit:limited:org:2_settings']);
+      expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual([
+        'chainkit:limited:org:1_settings',
+        'chainkit:limited:org:2_settings',
+      ]);
       await store.close!();
     });
 
@@ -150,7 +185,10 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
       expect(fresh.runner.timing.estimate('list_tasks').samples).toBe(0);
       await fresh.runner.ready;
       expect(fresh.runner.timing.estimate('list_tasks')).toMatchObject({ samples: learned, confidence: 'medium' });
-      expect(fresh.runner.metrics.transitionsFrom('list_tasks').complete_task).toMatchObject({ count: 12, successRate: 1 });
+      expect(fresh.runner.metrics.transitionsFrom('list_tasks').complete_task).toMatchObject({
+        count: 12,
+        successRate: 1,
+      });
       expect(fresh.runner.suggest('list_tasks').nextTools.map((s) => s.tool)).toContain('complete_task');
       await fresh.runner.close();
     }, 30_000);
@@ -170,9 +208,15 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
       const a = localRunner();
       const gate = await a.runner.run(findAndDelete, { match: 'groceries' }, { context: { userId: TASK.user_id } });
       if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
-      const wrong = await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d' } });
+      const wrong = await a.runner.resume(
+        gate.resumeToken,
+        { approved: true },
+        { context: { userId: '0b9a8c7d-6e5f-4a3b-9c2d-1e0f9a8b7c6d' } },
+      );
       expect(wrong.status === 'failed' && wrong.error.code).toBe('context_mismatch');
-      expect((await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } })).status).toBe('completed');
+      expect(
+        (await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } })).status,
+      ).toBe('completed');
       const again = await a.runner.resume(gate.resumeToken, { approved: true }, { context: { userId: TASK.user_id } });
       expect(again.status === 'failed' && again.error.code).toBe('already_used');
       await a.runner.close();

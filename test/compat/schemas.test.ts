@@ -3,11 +3,25 @@ import { describe, expect, it } from 'vitest';
 import * as zm41 from 'zod-4-1/mini';
 import { z as z41 } from 'zod-4-1';
 import * as zm from 'zod/mini';
-import { defineChain, DefinitionError, defineTool, createToolRegistry, functionInvoker, ref, runChain, type Schema } from 'chainkit';
+import {
+  defineChain,
+  DefinitionError,
+  defineTool,
+  createToolRegistry,
+  functionInvoker,
+  ref,
+  runChain,
+  type Schema,
+} from 'chainkit';
 import { isSchema, schemaToJSONSchema } from '../../src/define/schema.js';
 
 interface Schemas {
-  listIn: Schema; listOut: Schema; renameIn: Schema; renameOut: Schema; chainIn: Schema; ctx: Schema;
+  listIn: Schema;
+  listOut: Schema;
+  renameIn: Schema;
+  renameOut: Schema;
+  chainIn: Schema;
+  ctx: Schema;
 }
 
 // The same schemas in each flavour: classic zod 4.1 (another copy than chainkit's), zod/mini of both copies.
@@ -38,14 +52,35 @@ const flavours: Record<string, () => Schemas> = {
   }),
 };
 
-const TASKS = [{ task_id: 't1', title: 'Buy milk' }, { task_id: 't2', title: 'Call mum' }];
+const TASKS = [
+  { task_id: 't1', title: 'Buy milk' },
+  { task_id: 't2', title: 'Call mum' },
+];
 
 function setup(s: Schemas) {
-  const list = defineTool({ name: 'list_tasks', description: 'List tasks', input: s.listIn, output: s.listOut, effect: 'read' });
-  const rename = defineTool({ name: 'rename_task', description: 'Rename a task', input: s.renameIn, output: s.renameOut });
+  const list = defineTool({
+    name: 'list_tasks',
+    description: 'List tasks',
+    input: s.listIn,
+    output: s.listOut,
+    effect: 'read',
+  });
+  const rename = defineTool({
+    name: 'rename_task',
+    description: 'Rename a task',
+    input: s.renameIn,
+    output: s.renameOut,
+  });
   const steps = (from: string) => [
     { id: 'find', tool: list, input: { user_id: ref('context', 'userId') } },
-    { id: 'target', select: { from: ref('find', from), where: { title: { contains: ref('input', 'match') } }, expect: 'one' as const } },
+    {
+      id: 'target',
+      select: {
+        from: ref('find', from),
+        where: { title: { contains: ref('input', 'match') } },
+        expect: 'one' as const,
+      },
+    },
     { id: 'rename', tool: rename, input: { task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
   ];
   const chain = defineChain({ name: 'rename_by_title', input: s.chainIn, context: s.ctx, steps: steps('tasks') });
@@ -60,7 +95,10 @@ describe.each(Object.entries(flavours))('schemas from %s', (_name, make) => {
     const calls: unknown[] = [];
     const invoker = functionInvoker({
       list_tasks: () => ({ tasks: TASKS }),
-      rename_task: (input: unknown) => { calls.push(input); return { ok: true }; },
+      rename_task: (input: unknown) => {
+        calls.push(input);
+        return { ok: true };
+      },
     });
     const r = await runChain(chain, { match: 'milk', title: 'Buy oat milk' }, { invoker, context: { userId: 'u1' } });
     expect(r.status).toBe('completed');
@@ -71,14 +109,32 @@ describe.each(Object.entries(flavours))('schemas from %s', (_name, make) => {
     const { chain } = setup(make());
     const good = functionInvoker({ list_tasks: () => ({ tasks: TASKS }), rename_task: () => ({ ok: true }) });
     const badInput = await runChain(chain, { match: 5 } as never, { invoker: good, context: { userId: 'u1' } });
-    expect(badInput.status === 'failed' && badInput.error).toMatchObject({ category: 'invalid_input', code: 'invalid_input', message: expect.stringContaining("at 'match'") });
+    expect(badInput.status === 'failed' && badInput.error).toMatchObject({
+      category: 'invalid_input',
+      code: 'invalid_input',
+      message: expect.stringContaining("at 'match'"),
+    });
     const badContext = await runChain(chain, { match: 'milk', title: 'x' }, { invoker: good, context: {} as never });
     expect(badContext.status === 'failed' && badContext.error).toMatchObject({ code: 'invalid_context' });
-    const badStepInput = await runChain(chain, { match: 'milk', title: '' }, { invoker: good, context: { userId: 'u1' } });
-    expect(badStepInput.status === 'failed' && badStepInput.error).toMatchObject({ code: 'invalid_step_input', message: expect.stringContaining("at 'title'") });
-    const badOutput = functionInvoker({ list_tasks: () => ({ tasks: [{ task_id: 't1', title: 5 }] }), rename_task: () => ({ ok: true }) });
+    const badStepInput = await runChain(
+      chain,
+      { match: 'milk', title: '' },
+      { invoker: good, context: { userId: 'u1' } },
+    );
+    expect(badStepInput.status === 'failed' && badStepInput.error).toMatchObject({
+      code: 'invalid_step_input',
+      message: expect.stringContaining("at 'title'"),
+    });
+    const badOutput = functionInvoker({
+      list_tasks: () => ({ tasks: [{ task_id: 't1', title: 5 }] }),
+      rename_task: () => ({ ok: true }),
+    });
     const r = await runChain(chain, { match: 'milk', title: 'x' }, { invoker: badOutput, context: { userId: 'u1' } });
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'validation', code: 'invalid_output', message: expect.stringContaining("at 'tasks[0].title'") });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'validation',
+      code: 'invalid_output',
+      message: expect.stringContaining("at 'tasks[0].title'"),
+    });
   });
 
   it('are introspected for the static checks of defineChain', () => {
@@ -91,13 +147,25 @@ describe.each(Object.entries(flavours))('schemas from %s', (_name, make) => {
       error = e;
     }
     expect(error).toBeInstanceOf(DefinitionError);
-    expect((error as DefinitionError).issues).toContainEqual(expect.objectContaining({ path: 'steps[1].select.from', message: expect.stringContaining("path 'taskz' does not exist") }));
+    expect((error as DefinitionError).issues).toContainEqual(
+      expect.objectContaining({
+        path: 'steps[1].select.from',
+        message: expect.stringContaining("path 'taskz' does not exist"),
+      }),
+    );
   });
 
   it('export JSON Schema for the model', () => {
     const { list } = setup(make());
-    expect(schemaToJSONSchema(list.input)).toMatchObject({ type: 'object', properties: { user_id: { type: 'string' } }, required: ['user_id'] });
+    expect(schemaToJSONSchema(list.input)).toMatchObject({
+      type: 'object',
+      properties: { user_id: { type: 'string' } },
+      required: ['user_id'],
+    });
     const [def] = createToolRegistry([list], { tiers: { simple: ['list_tasks'] } }).toJSONSchema('simple');
-    expect(def).toMatchObject({ name: 'list_tasks', parameters: { type: 'object', properties: { user_id: { type: 'string' } } } });
+    expect(def).toMatchObject({
+      name: 'list_tasks',
+      parameters: { type: 'object', properties: { user_id: { type: 'string' } } },
+    });
   });
 });

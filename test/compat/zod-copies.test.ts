@@ -13,8 +13,12 @@ function typecheck(project: string): Promise<{ code: number | null; out: string 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [tsc, '-p', project, '--pretty', 'false'], { cwd: root });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d; });
-    child.stderr.on('data', (d: Buffer) => { out += d; });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d;
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      out += d;
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, out }));
   });

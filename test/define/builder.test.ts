@@ -2,7 +2,16 @@
 // like the untyped ones at run time.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, DefinitionError, functionInvoker, ref, type Runner, type Scope } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  DefinitionError,
+  functionInvoker,
+  ref,
+  type Runner,
+  type Scope,
+} from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { count, echo, remove, USER } from '../helpers.js';
 
@@ -13,23 +22,38 @@ const prompt = (s: Scope): string => `Remove ${String(s.results.pick.id)}?`;
 const summary = (s: Scope): unknown => ({ removed: s.results.remove, text: s.input.text });
 const length = (s: Scope): number => String(s.input.text).length;
 
-const declarative = () => defineChain({
-  name: 'same', version: '2', description: 'd', keywords: ['k'], input, context, timeoutMs: 5000,
-  steps: [
-    { id: 'count', tool: count, input: {} },
-    { id: 'pick', select: { from: ref('count', 'items'), where: { label: { contains: ref('input', 'label') } }, expect: 'one' } },
-    { id: 'len', compute: length, output: z.number() },
-    { id: 'remove', tool: remove, input: { id: ref('context', 'userId') }, confirm: { prompt } },
-  ],
-  output: summary,
-});
+const declarative = () =>
+  defineChain({
+    name: 'same',
+    version: '2',
+    description: 'd',
+    keywords: ['k'],
+    input,
+    context,
+    timeoutMs: 5000,
+    steps: [
+      { id: 'count', tool: count, input: {} },
+      {
+        id: 'pick',
+        select: { from: ref('count', 'items'), where: { label: { contains: ref('input', 'label') } }, expect: 'one' },
+      },
+      { id: 'len', compute: length, output: z.number() },
+      { id: 'remove', tool: remove, input: { id: ref('context', 'userId') }, confirm: { prompt } },
+    ],
+    output: summary,
+  });
 
-const built = () => chain('same', { input, context, version: '2', description: 'd', keywords: ['k'], timeoutMs: 5000 })
-  .tool('count', count, () => ({}))
-  .select('pick', (ref) => ({ from: ref('count', 'items'), where: { label: { contains: ref('input', 'label') } }, expect: 'one' }))
-  .compute('len', length, { output: z.number() })
-  .tool('remove', remove, (ref) => ({ id: ref('context', 'userId') }), { confirm: { prompt } })
-  .output(summary);
+const built = () =>
+  chain('same', { input, context, version: '2', description: 'd', keywords: ['k'], timeoutMs: 5000 })
+    .tool('count', count, () => ({}))
+    .select('pick', (ref) => ({
+      from: ref('count', 'items'),
+      where: { label: { contains: ref('input', 'label') } },
+      expect: 'one',
+    }))
+    .compute('len', length, { output: z.number() })
+    .tool('remove', remove, (ref) => ({ id: ref('context', 'userId') }), { confirm: { prompt } })
+    .output(summary);
 
 describe('chain() builder', () => {
   const open: Runner[] = [];
@@ -42,13 +66,24 @@ describe('chain() builder', () => {
     const b = built();
     expect(b.fingerprint).toBe(a.fingerprint);
     expect(b.plan.map((p) => [p.id, p.kind, p.deps])).toEqual(a.plan.map((p) => [p.id, p.kind, p.deps]));
-    expect({ ...b, plan: undefined, steps: undefined, output: undefined }).toEqual({ ...a, plan: undefined, steps: undefined, output: undefined });
+    expect({ ...b, plan: undefined, steps: undefined, output: undefined }).toEqual({
+      ...a,
+      plan: undefined,
+      steps: undefined,
+      output: undefined,
+    });
     expect(Object.isFrozen(b)).toBe(true);
   });
 
   it('.build() without output has the fingerprint of a declarative chain without output', () => {
-    const a = defineChain({ name: 'b', input, steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'text') } }] });
-    const b = chain('b', { input }).tool('e', echo, (ref) => ({ value: ref('input', 'text') })).build();
+    const a = defineChain({
+      name: 'b',
+      input,
+      steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'text') } }],
+    });
+    const b = chain('b', { input })
+      .tool('e', echo, (ref) => ({ value: ref('input', 'text') }))
+      .build();
     expect(b.fingerprint).toBe(a.fingerprint);
   });
 
@@ -58,7 +93,9 @@ describe('chain() builder', () => {
     for (const c of [declarative(), built()]) {
       const runner = createRunner({ invoker: createMockInvoker(script) });
       open.push(runner);
-      results.push(await runner.run(c, { text: 'hello', label: 'milk' }, { context: { userId: USER }, confirm: () => true }));
+      results.push(
+        await runner.run(c, { text: 'hello', label: 'milk' }, { context: { userId: USER }, confirm: () => true }),
+      );
     }
     expect(results.map((r) => r.status === 'completed' && r.output)).toEqual([
       { removed: { ok: true }, text: 'hello' },
@@ -78,15 +115,23 @@ describe('chain() builder', () => {
     };
     const uuid = z.object({ id: z.string() });
     // A destructive step without `confirm` type-checks; both forms reject it the same way.
-    const fromBuilder = issuesOf(() => chain('x', { input: uuid }).tool('r', remove, (r) => ({ id: r('input', 'id') })).build());
-    const fromSpec = issuesOf(() => defineChain({ name: 'x', input: uuid, steps: [{ id: 'r', tool: remove, input: { id: ref('input', 'id') } }] }));
+    const fromBuilder = issuesOf(() =>
+      chain('x', { input: uuid })
+        .tool('r', remove, (r) => ({ id: r('input', 'id') }))
+        .build(),
+    );
+    const fromSpec = issuesOf(() =>
+      defineChain({ name: 'x', input: uuid, steps: [{ id: 'r', tool: remove, input: { id: ref('input', 'id') } }] }),
+    );
     expect(fromBuilder).toEqual(fromSpec);
     expect(JSON.stringify(fromBuilder)).toMatch(/destructive/);
   });
 
   it('rejects step options that would replace the step itself', () => {
     const b = chain('x', { input });
-    expect(() => b.tool('e', echo, () => ({ value: 'v' }), JSON.parse('{"tool": 1}'))).toThrow(/`tool` is not a step option/);
+    expect(() => b.tool('e', echo, () => ({ value: 'v' }), JSON.parse('{"tool": 1}'))).toThrow(
+      /`tool` is not a step option/,
+    );
     expect(() => b.compute('c', () => 1, JSON.parse('"fast"'))).toThrow(TypeError);
   });
 
@@ -103,21 +148,36 @@ describe('typed invokers at run time', () => {
   it('functionInvoker(tools, impls) calls the implementations by tool name', async () => {
     const invoker = functionInvoker([echo], { echo: async ({ value }) => ({ value: value.toUpperCase() }) });
     const runner = createRunner({ invoker });
-    const c = chain('shout', { input }).tool('e', echo, (ref) => ({ value: ref('input', 'text') })).build();
+    const c = chain('shout', { input })
+      .tool('e', echo, (ref) => ({ value: ref('input', 'text') }))
+      .build();
     const r = await runner.run(c, { text: 'hi', label: 'x' });
     await runner.close();
     expect(r.status === 'completed' && r.output).toEqual({ value: 'HI' });
   });
 
-  it('rejects an implementation for a tool not given (a JavaScript caller\'s typo)', () => {
-    expect(() => functionInvoker([echo], JSON.parse('{"ecoh": 1}'))).toThrow(/'ecoh' is not one of the tools given \(echo\)/);
-    expect(() => createMockInvoker([echo, count], JSON.parse('{"cuont": {"ok": 1}}'))).toThrow(/'cuont' is not one of the tools given \(echo, count\)/);
+  it("rejects an implementation for a tool not given (a JavaScript caller's typo)", () => {
+    expect(() => functionInvoker([echo], JSON.parse('{"ecoh": 1}'))).toThrow(
+      /'ecoh' is not one of the tools given \(echo\)/,
+    );
+    expect(() => createMockInvoker([echo, count], JSON.parse('{"cuont": {"ok": 1}}'))).toThrow(
+      /'cuont' is not one of the tools given \(echo, count\)/,
+    );
     expect(() => functionInvoker(JSON.parse('[{}]'), {})).toThrow(/array of tools/);
   });
 
   it('createMockInvoker(tools, script) answers from the script', async () => {
     const invoker = createMockInvoker([echo], { echo: [{ ok: { value: 'a' } }, (i) => ({ value: `${i.value}!` })] });
-    const call = { tool: 'echo', input: { value: 'x' }, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined };
+    const call = {
+      tool: 'echo',
+      input: { value: 'x' },
+      attempt: 1,
+      signal: new AbortController().signal,
+      runId: 'r',
+      traceId: 't',
+      context: {},
+      progress: () => undefined,
+    };
     expect(await invoker(call)).toEqual({ value: 'a' });
     expect(await invoker(call)).toEqual({ value: 'x!' });
     expect(invoker.callsTo('echo')).toHaveLength(2);

@@ -15,12 +15,23 @@ describe('paths and refs', () => {
     expect(ref('context', 'userId').resolve(scope)).toBe('u');
     expect(ref('find', 'tasks[0].id').resolve(scope)).toBe('x');
     expect(ref('find', 'tasks.5.id').resolve(scope)).toBeUndefined();
-    expect(ref('input', 'done').transform((d: boolean) => (d ? 'completed' : 'pending')).resolve(scope)).toBe('completed');
+    expect(
+      ref('input', 'done')
+        .transform((d: boolean) => (d ? 'completed' : 'pending'))
+        .resolve(scope),
+    ).toBe('completed');
     expect(String(ref('find', 'tasks[0].id'))).toBe('find.tasks[0].id');
   });
 
   it('walks zod schemas through wrappers', () => {
-    const s = z.object({ a: z.array(z.object({ b: z.number() })).optional().nullable().default([]), u: z.union([z.string(), z.number()]) });
+    const s = z.object({
+      a: z
+        .array(z.object({ b: z.number() }))
+        .optional()
+        .nullable()
+        .default([]),
+      u: z.union([z.string(), z.number()]),
+    });
     expect(schemaKind(schemaAtPath(s, ['a', 0, 'b'])!)).toBe('number');
     expect(schemaAtPath(s, ['a', 0, 'c'])).toBeUndefined();
     expect(schemaAtPath(s, ['nope'])).toBeUndefined();

@@ -48,12 +48,18 @@ describe('step kinds', () => {
     ]);
     expect(issues[0]!.message).toMatch(/^literal 42 does not match the field/);
     expect(issues[2]!.message).toBe('Expected `retry` to be an object or false.');
-    expect(issues[1]!.message).toBe('tool remove is destructive: add `confirm: { prompt }`, or `confirm: false` to waive it explicitly.');
+    expect(issues[1]!.message).toBe(
+      'tool remove is destructive: add `confirm: { prompt }`, or `confirm: false` to waive it explicitly.',
+    );
     expect(issues[3]!.message).toBe('ref c.n is a number, not an array.');
     expect(issues[4]!.message).toBe("did you mean ref('c', 'items')? `where` is checked against its items.");
     expect(issues[6]!.message).toBe('Expected `compute` to be a function of the scope.');
-    expect(issues.at(-2)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got tool and compute.');
-    expect(issues.at(-1)!.message).toBe('A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got none.');
+    expect(issues.at(-2)!.message).toBe(
+      'A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got tool and compute.',
+    );
+    expect(issues.at(-1)!.message).toBe(
+      'A step needs exactly one of `tool`, `select`, `compute`, `chain`, `forEach`, `branch`, `loop`, `sleep` or `waitFor`; got none.',
+    );
   });
 
   it('plans and runs a step of every kind through its table entry', async () => {
@@ -62,12 +68,25 @@ describe('step kinds', () => {
       input,
       steps: [
         { id: 'c', tool: count, input: {} },
-        { id: 'pick', select: { from: ref('c', 'items'), where: { label: { contains: ref('input', 'text') } }, expect: 'one' } },
+        {
+          id: 'pick',
+          select: { from: ref('c', 'items'), where: { label: { contains: ref('input', 'text') } }, expect: 'one' },
+        },
         { id: 'len', compute: (s) => s.results.pick.label.length, output: z.number() },
       ],
     });
     expect(chain.plan.map((p) => p.kind)).toEqual(['tool', 'select', 'compute']);
-    const invoker = createMockInvoker({ count: { ok: { n: 2, items: [{ id: 'a', label: 'Alpha' }, { id: 'b', label: 'Beta' }] } } });
+    const invoker = createMockInvoker({
+      count: {
+        ok: {
+          n: 2,
+          items: [
+            { id: 'a', label: 'Alpha' },
+            { id: 'b', label: 'Beta' },
+          ],
+        },
+      },
+    });
     const r = await runChain(chain, { text: 'bet' }, { invoker });
     expect(r.status === 'completed' && r.output).toBe(4);
     expect(invoker.callsTo('count')).toHaveLength(1);

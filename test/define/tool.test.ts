@@ -13,8 +13,15 @@ describe('defineTool', () => {
 
   it('lists every problem of a bad spec at once', () => {
     const bad = {
-      name: '1bad name', description: '', input: {}, output: 'x', effect: 'delete', timeoutMs: -1,
-      retry: { retries: -1, factor: 0.5 }, rateLimit: { limit: 0, intervalMs: 0, per: 'tenant' }, suggests: [{ tool: 1 }],
+      name: '1bad name',
+      description: '',
+      input: {},
+      output: 'x',
+      effect: 'delete',
+      timeoutMs: -1,
+      retry: { retries: -1, factor: 0.5 },
+      rateLimit: { limit: 0, intervalMs: 0, per: 'tenant' },
+      suggests: [{ tool: 1 }],
     };
     let error: DefinitionError | undefined;
     try {
@@ -24,10 +31,22 @@ describe('defineTool', () => {
     }
     expect(error).toBeInstanceOf(DefinitionError);
     const paths = error!.issues.map((i) => i.path);
-    expect(paths).toEqual(expect.arrayContaining([
-      'name', 'description', 'input', 'output', 'effect', 'timeoutMs', 'retry.retries', 'retry.factor',
-      'rateLimit.limit', 'rateLimit.intervalMs', 'rateLimit.per', 'suggests[0]',
-    ]));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'name',
+        'description',
+        'input',
+        'output',
+        'effect',
+        'timeoutMs',
+        'retry.retries',
+        'retry.factor',
+        'rateLimit.limit',
+        'rateLimit.intervalMs',
+        'rateLimit.per',
+        'suggests[0]',
+      ]),
+    );
     expect(error!.message).toContain('12 problems');
   });
 

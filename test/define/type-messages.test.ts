@@ -22,7 +22,27 @@ function tscErrors(body: string): string {
   try {
     writeFileSync(join(dir, 'case.ts'), header + body);
     try {
-      execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', 'esnext', '--moduleResolution', 'bundler', '--types', 'node', '--pretty', 'false', join(dir, 'case.ts')], { cwd: root, encoding: 'utf8' });
+      execFileSync(
+        process.execPath,
+        [
+          join(root, 'node_modules/typescript/bin/tsc'),
+          '--noEmit',
+          '--strict',
+          '--skipLibCheck',
+          '--target',
+          'es2022',
+          '--module',
+          'esnext',
+          '--moduleResolution',
+          'bundler',
+          '--types',
+          'node',
+          '--pretty',
+          'false',
+          join(dir, 'case.ts'),
+        ],
+        { cwd: root, encoding: 'utf8' },
+      );
       return '';
     } catch (error) {
       return (error as { stdout: string }).stdout;
@@ -42,18 +62,26 @@ describe('tsc messages for ref path typos', { timeout: 60_000 }, () => {
   .tool('send', send, (ref) => ({ to: ref('contact', 'emial') }))
   .build();
 `);
-    expect(firstLines(out)).toContain(`Argument of type '"emial"' is not assignable to parameter of type '"'emial' is not a field of step contact: id, name, email"'`);
+    expect(firstLines(out)).toContain(
+      `Argument of type '"emial"' is not assignable to parameter of type '"'emial' is not a field of step contact: id, name, email"'`,
+    );
     expect(out.trim().split('\n')).toHaveLength(1);
   });
 
   it('names the wrong segment of a nested path with an index', () => {
-    const out = tscErrors(`chain('c', { input }).tool('find', search, (ref) => ({ query: ref('input', 'tasks.0.titel') })).build();\n`);
+    const out = tscErrors(
+      `chain('c', { input }).tool('find', search, (ref) => ({ query: ref('input', 'tasks.0.titel') })).build();\n`,
+    );
     expect(firstLines(out)).toContain(`'titel' is not a field of tasks.0 in the input: title`);
   });
 
   it('says an index is missing before a field of an array', () => {
-    const out = tscErrors(`chain('c', { input }).tool('find', search, (ref) => ({ query: ref('input', 'tasks.title') })).build();\n`);
-    expect(firstLines(out)).toContain(`'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`);
+    const out = tscErrors(
+      `chain('c', { input }).tool('find', search, (ref) => ({ query: ref('input', 'tasks.title') })).build();\n`,
+    );
+    expect(firstLines(out)).toContain(
+      `'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`,
+    );
   });
 });
 
@@ -62,12 +90,15 @@ describe('tsc messages for runs and implementations', { timeout: 60_000 }, () =>
   const imports = `import { createRunner, functionInvoker } from 'chainkit';\n`;
 
   it('running a chain that declares a context without one names the context and its type', () => {
-    const out = tscErrors(`${imports}const c = chain('c', { input, context: z.object({ userId: z.string(), tenant: z.string().optional() }) })
+    const out =
+      tscErrors(`${imports}const c = chain('c', { input, context: z.object({ userId: z.string(), tenant: z.string().optional() }) })
   .tool('find', search, (ref) => ({ query: ref('input', 'name') })).build();
 const runner = createRunner({ invoker: functionInvoker([search], { search: async () => ({ contacts: [] }) }) });
 void runner.run(c, { name: 'Ada', tasks: [] });
 `);
-    expect(firstLines(out)).toContain(`is not assignable to parameter of type '"context { userId: string; tenant?: string } is required: run(chain, input, { context })"'`);
+    expect(firstLines(out)).toContain(
+      `is not assignable to parameter of type '"context { userId: string; tenant?: string } is required: run(chain, input, { context })"'`,
+    );
     expect(out.trim().split('\n')).toHaveLength(1);
   });
 
@@ -77,7 +108,9 @@ void runner.run(c, { name: 'Ada', tasks: [] });
   send: async ({ to }) => ({ id: to }),
 });
 `);
-    expect(out.split('\n')[0]).toContain(`is not assignable to type '"wrong output of tool search: contacts[number].email: expected string"'`);
+    expect(out.split('\n')[0]).toContain(
+      `is not assignable to type '"wrong output of tool search: contacts[number].email: expected string"'`,
+    );
     expect(out.trim().split('\n')).toHaveLength(1);
   });
 
@@ -116,15 +149,31 @@ describe('tsc messages for ref path typos in the declarative form', { timeout: 6
   });
 
   it('names the wrong segment of a nested path with an index, in the input and the context', () => {
-    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.0.titel')`)))).toContain(`'titel' is not a field of tasks.0 in the input: title`);
-    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.title')`)))).toContain(`'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`);
-    expect(firstLines(tscErrors(steps(`ref('context', 'userid')`)))).toContain(`'userid' is not a field of the context: userId`);
+    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.0.titel')`)))).toContain(
+      `'titel' is not a field of tasks.0 in the input: title`,
+    );
+    expect(firstLines(tscErrors(steps(`ref('input', 'tasks.title')`)))).toContain(
+      `'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)`,
+    );
+    expect(firstLines(tscErrors(steps(`ref('context', 'userid')`)))).toContain(
+      `'userid' is not a field of the context: userId`,
+    );
   });
 
   it('names a where field the selected items do not have, and a wrong ref in a matcher', () => {
-    const where = tscErrors(steps(`'x'`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { nmae: { equals: 'x' } }, expect: 'one' } },`));
+    const where = tscErrors(
+      steps(
+        `'x'`,
+        `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { nmae: { equals: 'x' } }, expect: 'one' } },`,
+      ),
+    );
     expect(firstLines(where)).toContain(`'nmae' is not a field of the selected items: id, name, email`);
-    const matcher = tscErrors(steps(`'x'`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'nmae') } }, expect: 'one' } },`));
+    const matcher = tscErrors(
+      steps(
+        `'x'`,
+        `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'nmae') } }, expect: 'one' } },`,
+      ),
+    );
     expect(firstLines(matcher)).toContain(`'nmae' is not a field of the input: name, tasks`);
   });
 
@@ -134,11 +183,20 @@ describe('tsc messages for ref path typos in the declarative form', { timeout: 6
   { id: 'send', tool: send, input: { to: 'x' } },
 ], output: (s) => s.results.sned });
 `);
-    expect(firstLines(out)).toContain(`Property 'sned' does not exist on type 'Readonly<{ find: { contacts: { id: string; name: string; email: string; }[]; }; send: { id: string; }; }>'`);
+    expect(firstLines(out)).toContain(
+      `Property 'sned' does not exist on type 'Readonly<{ find: { contacts: { id: string; name: string; email: string; }[]; }; send: { id: string; }; }>'`,
+    );
   });
 
   it('accepts the valid paths (no error at all)', () => {
-    expect(tscErrors(steps(`ref('contact', 'email')`, `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'tasks.0.title') } }, expect: 'all' } },`))).toBe('');
+    expect(
+      tscErrors(
+        steps(
+          `ref('contact', 'email')`,
+          `\n  { id: 'again', select: { from: ref('find', 'contacts'), where: { name: { contains: ref('input', 'tasks.0.title') } }, expect: 'all' } },`,
+        ),
+      ),
+    ).toBe('');
   });
 });
 

@@ -15,7 +15,10 @@ type Msg = { type: string; answers?: string[]; paid?: number };
 
 function worker(task: DecideJob) {
   const messages: Msg[] = [];
-  const child = fork(script, [JSON.stringify(task)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(script, [JSON.stringify(task)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.on('message', (m: Msg) => messages.push(m));
@@ -24,7 +27,8 @@ function worker(task: DecideJob) {
     for (;;) {
       const found = messages.find((m) => m.type === type);
       if (found) return found;
-      if (child.exitCode !== null || Date.now() > until) throw new Error(`no ${type} message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
+      if (child.exitCode !== null || Date.now() > until)
+        throw new Error(`no ${type} message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   };
@@ -64,7 +68,15 @@ for (const store of ['redis', 'postgres'] as const) {
       const ns = `ck_decide_${process.pid}_${Date.now() % 1_000_000}`;
       const stores = await setups[store](ns);
       let paidHere = 0;
-      const a = createRunner({ invoker: functionInvoker([reserve, pay], { reserve: async ({ n }) => ({ id: `r${n}` }), pay: async () => (paidHere++, { paid: true }) }), chains: [gated], secret: SECRET, stores });
+      const a = createRunner({
+        invoker: functionInvoker([reserve, pay], {
+          reserve: async ({ n }) => ({ id: `r${n}` }),
+          pay: async () => (paidHere++, { paid: true }),
+        }),
+        chains: [gated],
+        secret: SECRET,
+        stores,
+      });
       cleanups.push(() => a.close());
       const runId = `${ns}-run`;
       const parked = await a.run(gated, { n: 1 }, { runId, context: { userId: 'u-1' } });
@@ -81,7 +93,9 @@ for (const store of ['redis', 'postgres'] as const) {
       expect(done.reduce((n, m) => n + m.paid!, paidHere)).toBe(1);
       expect(answers.filter((x) => x === 'completed')).toHaveLength(1);
       // The others: a decide or resume that lost the take, or a decide that found the run no longer parked.
-      expect(answers.filter((x) => x !== 'completed').every((x) => x === 'failed:already_used' || x === 'not_parked')).toBe(true);
+      expect(
+        answers.filter((x) => x !== 'completed').every((x) => x === 'failed:already_used' || x === 'not_parked'),
+      ).toBe(true);
       expect((await a.getRun(runId))?.status).toBe('completed');
     }, 60_000);
   });

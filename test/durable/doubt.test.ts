@@ -6,7 +6,15 @@ import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, ref, type Runner, type ToolCall } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  type Runner,
+  type ToolCall,
+} from '../../src/index.js';
 import type { RunStore } from '../../src/stores/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
@@ -28,7 +36,10 @@ afterAll(async () => {
 });
 
 type Kind = 'memory' | 'redis' | 'postgres';
-interface Stores { runs: RunStore; idempotency: IdempotencyStore }
+interface Stores {
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+}
 function storesOf(kind: Kind, now: () => number): Stores {
   const ns = `${tag}_${++seq}`;
   if (kind === 'redis') {
@@ -46,18 +57,59 @@ function storesOf(kind: Kind, now: () => number): Stores {
 
 const LEASE = 60_000;
 const ctx = z.object({ userId: z.string() });
-const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const release = defineTool({ name: 'release', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
+const read = defineTool({
+  name: 'read',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const release = defineTool({
+  name: 'release',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
 // The plain write: a payment API that ignores idempotency keys.
-const refund = defineTool({ name: 'issue_refund', description: 'p', input: z.object({ id: z.string(), token: z.string() }), output: z.object({ refunded: z.boolean() }), effect: 'write' });
-const notify = defineTool({ name: 'notify', description: 'n', input: z.object({ ok: z.boolean() }), output: z.object({ sent: z.boolean() }), effect: 'write', idempotent: true });
+const refund = defineTool({
+  name: 'issue_refund',
+  description: 'p',
+  input: z.object({ id: z.string(), token: z.string() }),
+  output: z.object({ refunded: z.boolean() }),
+  effect: 'write',
+});
+const notify = defineTool({
+  name: 'notify',
+  description: 'n',
+  input: z.object({ ok: z.boolean() }),
+  output: z.object({ sent: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
 
 const chain = defineChain({
-  name: 'doubt_refund', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000,
+  name: 'doubt_refund',
+  input: z.object({ n: z.number() }),
+  context: ctx,
+  timeoutMs: 600_000,
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
-    { id: 'reserve', tool: reserve, input: { n: ref('a', 'n') }, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('a', 'n') },
+      compensate: { tool: release, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'refund', tool: refund, input: { id: ref('reserve', 'id'), token: 'tok-secret-123' } },
     { id: 'notify', tool: notify, input: { ok: ref('refund', 'refunded') } },
   ],
@@ -90,7 +142,14 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
       issue_refund: tool('issue_refund', () => ({ refunded: true })) as never,
       notify: tool('notify', () => ({ sent: true })) as never,
     });
-    const r = createRunner({ invoker, tools: [read, reserve, release, refund, notify], chains: [chain], stores, leaseMs: LEASE, now });
+    const r = createRunner({
+      invoker,
+      tools: [read, reserve, release, refund, notify],
+      chains: [chain],
+      stores,
+      leaseMs: LEASE,
+      now,
+    });
     runners.push(r);
     return { runner: r, calls, keys };
   }
@@ -119,14 +178,28 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     expect(parked.status).toBe('in_doubt');
     if (parked.status !== 'in_doubt') return;
     expect(parked.step).toBe('refund');
-    expect(parked.inDoubt).toEqual([{ step: 'refund', tool: 'issue_refund', input: { id: `r-${runId}`, token: '[REDACTED]' }, startedAt }]);
+    expect(parked.inDoubt).toEqual([
+      { step: 'refund', tool: 'issue_refund', input: { id: `r-${runId}`, token: '[REDACTED]' }, startedAt },
+    ]);
     expect(heir.calls).toEqual([]);
 
     const info = await heir.runner.getRun(runId);
-    expect(info).toMatchObject({ status: 'in_doubt', leaseUntil: 0, steps: ['a', 'reserve'], inDoubt: [{ step: 'refund', tool: 'issue_refund', startedAt }] });
+    expect(info).toMatchObject({
+      status: 'in_doubt',
+      leaseUntil: 0,
+      steps: ['a', 'reserve'],
+      inDoubt: [{ step: 'refund', tool: 'issue_refund', startedAt }],
+    });
     expect(JSON.stringify(info)).not.toContain('tok-secret-123');
     const listed = await heir.runner.listRuns({ status: 'in_doubt' });
-    expect(listed.runs).toEqual([expect.objectContaining({ runId, status: 'in_doubt', steps: 2, inDoubt: { step: 'refund', tool: 'issue_refund', startedAt } })]);
+    expect(listed.runs).toEqual([
+      expect.objectContaining({
+        runId,
+        status: 'in_doubt',
+        steps: 2,
+        inDoubt: { step: 'refund', tool: 'issue_refund', startedAt },
+      }),
+    ]);
     expect((await heir.runner.listRuns()).runs.map((r) => r.runId)).toContain(runId); // the default listing covers every status
 
     t += LEASE + 1_000;
@@ -154,7 +227,10 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     await heir.runner.recover();
     // Two instances decide at once: exactly one acts.
     const [d1, d2] = [runner(stores), runner(stores)];
-    const answers = await Promise.all([d1.runner.decide(runId, { retry: true, by: 'ops:alice' }), d2.runner.decide(runId, { retry: true, by: 'ops:bob' })]);
+    const answers = await Promise.all([
+      d1.runner.decide(runId, { retry: true, by: 'ops:alice' }),
+      d2.runner.decide(runId, { retry: true, by: 'ops:bob' }),
+    ]);
     const results = answers.filter((a) => typeof a !== 'string');
     expect(answers.filter((a) => a === 'not_parked')).toHaveLength(1);
     expect(results).toHaveLength(1);
@@ -208,7 +284,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     expect(info?.decidedBy).toBe('ops:alice');
   });
 
-  it('an owner that stalled past its lease inside a plain write: the caller\'s retry parks the run in doubt, the owner stops lease_lost and records nothing', async () => {
+  it("an owner that stalled past its lease inside a plain write: the caller's retry parks the run in doubt, the owner stops lease_lost and records nothing", async () => {
     const stores = storesOf(kind, now);
     let answer!: (v: unknown) => void;
     const stalled = runner(stores, { issue_refund: () => new Promise((r) => (answer = r)) });
@@ -245,7 +321,9 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     const heir = runner(stores);
     await heir.runner.recover();
     await expect(heir.runner.decide(runId, { approved: true, by: 'ops' })).rejects.toThrow(/retry, by/);
-    await expect(heir.runner.decide(runId, { retry: true, approved: true, by: 'ops' } as never)).rejects.toThrow(TypeError);
+    await expect(heir.runner.decide(runId, { retry: true, approved: true, by: 'ops' } as never)).rejects.toThrow(
+      TypeError,
+    );
     await expect(heir.runner.decide(runId, { retry: 'yes', by: 'ops' } as never)).rejects.toThrow(TypeError);
     expect((await heir.runner.getRun(runId))?.status).toBe('in_doubt');
     expect(await heir.runner.decide(rid('missing'), { retry: true, by: 'ops' })).toBe('not_found');
@@ -271,16 +349,32 @@ describe('what recording a plain write costs', () => {
     });
     return { runs, idempotency, calls };
   }
-  const idemWrite = defineTool({ name: 'w_idem', description: 'w', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write', idempotent: true });
-  const plainWrite = defineTool({ name: 'w_plain', description: 'w', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write' });
-  const shape = (name: string, write: typeof idemWrite | typeof plainWrite) => defineChain({
-    name, input: z.object({ n: z.number() }), timeoutMs: 60_000,
-    steps: [
-      { id: 'a', tool: read, input: { n: ref('input', 'n') } },
-      { id: 'w', tool: write, input: { n: ref('a', 'n') } },
-      { id: 'b', tool: read, input: { n: ref('w', 'n') } },
-    ],
+  const idemWrite = defineTool({
+    name: 'w_idem',
+    description: 'w',
+    input: z.object({ n: z.number() }),
+    output: z.object({ n: z.number() }),
+    effect: 'write',
+    idempotent: true,
   });
+  const plainWrite = defineTool({
+    name: 'w_plain',
+    description: 'w',
+    input: z.object({ n: z.number() }),
+    output: z.object({ n: z.number() }),
+    effect: 'write',
+  });
+  const shape = (name: string, write: typeof idemWrite | typeof plainWrite) =>
+    defineChain({
+      name,
+      input: z.object({ n: z.number() }),
+      timeoutMs: 60_000,
+      steps: [
+        { id: 'a', tool: read, input: { n: ref('input', 'n') } },
+        { id: 'w', tool: write, input: { n: ref('a', 'n') } },
+        { id: 'b', tool: read, input: { n: ref('w', 'n') } },
+      ],
+    });
   const reads = shape('cost_reads', idemWrite);
   const withPlain = shape('cost_plain', plainWrite);
   const echo = async ({ n }: { n: number }) => ({ n });
@@ -288,7 +382,12 @@ describe('what recording a plain write costs', () => {
   it('one store round trip more per plain write, none for reads and idempotent writes (the same chain otherwise)', async () => {
     const costOf = async (c: typeof reads | typeof withPlain): Promise<Map<string, number>> => {
       const stores = counted();
-      const r = createRunner({ invoker: functionInvoker([read, idemWrite, plainWrite], { read: echo, w_idem: echo, w_plain: echo }), tools: [read, idemWrite, plainWrite], chains: [c], stores });
+      const r = createRunner({
+        invoker: functionInvoker([read, idemWrite, plainWrite], { read: echo, w_idem: echo, w_plain: echo }),
+        tools: [read, idemWrite, plainWrite],
+        chains: [c],
+        stores,
+      });
       runners.push(r);
       stores.calls.clear();
       expect((await r.run(c, { n: 1 })).status).toBe('completed');
@@ -308,11 +407,29 @@ describe('a plain write inside a forEach item (memory)', () => {
     let t = 1_700_000_000_000;
     const now = (): number => t;
     const stores = storesOf('memory', now);
-    const list = defineTool({ name: 'list', description: 'l', input: z.object({}), output: z.object({ ids: z.array(z.string()) }), effect: 'read' });
-    const pay = defineTool({ name: 'pay', description: 'p', input: z.object({ id: z.string() }), output: z.object({ paid: z.boolean() }), effect: 'write' });
-    const payOne = defineChain({ name: 'pay_one', input: z.object({ id: z.string() }), steps: [{ id: 'pay', tool: pay, input: { id: ref('input', 'id') } }] });
+    const list = defineTool({
+      name: 'list',
+      description: 'l',
+      input: z.object({}),
+      output: z.object({ ids: z.array(z.string()) }),
+      effect: 'read',
+    });
+    const pay = defineTool({
+      name: 'pay',
+      description: 'p',
+      input: z.object({ id: z.string() }),
+      output: z.object({ paid: z.boolean() }),
+      effect: 'write',
+    });
+    const payOne = defineChain({
+      name: 'pay_one',
+      input: z.object({ id: z.string() }),
+      steps: [{ id: 'pay', tool: pay, input: { id: ref('input', 'id') } }],
+    });
     const payAll = defineChain({
-      name: 'pay_all', input: z.object({}), timeoutMs: 600_000,
+      name: 'pay_all',
+      input: z.object({}),
+      timeoutMs: 600_000,
       steps: [
         { id: 'list', tool: list, input: {} },
         { id: 'paid', forEach: { over: ref('list', 'ids'), chain: payOne, input: { id: ref('item') } } },

@@ -7,7 +7,15 @@ import type { WorkerJob } from '../fixtures/durable-worker.js';
 
 const script = fileURLToPath(new URL('../fixtures/durable-worker.ts', import.meta.url));
 
-export type Msg = { type: string; runId?: string; status?: string; code?: string; runIds?: string[]; statuses?: string[]; pid?: number };
+export type Msg = {
+  type: string;
+  runId?: string;
+  status?: string;
+  code?: string;
+  runIds?: string[];
+  statuses?: string[];
+  pid?: number;
+};
 
 /** One worker process: its messages, and a way to wait for one. */
 export class Worker {
@@ -18,16 +26,21 @@ export class Worker {
   stderr = '';
 
   constructor(job: WorkerJob) {
-    this.child = fork(script, [JSON.stringify(job)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    this.child = fork(script, [JSON.stringify(job)], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.child.on('message', (m: Msg) => {
       this.messages.push(m);
       for (const w of this.waiters.splice(0)) w();
     });
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => {
-      resolve({ code, signal });
-      for (const w of this.waiters.splice(0)) w();
-    }));
+    this.exited = new Promise((resolve) =>
+      this.child.on('exit', (code, signal) => {
+        resolve({ code, signal });
+        for (const w of this.waiters.splice(0)) w();
+      }),
+    );
   }
 
   get alive(): boolean {
@@ -41,7 +54,8 @@ export class Worker {
       const found = this.messages.find(match);
       if (found) return found;
       if (!this.alive) throw new Error(`worker exited before the awaited message; stderr:\n${this.stderr}`);
-      if (Date.now() > until) throw new Error(`timed out; messages: ${JSON.stringify(this.messages)}; stderr:\n${this.stderr}`);
+      if (Date.now() > until)
+        throw new Error(`timed out; messages: ${JSON.stringify(this.messages)}; stderr:\n${this.stderr}`);
       await new Promise<void>((r) => {
         const t = setTimeout(r, 200);
         this.waiters.push(() => {

@@ -31,19 +31,33 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
   async function killThenRecover(ns: string, kill: WorkerJob['kill'], failShip = false) {
     const runId = `run-${Math.random().toString(36).slice(2)}`;
     const doomed = new Worker(job(ns, { runs: [{ runId, input: { sku: 'book', failShip } }], kill }));
-    const exit = await Promise.race([doomed.exited, sleep(20_000).then(() => { throw new Error(`doomed worker did not die: ${JSON.stringify(doomed.messages)} ${doomed.stderr}`); })]);
+    const exit = await Promise.race([
+      doomed.exited,
+      sleep(20_000).then(() => {
+        throw new Error(`doomed worker did not die: ${JSON.stringify(doomed.messages)} ${doomed.stderr}`);
+      }),
+    ]);
     expect(exit.signal).toBe('SIGKILL');
     expect(doomed.messages.some((m) => m.type === 'result')).toBe(false); // it died mid-run
     await sleep(LEASE_MS + 100); // its lease expires
     const [a, b] = [new Worker(job(ns, { recoverOnce: true })), new Worker(job(ns, { recoverOnce: true }))];
-    const done = await Promise.all([a.waitFor((m) => m.type === 'recover-done'), b.waitFor((m) => m.type === 'recover-done')]);
+    const done = await Promise.all([
+      a.waitFor((m) => m.type === 'recover-done'),
+      b.waitFor((m) => m.type === 'recover-done'),
+    ]);
     await Promise.all([a.stop(), b.stop()]);
     const claimed = done.flatMap((d) => d.runIds ?? []);
     const statuses = done.flatMap((d) => d.statuses ?? []);
-    return { runId, claimed, statuses, effects: await ledger.effects(ns), rejournal: await ledger.count(`${ns}:ledger:rejournal`) };
+    return {
+      runId,
+      claimed,
+      statuses,
+      effects: await ledger.effects(ns),
+      rejournal: await ledger.count(`${ns}:ledger:rejournal`),
+    };
   }
 
-  it('after a step\'s tool returned but before its journal write: the step runs again under the same key, its effect once', async () => {
+  it("after a step's tool returned but before its journal write: the step runs again under the same key, its effect once", async () => {
     const ns = newNs();
     const r = await killThenRecover(ns, { at: 'after-tool', tool: 'charge' });
     expect(r.claimed).toEqual([r.runId]); // two recoverers at once: claimed once
@@ -78,7 +92,9 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
   it('killed after its undo was recorded, as the end is written: recovery never calls the failed step again and ends the run failed', async () => {
     const ns = newNs();
     const runId = `run-${Math.random().toString(36).slice(2)}`;
-    const doomed = new Worker(job(ns, { runs: [{ runId, input: { sku: 'lamp', failShipOnce: true } }], kill: { at: 'finish' } }));
+    const doomed = new Worker(
+      job(ns, { runs: [{ runId, input: { sku: 'lamp', failShipOnce: true } }], kill: { at: 'finish' } }),
+    );
     expect((await doomed.exited).signal).toBe('SIGKILL');
     await sleep(LEASE_MS + 100);
     const heir = new Worker(job(ns, { recoverOnce: true }));
@@ -98,7 +114,9 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     const runId = `run-${Math.random().toString(36).slice(2)}`;
     const heir = new Worker(job(ns, { recoverEveryMs: 100 }));
     await heir.waitFor((m) => m.type === 'idle');
-    const stalled = new Worker(job(ns, { runs: [{ runId, input: { sku: 'desk' } }], stallShipMs: 3 * LEASE_MS + 2_000 }));
+    const stalled = new Worker(
+      job(ns, { runs: [{ runId, input: { sku: 'desk' } }], stallShipMs: 3 * LEASE_MS + 2_000 }),
+    );
     const late = await stalled.waitFor((m) => m.type === 'result');
     await heir.waitFor((m) => m.type === 'end' && m.runId === runId);
     await Promise.all([stalled.stop(), heir.stop()]);
@@ -112,7 +130,9 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
   it('while another process recovers: killed again mid-recovery, a third finishes it once', async () => {
     const ns = newNs();
     const runId = `run-${Math.random().toString(36).slice(2)}`;
-    const first = new Worker(job(ns, { runs: [{ runId, input: { sku: 'pen' } }], kill: { at: 'after-tool', tool: 'reserve' } }));
+    const first = new Worker(
+      job(ns, { runs: [{ runId, input: { sku: 'pen' } }], kill: { at: 'after-tool', tool: 'reserve' } }),
+    );
     await first.exited;
     await sleep(LEASE_MS + 100);
     const second = new Worker(job(ns, { recoverOnce: true, kill: { at: 'after-tool', tool: 'charge' } }));
@@ -130,23 +150,34 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     expect(await ledger.count(`${ns}:ledger:rejournal`)).toBe(0);
   }, 60_000);
 
-  const runsOf = (ns: string): RunStore => (store === 'postgres' ? postgresStores(ledger.pool, { schema: ns }).runs : redisStores(ledger.redis, { prefix: ns }).runs);
+  const runsOf = (ns: string): RunStore =>
+    store === 'postgres'
+      ? postgresStores(ledger.pool, { schema: ns }).runs
+      : redisStores(ledger.redis, { prefix: ns }).runs;
 
   /** SIGKILLs a worker while the plain write `refund` of its run is in flight (sent, not applied), then two processes recover at once. */
   async function killInPlainWrite(ns: string) {
     const runId = `run-${Math.random().toString(36).slice(2)}`;
-    const doomed = new Worker(job(ns, { runs: [{ runId, input: { sku: 'mug' }, chain: 'refund' }], kill: { at: 'in-refund' } }));
+    const doomed = new Worker(
+      job(ns, { runs: [{ runId, input: { sku: 'mug' }, chain: 'refund' }], kill: { at: 'in-refund' } }),
+    );
     expect((await doomed.exited).signal).toBe('SIGKILL');
     await sleep(LEASE_MS + 100); // its lease expires
     const [a, b] = [new Worker(job(ns, { recoverOnce: true })), new Worker(job(ns, { recoverOnce: true }))];
-    const done = await Promise.all([a.waitFor((m) => m.type === 'recover-done'), b.waitFor((m) => m.type === 'recover-done')]);
+    const done = await Promise.all([
+      a.waitFor((m) => m.type === 'recover-done'),
+      b.waitFor((m) => m.type === 'recover-done'),
+    ]);
     await Promise.all([a.stop(), b.stop()]);
     return { runId, claimed: done.flatMap((d) => d.runIds ?? []), statuses: done.flatMap((d) => d.statuses ?? []) };
   }
 
   /** Two processes decide the same run at once; returns their answers. */
   async function decideTwice(ns: string, runId: string, retry: boolean) {
-    const deciders = [new Worker(job(ns, { decide: [{ runId, retry, by: 'ops:alice' }] })), new Worker(job(ns, { decide: [{ runId, retry, by: 'ops:bob' }] }))];
+    const deciders = [
+      new Worker(job(ns, { decide: [{ runId, retry, by: 'ops:alice' }] })),
+      new Worker(job(ns, { decide: [{ runId, retry, by: 'ops:bob' }] })),
+    ];
     const answers = await Promise.all(deciders.map((d) => d.waitFor((m) => m.type === 'decided')));
     await Promise.all(deciders.map((d) => d.stop()));
     return answers;
@@ -161,7 +192,10 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     const parked = await runsOf(ns).get(r.runId);
     expect(parked?.status).toBe('in_doubt');
     const started = parked?.journal.find((e) => e.started);
-    expect(started).toMatchObject({ step: 'refund', started: { tool: 'refund', input: { amount: 10, reservation: `${r.runId}:reserve`, api_key: '[REDACTED]' } } });
+    expect(started).toMatchObject({
+      step: 'refund',
+      started: { tool: 'refund', input: { amount: 10, reservation: `${r.runId}:reserve`, api_key: '[REDACTED]' } },
+    });
     expect(JSON.stringify(parked)).not.toContain('sk-live-do-not-show');
     await sleep(LEASE_MS + 100);
     const again = new Worker(job(ns, { recoverOnce: true })); // a parked run is not claimed again
@@ -171,7 +205,10 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     const answers = await decideTwice(ns, r.runId, true);
     expect(answers.map((a) => a.status).sort()).toEqual(['completed', 'not_parked']); // exactly once across processes
     expect(await ledger.count(`${ns}:ledger:refundcalls:${r.runId}`)).toBe(2); // once more, no more
-    expect(await ledger.redis.lrange(`${ns}:ledger:refundkeys:${r.runId}`, 0, -1)).toEqual([`${r.runId}:refund`, `${r.runId}:refund`]); // the same key
+    expect(await ledger.redis.lrange(`${ns}:ledger:refundkeys:${r.runId}`, 0, -1)).toEqual([
+      `${r.runId}:refund`,
+      `${r.runId}:refund`,
+    ]); // the same key
     const effects = await ledger.effects(ns);
     expect(effects.get(`${r.runId}:refund`)).toBe(1);
     expect(effects.get(`${r.runId}:ship`)).toBe(1);
@@ -179,7 +216,10 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     expect(await ledger.count(`${ns}:ledger:rejournal`)).toBe(0);
     const ended = await runsOf(ns).get(r.runId);
     expect(ended?.status).toBe('completed');
-    expect(ended?.journal.find((e) => e.decision)?.decision).toMatchObject({ retry: true, by: expect.stringMatching(/^ops:(alice|bob)$/) });
+    expect(ended?.journal.find((e) => e.decision)?.decision).toMatchObject({
+      retry: true,
+      by: expect.stringMatching(/^ops:(alice|bob)$/),
+    });
   }, 60_000);
 
   it('SIGKILL with a plain write in flight, decide(retry: false): the run fails outcome_unknown, the write and the steps after it are not called, the steps before it are undone', async () => {
@@ -203,7 +243,9 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     const runId = `run-${Math.random().toString(36).slice(2)}`;
     const heir = new Worker(job(ns, { recoverEveryMs: 100 }));
     await heir.waitFor((m) => m.type === 'idle');
-    const stalled = new Worker(job(ns, { runs: [{ runId, input: { sku: 'vase' }, chain: 'refund' }], stallRefundMs: 3 * LEASE_MS + 2_000 }));
+    const stalled = new Worker(
+      job(ns, { runs: [{ runId, input: { sku: 'vase' }, chain: 'refund' }], stallRefundMs: 3 * LEASE_MS + 2_000 }),
+    );
     const late = await stalled.waitFor((m) => m.type === 'result');
     await heir.waitFor((m) => m.type === 'end' && m.runId === runId);
     await Promise.all([stalled.stop(), heir.stop()]);
@@ -218,10 +260,17 @@ describe.each(['redis', 'postgres'] as const)('durable runs survive SIGKILL on %
     expect(run?.journal.some((e) => e.step === 'refund' && !e.started)).toBe(false); // the stalled owner recorded nothing after losing its lease
   }, 60_000);
 
-  it('a run id is the caller\'s retry handle: an ended run returns its recorded result and calls no tool', async () => {
+  it("a run id is the caller's retry handle: an ended run returns its recorded result and calls no tool", async () => {
     const ns = newNs();
     const runId = `run-${Math.random().toString(36).slice(2)}`;
-    const w = new Worker(job(ns, { runs: [{ runId, input: { sku: 'cup' } }, { runId, input: { sku: 'cup' } }] }));
+    const w = new Worker(
+      job(ns, {
+        runs: [
+          { runId, input: { sku: 'cup' } },
+          { runId, input: { sku: 'cup' } },
+        ],
+      }),
+    );
     await w.waitFor((m) => m.type === 'idle');
     await w.stop();
     const results = w.messages.filter((m) => m.type === 'result');

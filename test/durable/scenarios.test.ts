@@ -7,7 +7,15 @@ import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, ref, type Runner, type ToolCall } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  type Runner,
+  type ToolCall,
+} from '../../src/index.js';
 import { type RunStore } from '../../src/stores/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
@@ -29,7 +37,10 @@ afterAll(async () => {
 });
 
 type Kind = 'memory' | 'redis' | 'postgres';
-interface Stores { runs: RunStore; idempotency: IdempotencyStore }
+interface Stores {
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+}
 /** A fresh namespace on the store of `kind`. */
 function storesOf(kind: Kind, now: () => number): Stores {
   const ns = `${tag}_${++seq}`;
@@ -48,30 +59,93 @@ function storesOf(kind: Kind, now: () => number): Stores {
 
 const LEASE = 60_000; // renewals every 20 s of real time: none happens during a test, the clock moves leases
 const ctx = z.object({ userId: z.string() });
-const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const read = defineTool({
+  name: 'read',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 // These writes honour their idempotency key (recovery may call them again under it); a plain write is parked in doubt instead (doubt.test.ts).
-const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const ship = defineTool({ name: 'ship', description: 's', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', retry: false, idempotent: true });
-const release = defineTool({ name: 'release', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
-const keep = defineTool({ name: 'keep', description: 'k', input: z.object({ n: z.number() }), output: z.any(), effect: 'write' });
-const pay = defineTool({ name: 'pay', description: 'p', input: z.object({ n: z.number() }), output: z.object({ paid: z.boolean() }), effect: 'write' });
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const ship = defineTool({
+  name: 'ship',
+  description: 's',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  retry: false,
+  idempotent: true,
+});
+const release = defineTool({
+  name: 'release',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+});
+const keep = defineTool({
+  name: 'keep',
+  description: 'k',
+  input: z.object({ n: z.number() }),
+  output: z.any(),
+  effect: 'write',
+});
+const pay = defineTool({
+  name: 'pay',
+  description: 'p',
+  input: z.object({ n: z.number() }),
+  output: z.object({ paid: z.boolean() }),
+  effect: 'write',
+});
 
 const order = defineChain({
-  name: 'scn_order', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000,
+  name: 'scn_order',
+  input: z.object({ n: z.number() }),
+  context: ctx,
+  timeoutMs: 600_000,
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
-    { id: 'reserve', tool: reserve, input: { n: ref('a', 'n') }, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('a', 'n') },
+      compensate: { tool: release, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'ship', tool: ship, input: { id: ref('reserve', 'id') } },
   ],
   output: (s) => ({ secret: `ssn-of-${(s.context as { userId: string }).userId}`, shipped: s.results.ship }),
 });
-const kept = (last: boolean) => defineChain({
-  name: last ? 'scn_keep_last' : 'scn_keep', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000,
-  steps: last
-    ? [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }, { id: 'k', tool: keep, input: { n: ref('a', 'n') } }]
-    : [{ id: 'k', tool: keep, input: { n: ref('input', 'n') } }, { id: 'a', tool: read, input: { n: ref('k', 'n') } }],
+const kept = (last: boolean) =>
+  defineChain({
+    name: last ? 'scn_keep_last' : 'scn_keep',
+    input: z.object({ n: z.number() }),
+    context: ctx,
+    timeoutMs: 600_000,
+    steps: last
+      ? [
+          { id: 'a', tool: read, input: { n: ref('input', 'n') } },
+          { id: 'k', tool: keep, input: { n: ref('a', 'n') } },
+        ]
+      : [
+          { id: 'k', tool: keep, input: { n: ref('input', 'n') } },
+          { id: 'a', tool: read, input: { n: ref('k', 'n') } },
+        ],
+  });
+const payChain = defineChain({
+  name: 'scn_pay',
+  input: z.object({ n: z.number() }),
+  context: ctx,
+  timeoutMs: 600_000,
+  steps: [{ id: 'p', tool: pay, input: { n: ref('input', 'n') } }],
 });
-const payChain = defineChain({ name: 'scn_pay', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000, steps: [{ id: 'p', tool: pay, input: { n: ref('input', 'n') } }] });
 
 type Impl = Partial<Record<'read' | 'reserve' | 'ship' | 'release' | 'keep' | 'pay', (call: ToolCall) => unknown>>;
 const runners: Runner[] = [];
@@ -99,7 +173,14 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
       keep: tool('keep', () => new Map([[1, 2]])) as never,
       pay: tool('pay', () => ({ paid: true })) as never,
     });
-    const r = createRunner({ invoker, tools: [read, reserve, ship, release, keep, pay], chains, stores, leaseMs: LEASE, now });
+    const r = createRunner({
+      invoker,
+      tools: [read, reserve, ship, release, keep, pay],
+      chains,
+      stores,
+      leaseMs: LEASE,
+      now,
+    });
     runners.push(r);
     return { runner: r, calls };
   }
@@ -117,7 +198,10 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
   it('compensation is recorded: a store failing once at the end write → recovery never calls the failed step again and ends failed', async () => {
     const stores = storesOf(kind, now);
     let finishFails = 1;
-    const flaky: RunStore = { ...stores.runs, finish: (...a) => (finishFails-- > 0 ? Promise.reject(new Error('connection reset')) : stores.runs.finish(...a)) };
+    const flaky: RunStore = {
+      ...stores.runs,
+      finish: (...a) => (finishFails-- > 0 ? Promise.reject(new Error('connection reset')) : stores.runs.finish(...a)),
+    };
     const owner = runner({ runs: flaky, idempotency: stores.idempotency }, { ship: failOnce() });
     const runId = rid('comp');
     const first = await owner.runner.run(order, { n: 1 }, { ...alice, runId });
@@ -127,7 +211,10 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     const heir = runner(stores);
     const [recovered] = await heir.runner.recover();
     expect(recovered?.status).toBe('failed');
-    expect(recovered?.status === 'failed' && [recovered.error.code, recovered.compensated]).toEqual(['http_503', ['reserve']]);
+    expect(recovered?.status === 'failed' && [recovered.error.code, recovered.compensated]).toEqual([
+      'http_503',
+      ['reserve'],
+    ]);
     expect(heir.calls).toEqual([]); // neither ship again nor a second release
     expect((await heir.runner.getRun(runId))?.status).toBe('failed');
     expect(await heir.runner.recover()).toEqual([]);
@@ -188,7 +275,10 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
   it('an owner whose lease was taken calls no further tool: a call is fenced by the lease before it starts', async () => {
     const stores = storesOf(kind, now);
     const confirmed = defineChain({
-      name: 'scn_confirmed', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000,
+      name: 'scn_confirmed',
+      input: z.object({ n: z.number() }),
+      context: ctx,
+      timeoutMs: 600_000,
       steps: [
         { id: 'a', tool: read, input: { n: ref('input', 'n') } },
         { id: 'reserve', tool: reserve, input: { n: ref('a', 'n') }, confirm: { prompt: 'Reserve?' } },
@@ -200,7 +290,11 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     let yes!: (v: boolean) => void;
     const asked = new Promise<boolean>((r) => (yes = r));
     let waiting = false;
-    const pending = stalled.runner.run(confirmed, { n: 4 }, { ...alice, runId, confirm: () => ((waiting = true), asked) });
+    const pending = stalled.runner.run(
+      confirmed,
+      { n: 4 },
+      { ...alice, runId, confirm: () => ((waiting = true), asked) },
+    );
     for (let i = 0; i < 200 && !waiting; i++) await tick(10);
     t += LEASE + 1_000; // the user took longer than the lease to answer, and the owner was silent
     const heir = runner(stores, {}, chains);
@@ -218,14 +312,26 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     let aborted = false;
     let started = false;
     const invoker = functionInvoker([read, reserve, ship, release, keep, pay], {
-      read: async ({ n }) => ({ n }), reserve: async ({ n }) => ({ id: `r${n}` }), release: async () => ({ ok: true }), keep: async () => null, pay: async () => ({ paid: true }),
-      ship: (_input, call) => new Promise((_, reject) => {
-        started = true;
-        call.signal.addEventListener('abort', () => ((aborted = true), reject(new Error('stopped'))));
-      }),
+      read: async ({ n }) => ({ n }),
+      reserve: async ({ n }) => ({ id: `r${n}` }),
+      release: async () => ({ ok: true }),
+      keep: async () => null,
+      pay: async () => ({ paid: true }),
+      ship: (_input, call) =>
+        new Promise((_, reject) => {
+          started = true;
+          call.signal.addEventListener('abort', () => ((aborted = true), reject(new Error('stopped'))));
+        }),
     });
     const released: string[] = [];
-    const owner = createRunner({ invoker: (call) => (call.tool === 'release' && released.push(call.runId), invoker(call)), tools: [read, reserve, ship, release, keep, pay], chains: [order], stores, leaseMs: 3_000, now }); // renewals 1 s apart: the take-over below falls between two
+    const owner = createRunner({
+      invoker: (call) => (call.tool === 'release' && released.push(call.runId), invoker(call)),
+      tools: [read, reserve, ship, release, keep, pay],
+      chains: [order],
+      stores,
+      leaseMs: 3_000,
+      now,
+    }); // renewals 1 s apart: the take-over below falls between two
     runners.push(owner);
     const runId = rid('renewal');
     const pending = owner.run(order, { n: 8 }, { ...alice, runId });
@@ -248,7 +354,10 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     const done = await a.runner.run(order, { n: 5 }, { ...alice, runId });
     expect(done.status === 'completed' && done.output).toMatchObject({ secret: 'ssn-of-alice' });
     const b = runner(stores);
-    for (const attempt of [() => b.runner.run(order, { n: 5 }, { context: { userId: 'bob' }, runId }), () => b.runner.run(payChain, { n: 5 }, { ...alice, runId })]) {
+    for (const attempt of [
+      () => b.runner.run(order, { n: 5 }, { context: { userId: 'bob' }, runId }),
+      () => b.runner.run(payChain, { n: 5 }, { ...alice, runId }),
+    ]) {
       const r = await attempt();
       expect(r.status === 'failed' && [r.error.category, r.error.code]).toEqual(['conflict', 'run_id_taken']);
       expect(JSON.stringify(r)).not.toContain('ssn-of-alice');
@@ -267,10 +376,16 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     for (let i = 0; i < 100 && !answer; i++) await tick(10);
     t += LEASE + 1_000;
     const b = runner(stores);
-    for (const r of [await b.runner.run(order, { n: 6 }, { context: { userId: 'bob' }, runId }), await b.runner.run(payChain, { n: 6 }, { ...alice, runId })]) {
+    for (const r of [
+      await b.runner.run(order, { n: 6 }, { context: { userId: 'bob' }, runId }),
+      await b.runner.run(payChain, { n: 6 }, { ...alice, runId }),
+    ]) {
       expect(r.status === 'failed' && r.error.code).toBe('run_id_taken');
     }
-    expect(await stores.runs.get(runId)).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'reserve' }] });
+    expect(await stores.runs.get(runId)).toMatchObject({
+      status: 'running',
+      journal: [{ step: 'a' }, { step: 'reserve' }],
+    });
     t -= LEASE + 1_000; // A's lease holds again on the store's clock: A finishes its own run
     answer({ ok: true });
     expect((await pending).status).toBe('completed');
@@ -286,7 +401,13 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     t += LEASE + 1_000;
     const before = await stores.runs.get(runId);
     const without = runner(stores, {}, [payChain]);
-    const changed = defineChain({ name: 'scn_order', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 600_000, steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }] });
+    const changed = defineChain({
+      name: 'scn_order',
+      input: z.object({ n: z.number() }),
+      context: ctx,
+      timeoutMs: 600_000,
+      steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }],
+    });
     const other = runner(stores, {}, [changed]);
     expect(await without.runner.recover()).toEqual([]);
     expect(await other.runner.recover()).toEqual([]);
@@ -300,7 +421,13 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
 
   it('a run no runner can continue is ended deadline_exceeded once its deadline is well past, by any runner', async () => {
     const stores = storesOf(kind, now);
-    const short = defineChain({ name: 'scn_short', input: z.object({ n: z.number() }), context: ctx, timeoutMs: 1_000, steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }] });
+    const short = defineChain({
+      name: 'scn_short',
+      input: z.object({ n: z.number() }),
+      context: ctx,
+      timeoutMs: 1_000,
+      steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }],
+    });
     const a = runner(stores, { read: () => never() }, [short]);
     const runId = rid('orphan');
     void a.runner.run(short, { n: 1 }, { ...alice, runId });
@@ -311,20 +438,36 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     expect(await without.runner.recover()).toEqual([]); // past its deadline, but its own runners get the first turn
     t += 10 * 60_000;
     const [ended] = await without.runner.recover();
-    expect(ended?.status === 'failed' && [ended.error.category, ended.error.code]).toEqual(['timeout', 'deadline_exceeded']);
+    expect(ended?.status === 'failed' && [ended.error.category, ended.error.code]).toEqual([
+      'timeout',
+      'deadline_exceeded',
+    ]);
     expect((await without.runner.getRun(runId))?.status).toBe('failed');
   });
 
   it('run ids are checked before a store is asked: invalid_run_id as a result, never a rejection', async () => {
     const stores = storesOf(kind, now);
     let asked = 0;
-    const counting: RunStore = { ...stores.runs, create: (...a) => (asked++, stores.runs.create(...a)), get: (...a) => (asked++, stores.runs.get(...a)) };
+    const counting: RunStore = {
+      ...stores.runs,
+      create: (...a) => (asked++, stores.runs.create(...a)),
+      get: (...a) => (asked++, stores.runs.get(...a)),
+    };
     const { runner: r } = runner({ runs: counting, idempotency: stores.idempotency });
-    const hostile = { toString: () => { throw new Error('boom'); } };
+    const hostile = {
+      toString: () => {
+        throw new Error('boom');
+      },
+    };
     for (const runId of ['', 'x'.repeat(256), 'a\nb', 'tab\there', '\u0000', { id: 1 }, hostile, 42]) {
       const result = await r.run(order, { n: 1 }, { ...alice, runId: runId as string });
-      expect(result.status === 'failed' && [result.error.category, result.error.code]).toEqual(['invalid_input', 'invalid_run_id']);
-      await expect(r.getRun(runId as string)).rejects.toMatchObject({ info: { category: 'invalid_input', code: 'invalid_run_id' } });
+      expect(result.status === 'failed' && [result.error.category, result.error.code]).toEqual([
+        'invalid_input',
+        'invalid_run_id',
+      ]);
+      await expect(r.getRun(runId as string)).rejects.toMatchObject({
+        info: { category: 'invalid_input', code: 'invalid_run_id' },
+      });
     }
     expect(asked).toBe(0);
     expect((await r.run(order, { n: 1 }, { ...alice, runId: `ok ${'é'.repeat(200)}` })).status).toBe('completed');

@@ -28,7 +28,10 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
   it(`${RUNS} runs, ${WORKERS} processes, ${KILLS} kills, compensating runs, plain writes (runs in doubt settled) and a second user: 0 lost, 0 journaled steps called again, 0 duplicate effects (plain writes included), 0 effects after an undo, 0 wrong results`, async () => {
     const ns = `ck_soak_${store}_${Math.random().toString(36).slice(2, 10)}`;
     namespaces.push(ns);
-    const runs: RunStore = store === 'postgres' ? postgresStores(ledger.pool, { schema: ns }).runs : redisStores(ledger.redis, { prefix: ns }).runs;
+    const runs: RunStore =
+      store === 'postgres'
+        ? postgresStores(ledger.pool, { schema: ns }).runs
+        : redisStores(ledger.redis, { prefix: ns }).runs;
     const inputs = new Map<string, OrderInput>();
     const plain = new Set<string>(); // runs of the chain with a plain write
     for (let i = 0; i < RUNS; i++) {
@@ -36,17 +39,36 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
       if (i % 5 === 1) plain.add(`soak-${i}`);
     }
     const ended = new Set<string>();
-    const assigned: string[][] = Array.from({ length: WORKERS }, (_, w) => [...inputs.keys()].filter((_, i) => i % WORKERS === w));
+    const assigned: string[][] = Array.from({ length: WORKERS }, (_, w) =>
+      [...inputs.keys()].filter((_, i) => i % WORKERS === w),
+    );
     const start = (w: number): Worker => {
-      const todo = assigned[w]!.filter((id) => !ended.has(id)).map((runId) => ({ runId, input: inputs.get(runId)!, chain: plain.has(runId) ? 'refund' as const : 'order' as const }));
-      const job: WorkerJob = { store, ns, leaseMs: LEASE_MS, runs: todo, recoverEveryMs: 250, concurrency: 8, delayMs: 2 };
+      const todo = assigned[w]!.filter((id) => !ended.has(id)).map((runId) => ({
+        runId,
+        input: inputs.get(runId)!,
+        chain: plain.has(runId) ? ('refund' as const) : ('order' as const),
+      }));
+      const job: WorkerJob = {
+        store,
+        ns,
+        leaseMs: LEASE_MS,
+        runs: todo,
+        recoverEveryMs: 250,
+        concurrency: 8,
+        delayMs: 2,
+      };
       const worker = new Worker(job);
-      worker.exited.then(() => undefined, () => undefined);
+      worker.exited.then(
+        () => undefined,
+        () => undefined,
+      );
       return worker;
     };
     const workers = Array.from({ length: WORKERS }, (_, w) => start(w));
     const collect = (): void => {
-      for (const w of workers) for (const m of w.messages) if ((m.type === 'result' && m.code !== 'run_in_progress') || m.type === 'end') ended.add(m.runId!);
+      for (const w of workers)
+        for (const m of w.messages)
+          if ((m.type === 'result' && m.code !== 'run_in_progress') || m.type === 'end') ended.add(m.runId!);
     };
 
     let kills = 0;
@@ -56,7 +78,9 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
       await sleep(300 + Math.random() * 700);
       collect();
       // Every other kill aims at a worker with a plain write in flight (when one has), so some runs end up in doubt.
-      const inFlight = (k: Worker): boolean => k.messages.filter((m) => m.type === 'refund').length > k.messages.filter((m) => m.type === 'refund-done').length;
+      const inFlight = (k: Worker): boolean =>
+        k.messages.filter((m) => m.type === 'refund').length >
+        k.messages.filter((m) => m.type === 'refund-done').length;
       let aimed = -1;
       for (let waited = 0; kills % 2 === 0 && aimed < 0 && waited < 2_000; waited += 20) {
         aimed = workers.findIndex(inFlight);
@@ -91,7 +115,13 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
     const inDoubt = settled.runIds ?? [];
 
     // A second user re-uses recorded run ids: each must be refused, revealing nothing, calling nothing.
-    const taken = [...inputs.keys()].filter((_, i) => i % 10 === 0).map((runId) => ({ runId, input: inputs.get(runId)!, chain: plain.has(runId) ? 'refund' as const : 'order' as const }));
+    const taken = [...inputs.keys()]
+      .filter((_, i) => i % 10 === 0)
+      .map((runId) => ({
+        runId,
+        input: inputs.get(runId)!,
+        chain: plain.has(runId) ? ('refund' as const) : ('order' as const),
+      }));
     const bob = new Worker({ store, ns, leaseMs: LEASE_MS, runs: taken, concurrency: 4, context: { userId: 'bob' } });
     await bob.waitFor((m) => m.type === 'idle', 60_000);
     await bob.stop();
@@ -114,9 +144,9 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
       else if (run.status === 'failed' && code === 'outcome_unknown') {
         notRetried++;
         expect(inDoubt, runId).toContain(runId); // only a decision ends a run so
-      }
-      else if (run.status === 'failed' && input.failShip) failedAsExpected++;
-      else if (run.status === 'failed' && input.failShipOnce) compensated++; // unless a kill fell before its failure was recorded: then it ran on
+      } else if (run.status === 'failed' && input.failShip) failedAsExpected++;
+      else if (run.status === 'failed' && input.failShipOnce)
+        compensated++; // unless a kill fell before its failure was recorded: then it ran on
       else expect(run.status, runId).toBe('completed');
     }
     const effects = await ledger.effects(ns);
@@ -128,11 +158,37 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
     let effectsAfterUndo = 0;
     let undoneCompleted = 0;
     for (const runId of inputs.keys()) {
-      if ((effects.get(`${runId}:reserve:undo`) ?? 0) > 0 && (effects.get(`${runId}:ship`) ?? 0) > 0) effectsAfterUndo++;
+      if ((effects.get(`${runId}:reserve:undo`) ?? 0) > 0 && (effects.get(`${runId}:ship`) ?? 0) > 0)
+        effectsAfterUndo++;
       if (status.get(runId) === 'completed' && (effects.get(`${runId}:reserve:undo`) ?? 0) > 0) undoneCompleted++;
     }
     const plainDuplicates = [...plain].filter((runId) => (effects.get(`${runId}:refund`) ?? 0) > 1).length;
-    console.log(JSON.stringify({ soak: store, runs: RUNS, processes: WORKERS, kills, lost, duplicates, rejournal, calls, failedAsExpected, compensated, effectsAfterUndo, undoneCompleted, plainWrites: { runs: plain.size, aimedKills, inDoubt: inDoubt.length, settled: settled.statuses?.length, notRetried, duplicates: plainDuplicates }, secondUser: { tried: taken.length, wrong }, seconds: Math.round((Date.now() - began) / 1000) }));
+    console.log(
+      JSON.stringify({
+        soak: store,
+        runs: RUNS,
+        processes: WORKERS,
+        kills,
+        lost,
+        duplicates,
+        rejournal,
+        calls,
+        failedAsExpected,
+        compensated,
+        effectsAfterUndo,
+        undoneCompleted,
+        plainWrites: {
+          runs: plain.size,
+          aimedKills,
+          inDoubt: inDoubt.length,
+          settled: settled.statuses?.length,
+          notRetried,
+          duplicates: plainDuplicates,
+        },
+        secondUser: { tried: taken.length, wrong },
+        seconds: Math.round((Date.now() - began) / 1000),
+      }),
+    );
     expect(inDoubt.length).toBeGreaterThan(0); // kills did fall on plain writes in flight
     expect(settled.statuses?.every((st) => st === 'completed' || st.startsWith('failed:'))).toBe(true);
     expect(plainDuplicates).toBe(0);
@@ -148,7 +204,8 @@ describe.each(['redis', 'postgres'] as const)('soak on %s', (store) => {
       const failed = status.get(runId) === 'failed';
       expect(failed || !input.failShip, runId).toBe(true);
       expect(effects.get(`${runId}:reserve`), runId).toBe(1);
-      if (plain.has(runId) && !failed) expect(effects.get(`${runId}:refund`), runId).toBe(1); // a failed one: at most once (plainDuplicates)
+      if (plain.has(runId) && !failed)
+        expect(effects.get(`${runId}:refund`), runId).toBe(1); // a failed one: at most once (plainDuplicates)
       else expect(effects.get(`${runId}:charge`), runId).toBe(1);
       expect(effects.get(`${runId}:ship`) ?? 0, runId).toBe(failed ? 0 : 1);
       expect(effects.get(`${runId}:reserve:undo`) ?? 0, runId).toBe(failed ? 1 : 0);

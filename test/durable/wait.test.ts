@@ -6,7 +6,17 @@ import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, defineTool, functionInvoker, ref, SignalRefused, type Runner, type RunEvent } from '../../src/index.js';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  SignalRefused,
+  type Runner,
+  type RunEvent,
+} from '../../src/index.js';
 import type { RunStore } from '../../src/stores/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
@@ -28,7 +38,10 @@ afterAll(async () => {
 });
 
 type Kind = 'memory' | 'redis' | 'postgres';
-interface Stores { runs: RunStore; idempotency: IdempotencyStore }
+interface Stores {
+  runs: RunStore;
+  idempotency: IdempotencyStore;
+}
 function storesOf(kind: Kind, now: () => number): Stores {
   const ns = `${tag}_${++seq}`;
   if (kind === 'redis') {
@@ -44,9 +57,30 @@ function storesOf(kind: Kind, now: () => number): Stores {
   return { runs: memoryRunStore({ idempotency, now }), idempotency };
 }
 
-const reserve = defineTool({ name: 'reserve', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const release = defineTool({ name: 'release', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
-const notify = defineTool({ name: 'notify', description: 'n', input: z.object({ ok: z.boolean() }), output: z.object({ sent: z.boolean() }), effect: 'write', idempotent: true });
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const release = defineTool({
+  name: 'release',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
+const notify = defineTool({
+  name: 'notify',
+  description: 'n',
+  input: z.object({ ok: z.boolean() }),
+  output: z.object({ sent: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
 const Review = z.object({ ok: z.boolean(), by: z.string() });
 
 const sleeper = chain('sleeper', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
@@ -56,9 +90,16 @@ const sleeper = chain('sleeper', { input: z.object({ n: z.number() }), timeoutMs
   .output((s) => ({ id: s.results.reserve.id, sent: s.results.notify.sent, slept: s.results.cool_down }));
 
 const reviewed = defineChain({
-  name: 'reviewed', input: z.object({ n: z.number() }), timeoutMs: 60_000,
+  name: 'reviewed',
+  input: z.object({ n: z.number() }),
+  timeoutMs: 60_000,
   steps: [
-    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('input', 'n') },
+      compensate: { tool: release, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'review', waitFor: { signal: 'review', schema: Review, timeoutMs: 3_600_000 } },
     { id: 'notify', tool: notify, input: { ok: ref('review', 'ok') } },
   ] as const,
@@ -84,7 +125,14 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
       release: tool('release', () => ({ ok: true })) as never,
       notify: tool('notify', () => ({ sent: true })) as never,
     });
-    const r = createRunner({ invoker, tools: [reserve, release, notify], chains: [sleeper, reviewed], stores, leaseMs: 30_000, now });
+    const r = createRunner({
+      invoker,
+      tools: [reserve, release, notify],
+      chains: [sleeper, reviewed],
+      stores,
+      leaseMs: 30_000,
+      now,
+    });
     runners.push(r);
     return { runner: r, calls };
   }
@@ -121,14 +169,30 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     const runId = rid('poll');
     expect((await a.runner.run(sleeper, { n: 5 }, { runId })).status).toBe('waiting');
     await a.runner.close();
-    const invoker = functionInvoker([reserve, release, notify], { reserve: () => ({ id: 'x' }), release: () => ({ ok: true }), notify: () => ({ sent: true }) });
-    const b = createRunner({ invoker, tools: [reserve, release, notify], chains: [sleeper, reviewed], stores, leaseMs: 30_000, now, recover: { intervalMs: 10 } });
+    const invoker = functionInvoker([reserve, release, notify], {
+      reserve: () => ({ id: 'x' }),
+      release: () => ({ ok: true }),
+      notify: () => ({ sent: true }),
+    });
+    const b = createRunner({
+      invoker,
+      tools: [reserve, release, notify],
+      chains: [sleeper, reviewed],
+      stores,
+      leaseMs: 30_000,
+      now,
+      recover: { intervalMs: 10 },
+    });
     runners.push(b);
     await new Promise((r) => setTimeout(r, 50));
     expect((await b.getRun(runId))?.status).toBe('waiting'); // polled, not yet due
     t += 2_001;
-    for (let i = 0; i < 200 && (await b.getRun(runId))?.status !== 'completed'; i++) await new Promise((r) => setTimeout(r, 10));
-    expect((await b.getRun(runId))?.result).toMatchObject({ status: 'completed', output: { id: `r-${runId}`, sent: true } });
+    for (let i = 0; i < 200 && (await b.getRun(runId))?.status !== 'completed'; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect((await b.getRun(runId))?.result).toMatchObject({
+      status: 'completed',
+      output: { id: `r-${runId}`, sent: true },
+    });
   });
 
   it('a signal continues a waiting run from any instance, exactly once; a refused payload leaves it waiting', async () => {
@@ -136,10 +200,16 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     const a = runner(stores);
     const runId = rid('review');
     const parked = await a.runner.run(reviewed, { n: 2 }, { runId });
-    expect(parked).toMatchObject({ status: 'waiting', waiting: { step: 'review', signal: 'review', until: t + 3_600_000 } });
+    expect(parked).toMatchObject({
+      status: 'waiting',
+      waiting: { step: 'review', signal: 'review', until: t + 3_600_000 },
+    });
     const b = runner(stores);
     await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toBeInstanceOf(SignalRefused);
-    await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toMatchObject({ category: 'invalid_input', code: 'invalid_signal' });
+    await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toMatchObject({
+      category: 'invalid_input',
+      code: 'invalid_signal',
+    });
     expect((await b.runner.getRun(runId))?.status).toBe('waiting');
     expect(await b.runner.signal(runId, 'other', { ok: true, by: 'x' })).toBe('not_waiting');
     expect(await b.runner.signal('nope-1', 'review', { ok: true, by: 'x' })).toBe('not_found');
@@ -157,7 +227,9 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(await b.runner.signal(runId, 'review', { ok: true, by: 'again' })).toBe('not_waiting');
     const events: RunEvent[] = [];
     for await (const e of a.runner.watch(runId)) events.push(e);
-    expect(events.filter((e) => e.type === 'signal:received').map((e) => [e.step, e.data])).toEqual([['review', { signal: 'review' }]]);
+    expect(events.filter((e) => e.type === 'signal:received').map((e) => [e.step, e.data])).toEqual([
+      ['review', { signal: 'review' }],
+    ]);
     expect(events.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
   });
 
@@ -170,7 +242,11 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(await a.runner.signal(runId, 'review', { ok: true, by: 'late' })).toBe('not_waiting');
     const b = runner(stores);
     const [ended] = await b.runner.recover();
-    expect(ended).toMatchObject({ status: 'failed', error: { category: 'timeout', code: 'wait_timeout', step: 'review' }, compensated: ['reserve'] });
+    expect(ended).toMatchObject({
+      status: 'failed',
+      error: { category: 'timeout', code: 'wait_timeout', step: 'review' },
+      compensated: ['reserve'],
+    });
     expect(b.calls).toEqual(['release']);
     expect((await b.runner.getRun(runId))?.status).toBe('failed');
   });
@@ -184,7 +260,11 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(await b.runner.cancel(runId, { reason: 'customer left' })).toBe('cancelled');
     expect(b.calls).toEqual(['release']);
     const info = await a.runner.getRun(runId);
-    expect(info?.result).toMatchObject({ status: 'failed', error: { category: 'cancelled', code: 'run_cancelled' }, compensated: ['reserve'] });
+    expect(info?.result).toMatchObject({
+      status: 'failed',
+      error: { category: 'cancelled', code: 'run_cancelled' },
+      compensated: ['reserve'],
+    });
     expect(await b.runner.signal(runId, 'review', { ok: true, by: 'late' })).toBe('not_waiting');
     expect(await b.runner.cancel(runId)).toBe('ended');
   });
@@ -192,16 +272,27 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
 
 describe('sleep without parking', () => {
   it('sleeps in place under 1 s, and without a run store; waitFor without a run store fails the step', async () => {
-    const short = chain('short', { input: z.object({}) }).sleep('nap', 5).compute('after', () => 1).build();
+    const short = chain('short', { input: z.object({}) })
+      .sleep('nap', 5)
+      .compute('after', () => 1)
+      .build();
     const r = createRunner({ invoker: functionInvoker({}) });
     runners.push(r);
     expect(await r.run(short, {})).toMatchObject({ status: 'completed', output: 1 });
-    const waits = chain('waits', { input: z.object({}) }).waitFor('w', { signal: 's', schema: z.object({}) }).build();
+    const waits = chain('waits', { input: z.object({}) })
+      .waitFor('w', { signal: 's', schema: z.object({}) })
+      .build();
     expect(await r.run(waits, {})).toMatchObject({ status: 'failed', error: { code: 'wait_unsupported', step: 'w' } });
   });
 
   it('refuses a malformed sleep or waitFor at definition time', () => {
     expect(() => defineChain({ name: 'bad', input: z.object({}), steps: [{ id: 's', sleep: -1 }] })).toThrow(/sleep/);
-    expect(() => defineChain({ name: 'bad2', input: z.object({}), steps: [{ id: 'w', waitFor: { signal: '', schema: z.object({}) } }] })).toThrow(/signal/);
+    expect(() =>
+      defineChain({
+        name: 'bad2',
+        input: z.object({}),
+        steps: [{ id: 'w', waitFor: { signal: '', schema: z.object({}) } }],
+      }),
+    ).toThrow(/signal/);
   });
 });

@@ -11,11 +11,20 @@ import { redisStores } from '../../src/redis/index.js';
 import { job, type WatchJob } from '../fixtures/watch-worker.js';
 
 const script = fileURLToPath(new URL('../fixtures/watch-worker.ts', import.meta.url));
-type Msg = { type: string; runId?: string; at?: number; id?: string; results?: { runId: string; status: string; code?: string }[] };
+type Msg = {
+  type: string;
+  runId?: string;
+  at?: number;
+  id?: string;
+  results?: { runId: string; status: string; code?: string }[];
+};
 
 function worker(task: WatchJob) {
   const messages: Msg[] = [];
-  const child = fork(script, [JSON.stringify(task)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(script, [JSON.stringify(task)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.on('message', (m: Msg) => messages.push(m));
@@ -24,7 +33,8 @@ function worker(task: WatchJob) {
     for (;;) {
       const found = messages.find(match);
       if (found) return found;
-      if (child.exitCode !== null || Date.now() > until) throw new Error(`no such message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
+      if (child.exitCode !== null || Date.now() > until)
+        throw new Error(`no such message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   };
@@ -53,7 +63,10 @@ const setups = {
     return conns.map((c) => redisStores(c, { prefix: ns }));
   },
   postgres: async (ns: string) => {
-    const pools = [new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }), new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 })];
+    const pools = [
+      new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }),
+      new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }),
+    ];
     const stores = pools.map((p) => postgresStores(p, { schema: ns }));
     await stores[0]!.migrate();
     cleanups.push(async () => {
@@ -97,7 +110,10 @@ for (const store of ['redis', 'postgres'] as const) {
         expect(a.messages.some((m) => m.type === 'after')).toBe(false);
         const seen = await watching;
         expect(seen.filter((e) => e.type === 'step:progress')).toHaveLength(2);
-        expect(seen.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'failed', error: { code: 'run_cancelled' } } });
+        expect(seen.at(-1)).toMatchObject({
+          type: 'run:end',
+          data: { status: 'failed', error: { code: 'run_cancelled' } },
+        });
         expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
       } finally {
         a.kill();
@@ -110,19 +126,21 @@ for (const store of ['redis', 'postgres'] as const) {
       const runIds = Array.from({ length: 100 }, (_, i) => `${ns}-${i}`);
       const a = worker({ store, ns, runIds, progress: 3 });
       try {
-        await Promise.all(runIds.map(async (runId, i) => {
-          const cut = 1 + (i % 8);
-          const first: RunEvent[] = [];
-          for await (const e of b.watch(runId)) {
-            first.push(e);
-            if (e.seq === cut) break;
-          }
-          const rest = await collect(c.watch(runId, { after: cut }));
-          const all = [...first, ...rest];
-          expect(all.map((e) => e.seq)).toEqual(all.map((_, k) => k + 1));
-          expect(all.at(-1)!.type).toBe('run:end');
-          expect(all.filter((e) => e.type === 'step:progress')).toHaveLength(3);
-        }));
+        await Promise.all(
+          runIds.map(async (runId, i) => {
+            const cut = 1 + (i % 8);
+            const first: RunEvent[] = [];
+            for await (const e of b.watch(runId)) {
+              first.push(e);
+              if (e.seq === cut) break;
+            }
+            const rest = await collect(c.watch(runId, { after: cut }));
+            const all = [...first, ...rest];
+            expect(all.map((e) => e.seq)).toEqual(all.map((_, k) => k + 1));
+            expect(all.at(-1)!.type).toBe('run:end');
+            expect(all.filter((e) => e.type === 'step:progress')).toHaveLength(3);
+          }),
+        );
         const done = await a.waitFor((m) => m.type === 'done', 60_000);
         expect(done.results!.every((r) => r.status === 'completed')).toBe(true);
       } finally {

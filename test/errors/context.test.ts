@@ -4,8 +4,12 @@ import { createRunner, defineChain, defineTool } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 
 const search = defineTool({
-  name: 'search', description: 'Search', input: z.object({ q: z.string(), api_key: z.string().optional() }), output: z.object({ n: z.number() }),
-  effect: 'read', timeoutMs: 100,
+  name: 'search',
+  description: 'Search',
+  input: z.object({ q: z.string(), api_key: z.string().optional() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+  timeoutMs: 100,
 });
 
 describe('ChainErrorInfo.context', () => {
@@ -28,8 +32,18 @@ describe('ChainErrorInfo.context', () => {
   });
 
   it('is on a chain step failure, and holds no secret (numbers only, never the input)', async () => {
-    const chain = defineChain({ name: 'find', description: 'find', input: z.object({ key: z.string() }), steps: [{ id: 's', tool: search, input: { q: 'hello', api_key: 'sk-live-0123456789' } }] });
-    const runner = createRunner({ invoker: createMockInvoker({ search: { error: Object.assign(new Error('Forbidden for sk-live-0123456789'), { status: 403 }) } }), tools: [search] });
+    const chain = defineChain({
+      name: 'find',
+      description: 'find',
+      input: z.object({ key: z.string() }),
+      steps: [{ id: 's', tool: search, input: { q: 'hello', api_key: 'sk-live-0123456789' } }],
+    });
+    const runner = createRunner({
+      invoker: createMockInvoker({
+        search: { error: Object.assign(new Error('Forbidden for sk-live-0123456789'), { status: 403 }) },
+      }),
+      tools: [search],
+    });
     const r = await runner.run(chain, { key: 'k' });
     if (r.status !== 'failed') throw new Error(r.status);
     expect(r.error.context).toEqual({ timeoutMs: 100, inputSize: 44, attempt: 1 });

@@ -8,13 +8,21 @@ const first = defineTool({ name: 'first', description: 'first', ...io, effect: '
 const second = defineTool({ name: 'second', description: 'second', ...io, effect: 'read', retry: false });
 const forbidden = Object.assign(new Error('Forbidden'), { status: 403 });
 const chain = defineChain({
-  name: 'two_steps', description: 'first, then second', input: z.object({ q: z.string() }),
-  steps: [{ id: 'a', tool: first, input: { q: ref('input', 'q') } }, { id: 'b', tool: second, input: { q: ref('a', 'v') } }],
+  name: 'two_steps',
+  description: 'first, then second',
+  input: z.object({ q: z.string() }),
+  steps: [
+    { id: 'a', tool: first, input: { q: ref('input', 'q') } },
+    { id: 'b', tool: second, input: { q: ref('a', 'v') } },
+  ],
 });
 
 describe('trace status and errors', () => {
   it("a run that completed some steps and then failed is 'partial' in its trace (the result stays 'failed')", async () => {
-    const runner = createRunner({ invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { error: forbidden } }), tools: [first, second] });
+    const runner = createRunner({
+      invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { error: forbidden } }),
+      tools: [first, second],
+    });
     const r = await runner.run(chain, { q: 'go' });
     expect(r.status).toBe('failed');
     expect(r.trace.status).toBe('partial');
@@ -23,10 +31,16 @@ describe('trace status and errors', () => {
   });
 
   it("a run that failed at its first step is 'failed', and a completed one 'completed'", async () => {
-    const failing = createRunner({ invoker: createMockInvoker({ first: { error: forbidden }, second: { ok: { v: 'y' } } }), tools: [first, second] });
+    const failing = createRunner({
+      invoker: createMockInvoker({ first: { error: forbidden }, second: { ok: { v: 'y' } } }),
+      tools: [first, second],
+    });
     const r = await failing.run(chain, { q: 'go' });
     expect(r.trace.status).toBe('failed');
-    const ok = createRunner({ invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { ok: { v: 'y' } } }), tools: [first, second] });
+    const ok = createRunner({
+      invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { ok: { v: 'y' } } }),
+      tools: [first, second],
+    });
     const done = await ok.run(chain, { q: 'go' });
     expect(done.trace.status).toBe('completed');
     expect(done.trace).not.toHaveProperty('errors');
@@ -35,13 +49,19 @@ describe('trace status and errors', () => {
   });
 
   it('lists its errors at the top level, the same as the step errors and the run error', async () => {
-    const runner = createRunner({ invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { error: forbidden } }), tools: [first, second] });
+    const runner = createRunner({
+      invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { error: forbidden } }),
+      tools: [first, second],
+    });
     const r = await runner.run(chain, { q: 'go' });
     if (r.status !== 'failed') throw new Error(r.status);
     expect(r.trace.errors).toHaveLength(1);
     expect(r.trace.errors![0]).toMatchObject({ category: 'permission_denied', step: 'b', tool: 'second' });
     expect(r.trace.errors![0]).toEqual(r.error);
-    const direct = createRunner({ invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { ok: { v: 'y' } } }), tools: [first, second] });
+    const direct = createRunner({
+      invoker: createMockInvoker({ first: { ok: { v: 'x' } }, second: { ok: { v: 'y' } } }),
+      tools: [first, second],
+    });
     const invoked = await direct.invoke('second', { q: 1 });
     expect(invoked.trace.errors).toEqual([invoked.status === 'failed' && invoked.error]);
     await runner.close();
@@ -51,7 +71,11 @@ describe('trace status and errors', () => {
   it('a select step failure after a list is partial too, with the not_found error listed', async () => {
     const store = createTaskStore({ users: fixtures.users });
     const runner = createRunner({ invoker: store.invoker, tools: [...taskTools] });
-    const r = await runner.run(findAndUpdate, { match: 'no such task anywhere', title: 'x' }, { context: { userId: fixtures.alice } });
+    const r = await runner.run(
+      findAndUpdate,
+      { match: 'no such task anywhere', title: 'x' },
+      { context: { userId: fixtures.alice } },
+    );
     expect(r.trace.status).toBe('partial');
     expect(r.trace.errors!.map((e) => e.code)).toEqual(['no_match']);
     await runner.close();
@@ -76,7 +100,12 @@ describe('identity in traces', () => {
   });
 
   it('shows them when the user opts in with traceIdentity: true', async () => {
-    const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], traceDetail: 'full', traceIdentity: true });
+    const runner = createRunner({
+      invoker: store.invoker,
+      tools: [...taskTools],
+      traceDetail: 'full',
+      traceIdentity: true,
+    });
     const r = await runner.invoke('list_tasks', { user_id: fixtures.alice }, alice);
     expect(r.trace.steps[0]!.input).toMatchObject({ user_id: fixtures.alice });
     await runner.close();

@@ -11,14 +11,27 @@ const email = chain('email', { input: z.object({ to: z.string() }) })
 const sms = chain('sms', { input: z.object({ channel: z.string(), to: z.string() }) })
   .compute('code', (s) => s.input.to.length)
   .build();
-const fallback = chain('fallback', { input: z.object({}) }).compute('none', () => 'nobody').build();
+const fallback = chain('fallback', { input: z.object({}) })
+  .compute('none', () => 'nobody')
+  .build();
 
 describe('branch step', () => {
   const notify = (withDefault: boolean) => {
     const base = chain('notify', { input: z.object({ channel: z.string(), to: z.string() }) });
     return withDefault
-      ? base.branch('n', (ref) => ({ on: ref('input', 'channel'), cases: { email: { chain: email, input: { to: ref('input', 'to') } }, sms }, default: { chain: fallback, input: {} } })).build()
-      : base.branch('n', (ref) => ({ on: ref('input', 'channel'), cases: { email: { chain: email, input: { to: ref('input', 'to') } }, sms } })).build();
+      ? base
+          .branch('n', (ref) => ({
+            on: ref('input', 'channel'),
+            cases: { email: { chain: email, input: { to: ref('input', 'to') } }, sms },
+            default: { chain: fallback, input: {} },
+          }))
+          .build()
+      : base
+          .branch('n', (ref) => ({
+            on: ref('input', 'channel'),
+            cases: { email: { chain: email, input: { to: ref('input', 'to') } }, sms },
+          }))
+          .build();
   };
 
   it('runs the case named by `on` (a mapped case, or a bare case given the chain input)', async () => {
@@ -32,19 +45,40 @@ describe('branch step', () => {
   });
 
   it('runs `default` when `on` names no case', async () => {
-    const r = await runChain(notify(true), { channel: 'pigeon', to: 'x' }, { invoker: createMockInvoker({ echo: { ok: { value: 'x' } } }) });
+    const r = await runChain(
+      notify(true),
+      { channel: 'pigeon', to: 'x' },
+      { invoker: createMockInvoker({ echo: { ok: { value: 'x' } } }) },
+    );
     expect(r.status === 'completed' && r.output).toBe('nobody');
   });
 
   it('fails invalid_input / no_branch without a default, and calls nothing', async () => {
     const invoker = createMockInvoker({ echo: { ok: { value: 'x' } } });
     const r = await runChain(notify(false), { channel: 'pigeon', to: 'x' }, { invoker });
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'invalid_input', code: 'no_branch', step: 'n', userMessage: "'pigeon' is not one of: email, sms." });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'invalid_input',
+      code: 'no_branch',
+      step: 'n',
+      userMessage: "'pigeon' is not one of: email, sms.",
+    });
     expect(invoker.calls).toHaveLength(0);
   });
 
   it('takes `on` as a function of the scope', async () => {
-    const c = defineChain({ name: 'fn', input: z.object({ loud: z.boolean() }), steps: [{ id: 'n', branch: { on: (s) => (s.input.loud ? 'a' : 'b'), cases: { a: { chain: fallback, input: {} }, b: { chain: sms, input: { channel: 'x', to: 'abc' } } } } }] });
+    const c = defineChain({
+      name: 'fn',
+      input: z.object({ loud: z.boolean() }),
+      steps: [
+        {
+          id: 'n',
+          branch: {
+            on: (s) => (s.input.loud ? 'a' : 'b'),
+            cases: { a: { chain: fallback, input: {} }, b: { chain: sms, input: { channel: 'x', to: 'abc' } } },
+          },
+        },
+      ],
+    });
     const r = await runChain(c, { loud: false }, { invoker: createMockInvoker({}) });
     expect(r.status === 'completed' && r.output).toBe(3);
   });
@@ -53,9 +87,16 @@ describe('branch step', () => {
     let error: DefinitionError | undefined;
     try {
       defineChain({
-        name: 'bad', input: z.object({ n: z.number() }),
+        name: 'bad',
+        input: z.object({ n: z.number() }),
         steps: [
-          { id: 'a', branch: { on: ref('input', 'nn'), cases: { x: { chain: email, input: { to: ref('input', 'n') } }, y: 'nope' as never } } },
+          {
+            id: 'a',
+            branch: {
+              on: ref('input', 'nn'),
+              cases: { x: { chain: email, input: { to: ref('input', 'n') } }, y: 'nope' as never },
+            },
+          },
           { id: 'b', branch: { on: 'email' as never, cases: {} } },
         ],
       });
@@ -72,13 +113,21 @@ describe('branch step', () => {
   });
 });
 
-const status = { name: 'status', description: 'Export status', input: z.object({ id: z.string() }), output: z.object({ ready: z.boolean(), n: z.number() }), effect: 'read' as const };
+const status = {
+  name: 'status',
+  description: 'Export status',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ready: z.boolean(), n: z.number() }),
+  effect: 'read' as const,
+};
 
 describe('loop step', () => {
   const make = async () => {
     const { defineTool } = await import('chainkit');
     const tool = defineTool(status);
-    const check = chain('check', { input: z.object({ id: z.string() }) }).tool('get', tool, (ref) => ({ id: ref('input', 'id') })).build();
+    const check = chain('check', { input: z.object({ id: z.string() }) })
+      .tool('get', tool, (ref) => ({ id: ref('input', 'id') }))
+      .build();
     return { tool, check };
   };
 
@@ -87,7 +136,12 @@ describe('loop step', () => {
     let n = 0;
     const invoker = functionInvoker({ status: () => ({ ready: ++n === 3, n }) });
     const c = chain('poll', { input: z.object({ id: z.string() }) })
-      .loop('wait', { chain: check, input: (ref) => ({ id: ref('input', 'id') }), until: (out, i) => out.ready && i === 3, max: 5 })
+      .loop('wait', {
+        chain: check,
+        input: (ref) => ({ id: ref('input', 'id') }),
+        until: (out, i) => out.ready && i === 3,
+        max: 5,
+      })
       .build();
     const r = await runChain(c, { id: 'e1' }, { invoker });
     expect(r.status === 'completed' && r.output).toEqual({ ready: true, n: 3 });
@@ -98,7 +152,16 @@ describe('loop step', () => {
   it('fails loop_limit after `max` iterations', async () => {
     const { check } = await make();
     const invoker = functionInvoker({ status: () => ({ ready: false, n: 0 }) });
-    const c = defineChain({ name: 'poll', input: z.object({}), steps: [{ id: 'wait', loop: { chain: check, input: { id: 'e1' }, until: (out: { ready: boolean }) => out.ready, max: 4 } }] });
+    const c = defineChain({
+      name: 'poll',
+      input: z.object({}),
+      steps: [
+        {
+          id: 'wait',
+          loop: { chain: check, input: { id: 'e1' }, until: (out: { ready: boolean }) => out.ready, max: 4 },
+        },
+      ],
+    });
     const r = await runChain(c, {}, { invoker });
     expect(r.status === 'failed' && r.error).toMatchObject({ code: 'loop_limit', step: 'wait' });
     expect(r.trace.steps[0]!.children).toHaveLength(4);
@@ -112,7 +175,22 @@ describe('loop step', () => {
       const at: number[] = [];
       const invoker = functionInvoker({ status: () => (at.push(Date.now()), { ready: ++n === 3, n }) });
       const runner = createRunner({ invoker });
-      const c = defineChain({ name: 'poll', input: z.object({}), steps: [{ id: 'wait', loop: { chain: check, input: { id: 'e1' }, until: (out: { ready: boolean }) => out.ready, max: 5, delayMs: 2000 } }] });
+      const c = defineChain({
+        name: 'poll',
+        input: z.object({}),
+        steps: [
+          {
+            id: 'wait',
+            loop: {
+              chain: check,
+              input: { id: 'e1' },
+              until: (out: { ready: boolean }) => out.ready,
+              max: 5,
+              delayMs: 2000,
+            },
+          },
+        ],
+      });
       const pending = runner.run(c, {});
       await vi.advanceTimersByTimeAsync(5000);
       const r = await pending;
@@ -129,7 +207,8 @@ describe('loop step', () => {
     let error: DefinitionError | undefined;
     try {
       defineChain({
-        name: 'bad', input: z.object({}),
+        name: 'bad',
+        input: z.object({}),
         steps: [
           { id: 'a', loop: { chain: check, input: { id: 'x' }, until: () => true } as never },
           { id: 'b', loop: { chain: check, input: { id: 'x' }, until: 'yes' as never, max: 0, delayMs: -1 } },

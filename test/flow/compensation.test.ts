@@ -5,19 +5,69 @@ import { z } from 'zod';
 import { createRunner, defineChain, memoryRunStore, defineTool, functionInvoker, ref, runChain } from 'chainkit';
 import { http } from '../helpers.js';
 
-const list = defineTool({ name: 'list', description: 'List ids', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
-const save = defineTool({ name: 'save', description: 'Save one', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), retry: false });
-const unsave = defineTool({ name: 'unsave', description: 'Undo a save', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), retry: false });
-const check = defineTool({ name: 'check', description: 'Check one', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
-const reserve = defineTool({ name: 'reserve', description: 'Reserve', input: z.object({}), output: z.object({ id: z.string() }), retry: false });
-const release = defineTool({ name: 'release', description: 'Release', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), retry: false });
-const boom = defineTool({ name: 'boom', description: 'Fails', input: z.object({}), output: z.object({}), effect: 'read', retry: false });
+const list = defineTool({
+  name: 'list',
+  description: 'List ids',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
+const save = defineTool({
+  name: 'save',
+  description: 'Save one',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  retry: false,
+});
+const unsave = defineTool({
+  name: 'unsave',
+  description: 'Undo a save',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  retry: false,
+});
+const check = defineTool({
+  name: 'check',
+  description: 'Check one',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+  retry: false,
+});
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'Reserve',
+  input: z.object({}),
+  output: z.object({ id: z.string() }),
+  retry: false,
+});
+const release = defineTool({
+  name: 'release',
+  description: 'Release',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  retry: false,
+});
+const boom = defineTool({
+  name: 'boom',
+  description: 'Fails',
+  input: z.object({}),
+  output: z.object({}),
+  effect: 'read',
+  retry: false,
+});
 
 /** An item's chain: save (undone by unsave), then check (fails for ids in `bad`). */
 const saveOne = defineChain({
-  name: 'save_one', input: z.object({ id: z.string() }),
+  name: 'save_one',
+  input: z.object({ id: z.string() }),
   steps: [
-    { id: 'save', tool: save, input: { id: ref('input', 'id') }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } },
+    {
+      id: 'save',
+      tool: save,
+      input: { id: ref('input', 'id') },
+      compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+    },
     { id: 'check', tool: check, input: { id: ref('save', 'id') } },
   ],
   output: (s) => s.results.save.id,
@@ -29,7 +79,11 @@ function tools(bad: string[] = []) {
   const invoker = functionInvoker({
     list: ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
     save: ({ id }: { id: string }) => (calls.push(`save ${id}`), { id }),
-    unsave: ({ id }: { id: string }, call: { idempotencyKey?: string }) => (calls.push(`unsave ${id}`), keys.push(call.idempotencyKey!), { ok: true }),
+    unsave: ({ id }: { id: string }, call: { idempotencyKey?: string }) => (
+      calls.push(`unsave ${id}`),
+      keys.push(call.idempotencyKey!),
+      { ok: true }
+    ),
     check: ({ id }: { id: string }) => {
       if (bad.includes(id)) throw http(403, `no ${id}`);
       return { ok: true };
@@ -47,7 +101,8 @@ describe('compensation inside sub-chains', () => {
   it('a later failure undoes the completed forEach items (newest first, each once) after the steps run after them and before those run before', async () => {
     const t = tools();
     const c = defineChain({
-      name: 'fan_out', input: z.object({}),
+      name: 'fan_out',
+      input: z.object({}),
       steps: [
         { id: 'reserve', tool: reserve, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
         { id: 'find', tool: list, input: () => ({ n: 3 }) },
@@ -62,7 +117,12 @@ describe('compensation inside sub-chains', () => {
     expect(r.error).toMatchObject({ step: 'fail' });
     expect(r.compensated).toEqual(['done/2/save', 'done/1/save', 'done/0/save', 'reserve']);
     expect(r.compensationFailures).toBeUndefined();
-    expect(r.trace.steps.filter((s) => s.status === 'compensated').map((s) => s.id)).toEqual(['done/2/save', 'done/1/save', 'done/0/save', 'reserve']);
+    expect(r.trace.steps.filter((s) => s.status === 'compensated').map((s) => s.id)).toEqual([
+      'done/2/save',
+      'done/1/save',
+      'done/0/save',
+      'reserve',
+    ]);
     // Each undo has a key of its own (the item index in it): none is answered from another's.
     expect(new Set(t.keys).size).toBe(3);
     expect(t.keys[0]).toBe(`${r.runId}:done/2/save:compensate`);
@@ -71,33 +131,63 @@ describe('compensation inside sub-chains', () => {
   it('undoes the steps of `chain`, `branch` and every completed `loop` iteration, nested chains included', async () => {
     const t = tools();
     const inner = defineChain({
-      name: 'inner', input: z.object({}),
+      name: 'inner',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: list, input: { n: 2 } },
         { id: 'each', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') } } },
       ],
     });
-    const one = (id: string) => defineChain({ name: `one_${id}`, input: z.object({ n: z.number() }), steps: [{ id: 'save', tool: save, input: { id: `${id}` }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } }] });
+    const one = (id: string) =>
+      defineChain({
+        name: `one_${id}`,
+        input: z.object({ n: z.number() }),
+        steps: [
+          {
+            id: 'save',
+            tool: save,
+            input: { id: `${id}` },
+            compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+          },
+        ],
+      });
     const c = defineChain({
-      name: 'nested', input: z.object({ kind: z.enum(['a', 'b']) }),
+      name: 'nested',
+      input: z.object({ kind: z.enum(['a', 'b']) }),
       steps: [
         { id: 'audit', chain: inner, input: {} },
-        { id: 'pick', branch: { on: (s: { input: { kind: string } }) => s.input.kind, cases: { a: { chain: one('a'), input: () => ({ n: 1 }) }, b: { chain: one('b'), input: () => ({ n: 1 }) } } } },
-        { id: 'poll', loop: { chain: one('l'), input: () => ({ n: 1 }), until: (_out: unknown, n: number) => n === 2, max: 5 } },
+        {
+          id: 'pick',
+          branch: {
+            on: (s: { input: { kind: string } }) => s.input.kind,
+            cases: { a: { chain: one('a'), input: () => ({ n: 1 }) }, b: { chain: one('b'), input: () => ({ n: 1 }) } },
+          },
+        },
+        {
+          id: 'poll',
+          loop: { chain: one('l'), input: () => ({ n: 1 }), until: (_out: unknown, n: number) => n === 2, max: 5 },
+        },
         { id: 'fail', tool: boom, input: () => ({}) },
       ],
     } as never);
     const r = await runChain(c as never, { kind: 'b' }, { invoker: t.invoker });
     expect(r.status).toBe('failed');
     if (r.status !== 'failed') return;
-    expect(r.compensated).toEqual(['poll/2/save', 'poll/1/save', 'pick/save', 'audit/each/1/save', 'audit/each/0/save']);
+    expect(r.compensated).toEqual([
+      'poll/2/save',
+      'poll/1/save',
+      'pick/save',
+      'audit/each/1/save',
+      'audit/each/0/save',
+    ]);
     expect(t.undone()).toEqual(['unsave l', 'unsave l', 'unsave b', 'unsave t1', 'unsave t0']);
   });
 
   it("a forEach that fails on an item: the item undoes its own steps, the completed items are undone by the run's failure (each once)", async () => {
     const t = tools(['t2']);
     const c = defineChain({
-      name: 'stop_at_bad', input: z.object({}),
+      name: 'stop_at_bad',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: list, input: { n: 4 } },
         { id: 'done', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') } } },
@@ -117,10 +207,19 @@ describe('compensation inside sub-chains', () => {
   it("failed items collected with onItemError 'collect' each undo their own steps under their own key; the completed ones stay done", async () => {
     const t = tools(['t0', 't1']);
     const c = defineChain({
-      name: 'collect_bad', input: z.object({}),
+      name: 'collect_bad',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: list, input: { n: 3 } },
-        { id: 'done', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') }, onItemError: 'collect' } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: saveOne,
+            input: { id: ref('item', 'id') },
+            onItemError: 'collect',
+          },
+        },
       ],
     });
     const r = await runChain(c, {}, { invoker: t.invoker });
@@ -135,7 +234,8 @@ describe('compensation inside sub-chains', () => {
     const runner = createRunner({ invoker: t.invoker, stores: { runs } });
     try {
       const c = defineChain({
-        name: 'durable_fan_out', input: z.object({}),
+        name: 'durable_fan_out',
+        input: z.object({}),
         steps: [
           { id: 'find', tool: list, input: { n: 2 } },
           { id: 'done', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') } } },
@@ -148,7 +248,10 @@ describe('compensation inside sub-chains', () => {
       expect(r.compensated).toEqual(['done/1/save', 'done/0/save']);
       expect(t.undone()).toEqual(['unsave t1', 'unsave t0']);
       const stored = await runs.get(r.runId);
-      expect(stored?.journal.filter((e) => e.compensation === 'undone').map((e) => e.step)).toEqual(['done/1/save', 'done/0/save']);
+      expect(stored?.journal.filter((e) => e.compensation === 'undone').map((e) => e.step)).toEqual([
+        'done/1/save',
+        'done/0/save',
+      ]);
     } finally {
       await runner.close();
     }

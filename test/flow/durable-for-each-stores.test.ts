@@ -8,9 +8,23 @@ import { chain, createRunner, defineTool, functionInvoker, type Runner } from 'c
 import { redisStores } from 'chainkit/redis';
 import { postgresStores } from 'chainkit/postgres';
 
-const list = defineTool({ name: 'list', description: 'List ids', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
-const mark = defineTool({ name: 'mark', description: 'Mark', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), idempotent: true });
-const markOne = chain('mark_one', { input: z.object({ id: z.string() }) }).tool('mark', mark, (ref) => ({ id: ref('input', 'id') })).output((s) => s.results.mark.id);
+const list = defineTool({
+  name: 'list',
+  description: 'List ids',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
+const mark = defineTool({
+  name: 'mark',
+  description: 'Mark',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  idempotent: true,
+});
+const markOne = chain('mark_one', { input: z.object({ id: z.string() }) })
+  .tool('mark', mark, (ref) => ({ id: ref('input', 'id') }))
+  .output((s) => s.results.mark.id);
 const all = chain('mark_all_stores', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
   .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
   .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))
@@ -34,16 +48,22 @@ afterAll(async () => {
 
 type Stores = ReturnType<typeof redisStores> | ReturnType<typeof postgresStores>;
 const backends: [string, () => Stores][] = [
-  ['redis', () => {
-    const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-    redisClients.push(client);
-    return redisStores(client, { prefix, pollMs: 5 });
-  }],
-  ['postgres', () => {
-    const pool = new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', max: 2 });
-    pools.push(pool);
-    return postgresStores(pool, { schema, pollMs: 10 });
-  }],
+  [
+    'redis',
+    () => {
+      const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+      redisClients.push(client);
+      return redisStores(client, { prefix, pollMs: 5 });
+    },
+  ],
+  [
+    'postgres',
+    () => {
+      const pool = new pg.Pool({ host: '127.0.0.1', port: 5432, user: 'postgres', database: 'test', max: 2 });
+      pools.push(pool);
+      return postgresStores(pool, { schema, pollMs: 10 });
+    },
+  ],
 ];
 
 describe.each(backends)('durable forEach on %s', (name, open) => {
@@ -70,7 +90,8 @@ describe.each(backends)('durable forEach on %s', (name, open) => {
     void dead.run(all, { n: 100 }, { runId });
     for (let i = 0; i < 400 && effects.size < 37; i++) await new Promise((r) => setTimeout(r, 10));
     expect(effects.size).toBe(37);
-    for (let i = 0; i < 100 && !(await dead.getRun(runId))?.steps.includes('done/36'); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && !(await dead.getRun(runId))?.steps.includes('done/36'); i++)
+      await new Promise((r) => setTimeout(r, 10));
     await dead.close();
     t += 10_000; // the owner's lease expired
     const [a, b] = [make(false), make(false)];

@@ -5,9 +5,27 @@ import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, type Runner } from 'chainkit';
 import type { RunStore } from 'chainkit/stores';
 
-const list = defineTool({ name: 'list', description: 'List ids', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
-const mark = defineTool({ name: 'mark', description: 'Mark', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), idempotent: true });
-const note = defineTool({ name: 'note', description: 'Note', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read' });
+const list = defineTool({
+  name: 'list',
+  description: 'List ids',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
+const mark = defineTool({
+  name: 'mark',
+  description: 'Mark',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  idempotent: true,
+});
+const note = defineTool({
+  name: 'note',
+  description: 'Note',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+});
 const markOne = chain('mark_one', { input: z.object({ id: z.string() }) })
   .tool('mark', mark, (ref) => ({ id: ref('input', 'id') }))
   .tool('note', note, (ref) => ({ id: ref('mark', 'id') }))
@@ -67,8 +85,17 @@ describe('durable forEach (memory run store)', () => {
     const { runner } = make(memoryRunStore(), Date.now);
     await runner.run(all, { n: 2 }, { runId: 'watched' });
     const seen: string[] = [];
-    for await (const e of runner.watch('watched')) if (e.type !== 'run:start' && e.type !== 'run:end') seen.push(`${e.type} ${e.step}${e.type === 'item:end' ? ` #${e.data.index} ${e.data.status}` : ''}`);
-    expect(seen).toEqual(expect.arrayContaining(['step:end done/0/mark', 'item:end done #0 success', 'item:end done #1 success', 'step:end done']));
+    for await (const e of runner.watch('watched'))
+      if (e.type !== 'run:start' && e.type !== 'run:end')
+        seen.push(`${e.type} ${e.step}${e.type === 'item:end' ? ` #${e.data.index} ${e.data.status}` : ''}`);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'step:end done/0/mark',
+        'item:end done #0 success',
+        'item:end done #1 success',
+        'step:end done',
+      ]),
+    );
     expect(seen.indexOf('item:end done #1 success')).toBeLessThan(seen.indexOf('step:end done'));
   });
 
@@ -86,7 +113,8 @@ describe('durable forEach (memory run store)', () => {
     const dead = createRunner({ invoker, chains: [all], stores: { runs: store }, now, leaseMs: 1_000 });
     runners.push(dead);
     void dead.run(all, { n: 3 }, { runId: 'sub' });
-    for (let i = 0; i < 200 && !(await dead.getRun('sub'))?.steps.includes('done/1/mark'); i++) await new Promise((r) => setTimeout(r, 5));
+    for (let i = 0; i < 200 && !(await dead.getRun('sub'))?.steps.includes('done/1/mark'); i++)
+      await new Promise((r) => setTimeout(r, 5));
     hang = false;
     t += 5_000;
     const heir = createRunner({ invoker, chains: [all], stores: { runs: store }, now, leaseMs: 1_000 });

@@ -1,15 +1,36 @@
 // §12 forEach: a chain per element, at most `concurrency` at once, items nested in traces and events.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, defineTool, DefinitionError, functionInvoker, ref, runChain, type ItemEndEvent } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  DefinitionError,
+  functionInvoker,
+  ref,
+  runChain,
+  type ItemEndEvent,
+} from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { count, echo } from '../helpers.js';
 
-const mark = defineTool({ name: 'mark', description: 'Mark an item', input: z.object({ id: z.string() }), output: z.object({ id: z.string(), marked: z.boolean() }) });
+const mark = defineTool({
+  name: 'mark',
+  description: 'Mark an item',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string(), marked: z.boolean() }),
+});
 const markOne = chain('mark_one', { input: z.object({ id: z.string() }) })
   .tool('mark', mark, (ref) => ({ id: ref('input', 'id') }))
   .output((s) => s.results.mark.id);
-const list = defineTool({ name: 'list', description: 'List ids', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.object({ id: z.string() })) }), effect: 'read' });
+const list = defineTool({
+  name: 'list',
+  description: 'List ids',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
 const listImpl = ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) });
 
 describe('forEach step', () => {
@@ -28,7 +49,12 @@ describe('forEach step', () => {
     });
     const c = chain('all', { input: z.object({ n: z.number() }) })
       .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
-      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }), concurrency: 8 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 8,
+      }))
       .output((s) => s.results.done);
     const r = await runChain(c, { n: 1000 }, { invoker });
     expect(r.status).toBe('completed');
@@ -52,7 +78,8 @@ describe('forEach step', () => {
       },
     });
     const c = defineChain({
-      name: 'seq', input: z.object({}),
+      name: 'seq',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: list, input: { n: 5 } },
         { id: 'done', forEach: { over: ref('find', 'items'), chain: markOne, input: { id: ref('item', 'id') } } },
@@ -73,7 +100,13 @@ describe('forEach step', () => {
     });
     const c = chain('collect', { input: z.object({}) })
       .tool('find', list, () => ({ n: 3 }))
-      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }), onItemError: 'collect', concurrency: 2 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        onItemError: 'collect',
+        concurrency: 2,
+      }))
       .build();
     const r = await runChain(c, {}, { invoker });
     expect(r.status).toBe('completed');
@@ -93,20 +126,37 @@ describe('forEach step', () => {
     });
     const c = chain('fail', { input: z.object({}) })
       .tool('find', list, () => ({ n: 50 }))
-      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }), concurrency: 2 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 2,
+      }))
       .build();
     const calls: string[] = [];
-    const counted = functionInvoker({ list: listImpl, mark: (input: { id: string }, call) => (calls.push(input.id), (invoker as never as (c: unknown) => unknown)({ ...call, tool: 'mark', input })) });
+    const counted = functionInvoker({
+      list: listImpl,
+      mark: (input: { id: string }, call) => (
+        calls.push(input.id),
+        (invoker as never as (c: unknown) => unknown)({ ...call, tool: 'mark', input })
+      ),
+    });
     const r = await runChain(c, {}, { invoker: counted as never });
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'permission_denied', step: 'done/3/mark' });
     expect(calls.length).toBeLessThan(10);
     const entry = r.trace.steps.find((t) => t.id === 'done')!;
     expect(entry.status).toBe('error');
-    expect(entry.children!.find((t) => t.id === 'done/3')).toMatchObject({ status: 'error', children: [expect.objectContaining({ id: 'done/3/mark', status: 'error' })] });
+    expect(entry.children!.find((t) => t.id === 'done/3')).toMatchObject({
+      status: 'error',
+      children: [expect.objectContaining({ id: 'done/3/mark', status: 'error' })],
+    });
   });
 
   it('emits item:end per item and nests items (and their steps) in the trace; keys carry the item index', async () => {
-    const invoker = createMockInvoker({ list: { ok: listImpl({ n: 3 }) }, mark: (input: { id: string }) => ({ id: input.id, marked: true }) });
+    const invoker = createMockInvoker({
+      list: { ok: listImpl({ n: 3 }) },
+      mark: (input: { id: string }) => ({ id: input.id, marked: true }),
+    });
     const runner = createRunner({ invoker });
     const ends: ItemEndEvent[] = [];
     runner.events.on('item:end', (e) => ends.push(e));
@@ -115,22 +165,50 @@ describe('forEach step', () => {
       .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))
       .build();
     const r = await runner.run(c, {});
-    expect(ends.map((e) => [e.step, e.index, e.status])).toEqual([['done', 0, 'success'], ['done', 1, 'success'], ['done', 2, 'success']]);
+    expect(ends.map((e) => [e.step, e.index, e.status])).toEqual([
+      ['done', 0, 'success'],
+      ['done', 1, 'success'],
+      ['done', 2, 'success'],
+    ]);
     const done = r.trace.steps[1]!;
     expect(done.children!.map((t) => t.id)).toEqual(['done/0', 'done/1', 'done/2']);
     expect(done.children![2]!.children!.map((t) => t.id)).toEqual(['done/2/mark']);
-    expect(invoker.callsTo('mark').map((call) => call.idempotencyKey)).toEqual([`${r.runId}:done/0/mark`, `${r.runId}:done/1/mark`, `${r.runId}:done/2/mark`]);
+    expect(invoker.callsTo('mark').map((call) => call.idempotencyKey)).toEqual([
+      `${r.runId}:done/0/mark`,
+      `${r.runId}:done/1/mark`,
+      `${r.runId}:done/2/mark`,
+    ]);
     await runner.close();
   });
 
   it("respects the tool's per-user rate limit across items in flight", async () => {
-    const limited = defineTool({ name: 'mark_limited', description: 'Mark', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), effect: 'read', rateLimit: { limit: 4, intervalMs: 100, per: 'user' } });
-    const one = chain('mark_limited_one', { input: z.object({ id: z.string() }), context: z.object({ userId: z.string() }) }).tool('mark', limited, (ref) => ({ id: ref('input', 'id') })).build();
+    const limited = defineTool({
+      name: 'mark_limited',
+      description: 'Mark',
+      input: z.object({ id: z.string() }),
+      output: z.object({ id: z.string() }),
+      effect: 'read',
+      rateLimit: { limit: 4, intervalMs: 100, per: 'user' },
+    });
+    const one = chain('mark_limited_one', {
+      input: z.object({ id: z.string() }),
+      context: z.object({ userId: z.string() }),
+    })
+      .tool('mark', limited, (ref) => ({ id: ref('input', 'id') }))
+      .build();
     const at: number[] = [];
-    const invoker = functionInvoker([list, limited], { list: listImpl, mark_limited: ({ id }) => (at.push(performance.now()), { id }) });
+    const invoker = functionInvoker([list, limited], {
+      list: listImpl,
+      mark_limited: ({ id }) => (at.push(performance.now()), { id }),
+    });
     const c = chain('limited', { input: z.object({}), context: z.object({ userId: z.string() }) })
       .tool('find', list, () => ({ n: 12 }))
-      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: one, input: (item) => ({ id: item('id') }), concurrency: 8 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: one,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 8,
+      }))
       .build();
     const r = await runChain(c, {}, { invoker, context: { userId: 'u1' } });
     expect(r.status).toBe('completed');
@@ -140,19 +218,38 @@ describe('forEach step', () => {
   });
 
   it('an item whose input cannot be built fails that item (collected), the others run', async () => {
-    const invoker = createMockInvoker({ list: { ok: listImpl({ n: 3 }) }, mark: (input: { id: string }) => ({ id: input.id, marked: true }) });
+    const invoker = createMockInvoker({
+      list: { ok: listImpl({ n: 3 }) },
+      mark: (input: { id: string }) => ({ id: input.id, marked: true }),
+    });
     const c = defineChain({
-      name: 'bad_input', input: z.object({}),
+      name: 'bad_input',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: list, input: { n: 3 } },
-        { id: 'done', forEach: { over: ref('find', 'items'), chain: markOne, onItemError: 'collect', input: (item: { id: string }) => { if (item.id === 't1') throw new Error('no'); return { id: item.id }; } } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: markOne,
+            onItemError: 'collect',
+            input: (item: { id: string }) => {
+              if (item.id === 't1') throw new Error('no');
+              return { id: item.id };
+            },
+          },
+        },
       ],
     });
     const r = await runChain(c, {}, { invoker });
-    expect(r.status === 'completed' && r.output).toEqual([{ ok: true, value: 't0' }, { ok: false, error: expect.objectContaining({ code: 'input_failed', step: 'done/1' }) }, { ok: true, value: 't2' }]);
+    expect(r.status === 'completed' && r.output).toEqual([
+      { ok: true, value: 't0' },
+      { ok: false, error: expect.objectContaining({ code: 'input_failed', step: 'done/1' }) },
+      { ok: true, value: 't2' },
+    ]);
   });
 
-  it('keeps the run\'s one deadline: items still to run when it passes are not started', async () => {
+  it("keeps the run's one deadline: items still to run when it passes are not started", async () => {
     const started: string[] = [];
     const invoker = functionInvoker({
       list: listImpl,
@@ -185,12 +282,23 @@ describe('forEach step', () => {
   });
 
   it('a function input gets (item, scope)', async () => {
-    const invoker = createMockInvoker({ list: { ok: listImpl({ n: 2 }) }, mark: (input: { id: string }) => ({ id: input.id, marked: true }) });
+    const invoker = createMockInvoker({
+      list: { ok: listImpl({ n: 2 }) },
+      mark: (input: { id: string }) => ({ id: input.id, marked: true }),
+    });
     const c = defineChain({
-      name: 'fn', input: z.object({ prefix: z.string() }),
+      name: 'fn',
+      input: z.object({ prefix: z.string() }),
       steps: [
         { id: 'find', tool: list, input: { n: 2 } },
-        { id: 'done', forEach: { over: ref('find', 'items'), chain: markOne, input: (item: { id: string }, s) => ({ id: `${s.input.prefix}${item.id}` }) } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: markOne,
+            input: (item: { id: string }, s) => ({ id: `${s.input.prefix}${item.id}` }),
+          },
+        },
       ],
     });
     const r = await runChain(c, { prefix: 'x-' }, { invoker });
@@ -204,15 +312,21 @@ describe('forEach step', () => {
     const ready = new Promise<void>((r) => (allStarted = r));
     const invoker = functionInvoker({
       list: listImpl,
-      mark: ({ id }: { id: string }, call: { signal: AbortSignal }) => new Promise((_, reject) => {
-        call.signal.addEventListener('abort', () => (aborted.push(id), reject(call.signal.reason)));
-        if (++started === 3) allStarted();
-      }),
+      mark: ({ id }: { id: string }, call: { signal: AbortSignal }) =>
+        new Promise((_, reject) => {
+          call.signal.addEventListener('abort', () => (aborted.push(id), reject(call.signal.reason)));
+          if (++started === 3) allStarted();
+        }),
     });
     const runner = createRunner({ invoker });
     const c = chain('closing', { input: z.object({}) })
       .tool('find', list, () => ({ n: 10 }))
-      .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }), concurrency: 3 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 3,
+      }))
       .build();
     const pending = runner.run(c, {});
     await ready;
@@ -227,11 +341,21 @@ describe('forEach step', () => {
     let error: DefinitionError | undefined;
     try {
       defineChain({
-        name: 'bad', input: z.object({}),
+        name: 'bad',
+        input: z.object({}),
         steps: [
           { id: 'find', tool: list, input: { n: 1 } },
           { id: 'a', forEach: { over: ref('find', 'items'), chain: markOne, input: { id: ref('item', 'idd') } } },
-          { id: 'b', forEach: { over: ref('find', 'items.0'), chain: markOne, input: { id: ref('item', 'id') }, concurrency: 0, onItemError: 'ignore' as never } },
+          {
+            id: 'b',
+            forEach: {
+              over: ref('find', 'items.0'),
+              chain: markOne,
+              input: { id: ref('item', 'id') },
+              concurrency: 0,
+              onItemError: 'ignore' as never,
+            },
+          },
           { id: 'c', tool: echo, input: { value: ref('item', 'id') } },
           { id: 'd', forEach: { over: ref('find', 'items'), chain: markOne, input: { id: ref('item') } } },
           { id: 'e', tool: count, input: {} },
@@ -241,13 +365,18 @@ describe('forEach step', () => {
       error = e as DefinitionError;
     }
     expect(error).toBeInstanceOf(DefinitionError);
-    expect(error!.issues).toEqual(expect.arrayContaining([
-      { path: 'steps[1].forEach.input.id', message: expect.stringContaining("path 'idd' does not exist in the forEach item") },
-      { path: 'steps[2].forEach.over', message: 'ref find.items[0] is a object, not an array.' },
-      { path: 'steps[2].forEach.concurrency', message: expect.stringContaining('positive integer') },
-      { path: 'steps[2].forEach.onItemError', message: expect.stringContaining("'fail' or 'collect'") },
-      { path: 'steps[3].input.value', message: "ref to unknown step 'item'." },
-      { path: 'steps[4].forEach.input.id', message: expect.stringContaining('is a object but') },
-    ]));
+    expect(error!.issues).toEqual(
+      expect.arrayContaining([
+        {
+          path: 'steps[1].forEach.input.id',
+          message: expect.stringContaining("path 'idd' does not exist in the forEach item"),
+        },
+        { path: 'steps[2].forEach.over', message: 'ref find.items[0] is a object, not an array.' },
+        { path: 'steps[2].forEach.concurrency', message: expect.stringContaining('positive integer') },
+        { path: 'steps[2].forEach.onItemError', message: expect.stringContaining("'fail' or 'collect'") },
+        { path: 'steps[3].input.value', message: "ref to unknown step 'item'." },
+        { path: 'steps[4].forEach.input.id', message: expect.stringContaining('is a object but') },
+      ]),
+    );
   });
 });

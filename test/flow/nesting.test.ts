@@ -16,12 +16,31 @@ afterAll(() => {
   return provider.shutdown();
 });
 
-const get = defineTool({ name: 'get', description: 'g', input: z.object({ id: z.string() }), output: z.object({ id: z.string() }), effect: 'read' });
-const list = defineTool({ name: 'list', description: 'l', input: z.object({}), output: z.object({ ids: z.array(z.string()) }), effect: 'read' });
-const one = chain('one', { input: z.object({ id: z.string() }) }).tool('get', get, (ref) => ({ id: ref('input', 'id') })).build();
+const get = defineTool({
+  name: 'get',
+  description: 'g',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  effect: 'read',
+});
+const list = defineTool({
+  name: 'list',
+  description: 'l',
+  input: z.object({}),
+  output: z.object({ ids: z.array(z.string()) }),
+  effect: 'read',
+});
+const one = chain('one', { input: z.object({ id: z.string() }) })
+  .tool('get', get, (ref) => ({ id: ref('input', 'id') }))
+  .build();
 const many = chain('many', { input: z.object({}) })
   .tool('list', list, () => ({}))
-  .forEach('each', (ref) => ({ over: ref('list', 'ids'), chain: one, input: (item) => ({ id: item() }), concurrency: 2 }))
+  .forEach('each', (ref) => ({
+    over: ref('list', 'ids'),
+    chain: one,
+    input: (item) => ({ id: item() }),
+    concurrency: 2,
+  }))
   .chain('again', one, () => ({ id: 'z' }))
   .build();
 const invoker = functionInvoker([get, list], { get: ({ id }) => ({ id }), list: () => ({ ids: ['a', 'b', 'c'] }) });

@@ -1,7 +1,17 @@
 // §12 sub-chains: `.chain(id, sub, mapping)` and `{ id, chain, input }` run a chain as one step.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, DefinitionError, formatTrace, memoryCheckpointStore, ref, runChain, type StepStartEvent } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  DefinitionError,
+  formatTrace,
+  memoryCheckpointStore,
+  ref,
+  runChain,
+  type StepStartEvent,
+} from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { count, echo, remove, TASK_ID } from '../helpers.js';
 
@@ -26,19 +36,34 @@ describe('sub-chain step', () => {
     const runner = createRunner({ invoker });
     const started: StepStartEvent[] = [];
     runner.events.on('step:start', (e) => started.push(e));
-    const outer = defineChain({ name: 'outer', input: z.object({}), steps: [{ id: 'greet', chain: shout, input: { text: 'hi' } }] });
+    const outer = defineChain({
+      name: 'outer',
+      input: z.object({}),
+      steps: [{ id: 'greet', chain: shout, input: { text: 'hi' } }],
+    });
     const r = await runner.run(outer, {});
     expect(started.map((e) => e.step)).toEqual(['greet', 'greet/say', 'greet/loud']);
     expect(r.trace.steps.map((t) => t.id)).toEqual(['greet']);
-    expect(r.trace.steps[0]!.children!.map((t) => `${t.id}:${t.status}`)).toEqual(['greet/say:success', 'greet/loud:success']);
+    expect(r.trace.steps[0]!.children!.map((t) => `${t.id}:${t.status}`)).toEqual([
+      'greet/say:success',
+      'greet/loud:success',
+    ]);
     expect(formatTrace(r.trace)).toMatch(/greet\/say/);
     await runner.close();
   });
 
   it('gives sub-steps idempotency keys that carry the step path', async () => {
     const invoker = createMockInvoker({ remove: { ok: { ok: true } } });
-    const sub = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }] });
-    const outer = defineChain({ name: 'outer', input: z.object({}), steps: [{ id: 'clean', chain: sub, input: { id: TASK_ID } }] });
+    const sub = defineChain({
+      name: 'rm',
+      input: z.object({ id: z.uuid() }),
+      steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }],
+    });
+    const outer = defineChain({
+      name: 'outer',
+      input: z.object({}),
+      steps: [{ id: 'clean', chain: sub, input: { id: TASK_ID } }],
+    });
     const r = await runChain(outer, {}, { invoker });
     expect(r.status).toBe('completed');
     expect(invoker.calls[0]!.idempotencyKey).toBe(`${r.runId}:clean/rm`);
@@ -46,7 +71,9 @@ describe('sub-chain step', () => {
 
   it('fails the step with the sub-step failure, its id nested', async () => {
     const invoker = createMockInvoker({ echo: { error: { status: 404, message: 'gone' } } });
-    const outer = chain('outer', { input: z.object({}) }).chain('greet', shout, () => ({ text: 'x' })).build();
+    const outer = chain('outer', { input: z.object({}) })
+      .chain('greet', shout, () => ({ text: 'x' }))
+      .build();
     const r = await runChain(outer, {}, { invoker });
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'not_found', step: 'greet/say' });
     expect(r.trace.steps[0]).toMatchObject({ id: 'greet', status: 'error' });
@@ -54,7 +81,11 @@ describe('sub-chain step', () => {
 
   it('checks the sub-chain input at run time too (invalid_step_input)', async () => {
     const invoker = createMockInvoker({ echo: { ok: { value: 'x' } } });
-    const outer = defineChain({ name: 'outer', input: z.object({}), steps: [{ id: 'greet', chain: shout, input: () => ({ text: 5 }) }] });
+    const outer = defineChain({
+      name: 'outer',
+      input: z.object({}),
+      steps: [{ id: 'greet', chain: shout, input: () => ({ text: 5 }) }],
+    });
     const r = await runChain(outer, {}, { invoker });
     expect(r.status === 'failed' && r.error).toMatchObject({ code: 'invalid_step_input', step: 'greet' });
     expect(invoker.calls).toHaveLength(0);
@@ -62,8 +93,16 @@ describe('sub-chain step', () => {
 
   it('a gate inside a sub-chain is answered in-process; without `confirm` it fails gate_in_sub_chain (it cannot park there)', async () => {
     const invoker = createMockInvoker({ remove: { ok: { ok: true } } });
-    const sub = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }] });
-    const outer = defineChain({ name: 'outer', input: z.object({}), steps: [{ id: 'clean', chain: sub, input: { id: TASK_ID } }] });
+    const sub = defineChain({
+      name: 'rm',
+      input: z.object({ id: z.uuid() }),
+      steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }],
+    });
+    const outer = defineChain({
+      name: 'outer',
+      input: z.object({}),
+      steps: [{ id: 'clean', chain: sub, input: { id: TASK_ID } }],
+    });
     const asked: string[] = [];
     const yes = await runChain(outer, {}, { invoker, confirm: (c) => (asked.push(`${c.step}:${c.prompt}`), true) });
     expect(yes.status).toBe('completed');
@@ -71,25 +110,45 @@ describe('sub-chain step', () => {
     const runner = createRunner({ invoker });
     const parked = await runner.run(outer, {});
     await runner.close();
-    expect(parked.status === 'failed' && parked.error).toMatchObject({ category: 'confirmation', code: 'gate_in_sub_chain', step: 'clean/rm' });
+    expect(parked.status === 'failed' && parked.error).toMatchObject({
+      category: 'confirmation',
+      code: 'gate_in_sub_chain',
+      step: 'clean/rm',
+    });
     expect(invoker.calls).toHaveLength(1);
   });
 
   it('runChain without `confirm` refuses a gate inside a sub-chain (at any depth) before its first step, even with secret and checkpoints', async () => {
-    const invoker = createMockInvoker({ remove: { ok: { ok: true } }, count: { ok: { n: 1, items: [{ id: TASK_ID, label: 'x' }] } } });
-    const sub = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }] });
-    const mid = defineChain({ name: 'mid', input: z.object({ id: z.uuid() }), steps: [{ id: 'inner', chain: sub, input: { id: ref('input', 'id') } }] });
+    const invoker = createMockInvoker({
+      remove: { ok: { ok: true } },
+      count: { ok: { n: 1, items: [{ id: TASK_ID, label: 'x' }] } },
+    });
+    const sub = defineChain({
+      name: 'rm',
+      input: z.object({ id: z.uuid() }),
+      steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: { prompt: 'Remove?' } }],
+    });
+    const mid = defineChain({
+      name: 'mid',
+      input: z.object({ id: z.uuid() }),
+      steps: [{ id: 'inner', chain: sub, input: { id: ref('input', 'id') } }],
+    });
     const outer = defineChain({
-      name: 'outer', input: z.object({}),
+      name: 'outer',
+      input: z.object({}),
       steps: [
         { id: 'find', tool: count, input: {} },
         { id: 'each', forEach: { over: ref('find', 'items'), chain: mid, input: { id: ref('item', 'id') } } },
       ],
     });
-    await expect(runChain(outer, {}, { invoker })).rejects.toThrow(new TypeError(
-      'runChain: chain outer has a confirmation gate inside a sub-chain (step rm of chain rm, run by step each), and a gate inside a sub-chain cannot park the run: it can only be answered in-process. Pass `confirm` to answer it.',
-    ));
-    await expect(runChain(outer, {}, { invoker, secret: 's'.repeat(32), stores: { checkpoints: memoryCheckpointStore() } })).rejects.toThrow(TypeError);
+    await expect(runChain(outer, {}, { invoker })).rejects.toThrow(
+      new TypeError(
+        'runChain: chain outer has a confirmation gate inside a sub-chain (step rm of chain rm, run by step each), and a gate inside a sub-chain cannot park the run: it can only be answered in-process. Pass `confirm` to answer it.',
+      ),
+    );
+    await expect(
+      runChain(outer, {}, { invoker, secret: 's'.repeat(32), stores: { checkpoints: memoryCheckpointStore() } }),
+    ).rejects.toThrow(TypeError);
     expect(invoker.calls).toHaveLength(0);
     const answered = await runChain(outer, {}, { invoker, confirm: () => true });
     expect(answered.status).toBe('completed');
@@ -99,7 +158,8 @@ describe('sub-chain step', () => {
     let error: DefinitionError | undefined;
     try {
       defineChain({
-        name: 'outer', input: z.object({ n: z.number() }),
+        name: 'outer',
+        input: z.object({ n: z.number() }),
         steps: [
           { id: 'c', tool: count, input: {} },
           { id: 'a', chain: shout, input: { texts: 'x' } },
@@ -111,15 +171,23 @@ describe('sub-chain step', () => {
       error = e as DefinitionError;
     }
     expect(error).toBeInstanceOf(DefinitionError);
-    expect(error!.issues).toEqual(expect.arrayContaining([
-      { path: 'steps[1].input.texts', message: expect.stringContaining("not a field of chain shout's input") },
-      { path: 'steps[1].input.text', message: expect.stringContaining('is not mapped') },
-      { path: 'steps[2].input.text', message: expect.stringContaining('is a number') },
-      { path: 'steps[3].chain', message: expect.stringContaining('Expected `chain` to be a chain') },
-    ]));
+    expect(error!.issues).toEqual(
+      expect.arrayContaining([
+        { path: 'steps[1].input.texts', message: expect.stringContaining("not a field of chain shout's input") },
+        { path: 'steps[1].input.text', message: expect.stringContaining('is not mapped') },
+        { path: 'steps[2].input.text', message: expect.stringContaining('is a number') },
+        { path: 'steps[3].chain', message: expect.stringContaining('Expected `chain` to be a chain') },
+      ]),
+    );
     // A chain named like one it contains (at any depth) would run itself.
-    const inner = defineChain({ name: 'loopy', input: z.object({}), steps: [{ id: 'e', tool: echo, input: { value: 'x' } }] });
+    const inner = defineChain({
+      name: 'loopy',
+      input: z.object({}),
+      steps: [{ id: 'e', tool: echo, input: { value: 'x' } }],
+    });
     const middle = defineChain({ name: 'middle', input: z.object({}), steps: [{ id: 'in', chain: inner, input: {} }] });
-    expect(() => defineChain({ name: 'loopy', input: z.object({}), steps: [{ id: 'm', chain: middle, input: {} }] })).toThrow(/contains itself \(loopy → middle → loopy\)/);
+    expect(() =>
+      defineChain({ name: 'loopy', input: z.object({}), steps: [{ id: 'm', chain: middle, input: {} }] }),
+    ).toThrow(/contains itself \(loopy → middle → loopy\)/);
   });
 });

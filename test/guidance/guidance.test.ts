@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, createToolRegistry, DefinitionError, taskChains, taskTools, type TierEscalationEvent } from 'chainkit';
+import {
+  createRunner,
+  createToolRegistry,
+  DefinitionError,
+  taskChains,
+  taskTools,
+  type TierEscalationEvent,
+} from 'chainkit';
 import { FallbackAdvisor, STEP_BACK_ADVICE } from '../../src/guidance/fallback.js';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
@@ -11,14 +18,17 @@ describe('suggestions', () => {
   it('learns a next tool after 5 successful transitions, not before, and not when it fails too often', async () => {
     const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [...taskChains] });
     const learned = () => runner.suggest('add_task').nextTools.filter((s) => s.tool === 'complete_task');
-    const add = (session: string) => runner.invoke('add_task', { user_id: fixtures.alice, title: 'x' }, { sessionId: session });
+    const add = (session: string) =>
+      runner.invoke('add_task', { user_id: fixtures.alice, title: 'x' }, { sessionId: session });
     for (let i = 0; i < 5; i++) {
       expect(learned()).toEqual([]);
       const r = await add(`a${i}`);
       const id = r.status === 'completed' ? (r.output as { task: { task_id: string } }).task.task_id : '';
       await runner.invoke('complete_task', { user_id: fixtures.alice, task_id: id }, { sessionId: `a${i}` });
     }
-    expect(learned()).toEqual([expect.objectContaining({ tool: 'complete_task', reason: expect.stringContaining('5 times, 100 %') })]);
+    expect(learned()).toEqual([
+      expect.objectContaining({ tool: 'complete_task', reason: expect.stringContaining('5 times, 100 %') }),
+    ]);
     expect(runner.suggest('add_task').nextTools[0]!.tool).toBe('list_tasks'); // declared suggestions first
 
     const flaky = createRunner({ invoker: store.invoker, tools: [...taskTools] });
@@ -34,8 +44,12 @@ describe('suggestions', () => {
 
   it('ranks chains by goal words and session history, top 3, and puts them in result metadata', async () => {
     const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [...taskChains] });
-    expect(runner.suggest('list_tasks', { goal: 'please delete the old task' }).relevantChains[0]!.chain).toBe('find_and_delete');
-    expect(runner.suggest('list_tasks', { goal: 'give me an overview of my progress' }).relevantChains[0]!.chain).toBe('task_summary');
+    expect(runner.suggest('list_tasks', { goal: 'please delete the old task' }).relevantChains[0]!.chain).toBe(
+      'find_and_delete',
+    );
+    expect(runner.suggest('list_tasks', { goal: 'give me an overview of my progress' }).relevantChains[0]!.chain).toBe(
+      'task_summary',
+    );
     const r = await runner.invoke('list_tasks', { user_id: fixtures.alice, status: 'all' }, alice);
     expect(r.metadata.suggestions.relevantChains.length).toBeGreaterThan(0);
     expect(r.metadata.suggestions.relevantChains.length).toBeLessThanOrEqual(3);
@@ -44,11 +58,22 @@ describe('suggestions', () => {
 
 describe('fallback advice', () => {
   it('advises on the 2nd consecutive failure of a tool, not the 1st, and steps back at 5', async () => {
-    const invoker = createMockInvoker({ search: { error: Object.assign(new Error('slow'), { code: 'ETIMEDOUT' }) }, other: { error: Object.assign(new Error('x'), { status: 404 }) } });
-    const search = { name: 'search', description: 's', input: z.object({}), output: z.object({}), effect: 'read' as const, retry: false as const };
+    const invoker = createMockInvoker({
+      search: { error: Object.assign(new Error('slow'), { code: 'ETIMEDOUT' }) },
+      other: { error: Object.assign(new Error('x'), { status: 404 }) },
+    });
+    const search = {
+      name: 'search',
+      description: 's',
+      input: z.object({}),
+      output: z.object({}),
+      effect: 'read' as const,
+      retry: false as const,
+    };
     const { defineTool } = await import('chainkit');
     const runner = createRunner({
-      invoker, tools: [defineTool(search), defineTool({ ...search, name: 'other' })],
+      invoker,
+      tools: [defineTool(search), defineTool({ ...search, name: 'other' })],
       fallbacks: [{ tool: 'search', category: 'timeout', advice: 'Use quick_search for large queries.' }],
     });
     const s = { sessionId: 'adv' };
@@ -75,7 +100,11 @@ describe('fallback advice', () => {
 });
 
 describe('tool tiers', () => {
-  const tiers = { simple: ['list_tasks'], medium: ['list_tasks', 'add_task', 'complete_task'], complex: 'all' as const };
+  const tiers = {
+    simple: ['list_tasks'],
+    medium: ['list_tasks', 'add_task', 'complete_task'],
+    complex: 'all' as const,
+  };
 
   it('rejects unknown tool names and levels', () => {
     expect(() => createToolRegistry([...taskTools], { tiers: { simple: ['fly'] } })).toThrow(DefinitionError);
@@ -100,7 +129,9 @@ describe('tool tiers', () => {
 
   it('escalates invoke across tiers, and finds nothing above complex', async () => {
     const store = createTaskStore({ users: fixtures.users });
-    const registry = createToolRegistry([...taskTools], { tiers: { ...tiers, complex: ['list_tasks', 'add_task', 'complete_task', 'update_task'] } });
+    const registry = createToolRegistry([...taskTools], {
+      tiers: { ...tiers, complex: ['list_tasks', 'add_task', 'complete_task', 'update_task'] },
+    });
     const runner = createRunner({ invoker: store.invoker, registry });
     const escalations: TierEscalationEvent[] = [];
     runner.events.on('tier:escalation', (e) => escalations.push(e));
@@ -109,19 +140,43 @@ describe('tool tiers', () => {
     expect(plain.metadata.context.wasEscalated).toBeUndefined();
     const up = await runner.invoke('add_task', { user_id: fixtures.alice, title: 'x' }, { tier: 'simple' });
     expect(up.metadata.context).toMatchObject({ tier: 'medium', wasEscalated: true, originalTier: 'simple' });
-    const top = await runner.invoke('update_task', { user_id: fixtures.alice, task_id: store.tasks(fixtures.alice)[0]!.task_id, title: 'y' }, { tier: 'simple' });
+    const top = await runner.invoke(
+      'update_task',
+      { user_id: fixtures.alice, task_id: store.tasks(fixtures.alice)[0]!.task_id, title: 'y' },
+      { tier: 'simple' },
+    );
     expect(top.metadata.context).toMatchObject({ tier: 'complex', wasEscalated: true });
-    const none = await runner.invoke('delete_task', { user_id: fixtures.alice, task_id: store.tasks(fixtures.alice)[0]!.task_id }, { tier: 'simple' });
+    const none = await runner.invoke(
+      'delete_task',
+      { user_id: fixtures.alice, task_id: store.tasks(fixtures.alice)[0]!.task_id },
+      { tier: 'simple' },
+    );
     expect(none.status === 'failed' && none.error).toMatchObject({ category: 'not_found', code: 'not_in_tier' });
-    expect(escalations).toEqual([{ tool: 'add_task', from: 'simple', to: 'medium' }, { tool: 'update_task', from: 'simple', to: 'complex' }]);
+    expect(escalations).toEqual([
+      { tool: 'add_task', from: 'simple', to: 'medium' },
+      { tool: 'update_task', from: 'simple', to: 'complex' },
+    ]);
   });
 
   it('offers only tools whose breaker is closed', async () => {
     const invoker = createMockInvoker({ list_tasks: { error: Object.assign(new Error('down'), { status: 503 }) } });
     const registry = createToolRegistry([...taskTools], { tiers });
-    const runner = createRunner({ invoker, registry, breaker: { threshold: 1 }, retry: { unavailable: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
-    expect((await runner.toolsFor(registry, 'medium')).map((t) => t.name)).toEqual(['list_tasks', 'add_task', 'complete_task']);
-    await runner.invoke('list_tasks', { user_id: fixtures.alice, status: 'all' }, { context: { userId: fixtures.alice } });
+    const runner = createRunner({
+      invoker,
+      registry,
+      breaker: { threshold: 1 },
+      retry: { unavailable: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } },
+    });
+    expect((await runner.toolsFor(registry, 'medium')).map((t) => t.name)).toEqual([
+      'list_tasks',
+      'add_task',
+      'complete_task',
+    ]);
+    await runner.invoke(
+      'list_tasks',
+      { user_id: fixtures.alice, status: 'all' },
+      { context: { userId: fixtures.alice } },
+    );
     expect((await runner.toolsFor(registry, 'medium')).map((t) => t.name)).toEqual(['add_task', 'complete_task']);
   });
 });
@@ -129,7 +184,9 @@ describe('tool tiers', () => {
 describe('guidance reaches the logger', () => {
   const logger = () => {
     const lines: { level: string; obj: Record<string, unknown>; msg?: string }[] = [];
-    const at = (level: string) => (obj: object, msg?: string) => { lines.push({ level, obj: obj as Record<string, unknown>, msg }); };
+    const at = (level: string) => (obj: object, msg?: string) => {
+      lines.push({ level, obj: obj as Record<string, unknown>, msg });
+    };
     return { lines, logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } };
   };
 
@@ -137,37 +194,65 @@ describe('guidance reaches the logger', () => {
     const { lines, logger: log } = logger();
     const invoker = createMockInvoker({ search: { error: Object.assign(new Error('gone'), { status: 404 }) } });
     const { defineTool } = await import('chainkit');
-    const search = defineTool({ name: 'search', description: 's', input: z.object({}), output: z.object({}), effect: 'read' });
-    const runner = createRunner({ invoker, tools: [search], logger: log, fallbacks: [{ tool: 'search', category: 'not_found', advice: 'List first.' }] });
+    const search = defineTool({
+      name: 'search',
+      description: 's',
+      input: z.object({}),
+      output: z.object({}),
+      effect: 'read',
+    });
+    const runner = createRunner({
+      invoker,
+      tools: [search],
+      logger: log,
+      fallbacks: [{ tool: 'search', category: 'not_found', advice: 'List first.' }],
+    });
     await runner.invoke('search', {}, { sessionId: 'adv' });
     expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
     const second = await runner.invoke('search', {}, { sessionId: 'adv' });
     const warned = lines.filter((l) => l.level === 'warn');
-    expect(warned).toEqual([expect.objectContaining({ obj: expect.objectContaining({ runId: second.trace.runId, sessionId: 'adv', tool: 'search', category: 'not_found', advice: ['List first.'] }) })]);
+    expect(warned).toEqual([
+      expect.objectContaining({
+        obj: expect.objectContaining({
+          runId: second.trace.runId,
+          sessionId: 'adv',
+          tool: 'search',
+          category: 'not_found',
+          advice: ['List first.'],
+        }),
+      }),
+    ]);
     expect(warned[0]!.msg).toContain('List first.');
   });
 
   it('logs a tier escalation at info', async () => {
     const { lines, logger: log } = logger();
     const store = createTaskStore({ users: fixtures.users });
-    const registry = createToolRegistry([...taskTools], { tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task'], complex: 'all' } });
+    const registry = createToolRegistry([...taskTools], {
+      tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task'], complex: 'all' },
+    });
     const runner = createRunner({ invoker: store.invoker, registry, logger: log });
     const r = await runner.invoke('add_task', { user_id: fixtures.alice, title: 'Escalate me' }, { tier: 'simple' });
-    expect(lines.filter((l) => l.level === 'info')).toEqual([expect.objectContaining({ obj: { runId: r.trace.runId, tool: 'add_task', from: 'simple', to: 'medium' } })]);
+    expect(lines.filter((l) => l.level === 'info')).toEqual([
+      expect.objectContaining({ obj: { runId: r.trace.runId, tool: 'add_task', from: 'simple', to: 'medium' } }),
+    ]);
   });
 });
 
 describe('tools named like Object.prototype members', () => {
   it('are learned, estimated and suggested like any other tool', async () => {
     const { defineTool } = await import('chainkit');
-    const make = (name: string) => defineTool({ name, description: name, input: z.object({}), output: z.object({}), effect: 'read' });
+    const make = (name: string) =>
+      defineTool({ name, description: name, input: z.object({}), output: z.object({}), effect: 'read' });
     const invoker = createMockInvoker({ constructor: { ok: {} }, toString: { ok: {} } });
     const runner = createRunner({ invoker, tools: [make('constructor'), make('toString')] });
     for (let i = 0; i < 5; i++) {
       await runner.invoke('constructor', {}, { sessionId: `o${i}` });
       await runner.invoke('toString', {}, { sessionId: `o${i}` });
     }
-    expect(runner.suggest('constructor').nextTools).toEqual([expect.objectContaining({ tool: 'toString', reason: expect.stringContaining('5 times') })]);
+    expect(runner.suggest('constructor').nextTools).toEqual([
+      expect.objectContaining({ tool: 'toString', reason: expect.stringContaining('5 times') }),
+    ]);
     expect(runner.metrics.chainSummary().entryTools).toEqual({ constructor: 5 });
     expect(runner.timing.estimate('toString').samples).toBe(5);
     expect(Object.keys(runner.timing.export().tools).sort()).toEqual(['constructor', 'toString']);
@@ -176,7 +261,9 @@ describe('tools named like Object.prototype members', () => {
 
   it('round-trip through timing export/import, even as __proto__ in stored data', () => {
     const runner = createRunner({ invoker: createMockInvoker({}) });
-    const data = JSON.parse('{"version":1,"tools":{"__proto__":[{"durationMs":5,"complexity":1}],"constructor":[{"durationMs":7,"complexity":1}]}}');
+    const data = JSON.parse(
+      '{"version":1,"tools":{"__proto__":[{"durationMs":5,"complexity":1}],"constructor":[{"durationMs":7,"complexity":1}]}}',
+    );
     runner.timing.import(data);
     expect(runner.timing.estimate('__proto__').estimatedDurationMs).toBe(5);
     const out = runner.timing.export();

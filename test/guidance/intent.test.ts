@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { classifyComplexity, createRunner, createToolRegistry, DefinitionError, taskTools, type TierLevel } from 'chainkit';
+import {
+  classifyComplexity,
+  createRunner,
+  createToolRegistry,
+  DefinitionError,
+  taskTools,
+  type TierLevel,
+} from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 
 // The rule of classifyComplexity, message by message (at least 30).
@@ -65,7 +72,9 @@ describe('classifyComplexity', () => {
 });
 
 describe('registry.forIntent', () => {
-  const registry = createToolRegistry([...taskTools], { tiers: { medium: ['list_tasks', 'add_task', 'complete_task'] } });
+  const registry = createToolRegistry([...taskTools], {
+    tiers: { medium: ['list_tasks', 'add_task', 'complete_task'] },
+  });
   const names = (tools: readonly { name: string }[]) => tools.map((t) => t.name);
 
   it('returns the tier of a complexity: simple 0 tools, medium its list, complex all 5', () => {
@@ -82,7 +91,10 @@ describe('registry.forIntent', () => {
   });
 
   it('takes a classifier of your own, and checks what it returns', () => {
-    const custom = createToolRegistry([...taskTools], { tiers: { medium: ['list_tasks'] }, classify: (m) => (m?.includes('!') ? 'medium' : 'simple') });
+    const custom = createToolRegistry([...taskTools], {
+      tiers: { medium: ['list_tasks'] },
+      classify: (m) => (m?.includes('!') ? 'medium' : 'simple'),
+    });
     expect(names(custom.forIntent('go!'))).toEqual(['list_tasks']);
     expect(custom.forIntent('go')).toHaveLength(0);
     const broken = createToolRegistry([...taskTools], { classify: () => 'huge' as never });
@@ -92,7 +104,9 @@ describe('registry.forIntent', () => {
 });
 
 describe("the tier's tool count in result metadata and the trace", () => {
-  const registry = createToolRegistry([...taskTools], { tiers: { medium: ['list_tasks', 'add_task', 'complete_task'] } });
+  const registry = createToolRegistry([...taskTools], {
+    tiers: { medium: ['list_tasks', 'add_task', 'complete_task'] },
+  });
   const store = createTaskStore({ users: fixtures.users });
   const runner = createRunner({ invoker: store.invoker, registry });
   const alice = { context: { userId: fixtures.alice } };
@@ -107,13 +121,23 @@ describe("the tier's tool count in result metadata and the trace", () => {
   it('medium its list: a tool escalated from simple to medium counts the 3 medium tools', async () => {
     const r = await runner.invoke('list_tasks', { user_id: fixtures.alice }, { ...alice, tier: 'simple' });
     expect(r.status).toBe('completed');
-    expect(r.metadata.context).toEqual({ tool: 'list_tasks', tier: 'medium', toolCount: 3, wasEscalated: true, originalTier: 'simple' });
+    expect(r.metadata.context).toEqual({
+      tool: 'list_tasks',
+      tier: 'medium',
+      toolCount: 3,
+      wasEscalated: true,
+      originalTier: 'simple',
+    });
     expect(r.trace).toMatchObject({ tier: 'medium', toolCount: 3 });
   });
 
   it('complex all: a tool found only in complex counts all 5', async () => {
     const task = store.tasks(fixtures.alice)[0]!;
-    const r = await runner.invoke('update_task', { user_id: fixtures.alice, task_id: task.task_id, title: 'x' }, { ...alice, tier: 'medium' });
+    const r = await runner.invoke(
+      'update_task',
+      { user_id: fixtures.alice, task_id: task.task_id, title: 'x' },
+      { ...alice, tier: 'medium' },
+    );
     expect(r.metadata.context).toMatchObject({ tier: 'complex', toolCount: 5 });
     expect(r.trace).toMatchObject({ tier: 'complex', toolCount: 5 });
   });

@@ -12,9 +12,19 @@ const sources = (tools: Tool[]) => {
   return { tools: byName, chains: new Map(), metrics: new MetricsCollector(), timing: new TimingModel(byName) };
 };
 const timedOut = (name: string, context: ChainErrorInfo['context'] = {}): ChainErrorInfo => ({
-  category: 'timeout', code: 'attempt_timeout', message: 'slow', userMessage: 'slow', suggestions: [], alternatives: [], retryable: true, attempts: 1, tool: name, context,
+  category: 'timeout',
+  code: 'attempt_timeout',
+  message: 'slow',
+  userMessage: 'slow',
+  suggestions: [],
+  alternatives: [],
+  retryable: true,
+  attempts: 1,
+  tool: name,
+  context,
 });
-const suggestions = (tools: Tool[], name: string, context?: ChainErrorInfo['context']) => alternativesFor(sources(tools), timedOut(name, context)).map((a) => a.suggestion);
+const suggestions = (tools: Tool[], name: string, context?: ChainErrorInfo['context']) =>
+  alternativesFor(sources(tools), timedOut(name, context)).map((a) => a.suggestion);
 
 describe('timeout alternatives', () => {
   it('offers split_input only over 10,000 characters of input', () => {
@@ -53,15 +63,24 @@ describe('timeout alternatives', () => {
     vi.useFakeTimers();
     try {
       const t = tool('summarise', 100);
-      const runner = createRunner({ invoker: createMockInvoker({ summarise: { hang: true } }), tools: [t], retry: { timeout: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
+      const runner = createRunner({
+        invoker: createMockInvoker({ summarise: { hang: true } }),
+        tools: [t],
+        retry: { timeout: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } },
+      });
       const pending = runner.invoke('summarise', { text: 'x'.repeat(12_000) });
       await vi.advanceTimersByTimeAsync(100);
       const r = await pending;
-      expect(r.status === 'failed' && r.error.alternatives.map((a) => a.suggestion)).toEqual(['split_input', 'increase_timeout:200']);
+      expect(r.status === 'failed' && r.error.alternatives.map((a) => a.suggestion)).toEqual([
+        'split_input',
+        'increase_timeout:200',
+      ]);
       const short = runner.invoke('summarise', { text: 'x'.repeat(2_000) });
       await vi.advanceTimersByTimeAsync(100);
       const r2 = await short;
-      expect(r2.status === 'failed' && r2.error.alternatives.map((a) => a.suggestion)).toEqual(['increase_timeout:200']);
+      expect(r2.status === 'failed' && r2.error.alternatives.map((a) => a.suggestion)).toEqual([
+        'increase_timeout:200',
+      ]);
       await runner.close();
     } finally {
       vi.useRealTimers();

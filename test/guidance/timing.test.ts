@@ -7,7 +7,13 @@ describe('TimingModel', () => {
 
   it('falls back to the declared duration, then learns; confidence changes at 10 and 100 samples', () => {
     const m = new TimingModel(tools);
-    expect(m.estimate('list_tasks')).toMatchObject({ estimatedDurationMs: 150, confidence: 'low', samples: 0, timeoutMs: 3000, willTimeout: false });
+    expect(m.estimate('list_tasks')).toMatchObject({
+      estimatedDurationMs: 150,
+      confidence: 'low',
+      samples: 0,
+      timeoutMs: 3000,
+      willTimeout: false,
+    });
     const durations = [80, 95, 100, 105, 110, 120, 90, 100, 130, 100];
     for (const d of durations.slice(0, 9)) m.record('list_tasks', d);
     expect(m.estimate('list_tasks').confidence).toBe('low');
@@ -37,7 +43,8 @@ describe('TimingModel', () => {
 
   it('is what runner.timing learns from real calls', async () => {
     const runner = createRunner({ invoker: async () => ({ tasks: [] }), tools: [listTasks] });
-    for (let i = 0; i < 10; i++) await runner.invoke('list_tasks', { user_id: '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b', status: 'all' });
+    for (let i = 0; i < 10; i++)
+      await runner.invoke('list_tasks', { user_id: '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b', status: 'all' });
     expect(runner.timing.estimate('list_tasks')).toMatchObject({ confidence: 'medium', samples: 10 });
   });
 });

@@ -7,25 +7,45 @@ import { createRunner, defineChain, defineTool, ref, type Runner, type RunnerOpt
 import { createMockInvoker } from 'chainkit/testing';
 import type { FreezableProxy } from './proxy.js';
 
-const lookup = defineTool({ name: 'pt_lookup', description: 'Reads the item.', input: z.object({ sku: z.string() }), output: z.object({ sku: z.string(), price: z.number() }), effect: 'read' });
-const charge = defineTool({ name: 'pt_charge', description: 'Charges once per key.', input: z.object({ amount: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const notify = defineTool({ name: 'pt_notify', description: 'Says it is paid.', input: z.object({ payment: z.string() }), output: z.object({ sent: z.boolean() }), effect: 'read' });
+const lookup = defineTool({
+  name: 'pt_lookup',
+  description: 'Reads the item.',
+  input: z.object({ sku: z.string() }),
+  output: z.object({ sku: z.string(), price: z.number() }),
+  effect: 'read',
+});
+const charge = defineTool({
+  name: 'pt_charge',
+  description: 'Charges once per key.',
+  input: z.object({ amount: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const notify = defineTool({
+  name: 'pt_notify',
+  description: 'Says it is paid.',
+  input: z.object({ payment: z.string() }),
+  output: z.object({ sent: z.boolean() }),
+  effect: 'read',
+});
 
 /** Deadline of the partitioned run: the issue's 3 s. */
 export const DEADLINE_MS = 3_000;
 /** A lease short enough for the recovering runner not to wait long. */
 const LEASE_MS = 800;
 
-const paidChain = (timeoutMs: number) => defineChain({
-  name: 'pt_paid',
-  input: z.object({ sku: z.string() }),
-  timeoutMs,
-  steps: [
-    { id: 'lookup', tool: lookup, input: { sku: ref('input', 'sku') } },
-    { id: 'charge', tool: charge, input: { amount: ref('lookup', 'price') } },
-    { id: 'notify', tool: notify, input: { payment: ref('charge', 'id') } },
-  ],
-});
+const paidChain = (timeoutMs: number) =>
+  defineChain({
+    name: 'pt_paid',
+    input: z.object({ sku: z.string() }),
+    timeoutMs,
+    steps: [
+      { id: 'lookup', tool: lookup, input: { sku: ref('input', 'sku') } },
+      { id: 'charge', tool: charge, input: { amount: ref('lookup', 'price') } },
+      { id: 'notify', tool: notify, input: { payment: ref('charge', 'id') } },
+    ],
+  });
 /** Pays within the issue's 3 s: a silent store fails it at its deadline. */
 export const paid = paidChain(DEADLINE_MS);
 /** Pays within 6 s: a client timeout of 1 s fails it early enough for recovery to finish it in time. */
@@ -73,11 +93,22 @@ export interface PartitionCase {
  * await partitionScenario(proxy, postgresStores(proxiedPool, { schema }), postgresStores(pool, { schema }), { chain: paid, failsWithinMs: 3_250, recovered: 'deadline_exceeded' });
  * ```
  */
-export async function partitionScenario(proxy: FreezableProxy, partitioned: RunnerOptions['stores'], direct: RunnerOptions['stores'], expected: PartitionCase): Promise<void> {
+export async function partitionScenario(
+  proxy: FreezableProxy,
+  partitioned: RunnerOptions['stores'],
+  direct: RunnerOptions['stores'],
+  expected: PartitionCase,
+): Promise<void> {
   const chain = expected.chain;
   const runId = `pt-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
   const gated = gatedInvoker();
-  const runner = createRunner({ invoker: gated.invoker, tools: [lookup, charge, notify], chains: [chain], stores: partitioned, leaseMs: LEASE_MS });
+  const runner = createRunner({
+    invoker: gated.invoker,
+    tools: [lookup, charge, notify],
+    chains: [chain],
+    stores: partitioned,
+    leaseMs: LEASE_MS,
+  });
   const ends: string[] = [];
   runner.events.on('run:end', (e) => ends.push(`${e.runId}:${e.status}`));
   const started = Date.now();
@@ -87,7 +118,10 @@ export async function partitionScenario(proxy: FreezableProxy, partitioned: Runn
   gated.release();
 
   const result = await running;
-  expect(result.status === 'failed' && result.error).toMatchObject({ category: 'unavailable', code: 'store_unavailable' });
+  expect(result.status === 'failed' && result.error).toMatchObject({
+    category: 'unavailable',
+    code: 'store_unavailable',
+  });
   expect(Date.now() - started).toBeLessThanOrEqual(expected.failsWithinMs);
 
   const closing = Date.now();
@@ -99,8 +133,18 @@ export async function partitionScenario(proxy: FreezableProxy, partitioned: Runn
     expect(Date.now() - ending).toBeLessThan(5_000);
   }
 
-  const heir = createMockInvoker({ pt_lookup: { ok: { sku: 'book', price: 12 } }, pt_charge: { ok: { id: 'pay-1' } }, pt_notify: { ok: { sent: true } } });
-  const recoverer: Runner = createRunner({ invoker: heir, tools: [lookup, charge, notify], chains: [chain], stores: direct, leaseMs: LEASE_MS });
+  const heir = createMockInvoker({
+    pt_lookup: { ok: { sku: 'book', price: 12 } },
+    pt_charge: { ok: { id: 'pay-1' } },
+    pt_notify: { ok: { sent: true } },
+  });
+  const recoverer: Runner = createRunner({
+    invoker: heir,
+    tools: [lookup, charge, notify],
+    chains: [chain],
+    stores: direct,
+    leaseMs: LEASE_MS,
+  });
   // Nothing reported done that was not recorded: seen from outside the partition the run is still in
   // flight, for recovery; the caller is told which step could not be recorded, no step after it
   // started, and no end was announced.
@@ -117,7 +161,12 @@ export async function partitionScenario(proxy: FreezableProxy, partitioned: Runn
   // Writes the closed runner queued may still land once bytes pass (each fenced by its owner): its
   // lease ends at most one lease after close(), then the run is claimed.
   let recovered = await recoverer.recover();
-  for (const until = Date.now() + 2 * LEASE_MS + 1_000; recovered.length === 0 && Date.now() < until; recovered = await recoverer.recover()) await pause(50);
+  for (
+    const until = Date.now() + 2 * LEASE_MS + 1_000;
+    recovered.length === 0 && Date.now() < until;
+    recovered = await recoverer.recover()
+  )
+    await pause(50);
   expect(recovered.map((r) => r.runId)).toEqual([runId]);
   const end = recovered[0]!;
   if (expected.recovered === 'completed') {

@@ -26,14 +26,20 @@ beforeAll(async () => {
   const handle = inspector(h.runner, {
     basePath: BASE,
     // The app's own check: a session cookie, else 401.
-    authorize: (req) => ((req.headers.get('cookie') ?? '').includes(SESSION) ? true : new Response('Sign in first.', { status: 401 })),
+    authorize: (req) =>
+      (req.headers.get('cookie') ?? '').includes(SESSION) ? true : new Response('Sign in first.', { status: 401 }),
     actor: () => 'ops:e2e',
   });
   ({ origin, close } = await serve(handle));
-  if (process.env.CHROMIUM_PATH) browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH, headless: true });
+  if (process.env.CHROMIUM_PATH)
+    browser = await puppeteer.launch({ executablePath: process.env.CHROMIUM_PATH, headless: true });
   else {
     try {
-      browser = await puppeteer.launch({ executablePath: await chromium.executablePath(), args: chromium.args, headless: true });
+      browser = await puppeteer.launch({
+        executablePath: await chromium.executablePath(),
+        args: chromium.args,
+        headless: true,
+      });
     } catch (error) {
       // The npm build needs a few system libraries; Debian's chromium package brings its own.
       if (!existsSync('/usr/bin/chromium')) throw error;
@@ -80,7 +86,14 @@ describe('the inspector in Chromium', () => {
     const approve = await page.waitForSelector('::-p-aria(Approve)');
     await Promise.all([approve!.click(), approve!.click()]);
     // Within 1 s of the clicks (the spec's bound: the wait fails past it).
-    await page.waitForFunction((id) => [...document.querySelectorAll('table.runs tbody tr')].some((tr) => tr.querySelector('th')?.textContent === id && tr.querySelector('.badge')?.textContent === 'completed'), { timeout: 1_000 }, parked.runId);
+    await page.waitForFunction(
+      (id) =>
+        [...document.querySelectorAll('table.runs tbody tr')].some(
+          (tr) => tr.querySelector('th')?.textContent === id && tr.querySelector('.badge')?.textContent === 'completed',
+        ),
+      { timeout: 1_000 },
+      parked.runId,
+    );
     expect(h.calls.pay).toBe(1);
     expect((await h.runner.getRun(parked.runId))?.decidedBy).toBe('ops:e2e');
     expect(errorsOf(page)).toEqual([]);
@@ -93,7 +106,11 @@ describe('the inspector in Chromium', () => {
     await until(() => page.evaluate(() => document.getElementById('live')?.textContent === 'live'));
     const parked = await h.runner.run(gated, INPUT, { context: CONTEXT });
     // Pushed by the live stream (the list polls only every 5 s).
-    await page.waitForFunction((id) => document.querySelector('.inbox')?.textContent?.includes(id) === true, { timeout: 1_500 }, parked.runId);
+    await page.waitForFunction(
+      (id) => document.querySelector('.inbox')?.textContent?.includes(id) === true,
+      { timeout: 1_500 },
+      parked.runId,
+    );
     let found = false;
     for (let i = 0; i < 40 && !found; i++) {
       await page.keyboard.press('Tab');
@@ -110,7 +127,7 @@ describe('the inspector in Chromium', () => {
     await page.close();
   });
 
-  it('cancels a running run from its page: the tool\'s signal aborts', async () => {
+  it("cancels a running run from its page: the tool's signal aborts", async () => {
     const running = h.runner.run(long, { n: 1 }, { runId: 'long-e2e' });
     await until(() => h.calls.slowStarted === 1);
     const page = await openPage('#/run/long-e2e');
@@ -127,7 +144,7 @@ describe('the inspector in Chromium', () => {
     await page.close();
   });
 
-  it('shows a failed run\'s waterfall and redacted error, re-runs it from the page; screenshot of the run view', async () => {
+  it("shows a failed run's waterfall and redacted error, re-runs it from the page; screenshot of the run view", async () => {
     const failed = await h.runner.run(failing, INPUT, { runId: 'refund-42', context: CONTEXT });
     expect(failed.status).toBe('failed');
     const page = await openPage('#/run/refund-42');
@@ -149,7 +166,7 @@ describe('the inspector in Chromium', () => {
     await page.close();
   });
 
-  it('fits a phone\'s width', async () => {
+  it("fits a phone's width", async () => {
     const page = await openPage();
     await page.setViewport({ width: 390, height: 844 });
     await page.waitForSelector('table.runs');

@@ -35,10 +35,17 @@ describe('inspector in Express', () => {
     const html = await page.text();
     const cookie = page.headers.getSetCookie()[0]!.split(';')[0]!;
     const token = /name="chainkit-csrf" content="([^"]+)"/.exec(html)![1]!;
-    expect((await fetch(`${origin}${BASE}/app.js`, { headers: admin })).headers.get('content-type')).toMatch(/javascript/);
+    expect((await fetch(`${origin}${BASE}/app.js`, { headers: admin })).headers.get('content-type')).toMatch(
+      /javascript/,
+    );
 
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
-    const act = (headers: Record<string, string>) => fetch(`${origin}${BASE}/api/action`, { method: 'POST', headers: { 'content-type': 'application/json', ...admin, ...headers }, body: JSON.stringify({ action: 'decide', runId: parked.runId, approved: true }) });
+    const act = (headers: Record<string, string>) =>
+      fetch(`${origin}${BASE}/api/action`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...admin, ...headers },
+        body: JSON.stringify({ action: 'decide', runId: parked.runId, approved: true }),
+      });
     expect((await act({ cookie })).status).toBe(403);
     const ok = await act({ cookie, 'x-chainkit-csrf': token });
     expect(await ok.json()).toEqual({ outcome: 'decided', status: 'completed' });
@@ -78,9 +85,15 @@ describe('inspector in Hono', () => {
     const cookie = page.headers.getSetCookie()[0]!.split(';')[0]!;
     const token = /name="chainkit-csrf" content="([^"]+)"/.exec(await page.text())![1]!;
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
-    const overview = (await (await app.request(`${BASE}/api/overview`, { headers: admin })).json()) as { inbox: { runId: string }[] };
+    const overview = (await (await app.request(`${BASE}/api/overview`, { headers: admin })).json()) as {
+      inbox: { runId: string }[];
+    };
     expect(overview.inbox.map((r) => r.runId)).toEqual([parked.runId]);
-    const res = await app.request(`${BASE}/api/action`, { method: 'POST', headers: { ...admin, 'content-type': 'application/json', cookie, 'x-chainkit-csrf': token }, body: JSON.stringify({ action: 'decide', runId: parked.runId, approved: false }) });
+    const res = await app.request(`${BASE}/api/action`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'application/json', cookie, 'x-chainkit-csrf': token },
+      body: JSON.stringify({ action: 'decide', runId: parked.runId, approved: false }),
+    });
     expect(await res.json()).toEqual({ outcome: 'decided', status: 'declined' });
     expect(calls.pay).toBe(0);
     expect((await runner.getRun(parked.runId))?.status).toBe('declined');

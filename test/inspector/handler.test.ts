@@ -12,11 +12,19 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function mount(options: { authorize?: (req: Request, action: InspectorAction) => boolean | Response | Promise<boolean | Response>; readOnly?: boolean; csrfSecret?: string } = {}) {
+async function mount(
+  options: {
+    authorize?: (req: Request, action: InspectorAction) => boolean | Response | Promise<boolean | Response>;
+    readOnly?: boolean;
+    csrfSecret?: string;
+  } = {},
+) {
   const h = makeRunner();
   const asked: InspectorAction[] = [];
   const handle = inspector(h.runner, {
-    basePath: BASE, readOnly: options.readOnly ?? false, ...(options.csrfSecret !== undefined && { csrfSecret: options.csrfSecret }),
+    basePath: BASE,
+    readOnly: options.readOnly ?? false,
+    ...(options.csrfSecret !== undefined && { csrfSecret: options.csrfSecret }),
     authorize: async (req, action) => {
       asked.push(action);
       return options.authorize ? options.authorize(req, action) : true;
@@ -28,7 +36,11 @@ async function mount(options: { authorize?: (req: Request, action: InspectorActi
 }
 
 const post = (origin: string, body: unknown, headers: Record<string, string>) =>
-  fetch(`${origin}${BASE}/api/action`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${origin}${BASE}/api/action`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 /** Reads an event stream until it ends (or `ms`). */
 async function readStream(res: Response, ms = 3_000): Promise<string> {
@@ -37,7 +49,12 @@ async function readStream(res: Response, ms = 3_000): Promise<string> {
   let text = '';
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    const next = await Promise.race([reader.read(), new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), end - Date.now()))]);
+    const next = await Promise.race([
+      reader.read(),
+      new Promise<{ done: true; value: undefined }>((r) =>
+        setTimeout(() => r({ done: true, value: undefined }), end - Date.now()),
+      ),
+    ]);
     if (next.done) break;
     text += decoder.decode(next.value);
   }
@@ -57,10 +74,26 @@ describe('inspector(): building it', () => {
 
 describe('inspector() in node:http', () => {
   it('asks authorize for every request; refused requests get 403 (or the Response given) and no data', async () => {
-    const { origin, runner, asked } = await mount({ authorize: (req) => (req.headers.get('authorization') === 'Bearer ok' ? true : req.headers.get('authorization') ? false : new Response('sign in', { status: 401, headers: { 'www-authenticate': 'Bearer' } })) });
+    const { origin, runner, asked } = await mount({
+      authorize: (req) =>
+        req.headers.get('authorization') === 'Bearer ok'
+          ? true
+          : req.headers.get('authorization')
+            ? false
+            : new Response('sign in', { status: 401, headers: { 'www-authenticate': 'Bearer' } }),
+    });
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
     expect(parked.status).toBe('awaiting_confirmation');
-    const paths = ['/', '/app.js', '/app.css', '/api/overview', `/api/run?id=${parked.runId}`, `/api/events?id=${parked.runId}`, '/api/live', '/nope'];
+    const paths = [
+      '/',
+      '/app.js',
+      '/app.css',
+      '/api/overview',
+      `/api/run?id=${parked.runId}`,
+      `/api/events?id=${parked.runId}`,
+      '/api/live',
+      '/nope',
+    ];
     for (const p of paths) {
       const anonymous = await fetch(`${origin}${BASE}${p}`);
       expect(anonymous.status, p).toBe(401);
@@ -71,7 +104,11 @@ describe('inspector() in node:http', () => {
       expect(body).not.toContain(parked.runId);
       expect(body).not.toContain('pay_gated');
     }
-    const refused = await post(origin, { action: 'decide', runId: parked.runId, approved: true }, { authorization: 'Bearer nope' });
+    const refused = await post(
+      origin,
+      { action: 'decide', runId: parked.runId, approved: true },
+      { authorization: 'Bearer nope' },
+    );
     expect(refused.status).toBe(403);
     expect(asked.at(-1)).toBe('decide');
     expect((await runner.getRun(parked.runId))?.status).toBe('awaiting_confirmation');
@@ -89,14 +126,25 @@ describe('inspector() in node:http', () => {
     // No token, a wrong one, a token without its cookie, one from another handler, a cross-site request: all 403, nothing decided.
     const other = await mount({ csrfSecret: 'another-secret-0123456789' });
     const foreign = await session(other.origin, BASE);
-    for (const headers of <Record<string, string>[]>[{ cookie }, { cookie, 'x-chainkit-csrf': `${token}x` }, { 'x-chainkit-csrf': token }, { cookie: foreign.cookie, 'x-chainkit-csrf': foreign.token }, { cookie, 'x-chainkit-csrf': token, origin: 'https://evil.example' }, { cookie, 'x-chainkit-csrf': token, 'sec-fetch-site': 'cross-site' }]) {
+    for (const headers of <Record<string, string>[]>[
+      { cookie },
+      { cookie, 'x-chainkit-csrf': `${token}x` },
+      { 'x-chainkit-csrf': token },
+      { cookie: foreign.cookie, 'x-chainkit-csrf': foreign.token },
+      { cookie, 'x-chainkit-csrf': token, origin: 'https://evil.example' },
+      { cookie, 'x-chainkit-csrf': token, 'sec-fetch-site': 'cross-site' },
+    ]) {
       const res = await post(origin, body, headers);
       expect(res.status).toBe(403);
       expect(await res.text()).toMatch(/CSRF/);
     }
     expect(calls.pay).toBe(0);
     // A form post (not JSON) is no action either.
-    const form = await fetch(`${origin}${BASE}/api/action`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, 'x-chainkit-csrf': token }, body: 'action=decide' });
+    const form = await fetch(`${origin}${BASE}/api/action`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie, 'x-chainkit-csrf': token },
+      body: 'action=decide',
+    });
     expect(form.status).toBe(400);
     const ok = await post(origin, body, { cookie, 'x-chainkit-csrf': token });
     expect(ok.status).toBe(200);
@@ -113,7 +161,11 @@ describe('inspector() in node:http', () => {
     const { origin, runner, calls } = await mount();
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
     const { cookie, token } = await session(origin, BASE);
-    const answers = await Promise.all(Array.from({ length: 5 }, () => post(origin, { action: 'decide', runId: parked.runId, approved: true }, { cookie, 'x-chainkit-csrf': token })));
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        post(origin, { action: 'decide', runId: parked.runId, approved: true }, { cookie, 'x-chainkit-csrf': token }),
+      ),
+    );
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
     expect(answers.filter((r) => r.status === 409)).toHaveLength(4);
     expect(calls.pay).toBe(1);
@@ -135,7 +187,9 @@ describe('inspector() in node:http', () => {
     const rerun = await post(origin, { action: 'rerun', runId: 'f-1' }, { cookie, 'x-chainkit-csrf': token });
     expect(await rerun.json()).toEqual({ outcome: 'started', runId: 'f-1~rerun1', rerunOf: 'f-1' });
     await until(async () => (await runner.getRun('f-1~rerun1'))?.status === 'completed');
-    const view = (await (await fetch(`${origin}${BASE}/api/run?id=${encodeURIComponent('f-1~rerun1')}`)).json()) as { run: { rerunOf: string; steps: { id: string }[] } };
+    const view = (await (await fetch(`${origin}${BASE}/api/run?id=${encodeURIComponent('f-1~rerun1')}`)).json()) as {
+      run: { rerunOf: string; steps: { id: string }[] };
+    };
     expect(view.run.rerunOf).toBe('f-1');
     expect(view.run.steps.map((s) => s.id)).toEqual(['find', 'boom']);
   });
@@ -144,23 +198,39 @@ describe('inspector() in node:http', () => {
     const { runner } = makeRunner();
     const sent: unknown[][] = [];
     // A runner with signal() (the "flow" step kinds add it): the inspector finds it at run time.
-    const withSignal = Object.assign(Object.create(runner) as typeof runner, { signal: async (...args: unknown[]) => (sent.push(args), 'delivered') });
+    const withSignal = Object.assign(Object.create(runner) as typeof runner, {
+      signal: async (...args: unknown[]) => (sent.push(args), 'delivered'),
+    });
     const asked: InspectorAction[] = [];
-    const server = await serve(inspector(withSignal, { basePath: BASE, authorize: (_req, action) => (asked.push(action), true) }));
+    const server = await serve(
+      inspector(withSignal, { basePath: BASE, authorize: (_req, action) => (asked.push(action), true) }),
+    );
     cleanups.push(() => runner.close(), server.close);
-    const overview = (await (await fetch(`${server.origin}${BASE}/api/overview`)).json()) as { capabilities: { signal: boolean } };
+    const overview = (await (await fetch(`${server.origin}${BASE}/api/overview`)).json()) as {
+      capabilities: { signal: boolean };
+    };
     expect(overview.capabilities.signal).toBe(true);
     const { cookie, token } = await session(server.origin, BASE);
-    const res = await post(server.origin, { action: 'signal', runId: 'r-9', name: 'payment_received', payload: { amount: 5 } }, { cookie, 'x-chainkit-csrf': token });
+    const res = await post(
+      server.origin,
+      { action: 'signal', runId: 'r-9', name: 'payment_received', payload: { amount: 5 } },
+      { cookie, 'x-chainkit-csrf': token },
+    );
     expect(await res.json()).toEqual({ outcome: 'delivered' });
     expect(sent).toEqual([['r-9', 'payment_received', { amount: 5 }]]);
     expect(asked.at(-1)).toBe('signal');
     // A payload the step's schema refuses (runner.signal rejects with SignalRefused): 400 with the reason, not a 500.
-    const refusing = Object.assign(Object.create(runner) as typeof runner, { signal: async () => Promise.reject(new SignalRefused('the payload does not match', [])) });
+    const refusing = Object.assign(Object.create(runner) as typeof runner, {
+      signal: async () => Promise.reject(new SignalRefused('the payload does not match', [])),
+    });
     const server2 = await serve(inspector(refusing, { basePath: BASE, authorize: () => true }));
     cleanups.push(server2.close);
     const s2 = await session(server2.origin, BASE);
-    const refused = await post(server2.origin, { action: 'signal', runId: 'r-9', name: 'payment_received', payload: {} }, { cookie: s2.cookie, 'x-chainkit-csrf': s2.token });
+    const refused = await post(
+      server2.origin,
+      { action: 'signal', runId: 'r-9', name: 'payment_received', payload: {} },
+      { cookie: s2.cookie, 'x-chainkit-csrf': s2.token },
+    );
     expect(refused.status).toBe(400);
     expect(await refused.json()).toEqual({ error: 'the payload does not match' });
   });
@@ -169,11 +239,18 @@ describe('inspector() in node:http', () => {
     const { origin, runner, calls } = await mount({ readOnly: true });
     const parked = await runner.run(gated, INPUT, { context: CONTEXT });
     const { cookie, token } = await session(origin, BASE);
-    const overview = (await (await fetch(`${origin}${BASE}/api/overview`)).json()) as { capabilities: { readOnly: boolean; rerun: boolean }; inbox: unknown[] };
+    const overview = (await (await fetch(`${origin}${BASE}/api/overview`)).json()) as {
+      capabilities: { readOnly: boolean; rerun: boolean };
+      inbox: unknown[];
+    };
     expect(overview.capabilities).toMatchObject({ readOnly: true, rerun: false });
     expect(overview.inbox).toHaveLength(1);
     for (const action of ['decide', 'cancel', 'rerun', 'signal']) {
-      const res = await post(origin, { action, runId: parked.runId, approved: true, name: 'x' }, { cookie, 'x-chainkit-csrf': token });
+      const res = await post(
+        origin,
+        { action, runId: parked.runId, approved: true, name: 'x' },
+        { cookie, 'x-chainkit-csrf': token },
+      );
       expect(res.status).toBe(403);
     }
     expect(calls.pay).toBe(0);
@@ -192,7 +269,12 @@ describe('inspector() in node:http', () => {
     }
     const { html } = await session(origin, BASE);
     expect(html).not.toMatch(/<script>|<script [^>]*>[^<]|\sstyle=|\son[a-z]+=|https?:\/\//i);
-    expect([...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])).toEqual([`${BASE}/app.css`, `${BASE}/app.js`, '#main', '#/']);
+    expect([...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1])).toEqual([
+      `${BASE}/app.css`,
+      `${BASE}/app.js`,
+      '#main',
+      '#/',
+    ]);
   });
 
   it('never sends a secret: every response about runs whose input, context and tool errors carry them', async () => {
@@ -208,15 +290,31 @@ describe('inspector() in node:http', () => {
       bodies.push([...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n'));
       bodies.push(stream ? await readStream(res) : await res.text());
     };
-    for (const p of ['/', '/app.js', '/app.css', '/api/overview', `/api/overview?status=failed`, `/api/run?id=${parked.runId}`, `/api/run?id=${failed.runId}`]) await keep(await fetch(`${origin}${BASE}${p}`));
+    for (const p of [
+      '/',
+      '/app.js',
+      '/app.css',
+      '/api/overview',
+      `/api/overview?status=failed`,
+      `/api/run?id=${parked.runId}`,
+      `/api/run?id=${failed.runId}`,
+    ])
+      await keep(await fetch(`${origin}${BASE}${p}`));
     await keep(await fetch(`${origin}${BASE}/api/events?id=${encodeURIComponent(failed.runId)}`), true);
     await keep(await fetch(`${origin}${BASE}/api/events?id=${encodeURIComponent(parked.runId)}`), true);
     const live = fetch(`${origin}${BASE}/api/live`);
     calls.explodeFails = false;
     await keep(await post(origin, { action: 'rerun', runId: failed.runId }, { cookie, 'x-chainkit-csrf': token }));
-    await keep(await post(origin, { action: 'decide', runId: parked.runId, approved: true }, { cookie, 'x-chainkit-csrf': token }));
+    await keep(
+      await post(
+        origin,
+        { action: 'decide', runId: parked.runId, approved: true },
+        { cookie, 'x-chainkit-csrf': token },
+      ),
+    );
     await keep(await live, true);
-    for (const p of [`/api/run?id=${parked.runId}`, `/api/run?id=${encodeURIComponent(`${failed.runId}~rerun1`)}`]) await keep(await fetch(`${origin}${BASE}${p}`));
+    for (const p of [`/api/run?id=${parked.runId}`, `/api/run?id=${encodeURIComponent(`${failed.runId}~rerun1`)}`])
+      await keep(await fetch(`${origin}${BASE}${p}`));
     const all = bodies.join('\n');
     expect(all).toContain(parked.runId);
     expect(all).toContain('event: step:end');
@@ -224,7 +322,7 @@ describe('inspector() in node:http', () => {
     for (const secret of [...SECRETS, parked.resumeToken]) expect(all).not.toContain(secret);
   });
 
-  it('streams a run\'s events and tells open pages that runs changed', async () => {
+  it("streams a run's events and tells open pages that runs changed", async () => {
     const { origin, runner } = await mount();
     const liveRes = await fetch(`${origin}${BASE}/api/live`);
     expect(liveRes.headers.get('content-type')).toMatch(/text\/event-stream/);
@@ -249,17 +347,49 @@ describe('the page assets', () => {
     const { gzipSync } = await import('node:zlib');
     const { APP_CSS, APP_JS } = await import('../../src/inspector/assets.js');
     const { pageHtml } = await import('../../src/inspector/page.js');
-    expect(gzipSync(APP_JS).length + gzipSync(APP_CSS).length + gzipSync(pageHtml(BASE, 'x')).length).toBeLessThan(60_000);
+    expect(gzipSync(APP_JS).length + gzipSync(APP_CSS).length + gzipSync(pageHtml(BASE, 'x')).length).toBeLessThan(
+      60_000,
+    );
   });
 });
 
 describe('the run view', () => {
   it('keeps what else a trace entry holds (sub-chains, forEach items), redacted, and never a resume token or raw output', async () => {
     const { runView, safeWith } = await import('../../src/inspector/views.js');
-    const step = { stepNumber: 1, id: 'each', status: 'success', attempts: 1, latencyMs: 3, startedAt: new Date(0).toISOString(), items: [{ index: 0, status: 'success', input: { apiKey: 'k-123456' } }] };
+    const step = {
+      stepNumber: 1,
+      id: 'each',
+      status: 'success',
+      attempts: 1,
+      latencyMs: 3,
+      startedAt: new Date(0).toISOString(),
+      items: [{ index: 0, status: 'success', input: { apiKey: 'k-123456' } }],
+    };
     const info = {
-      runId: 'r~rerun2', chain: 'c', status: 'awaiting_confirmation' as const, owner: 'o', leaseUntil: 0, steps: ['each'],
-      result: { status: 'awaiting_confirmation', resumeToken: 'TOKEN-SECRET-1', confirmation: { step: 's', tool: 't', prompt: 'ok? password=pw-1', expiresAt: 'x' }, runId: 'r~rerun2', chain: 'c', trace: { traceId: 't', runId: 'r~rerun2', chain: 'c', startedAt: 'a', endedAt: 'b', totalLatencyMs: 3, status: 'awaiting_confirmation', steps: [step] }, metadata: {} },
+      runId: 'r~rerun2',
+      chain: 'c',
+      status: 'awaiting_confirmation' as const,
+      owner: 'o',
+      leaseUntil: 0,
+      steps: ['each'],
+      result: {
+        status: 'awaiting_confirmation',
+        resumeToken: 'TOKEN-SECRET-1',
+        confirmation: { step: 's', tool: 't', prompt: 'ok? password=pw-1', expiresAt: 'x' },
+        runId: 'r~rerun2',
+        chain: 'c',
+        trace: {
+          traceId: 't',
+          runId: 'r~rerun2',
+          chain: 'c',
+          startedAt: 'a',
+          endedAt: 'b',
+          totalLatencyMs: 3,
+          status: 'awaiting_confirmation',
+          steps: [step],
+        },
+        metadata: {},
+      },
     };
     const view = runView(info as never, safeWith(undefined));
     expect(view.rerunOf).toBe('r~rerun1');

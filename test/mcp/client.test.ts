@@ -21,19 +21,32 @@ async function connectInMemory(): Promise<{ client: Client; log: ServerLog; clos
   await server.connect(serverSide);
   const client = new Client({ name: 'chainkit-test', version: '1.0.0' });
   await client.connect(clientSide);
-  cleanups.push(() => client.close(), () => server.close());
+  cleanups.push(
+    () => client.close(),
+    () => server.close(),
+  );
   return { client, log, closeServer: () => server.close() };
 }
 
 const byName = (tools: Tool[], name: string): Tool => tools.find((t) => t.name === name)!;
-const noRetry = { rate_limited: { retries: 0 }, permission_denied: { retries: 0 }, timeout: { retries: 0 }, network: { retries: 0 } };
+const noRetry = {
+  rate_limited: { retries: 0 },
+  permission_denied: { retries: 0 },
+  timeout: { retries: 0 },
+  network: { retries: 0 },
+};
 
 describe('toolsFromMcp', () => {
   it('defines every listed tool with its effect and a zod schema from its JSON Schema', async () => {
     const { client } = await connectInMemory();
     const tools = await toolsFromMcp(client, { effects: { greet: 'read' } });
     expect(tools.map((t) => [t.name, t.effect])).toEqual([
-      ['list_tasks', 'read'], ['delete_task', 'destructive'], ['greet', 'read'], ['busy', 'write'], ['broken', 'write'], ['slow', 'write'],
+      ['list_tasks', 'read'],
+      ['delete_task', 'destructive'],
+      ['greet', 'read'],
+      ['busy', 'write'],
+      ['broken', 'write'],
+      ['slow', 'write'],
     ]);
     const list = byName(tools, 'list_tasks');
     expect(list.description).toBe("List a user's tasks");
@@ -45,28 +58,40 @@ describe('toolsFromMcp', () => {
 });
 
 describe('toolsFromMcp signal', () => {
-  it('rejects with the signal\'s reason when cancelled mid-listing or before it starts', async () => {
+  it("rejects with the signal's reason when cancelled mid-listing or before it starts", async () => {
     const { client } = await connectInMemory();
     const ac = new AbortController();
     const listing = toolsFromMcp(client, { signal: ac.signal });
     ac.abort(new Error('user went away'));
     await expect(listing).rejects.toThrow('user went away');
-    await expect(toolsFromMcp(client, { signal: AbortSignal.abort(new Error('too late')) })).rejects.toThrow('too late');
+    await expect(toolsFromMcp(client, { signal: AbortSignal.abort(new Error('too late')) })).rejects.toThrow(
+      'too late',
+    );
     expect((await toolsFromMcp(client, { signal: new AbortController().signal })).length).toBe(6);
   });
 });
 
 describe('mcpInvoker', () => {
-  it('runs a chain declared over a server\'s tools: structured output, JSON text output, idempotency key in _meta', async () => {
+  it("runs a chain declared over a server's tools: structured output, JSON text output, idempotency key in _meta", async () => {
     const { client, log } = await connectInMemory();
     const tools = await toolsFromMcp(client);
     const chain = defineChain({
-      name: 'delete_by_title', version: '1', description: 'Find a task by title and delete it',
+      name: 'delete_by_title',
+      version: '1',
+      description: 'Find a task by title and delete it',
       input: z.object({ match: z.string() }),
       steps: [
         { id: 'find', tool: byName(tools, 'list_tasks'), input: { user_id: 'u1', status: 'all' } },
-        { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
-        { id: 'delete', tool: byName(tools, 'delete_task'), input: { user_id: 'u1', task_id: ref('target', 'task_id') }, confirm: { prompt: 'Delete it?' } },
+        {
+          id: 'target',
+          select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' },
+        },
+        {
+          id: 'delete',
+          tool: byName(tools, 'delete_task'),
+          input: { user_id: 'u1', task_id: ref('target', 'task_id') },
+          confirm: { prompt: 'Delete it?' },
+        },
       ],
       output: (s) => s.results.delete,
     });
@@ -84,9 +109,16 @@ describe('mcpInvoker', () => {
     const runner = createRunner({ invoker: mcpInvoker(client), tools: await toolsFromMcp(client), retry: noRetry });
     cleanups.push(() => runner.close());
     const busy = await runner.invoke('busy', {});
-    expect(busy.status === 'failed' && busy.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_exceeded', retryAfterMs: 2000 });
+    expect(busy.status === 'failed' && busy.error).toMatchObject({
+      category: 'rate_limited',
+      code: 'rate_limit_exceeded',
+      retryAfterMs: 2000,
+    });
     const broken = await runner.invoke('broken', {});
-    expect(broken.status === 'failed' && broken.error).toMatchObject({ category: 'permission_denied', message: expect.stringContaining('Permission denied for this workspace') });
+    expect(broken.status === 'failed' && broken.error).toMatchObject({
+      category: 'permission_denied',
+      message: expect.stringContaining('Permission denied for this workspace'),
+    });
     const gone = await runner.invoke('delete_task', { user_id: 'u1', task_id: 'nope' }, { timeoutMs: 5000 });
     expect(gone.status === 'failed' && gone.error.category).toBe('not_found');
   });
@@ -95,7 +127,16 @@ describe('mcpInvoker', () => {
     const { client } = await connectInMemory();
     const invoker = mcpInvoker(client);
     const call = (tool: string, input: unknown): Promise<unknown> =>
-      invoker({ tool, input, attempt: 1, signal: new AbortController().signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined } satisfies ToolCall);
+      invoker({
+        tool,
+        input,
+        attempt: 1,
+        signal: new AbortController().signal,
+        runId: 'r',
+        traceId: 't',
+        context: {},
+        progress: () => undefined,
+      } satisfies ToolCall);
     const invalid = await call('list_tasks', { user_id: 42 }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(McpToolError);
     expect(classifyError(invalid)).toMatchObject({ category: 'invalid_input', code: 'invalid_arguments' });
@@ -106,7 +147,14 @@ describe('mcpInvoker', () => {
 
   it('cancels the request on the server when the attempt times out', async () => {
     const { client, log } = await connectInMemory();
-    const slow = defineTool({ name: 'slow', description: 'slow', input: z.object({}), output: z.unknown(), timeoutMs: 50, retry: false });
+    const slow = defineTool({
+      name: 'slow',
+      description: 'slow',
+      input: z.object({}),
+      output: z.unknown(),
+      timeoutMs: 50,
+      retry: false,
+    });
     const runner = createRunner({ invoker: mcpInvoker(client), tools: [slow] });
     cleanups.push(() => runner.close());
     const result = await runner.invoke('slow', {});
@@ -136,7 +184,9 @@ describe('over stdio', () => {
     const runner = createRunner({ invoker: mcpInvoker(client), tools, retry: noRetry });
     cleanups.push(() => runner.close());
     const list = await runner.invoke('list_tasks', { user_id: 'u1', status: 'all' });
-    expect(list.status === 'completed' && list.output).toMatchObject({ tasks: [{ title: 'Buy milk' }, { title: 'Call the dentist' }] });
+    expect(list.status === 'completed' && list.output).toMatchObject({
+      tasks: [{ title: 'Buy milk' }, { title: 'Call the dentist' }],
+    });
     const busy = await runner.invoke('busy', {});
     expect(busy.status === 'failed' && busy.error.category).toBe('rate_limited');
   });

@@ -22,7 +22,8 @@ async function serve(signedInAs: Record<string, string>) {
   const users: Record<string, string> = { alice: fixtures.alice, bob: fixtures.bob };
   const connect = async (who: string): Promise<Client> => {
     const server = serveChains(runner, taskChains, {
-      name: 'tasks', version: '1.0.0',
+      name: 'tasks',
+      version: '1.0.0',
       context: (extra) => {
         extras.push(extra);
         return { userId: users[extra.authInfo!.clientId]! };
@@ -30,46 +31,80 @@ async function serve(signedInAs: Record<string, string>) {
     });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     const send = clientSide.send.bind(clientSide);
-    clientSide.send = (message, options) => send(message, { ...options, authInfo: { token: `token-${who}`, clientId: who, scopes: [] } });
+    clientSide.send = (message, options) =>
+      send(message, { ...options, authInfo: { token: `token-${who}`, clientId: who, scopes: [] } });
     await server.connect(serverSide);
     const client = new Client({ name: `client-${who}`, version: '1.0.0' });
     await client.connect(clientSide);
-    cleanups.push(() => client.close(), () => server.close());
+    cleanups.push(
+      () => client.close(),
+      () => server.close(),
+    );
     return client;
   };
   cleanups.push(() => runner.close());
-  const clients = Object.fromEntries(await Promise.all(Object.keys(signedInAs).map(async (k) => [k, await connect(signedInAs[k]!)] as const)));
+  const clients = Object.fromEntries(
+    await Promise.all(Object.keys(signedInAs).map(async (k) => [k, await connect(signedInAs[k]!)] as const)),
+  );
   return { store, clients, extras };
 }
 
-const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent: Record<string, any> };
+const call = async (client: Client, name: string, args: Record<string, unknown>) =>
+  (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent: Record<string, any> };
 
 describe('serveChains', () => {
   it('lists one tool per chain with its input schema and effects, plus confirm_action', async () => {
     const { clients } = await serve({ a: 'alice' });
     const { tools } = await clients.a!.listTools();
-    expect(tools.map((t) => t.name)).toEqual(['find_and_update', 'find_and_delete', 'find_and_complete', 'task_summary', 'confirm_action']);
+    expect(tools.map((t) => t.name)).toEqual([
+      'find_and_update',
+      'find_and_delete',
+      'find_and_complete',
+      'task_summary',
+      'confirm_action',
+    ]);
     const del = tools.find((t) => t.name === 'find_and_delete')!;
     expect(del.description).toBe(findAndDelete.description);
-    expect(del.inputSchema).toMatchObject({ type: 'object', properties: { match: { type: 'string' } }, required: ['match'] });
+    expect(del.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { match: { type: 'string' } },
+      required: ['match'],
+    });
     expect(del.annotations).toMatchObject({ destructiveHint: true, readOnlyHint: false });
-    expect(tools.find((t) => t.name === 'task_summary')!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
-    expect(tools.find((t) => t.name === 'confirm_action')!.inputSchema).toMatchObject({ required: ['resumeToken', 'approved'] });
+    expect(tools.find((t) => t.name === 'task_summary')!.annotations).toMatchObject({
+      readOnlyHint: true,
+      destructiveHint: false,
+    });
+    expect(tools.find((t) => t.name === 'confirm_action')!.inputSchema).toMatchObject({
+      required: ['resumeToken', 'approved'],
+    });
   });
 
   it('runs a chain with the trusted context of the request, with metadata in structuredContent', async () => {
     const { clients, extras } = await serve({ a: 'alice' });
     const r = await call(clients.a!, 'task_summary', {});
     expect(r.isError).toBeFalsy();
-    expect(r.structuredContent).toMatchObject({ status: 'completed', output: { total: 5, completed: 2, pending: 3 }, metadata: { timing: expect.any(Object), suggestions: expect.any(Object) } });
+    expect(r.structuredContent).toMatchObject({
+      status: 'completed',
+      output: { total: 5, completed: 2, pending: 3 },
+      metadata: { timing: expect.any(Object), suggestions: expect.any(Object) },
+    });
     expect(JSON.parse((r.content[0] as { text: string }).text)).toMatchObject({ total: 5 });
-    expect(extras[0]).toMatchObject({ authInfo: { clientId: 'alice' }, requestId: expect.anything(), signal: expect.any(AbortSignal) });
+    expect(extras[0]).toMatchObject({
+      authInfo: { clientId: 'alice' },
+      requestId: expect.anything(),
+      signal: expect.any(AbortSignal),
+    });
   });
 
   it('a gate is a second call: confirm_action resumes exactly once, and only for the same user', async () => {
     const { clients, store } = await serve({ a: 'alice', b: 'bob' });
     const first = await call(clients.a!, 'find_and_delete', { match: 'dentist' });
-    expect(first.structuredContent).toMatchObject({ status: 'awaiting_confirmation', prompt: expect.stringContaining('Dentist appointment'), resumeToken: expect.any(String) });
+    expect(first.structuredContent).toMatchObject({
+      status: 'awaiting_confirmation',
+      prompt: expect.stringContaining('Dentist appointment'),
+      resumeToken: expect.any(String),
+    });
     expect((first.content[0] as { text: string }).text).toContain('confirm_action');
     const token = first.structuredContent.resumeToken as string;
 
@@ -87,13 +122,19 @@ describe('serveChains', () => {
   it('declining changes nothing; bad input and failures are isError results with advice', async () => {
     const { clients, store } = await serve({ a: 'alice' });
     const first = await call(clients.a!, 'find_and_delete', { match: 'milk' });
-    const no = await call(clients.a!, 'confirm_action', { resumeToken: first.structuredContent.resumeToken, approved: false });
+    const no = await call(clients.a!, 'confirm_action', {
+      resumeToken: first.structuredContent.resumeToken,
+      approved: false,
+    });
     expect(no.structuredContent).toMatchObject({ status: 'declined', step: 'delete' });
     expect(store.tasks(fixtures.alice).map((t) => t.title)).toContain('Buy milk');
 
     const ambiguous = await call(clients.a!, 'find_and_delete', { match: 'buy' });
     expect(ambiguous.isError).toBe(true);
-    expect(ambiguous.structuredContent.error).toMatchObject({ category: 'ambiguous', suggestions: expect.arrayContaining([expect.any(String)]) });
+    expect(ambiguous.structuredContent.error).toMatchObject({
+      category: 'ambiguous',
+      suggestions: expect.arrayContaining([expect.any(String)]),
+    });
     expect((ambiguous.content[0] as { text: string }).text).toContain(ambiguous.structuredContent.error.userMessage);
 
     const invalid = await call(clients.a!, 'find_and_delete', { match: 42 });
@@ -101,42 +142,84 @@ describe('serveChains', () => {
     expect((invalid.content[0] as { text: string }).text).toMatch(/match/);
   });
 
-  it('declares a title and an outputSchema (the result envelope, with the chain\'s result schema where it is declared) that results match', async () => {
+  it("declares a title and an outputSchema (the result envelope, with the chain's result schema where it is declared) that results match", async () => {
     const { clients } = await serve({ a: 'alice' });
     const { tools } = await clients.a!.listTools();
     const del = tools.find((t) => t.name === 'find_and_delete')!;
     expect(del.title).toBe('Find and delete');
     expect(tools.find((t) => t.name === 'confirm_action')!.title).toEqual(expect.any(String));
     for (const tool of tools) {
-      expect(tool.outputSchema, tool.name).toMatchObject({ type: 'object', required: ['status', 'metadata'], properties: { status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt'] }, resumeToken: { type: 'string' }, error: { type: 'object' } } });
+      expect(tool.outputSchema, tool.name).toMatchObject({
+        type: 'object',
+        required: ['status', 'metadata'],
+        properties: {
+          status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt'] },
+          resumeToken: { type: 'string' },
+          error: { type: 'object' },
+        },
+      });
     }
     // Every kind of result passes the client's validation against the declared schema.
     expect((await call(clients.a!, 'task_summary', {})).structuredContent.status).toBe('completed');
     const gate = await call(clients.a!, 'find_and_delete', { match: 'groceries' });
     expect(gate.structuredContent.status).toBe('awaiting_confirmation');
-    expect((await call(clients.a!, 'confirm_action', { resumeToken: gate.structuredContent.resumeToken, approved: false })).structuredContent.status).toBe('declined');
-    expect((await call(clients.a!, 'find_and_delete', { match: 'no such task anywhere' })).structuredContent.status).toBe('failed');
+    expect(
+      (await call(clients.a!, 'confirm_action', { resumeToken: gate.structuredContent.resumeToken, approved: false }))
+        .structuredContent.status,
+    ).toBe('declined');
+    expect(
+      (await call(clients.a!, 'find_and_delete', { match: 'no such task anywhere' })).structuredContent.status,
+    ).toBe('failed');
 
     // A chain whose result is its last tool's output declares that tool's output schema.
     const runner = createRunner({ invoker: async (c) => c.input });
-    const say = defineChain({ name: 'say_it', version: '1', description: 'Echo', input: z.object({ value: z.string() }), steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'value') } }] });
+    const say = defineChain({
+      name: 'say_it',
+      version: '1',
+      description: 'Echo',
+      input: z.object({ value: z.string() }),
+      steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'value') } }],
+    });
     const server = serveChains(runner, [say], { name: 'echo', version: '1.0.0' });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client({ name: 'c', version: '1.0.0' });
     await client.connect(clientSide);
-    cleanups.push(() => runner.close(), () => server.close(), () => client.close());
+    cleanups.push(
+      () => runner.close(),
+      () => server.close(),
+      () => client.close(),
+    );
     const listed = (await client.listTools()).tools.find((t) => t.name === 'say_it')!;
     expect(listed.title).toBe('Say it');
-    expect(listed.outputSchema!.properties!.output).toMatchObject({ type: 'object', properties: { value: { type: 'string' } }, required: ['value'] });
-    expect((await call(client, 'say_it', { value: 'hi' })).structuredContent).toMatchObject({ status: 'completed', output: { value: 'hi' } });
+    expect(listed.outputSchema!.properties!.output).toMatchObject({
+      type: 'object',
+      properties: { value: { type: 'string' } },
+      required: ['value'],
+    });
+    expect((await call(client, 'say_it', { value: 'hi' })).structuredContent).toMatchObject({
+      status: 'completed',
+      output: { value: 'hi' },
+    });
   });
 
   it('refuses what cannot be served, listing every problem', () => {
     const runner = createRunner({ invoker: async () => ({}) });
     cleanups.push(() => runner.close());
-    const scalar = defineChain({ name: 'scalar', version: '1', description: 'x', input: z.string(), steps: [{ id: 'e', tool: echo, input: { value: 'x' } }] });
-    const clash = defineChain({ name: 'confirm_action', version: '1', description: 'x', input: z.object({}), steps: [{ id: 'e', tool: echo, input: { value: 'x' } }] });
+    const scalar = defineChain({
+      name: 'scalar',
+      version: '1',
+      description: 'x',
+      input: z.string(),
+      steps: [{ id: 'e', tool: echo, input: { value: 'x' } }],
+    });
+    const clash = defineChain({
+      name: 'confirm_action',
+      version: '1',
+      description: 'x',
+      input: z.object({}),
+      steps: [{ id: 'e', tool: echo, input: { value: 'x' } }],
+    });
     let error: unknown;
     try {
       serveChains(runner, [scalar, clash, findAndDelete, findAndDelete], { name: '', version: '1' });
@@ -144,7 +227,12 @@ describe('serveChains', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(DefinitionError);
-    expect((error as DefinitionError).issues.map((i) => i.path)).toEqual(['options.name', 'chains[0].input', 'chains[1]', 'chains[3]']);
+    expect((error as DefinitionError).issues.map((i) => i.path)).toEqual([
+      'options.name',
+      'chains[0].input',
+      'chains[1]',
+      'chains[3]',
+    ]);
   });
 });
 
@@ -153,9 +241,15 @@ describe('examples/mcp-server.ts over stdio', () => {
     const client = await connectStdio(new URL('../../examples/mcp-server.ts', import.meta.url));
     cleanups.push(() => client.close());
     const first = await call(client, 'find_and_complete', { match: 'groceries' });
-    expect(first.structuredContent).toMatchObject({ status: 'completed', output: expect.objectContaining({ title: 'Buy groceries' }) });
+    expect(first.structuredContent).toMatchObject({
+      status: 'completed',
+      output: expect.objectContaining({ title: 'Buy groceries' }),
+    });
     const gate = await call(client, 'find_and_delete', { match: 'book' });
-    const done = await call(client, 'confirm_action', { resumeToken: gate.structuredContent.resumeToken, approved: true });
+    const done = await call(client, 'confirm_action', {
+      resumeToken: gate.structuredContent.resumeToken,
+      approved: true,
+    });
     expect(done.structuredContent.status).toBe('completed');
   });
 });

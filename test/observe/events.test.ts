@@ -1,6 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, findAndDelete, findAndUpdate, redact, taskTools, type HookErrorEvent, type Logger, type ToolTransition } from 'chainkit';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  findAndDelete,
+  findAndUpdate,
+  redact,
+  taskTools,
+  type HookErrorEvent,
+  type Logger,
+  type ToolTransition,
+} from 'chainkit';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const alice = { context: { userId: fixtures.alice } };
@@ -15,8 +26,14 @@ describe('events and hooks', () => {
     }
     await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, alice);
     expect(seen).toEqual([
-      'chain:start', 'step:start:find', 'step:end:find', 'step:start:target', 'step:end:target',
-      'step:start:update', 'step:end:update', 'chain:end',
+      'chain:start',
+      'step:start:find',
+      'step:end:find',
+      'step:start:target',
+      'step:end:target',
+      'step:start:update',
+      'step:end:update',
+      'chain:end',
     ]);
   });
 
@@ -28,7 +45,10 @@ describe('events and hooks', () => {
     await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 4pm' }, { ...alice, sessionId: 's2' });
     await runner.invoke('list_tasks', { user_id: fixtures.alice, status: 'all' }, { sessionId: 's2' });
     await runner.invoke('list_tasks', { user_id: fixtures.alice, status: 'all' }, { sessionId: 'other' });
-    expect(transitions.map((t) => `${t.fromTool}->${t.toTool}:${t.success}`)).toEqual(['list_tasks->update_task:true', 'update_task->list_tasks:true']);
+    expect(transitions.map((t) => `${t.fromTool}->${t.toTool}:${t.success}`)).toEqual([
+      'list_tasks->update_task:true',
+      'update_task->list_tasks:true',
+    ]);
     expect(transitions[0]).toMatchObject({ sessionId: 's2', gapMs: expect.any(Number), timestamp: expect.any(Number) });
   });
 
@@ -43,7 +63,12 @@ describe('events and hooks', () => {
     expect(gated.metadata.suggestions.relevantChains.map((c) => c.chain)).toContain(findAndDelete.name); // from the tools this run used
     const deleted = await runner.resume(gated.resumeToken, { approved: true }, alice);
     expect(deleted.status).toBe('completed');
-    expect(transitions.map((t) => `${t.sessionId === updated.runId ? 'updated' : t.sessionId === gated.runId ? 'gated' : t.sessionId}:${t.fromTool}->${t.toTool}`)).toEqual([
+    expect(
+      transitions.map(
+        (t) =>
+          `${t.sessionId === updated.runId ? 'updated' : t.sessionId === gated.runId ? 'gated' : t.sessionId}:${t.fromTool}->${t.toTool}`,
+      ),
+    ).toEqual([
       'updated:list_tasks->update_task',
       'gated:list_tasks->delete_task', // the resume continues from the call before the gate
     ]);
@@ -55,10 +80,16 @@ describe('events and hooks', () => {
     const runner = createRunner({
       invoker: store.invoker,
       hooks: {
-        onStepStart: () => { throw new Error('sync hook bug'); },
-        onStepEnd: async () => { throw new Error('async hook bug'); },
+        onStepStart: () => {
+          throw new Error('sync hook bug');
+        },
+        onStepEnd: async () => {
+          throw new Error('async hook bug');
+        },
         onChainEnd: () => Promise.reject('rejected'),
-        onHookError: (e) => { errors.push(e); },
+        onHookError: (e) => {
+          errors.push(e);
+        },
       },
     });
     const r = await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, alice);
@@ -72,7 +103,9 @@ describe('events and hooks', () => {
     const store = createTaskStore({ users: fixtures.users });
     const runner = createRunner({ invoker: store.invoker });
     const reported = vi.fn();
-    runner.events.on('step:end', () => { throw new Error('listener bug'); });
+    runner.events.on('step:end', () => {
+      throw new Error('listener bug');
+    });
     runner.events.on('hook:error', reported);
     const r = await runner.run(findAndUpdate, { match: 'dentist', title: 'x' }, alice);
     expect(r.status).toBe('completed');
@@ -82,11 +115,22 @@ describe('events and hooks', () => {
 
 describe('traces and redaction', () => {
   const login = defineTool({
-    name: 'login', description: 'l', input: z.object({ user: z.string(), password: z.string(), headers: z.object({ Authorization: z.string() }) }),
-    output: z.object({ token: z.string(), profile: z.object({ name: z.string(), apiKey: z.string() }) }), effect: 'read',
+    name: 'login',
+    description: 'l',
+    input: z.object({ user: z.string(), password: z.string(), headers: z.object({ Authorization: z.string() }) }),
+    output: z.object({ token: z.string(), profile: z.object({ name: z.string(), apiKey: z.string() }) }),
+    effect: 'read',
   });
-  const chain = defineChain({ name: 'login_chain', input: z.object({}), steps: [{ id: 'l', tool: login, input: { user: 'ann', password: 'hunter2', headers: { Authorization: 'Bearer abc' } } }] });
-  const invoker = createMockInvoker({ login: { ok: { token: 'tok-123', profile: { name: 'Ann', apiKey: 'sk-999' } } } });
+  const chain = defineChain({
+    name: 'login_chain',
+    input: z.object({}),
+    steps: [
+      { id: 'l', tool: login, input: { user: 'ann', password: 'hunter2', headers: { Authorization: 'Bearer abc' } } },
+    ],
+  });
+  const invoker = createMockInvoker({
+    login: { ok: { token: 'tok-123', profile: { name: 'Ann', apiKey: 'sk-999' } } },
+  });
 
   it('keeps no inputs/outputs in summary traces', async () => {
     const r = await createRunner({ invoker }).run(chain, {});
@@ -95,10 +139,18 @@ describe('traces and redaction', () => {
   });
 
   it('redacts secrets in full traces, and the caller-supplied rule too', async () => {
-    const r = await createRunner({ invoker, traceDetail: 'full', redact: (key) => key === 'name' }).run(chain, {}, { sessionId: 'secret-session' });
+    const r = await createRunner({ invoker, traceDetail: 'full', redact: (key) => key === 'name' }).run(
+      chain,
+      {},
+      { sessionId: 'secret-session' },
+    );
     const text = JSON.stringify(r.trace);
     for (const secret of ['hunter2', 'Bearer abc', 'tok-123', 'sk-999', 'Ann']) expect(text).not.toContain(secret);
-    expect(r.trace.steps[0]!.input).toEqual({ user: '[REDACTED]', password: '[REDACTED]', headers: { Authorization: '[REDACTED]' } }); // identity too, unless traceIdentity
+    expect(r.trace.steps[0]!.input).toEqual({
+      user: '[REDACTED]',
+      password: '[REDACTED]',
+      headers: { Authorization: '[REDACTED]' },
+    }); // identity too, unless traceIdentity
     expect(r.trace.sessionId).toBe('secret-session'); // the trace's own fields are never redacted
     // The result itself is the real output.
     expect(r.status === 'completed' && r.output).toMatchObject({ token: 'tok-123' });
@@ -106,13 +158,40 @@ describe('traces and redaction', () => {
 
   it('full traces hide credentials by key segment but keep look-alikes such as max_tokens and passenger', async () => {
     const ask = defineTool({
-      name: 'ask', description: 'a', effect: 'read',
-      input: z.object({ max_tokens: z.number(), passenger: z.string(), privateKey: z.string(), session_token: z.string(), sessionId: z.string() }),
+      name: 'ask',
+      description: 'a',
+      effect: 'read',
+      input: z.object({
+        max_tokens: z.number(),
+        passenger: z.string(),
+        privateKey: z.string(),
+        session_token: z.string(),
+        sessionId: z.string(),
+      }),
       output: z.object({ tokens_used: z.number(), jwt: z.string(), dsn: z.string() }),
     });
-    const chain = defineChain({ name: 'ask_chain', input: z.object({}), steps: [{ id: 'a', tool: ask, input: { max_tokens: 100, passenger: 'Ann', privateKey: 'pk-1', session_token: 'st-1', sessionId: 'conv-7' } }] });
-    const r = await createRunner({ invoker: createMockInvoker({ ask: { ok: { tokens_used: 42, jwt: 'eyJ.x.y', dsn: 'https://k@sentry.io/1' } } }), traceDetail: 'full' }).run(chain, {});
-    expect(r.trace.steps[0]!.input).toEqual({ max_tokens: 100, passenger: 'Ann', privateKey: '[REDACTED]', session_token: '[REDACTED]', sessionId: 'conv-7' });
+    const chain = defineChain({
+      name: 'ask_chain',
+      input: z.object({}),
+      steps: [
+        {
+          id: 'a',
+          tool: ask,
+          input: { max_tokens: 100, passenger: 'Ann', privateKey: 'pk-1', session_token: 'st-1', sessionId: 'conv-7' },
+        },
+      ],
+    });
+    const r = await createRunner({
+      invoker: createMockInvoker({ ask: { ok: { tokens_used: 42, jwt: 'eyJ.x.y', dsn: 'https://k@sentry.io/1' } } }),
+      traceDetail: 'full',
+    }).run(chain, {});
+    expect(r.trace.steps[0]!.input).toEqual({
+      max_tokens: 100,
+      passenger: 'Ann',
+      privateKey: '[REDACTED]',
+      session_token: '[REDACTED]',
+      sessionId: 'conv-7',
+    });
     expect(r.trace.steps[0]!.output).toEqual({ tokens_used: 42, jwt: '[REDACTED]', dsn: '[REDACTED]' });
   });
 
@@ -131,14 +210,29 @@ describe('traces and redaction', () => {
       warn: (o, m) => lines.push(['warn', o as Record<string, unknown>, m]),
       error: (o, m) => lines.push(['error', o as Record<string, unknown>, m]),
     };
-    const flaky = createMockInvoker({ login: [{ error: Object.assign(new Error('x'), { status: 503 }) }, { ok: { token: 't', profile: { name: 'n', apiKey: 'k' } } }] });
-    const runner = createRunner({ invoker: flaky, logger, random: () => 0, retry: { unavailable: { retries: 1, minDelayMs: 1, factor: 1, maxDelayMs: 1 } } });
+    const flaky = createMockInvoker({
+      login: [
+        { error: Object.assign(new Error('x'), { status: 503 }) },
+        { ok: { token: 't', profile: { name: 'n', apiKey: 'k' } } },
+      ],
+    });
+    const runner = createRunner({
+      invoker: flaky,
+      logger,
+      random: () => 0,
+      retry: { unavailable: { retries: 1, minDelayMs: 1, factor: 1, maxDelayMs: 1 } },
+    });
     await runner.run(chain, {});
     const levels = lines.map((l) => l[0]);
     expect(levels).toEqual(['info', 'warn', 'debug', 'info']);
-    expect(lines.every(([, o]) => typeof o.runId === 'string' && typeof o.traceId === 'string' && o.chain === 'login_chain')).toBe(true);
+    expect(
+      lines.every(([, o]) => typeof o.runId === 'string' && typeof o.traceId === 'string' && o.chain === 'login_chain'),
+    ).toBe(true);
     expect(JSON.stringify(lines)).not.toContain('hunter2');
-    const bad = createRunner({ invoker: createMockInvoker({ login: { error: Object.assign(new Error('no'), { status: 403 }) } }), logger });
+    const bad = createRunner({
+      invoker: createMockInvoker({ login: { error: Object.assign(new Error('no'), { status: 403 }) } }),
+      logger,
+    });
     lines.length = 0;
     await bad.run(chain, {});
     expect(lines.at(-1)![0]).toBe('error');
@@ -146,13 +240,20 @@ describe('traces and redaction', () => {
   });
 });
 
-describe('callers\' functions that throw', () => {
+describe("callers' functions that throw", () => {
   it('a throwing logger or redact rule neither breaks nor hangs a run', async () => {
     const store = createTaskStore({ users: fixtures.users });
-    const boom = () => { throw new Error('logger down'); };
+    const boom = () => {
+      throw new Error('logger down');
+    };
     const runner = createRunner({
-      invoker: store.invoker, traceDetail: 'full', logger: { debug: boom, info: boom, warn: boom, error: boom },
-      redact: (key) => { if (key === 'title') throw new Error('rule bug'); return false; },
+      invoker: store.invoker,
+      traceDetail: 'full',
+      logger: { debug: boom, info: boom, warn: boom, error: boom },
+      redact: (key) => {
+        if (key === 'title') throw new Error('rule bug');
+        return false;
+      },
     });
     const r = await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist 3pm' }, alice);
     expect(r.status).toBe('completed');

@@ -5,7 +5,14 @@ describe('TransitionTracker', () => {
   it('reports the transition from the session’s previous call and keeps its last 10 tools, oldest first', () => {
     const t = new TransitionTracker();
     expect(t.record('s', 'tool0', 0, 5, true)).toBeUndefined();
-    expect(t.record('s', 'tool1', 8, 10, false)).toEqual({ fromTool: 'tool0', toTool: 'tool1', sessionId: 's', success: false, timestamp: 10, gapMs: 3 });
+    expect(t.record('s', 'tool1', 8, 10, false)).toEqual({
+      fromTool: 'tool0',
+      toTool: 'tool1',
+      sessionId: 's',
+      success: false,
+      timestamp: 10,
+      gapMs: 3,
+    });
     for (let i = 2; i < 12; i++) t.record('s', `tool${i}`, 10 * i, 10 * i + 1, true);
     expect(t.recent('s')).toEqual(Array.from({ length: 10 }, (_, i) => `tool${i + 2}`));
     expect(t.recent('other')).toEqual([]);

@@ -1,4 +1,13 @@
-import { Agent, run, setTracingDisabled, Usage, type AgentInputItem, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
+import {
+  Agent,
+  run,
+  setTracingDisabled,
+  Usage,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+} from '@openai/agents';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asOpenAIAgentsTool } from 'chainkit/openai-agents';
@@ -10,7 +19,10 @@ beforeAll(() => setTracingDisabled(true)); // the SDK would export traces to Ope
 /** A scripted Model (the SDK's extension point for models): call `tool` once, then report its output. */
 class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = [];
-  constructor(private readonly tool: string, private readonly args: unknown) {}
+  constructor(
+    private readonly tool: string,
+    private readonly args: unknown,
+  ) {}
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     this.requests.push(request);
     const items = typeof request.input === 'string' ? [] : (request.input as AgentInputItem[]);
@@ -18,9 +30,32 @@ class ScriptedModel implements Model {
     if (result) {
       const output = (result as { output: { type: string; text?: string } | string }).output;
       const text = typeof output === 'string' ? output : (output.text ?? JSON.stringify(output));
-      return { usage: new Usage(), output: [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `Result: ${text}` }] }] };
+      return {
+        usage: new Usage(),
+        output: [
+          {
+            type: 'message',
+            id: 'msg_1',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: `Result: ${text}` }],
+          },
+        ],
+      };
     }
-    return { usage: new Usage(), output: [{ type: 'function_call', id: 'fc_1', callId: 'call_1', name: this.tool, arguments: JSON.stringify(this.args), status: 'completed' }] };
+    return {
+      usage: new Usage(),
+      output: [
+        {
+          type: 'function_call',
+          id: 'fc_1',
+          callId: 'call_1',
+          name: this.tool,
+          arguments: JSON.stringify(this.args),
+          status: 'completed',
+        },
+      ],
+    };
   }
   // eslint-disable-next-line require-yield
   async *getStreamedResponse(): AsyncIterable<never> {
@@ -35,24 +70,37 @@ describe('asOpenAIAgentsTool', () => {
     const { runner } = setup();
     const model = new ScriptedModel('task_summary', {});
     const agent = new Agent<{ userId: string }>({
-      name: 'Tasks', instructions: 'Help with tasks', model,
+      name: 'Tasks',
+      instructions: 'Help with tasks',
+      model,
       tools: [asOpenAIAgentsTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) })],
     });
     const result = await run(agent, 'How am I doing?', { context: { userId: fixtures.bob } });
     expect(result.finalOutput).toContain('"total":2');
-    expect(model.requests[0]!.tools).toEqual([expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description })]);
+    expect(model.requests[0]!.tools).toEqual([
+      expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description }),
+    ]);
   });
 
   it('a gate is a run interruption: the chain goes past it only after state.approve', async () => {
     const { store, runner } = setup();
     const asked: ConfirmationRequestedEvent[] = [];
     runner.events.on('confirmation:requested', (e) => asked.push(e));
-    const agent = new Agent({ name: 'Tasks', model: new ScriptedModel('find_and_delete', { match: 'dentist' }), tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: { userId: fixtures.alice } })] });
+    const agent = new Agent({
+      name: 'Tasks',
+      model: new ScriptedModel('find_and_delete', { match: 'dentist' }),
+      tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: { userId: fixtures.alice } })],
+    });
 
     const first = await run(agent, 'Delete my dentist task');
     expect(first.interruptions).toHaveLength(1);
-    expect(first.interruptions[0]).toMatchObject({ type: 'tool_approval_item', rawItem: { callId: 'call_1', name: 'find_and_delete' } });
-    expect(asked).toEqual([expect.objectContaining({ runId: 'call_1', prompt: expect.stringContaining('Dentist appointment') })]);
+    expect(first.interruptions[0]).toMatchObject({
+      type: 'tool_approval_item',
+      rawItem: { callId: 'call_1', name: 'find_and_delete' },
+    });
+    expect(asked).toEqual([
+      expect.objectContaining({ runId: 'call_1', prompt: expect.stringContaining('Dentist appointment') }),
+    ]);
     expect(store.callCount.delete_task ?? 0).toBe(0);
 
     first.state.approve(first.interruptions[0]!);
@@ -61,12 +109,19 @@ describe('asOpenAIAgentsTool', () => {
     expect(store.callCount.delete_task).toBe(1);
     expect(store.tasks(fixtures.alice).map((t) => t.title)).not.toContain('Dentist appointment');
     expect(second.finalOutput).toContain('"deleted":true');
-    expect(asked.map((e) => [e.runId, e.step])).toEqual([['call_1', 'delete'], ['call_1', 'delete']]);
+    expect(asked.map((e) => [e.runId, e.step])).toEqual([
+      ['call_1', 'delete'],
+      ['call_1', 'delete'],
+    ]);
   });
 
   it('a rejected approval deletes nothing', async () => {
     const { store, runner } = setup();
-    const agent = new Agent({ name: 'Tasks', model: new ScriptedModel('find_and_delete', { match: 'milk' }), tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: { userId: fixtures.alice } })] });
+    const agent = new Agent({
+      name: 'Tasks',
+      model: new ScriptedModel('find_and_delete', { match: 'milk' }),
+      tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: { userId: fixtures.alice } })],
+    });
     const first = await run(agent, 'Delete my milk task');
     first.state.reject(first.interruptions[0]!);
     await run(agent, first.state);

@@ -29,7 +29,12 @@ describe('BoundedLru', () => {
   it('never drops an entry that is not evictable, nor the one just added; past the cap it waits for a tenth more before the next pass', () => {
     let free = false;
     let looked = 0;
-    const lru = new BoundedLru<string, number>(20, { evictable: () => { looked++; return free; } });
+    const lru = new BoundedLru<string, number>(20, {
+      evictable: () => {
+        looked++;
+        return free;
+      },
+    });
     for (let i = 0; i < 20; i++) lru.set(`b${i}`, i);
     lru.set('x1', 0); // everything else busy: nothing can go, and the newcomer never does
     expect([lru.size, looked]).toEqual([21, 20]);

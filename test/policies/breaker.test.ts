@@ -5,11 +5,22 @@ import { storeFailure } from '../../src/stores/guard.js';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
 
-const flaky = defineTool({ name: 'flaky', description: 'f', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
+const flaky = defineTool({
+  name: 'flaky',
+  description: 'f',
+  input: z.object({}),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+  retry: false,
+});
 
 describe('circuit breaker', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('opens after 5 transient failures, fails fast, then closes after a successful probe', async () => {
     const invoker = createMockInvoker({ flaky: [...Array(5).fill({ error: http(503) }), { ok: { ok: true } }] });
@@ -20,7 +31,13 @@ describe('circuit breaker', () => {
     expect(changes.map((c) => c.state)).toEqual(['open']);
 
     const fast = await runner.invoke('flaky', {});
-    expect(fast.status === 'failed' && fast.error).toMatchObject({ category: 'circuit_open', code: 'circuit_open', retryAfterMs: 60_000, retryable: false, attempts: 1 });
+    expect(fast.status === 'failed' && fast.error).toMatchObject({
+      category: 'circuit_open',
+      code: 'circuit_open',
+      retryAfterMs: 60_000,
+      retryable: false,
+      attempts: 1,
+    });
     expect(invoker.calls).toHaveLength(5); // not called while open
 
     await vi.advanceTimersByTimeAsync(60_000);
@@ -32,7 +49,16 @@ describe('circuit breaker', () => {
 
   it('reopens when the probe fails, and lets only one probe through', async () => {
     let release: (v: unknown) => void = () => {};
-    const invoker = createMockInvoker({ flaky: [...Array(3).fill({ error: http(500) }), () => new Promise((res) => { release = res; }), { error: http(500) }] });
+    const invoker = createMockInvoker({
+      flaky: [
+        ...Array(3).fill({ error: http(500) }),
+        () =>
+          new Promise((res) => {
+            release = res;
+          }),
+        { error: http(500) },
+      ],
+    });
     const runner = createRunner({ invoker, tools: [flaky], breaker: { threshold: 3, openMs: 1000 } });
     for (let i = 0; i < 3; i++) await runner.invoke('flaky', {});
     await vi.advanceTimersByTimeAsync(1000);
@@ -57,7 +83,13 @@ describe('circuit breaker', () => {
   });
 
   it('counts each attempt, so retries can open it within one call', async () => {
-    const retried = defineTool({ name: 'flaky', description: 'f', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read' });
+    const retried = defineTool({
+      name: 'flaky',
+      description: 'f',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+    });
     const invoker = createMockInvoker({ flaky: { error: http(500) } });
     const runner = createRunner({ invoker, tools: [retried], breaker: { threshold: 3 }, random: () => 0 });
     const r = runner.invoke('flaky', {});
@@ -69,7 +101,9 @@ describe('circuit breaker', () => {
   });
 
   it("counts a remote 429 (the tool's own rate_limited failure)", async () => {
-    const invoker = createMockInvoker({ flaky: { error: http(429, 'slow down', { headers: { 'retry-after': '1' } }) } });
+    const invoker = createMockInvoker({
+      flaky: { error: http(429, 'slow down', { headers: { 'retry-after': '1' } }) },
+    });
     const runner = createRunner({ invoker, tools: [flaky] });
     for (let i = 0; i < 5; i++) {
       const r = await runner.invoke('flaky', {});
@@ -83,11 +117,27 @@ describe('circuit breaker', () => {
   it("neither counts nor resets on chainkit's own limiter refusals", async () => {
     let release: (v: unknown) => void = () => {};
     const limited = defineTool({
-      name: 'limited', description: 'l', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      name: 'limited',
+      description: 'l',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+      retry: false,
       rateLimit: { limit: 100, intervalMs: 1000, per: 'global', maxConcurrent: 1, maxQueue: 0 },
     });
     const down = { error: http(503) };
-    const invoker = createMockInvoker({ limited: [down, down, down, down, () => new Promise((res) => { release = res; })] });
+    const invoker = createMockInvoker({
+      limited: [
+        down,
+        down,
+        down,
+        down,
+        () =>
+          new Promise((res) => {
+            release = res;
+          }),
+      ],
+    });
     const runner = createRunner({ invoker, tools: [limited], breaker: { threshold: 5, openMs: 1000 } });
     const changes: string[] = [];
     runner.events.on('breaker:change', (e) => changes.push(e.state));
@@ -103,7 +153,12 @@ describe('circuit breaker', () => {
 
   it('gives back a probe that the limiter refused, without closing or reopening the breaker', async () => {
     const perUser = defineTool({
-      name: 'per_user', description: 'p', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      name: 'per_user',
+      description: 'p',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+      retry: false,
       rateLimit: { limit: 1, intervalMs: 60_000, per: 'user' },
     });
     const invoker = createMockInvoker({ per_user: [{ error: http(503) }, { ok: { ok: true } }] });
@@ -114,7 +169,10 @@ describe('circuit breaker', () => {
     expect((await call('alice')).status).toBe('failed'); // uses alice's slot of this window, opens the breaker
     await vi.advanceTimersByTimeAsync(1000);
     const refused = await call('alice'); // the probe: refused by alice's own limit, it never reached the tool
-    expect(refused.status === 'failed' && refused.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_wait' });
+    expect(refused.status === 'failed' && refused.error).toMatchObject({
+      category: 'rate_limited',
+      code: 'rate_limit_wait',
+    });
     expect(changes).toEqual(['open']); // says nothing about the tool: not closed, not reopened
     expect((await call('bob')).status).toBe('completed'); // the next call probes, and closes it
     expect(changes).toEqual(['open', 'closed']);
@@ -123,7 +181,12 @@ describe('circuit breaker', () => {
 
   it('gives back a probe whose limiter store failed (store_unavailable): the tool was not reached', async () => {
     const limited = defineTool({
-      name: 'limited', description: 'l', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false,
+      name: 'limited',
+      description: 'l',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+      retry: false,
       rateLimit: { limit: 100, intervalMs: 1000, per: 'global' },
     });
     let down = false;
@@ -132,11 +195,21 @@ describe('circuit breaker', () => {
     const limiter: LimiterStore = {
       limiter: (id, spec, user) => {
         const real = inner.limiter(id, spec, user);
-        return { acquire: (scope, deadlineAt, onWait) => (down ? Promise.reject(storeFailure('rate-limit', new Error('ECONNREFUSED'))) : real.acquire(scope, deadlineAt, onWait)) };
+        return {
+          acquire: (scope, deadlineAt, onWait) =>
+            down
+              ? Promise.reject(storeFailure('rate-limit', new Error('ECONNREFUSED')))
+              : real.acquire(scope, deadlineAt, onWait),
+        };
       },
     };
     const invoker = createMockInvoker({ limited: [{ error: http(503) }, { ok: { ok: true } }] });
-    const runner = createRunner({ invoker, tools: [limited], breaker: { threshold: 1, openMs: 1000 }, stores: { limiter } });
+    const runner = createRunner({
+      invoker,
+      tools: [limited],
+      breaker: { threshold: 1, openMs: 1000 },
+      stores: { limiter },
+    });
     const changes: string[] = [];
     runner.events.on('breaker:change', (e) => changes.push(e.state));
     expect((await runner.invoke('limited', {})).status).toBe('failed'); // opens the breaker
@@ -154,8 +227,17 @@ describe('circuit breaker', () => {
   });
 
   it('rejects bad breaker and retry options', () => {
-    expect(() => createRunner({ invoker: async () => ({}), breaker: { threshold: 0, openMs: -1 } })).toThrow(/threshold[\s\S]*openMs/);
-    expect(() => createRunner({ invoker: async () => ({}), retry: { internal: { retries: -1, minDelayMs: 0, factor: 0.5, maxDelayMs: 0 }, nonsense: { retries: 1 } } as never }))
-      .toThrow(/retry\.internal\.retries[\s\S]*retry\.internal\.factor[\s\S]*retry\.nonsense: Unknown error category/);
+    expect(() => createRunner({ invoker: async () => ({}), breaker: { threshold: 0, openMs: -1 } })).toThrow(
+      /threshold[\s\S]*openMs/,
+    );
+    expect(() =>
+      createRunner({
+        invoker: async () => ({}),
+        retry: {
+          internal: { retries: -1, minDelayMs: 0, factor: 0.5, maxDelayMs: 0 },
+          nonsense: { retries: 1 },
+        } as never,
+      }),
+    ).toThrow(/retry\.internal\.retries[\s\S]*retry\.internal\.factor[\s\S]*retry\.nonsense: Unknown error category/);
   });
 });

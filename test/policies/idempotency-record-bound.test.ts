@@ -27,17 +27,44 @@ afterAll(async () => {
 });
 
 it('a run ends within its deadline when the store falls silent before its write is recorded', async () => {
-  const charge = defineTool({ name: 'ck_charge', description: 'charges', input: z.object({ amount: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
+  const charge = defineTool({
+    name: 'ck_charge',
+    description: 'charges',
+    input: z.object({ amount: z.number() }),
+    output: z.object({ id: z.string() }),
+    effect: 'write',
+    idempotent: true,
+  });
   const chain = defineChain({
-    name: 'ck_paid', input: z.object({ amount: z.number() }), timeoutMs: 3_000,
-    steps: [{ id: 'charge', tool: charge, input: { amount: ref('input', 'amount') }, idempotencyKey: (s) => `order-${s.input.amount}` }],
+    name: 'ck_paid',
+    input: z.object({ amount: z.number() }),
+    timeoutMs: 3_000,
+    steps: [
+      {
+        id: 'charge',
+        tool: charge,
+        input: { amount: ref('input', 'amount') },
+        idempotencyKey: (s) => `order-${s.input.amount}`,
+      },
+    ],
   });
   let release!: () => void;
   let entered!: () => void;
   const reached = new Promise<void>((r) => (entered = r));
   const released = new Promise<void>((r) => (release = r));
-  const invoker = createMockInvoker({ ck_charge: async () => { entered(); await released; return { id: 'p1' }; } });
-  const runner = createRunner({ invoker, tools: [charge], chains: [chain], stores: { idempotency: redisStores(redis, { prefix }).idempotency } });
+  const invoker = createMockInvoker({
+    ck_charge: async () => {
+      entered();
+      await released;
+      return { id: 'p1' };
+    },
+  });
+  const runner = createRunner({
+    invoker,
+    tools: [charge],
+    chains: [chain],
+    stores: { idempotency: redisStores(redis, { prefix }).idempotency },
+  });
   const t0 = Date.now();
   const running = runner.run(chain, { amount: 7 }, { runId: `r-${Date.now()}` });
   await reached;
@@ -52,16 +79,44 @@ it('a run ends within its deadline when the store falls silent before its write 
 }, 30_000);
 
 it('close() ends the wait for the record of a silent store and leaves no timer behind', async () => {
-  const pay = defineTool({ name: 'pay', description: 'pays', input: z.object({ amount: z.number() }), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 30_000 });
+  const pay = defineTool({
+    name: 'pay',
+    description: 'pays',
+    input: z.object({ amount: z.number() }),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+    timeoutMs: 30_000,
+  });
   const chain = defineChain({
-    name: 'paychain', input: z.object({ amount: z.number() }), timeoutMs: 60_000,
-    steps: [{ id: 'pay', tool: pay, input: { amount: ref('input', 'amount') }, confirm: false, idempotencyKey: () => 'custom-key' }],
+    name: 'paychain',
+    input: z.object({ amount: z.number() }),
+    timeoutMs: 60_000,
+    steps: [
+      {
+        id: 'pay',
+        tool: pay,
+        input: { amount: ref('input', 'amount') },
+        confirm: false,
+        idempotencyKey: () => 'custom-key',
+      },
+    ],
   });
   let answer!: () => void;
   let entered!: () => void;
   const reached = new Promise<void>((r) => (entered = r));
-  const invoker = createMockInvoker({ pay: () => new Promise((r) => { entered(); answer = () => r({ ok: true }); }) });
-  const runner = createRunner({ invoker, tools: [pay], chains: [chain], stores: { idempotency: redisStores(redis, { prefix }).idempotency } });
+  const invoker = createMockInvoker({
+    pay: () =>
+      new Promise((r) => {
+        entered();
+        answer = () => r({ ok: true });
+      }),
+  });
+  const runner = createRunner({
+    invoker,
+    tools: [pay],
+    chains: [chain],
+    stores: { idempotency: redisStores(redis, { prefix }).idempotency },
+  });
   const running = runner.run(chain, { amount: 1 }, { runId: `r2-${Date.now()}` });
   await reached;
   proxy.freeze();
@@ -70,15 +125,28 @@ it('close() ends the wait for the record of a silent store and leaves no timer b
   const realClear = globalThis.clearTimeout;
   const live = new Map<unknown, number>();
   const tracked = ((fn: (...x: unknown[]) => void, ms?: number, ...a: unknown[]) => {
-    const t = real((...x: unknown[]) => { live.delete(t); fn(...x); }, ms, ...a);
+    const t = real(
+      (...x: unknown[]) => {
+        live.delete(t);
+        fn(...x);
+      },
+      ms,
+      ...a,
+    );
     live.set(t, ms ?? 0);
     return t;
   }) as typeof setTimeout;
   globalThis.setTimeout = tracked;
-  globalThis.clearTimeout = ((t: Parameters<typeof clearTimeout>[0]) => { live.delete(t); realClear(t); }) as typeof clearTimeout;
+  globalThis.clearTimeout = ((t: Parameters<typeof clearTimeout>[0]) => {
+    live.delete(t);
+    realClear(t);
+  }) as typeof clearTimeout;
   try {
     await runner.close();
-    const settled = await Promise.race([running.then(() => 'settled'), new Promise((res) => real(() => res('pending'), 2_000))]);
+    const settled = await Promise.race([
+      running.then(() => 'settled'),
+      new Promise((res) => real(() => res('pending'), 2_000)),
+    ]);
     answer(); // the tool answers after close(): its late answer is kept, with no timer
     await new Promise((res) => real(res, 200));
     expect(settled).toBe('settled');

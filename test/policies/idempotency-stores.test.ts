@@ -34,9 +34,26 @@ const alice = { userId: '11111111-1111-4111-8111-111111111111' };
 const bob = { userId: '22222222-2222-4222-8222-222222222222' };
 const context = z.object({ userId: z.uuid() });
 const moved = z.object({ by: z.string(), amount: z.number() });
-const transfer = defineTool({ name: 'transfer', description: 'moves money', input: z.object({ amount: z.number() }), output: moved, effect: 'write' });
-const closeAccount = defineTool({ name: 'close_account', description: 'closes the account', input: z.object({ amount: z.number() }), output: moved, effect: 'destructive' });
-const pay = defineChain({ name: 'pay', input: z.object({ amount: z.number() }), context, steps: [{ id: 'pay', tool: transfer, input: { amount: ref('input', 'amount') }, confirm: false }] });
+const transfer = defineTool({
+  name: 'transfer',
+  description: 'moves money',
+  input: z.object({ amount: z.number() }),
+  output: moved,
+  effect: 'write',
+});
+const closeAccount = defineTool({
+  name: 'close_account',
+  description: 'closes the account',
+  input: z.object({ amount: z.number() }),
+  output: moved,
+  effect: 'destructive',
+});
+const pay = defineChain({
+  name: 'pay',
+  input: z.object({ amount: z.number() }),
+  context,
+  steps: [{ id: 'pay', tool: transfer, input: { amount: ref('input', 'amount') }, confirm: false }],
+});
 /** What a tool did, and for whom: the caller's own context, never another's. */
 const act = ({ amount }: { amount: number }, call: ToolCall) => ({ by: String(call.context.userId), amount });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,19 +75,35 @@ describe.each(stores)('idempotency keys are per tool and per caller (%s)', (_, s
     const otherTool = await runner.invoke('close_account', { amount: 0 }, { idempotencyKey: key, context: alice });
     expect(otherTool.status === 'completed' && otherTool.output).toEqual({ by: alice.userId, amount: 0 });
     expect(otherTool.trace.steps[0]!.status).toBe('success');
-    expect(invoker.calls.map((c) => [c.tool, c.input])).toEqual([['transfer', { amount: 10 }], ['transfer', { amount: 99 }], ['close_account', { amount: 0 }]]);
+    expect(invoker.calls.map((c) => [c.tool, c.input])).toEqual([
+      ['transfer', { amount: 10 }],
+      ['transfer', { amount: 99 }],
+      ['close_account', { amount: 0 }],
+    ]);
     expect(invoker.calls.every((c) => c.idempotencyKey === key)).toBe(true); // the tool still gets the key it was given
     await runner.close();
   });
 
   it("another user's call in flight under the same key is not waited for", async () => {
     let release: () => void = () => {};
-    const invoker = createMockInvoker({ transfer: [(input: { amount: number }, call: ToolCall) => new Promise((r) => { release = () => r(act(input, call)); }), act] });
+    const invoker = createMockInvoker({
+      transfer: [
+        (input: { amount: number }, call: ToolCall) =>
+          new Promise((r) => {
+            release = () => r(act(input, call));
+          }),
+        act,
+      ],
+    });
     const runner = createRunner({ invoker, tools: [transfer], stores: { idempotency: store() } });
     const key = unique('held');
     const first = runner.invoke('transfer', { amount: 1 }, { idempotencyKey: key, context: alice });
     while (invoker.calls.length === 0) await pause(2);
-    const byBob = await runner.invoke('transfer', { amount: 2 }, { idempotencyKey: key, context: bob, timeoutMs: 5_000 });
+    const byBob = await runner.invoke(
+      'transfer',
+      { amount: 2 },
+      { idempotencyKey: key, context: bob, timeoutMs: 5_000 },
+    );
     expect(byBob.status === 'completed' && byBob.output).toEqual({ by: bob.userId, amount: 2 });
     release();
     expect((await first).status === 'completed' && (await first).trace.steps[0]!.status).toBe('success');
@@ -95,13 +128,34 @@ describe.each(stores)('idempotency keys are per tool and per caller (%s)', (_, s
 });
 
 describe.each(stores)('a timed-out write that answers later (%s)', (_, store) => {
-  const slowPay = defineTool({ name: 'slow_pay', description: 'moves money, slowly', input: z.object({ amount: z.number() }), output: moved, effect: 'write', timeoutMs: 50 });
-  const chain = defineChain({ name: 'slow', input: z.object({ amount: z.number() }), context, steps: [{ id: 'pay', tool: slowPay, input: { amount: ref('input', 'amount') }, confirm: false }], timeoutMs: 10_000 });
+  const slowPay = defineTool({
+    name: 'slow_pay',
+    description: 'moves money, slowly',
+    input: z.object({ amount: z.number() }),
+    output: moved,
+    effect: 'write',
+    timeoutMs: 50,
+  });
+  const chain = defineChain({
+    name: 'slow',
+    input: z.object({ amount: z.number() }),
+    context,
+    steps: [{ id: 'pay', tool: slowPay, input: { amount: ref('input', 'amount') }, confirm: false }],
+    timeoutMs: 10_000,
+  });
 
   it('fails a re-run at once while no answer has come; then keeps the late answer: a re-run returns it, cached, with no second call', async () => {
     let answer: () => void = () => {};
     // The first call answers only when the test says so, ignoring its signal; a second call would answer at once.
-    const invoker = createMockInvoker({ slow_pay: [(input: { amount: number }, call: ToolCall) => new Promise((r) => { answer = () => r(act(input, call)); }), act] });
+    const invoker = createMockInvoker({
+      slow_pay: [
+        (input: { amount: number }, call: ToolCall) =>
+          new Promise((r) => {
+            answer = () => r(act(input, call));
+          }),
+        act,
+      ],
+    });
     const runner = createRunner({ invoker, stores: { idempotency: store() } });
     const runId = unique('late');
     const first = await runner.run(chain, { amount: 3 }, { runId, context: alice });
@@ -111,11 +165,14 @@ describe.each(stores)('a timed-out write that answers later (%s)', (_, store) =>
     const waiting = await runner.run(chain, { amount: 3 }, { runId, context: alice });
     expect(Date.now() - t0).toBeLessThan(1_000); // at once, not at the chain's 10 s deadline
     expect(waiting.status === 'failed' && waiting.error).toMatchObject({ category: 'timeout', retryable: false });
-    expect(waiting.status === 'failed' && waiting.error.message).toMatch(/outcome is unknown.*still waiting for its answer.*another runId or idempotencyKey/s);
+    expect(waiting.status === 'failed' && waiting.error.message).toMatch(
+      /outcome is unknown.*still waiting for its answer.*another runId or idempotencyKey/s,
+    );
 
     answer();
     let again = await runner.run(chain, { amount: 3 }, { runId, context: alice });
-    for (let i = 0; i < 100 && again.status === 'failed'; i++) { // the late answer is kept in the background
+    for (let i = 0; i < 100 && again.status === 'failed'; i++) {
+      // the late answer is kept in the background
       await pause(10);
       again = await runner.run(chain, { amount: 3 }, { runId, context: alice });
     }

@@ -5,19 +5,27 @@ import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const alice = { context: { userId: fixtures.alice } };
 const add = defineChain({
-  name: 'add_one', input: z.object({ title: z.string() }), context: z.object({ userId: z.uuid() }),
-  steps: [{ id: 'add', tool: taskTools[1], input: { user_id: ref('context', 'userId'), title: ref('input', 'title') } }],
+  name: 'add_one',
+  input: z.object({ title: z.string() }),
+  context: z.object({ userId: z.uuid() }),
+  steps: [
+    { id: 'add', tool: taskTools[1], input: { user_id: ref('context', 'userId'), title: ref('input', 'title') } },
+  ],
 });
 
 describe('idempotency', () => {
-  afterEach(() => { vi.useRealTimers(); });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('a run retried with the same runId performs its write once', async () => {
     const store = createTaskStore({ users: fixtures.users });
     const runner = createRunner({ invoker: store.invoker });
     const first = await runner.run(add, { title: 'Pay rent' }, { ...alice, runId: 'req-42' });
     const again = await runner.run(add, { title: 'Pay rent' }, { ...alice, runId: 'req-42' });
-    expect(first.status === 'completed' && again.status === 'completed' && again.output).toEqual(first.status === 'completed' && first.output);
+    expect(first.status === 'completed' && again.status === 'completed' && again.output).toEqual(
+      first.status === 'completed' && first.output,
+    );
     expect(again.trace.steps[0]!.status).toBe('cached');
     expect(store.callCount.add_task).toBe(1);
     expect(store.tasks(fixtures.alice).filter((t) => t.title === 'Pay rent')).toHaveLength(1);
@@ -29,7 +37,10 @@ describe('idempotency', () => {
     const store = createTaskStore({ users: fixtures.users });
     const runner = createRunner({ invoker: store.invoker });
     const opts = { ...alice, runId: 'req-7', confirm: () => true };
-    const [a, b] = await Promise.all([runner.run(findAndDelete, { match: 'groceries' }, opts), runner.run(findAndDelete, { match: 'groceries' }, opts)]);
+    const [a, b] = await Promise.all([
+      runner.run(findAndDelete, { match: 'groceries' }, opts),
+      runner.run(findAndDelete, { match: 'groceries' }, opts),
+    ]);
     expect([a.status, b.status]).toEqual(['completed', 'completed']);
     expect(store.callCount.delete_task).toBe(1);
     expect(b.trace.steps.at(-1)!.status).toBe('cached');
@@ -38,7 +49,23 @@ describe('idempotency', () => {
   });
 
   it('does not keep failures: the next call with the key runs again', async () => {
-    const invoker = createMockInvoker({ add_task: [{ error: Object.assign(new Error('bad'), { status: 400 }) }, { ok: { task: { task_id: '3f0c8a5e-1b2d-4c6e-9f7a-8b9c0d1e2f3a', user_id: fixtures.alice, title: 'x', completed: false, priority: 'medium', created_at: 'now' } } }] });
+    const invoker = createMockInvoker({
+      add_task: [
+        { error: Object.assign(new Error('bad'), { status: 400 }) },
+        {
+          ok: {
+            task: {
+              task_id: '3f0c8a5e-1b2d-4c6e-9f7a-8b9c0d1e2f3a',
+              user_id: fixtures.alice,
+              title: 'x',
+              completed: false,
+              priority: 'medium',
+              created_at: 'now',
+            },
+          },
+        },
+      ],
+    });
     const runner = createRunner({ invoker, tools: [...taskTools] });
     const input = { user_id: fixtures.alice, title: 'x' };
     expect((await runner.invoke('add_task', input, { idempotencyKey: 'k' })).status).toBe('failed');
@@ -50,23 +77,45 @@ describe('idempotency', () => {
 
   it("keeps a timed-out write's late answer as its outcome: a re-run with the same runId returns it (cached), with no second call", async () => {
     vi.useFakeTimers();
-    const write = defineTool({ name: 'write', description: 'w', input: z.object({}), output: z.object({ v: z.number() }), effect: 'write', timeoutMs: 100 });
-    const chain = defineChain({ name: 'write_once', input: z.object({}), steps: [{ id: 'w', tool: write, input: {}, confirm: false }], timeoutMs: 30_000 });
+    const write = defineTool({
+      name: 'write',
+      description: 'w',
+      input: z.object({}),
+      output: z.object({ v: z.number() }),
+      effect: 'write',
+      timeoutMs: 100,
+    });
+    const chain = defineChain({
+      name: 'write_once',
+      input: z.object({}),
+      steps: [{ id: 'w', tool: write, input: {}, confirm: false }],
+      timeoutMs: 30_000,
+    });
     let n = 0;
     // The first call answers after 500 ms, ignoring its signal; any second call would answer { v: 2 }.
-    const invoker = async (_: ToolCall) => { const v = ++n; await new Promise((r) => setTimeout(r, v === 1 ? 500 : 10)); return { v }; };
+    const invoker = async (_: ToolCall) => {
+      const v = ++n;
+      await new Promise((r) => setTimeout(r, v === 1 ? 500 : 10));
+      return { v };
+    };
     const runner = createRunner({ invoker, chains: [chain] });
     const first = runner.run(chain, {}, { runId: 'late-1' });
     await vi.advanceTimersByTimeAsync(100);
     const failed = await first;
-    expect(failed.status === 'failed' && failed.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', retryable: false });
+    expect(failed.status === 'failed' && failed.error).toMatchObject({
+      category: 'timeout',
+      code: 'attempt_timeout',
+      retryable: false,
+    });
 
     // No answer yet: a re-run fails at once (no timer needed), saying how long and how to go on.
     let early: Awaited<ReturnType<typeof runner.run>> | undefined;
     void runner.run(chain, {}, { runId: 'late-1' }).then((r) => (early = r));
     await vi.advanceTimersByTimeAsync(0);
     expect(early?.status === 'failed' && early.error).toMatchObject({ category: 'timeout', retryable: false });
-    expect(early?.status === 'failed' && early.error.message).toMatch(/outcome is unknown.*still waiting for its answer.*60 s after that call failed.*another runId or idempotencyKey/s);
+    expect(early?.status === 'failed' && early.error.message).toMatch(
+      /outcome is unknown.*still waiting for its answer.*60 s after that call failed.*another runId or idempotencyKey/s,
+    );
 
     await vi.advanceTimersByTimeAsync(400); // the late answer comes
     const again = runner.run(chain, {}, { runId: 'late-1' });
@@ -83,10 +132,30 @@ describe('idempotency', () => {
 
   it('keeps the late answer of a write the run cut off at its deadline, and of an idempotent write answering while its retry runs', async () => {
     vi.useFakeTimers();
-    const act = defineTool({ name: 'act', description: 'a', input: z.object({}), output: z.object({ v: z.number() }), effect: 'destructive', timeoutMs: 5_000 });
-    const cut = defineChain({ name: 'cut', input: z.object({}), steps: [{ id: 'act', tool: act, input: {}, confirm: false }], timeoutMs: 1_000 });
+    const act = defineTool({
+      name: 'act',
+      description: 'a',
+      input: z.object({}),
+      output: z.object({ v: z.number() }),
+      effect: 'destructive',
+      timeoutMs: 5_000,
+    });
+    const cut = defineChain({
+      name: 'cut',
+      input: z.object({}),
+      steps: [{ id: 'act', tool: act, input: {}, confirm: false }],
+      timeoutMs: 1_000,
+    });
     let answer: (v: { v: number }) => void = () => {};
-    const invoker = createMockInvoker({ act: [() => new Promise((r) => { answer = r; }), { ok: { v: 2 } }] });
+    const invoker = createMockInvoker({
+      act: [
+        () =>
+          new Promise((r) => {
+            answer = r;
+          }),
+        { ok: { v: 2 } },
+      ],
+    });
     const runner = createRunner({ invoker, chains: [cut] });
     const first = runner.run(cut, {}, { runId: 'cut-1' });
     await vi.advanceTimersByTimeAsync(1_000);
@@ -101,10 +170,31 @@ describe('idempotency', () => {
 
     // An idempotent write: attempt 1 times out and is retried; attempt 2 hangs too, and attempt 1's answer
     // arrives while the call is still running. The call fails (both attempts timed out); the answer is kept.
-    const idem = defineTool({ name: 'idem', description: 'i', input: z.object({}), output: z.object({ v: z.number() }), effect: 'write', idempotent: true, timeoutMs: 100 });
+    const idem = defineTool({
+      name: 'idem',
+      description: 'i',
+      input: z.object({}),
+      output: z.object({ v: z.number() }),
+      effect: 'write',
+      idempotent: true,
+      timeoutMs: 100,
+    });
     let first1: (v: { v: number }) => void = () => {};
-    const hangs = createMockInvoker({ idem: [() => new Promise((r) => { first1 = r; }), () => new Promise(() => {}), { ok: { v: 3 } }] });
-    const other = createRunner({ invoker: hangs, tools: [idem], retry: { timeout: { retries: 1, minDelayMs: 0, factor: 1, maxDelayMs: 0 } } });
+    const hangs = createMockInvoker({
+      idem: [
+        () =>
+          new Promise((r) => {
+            first1 = r;
+          }),
+        () => new Promise(() => {}),
+        { ok: { v: 3 } },
+      ],
+    });
+    const other = createRunner({
+      invoker: hangs,
+      tools: [idem],
+      retry: { timeout: { retries: 1, minDelayMs: 0, factor: 1, maxDelayMs: 0 } },
+    });
     const call = other.invoke('idem', {}, { idempotencyKey: 'i1', timeoutMs: 10_000 });
     await vi.advanceTimersByTimeAsync(150); // attempt 2 (timeout doubled: 200 ms) is running
     expect(hangs.calls).toHaveLength(2);
@@ -121,8 +211,20 @@ describe('idempotency', () => {
   it('an explicit key is per tool and per caller: the same key from another user or for another tool runs and reveals nothing', async () => {
     vi.useFakeTimers();
     const by = z.object({ by: z.string(), n: z.number() });
-    const transfer = defineTool({ name: 'transfer', description: 't', input: z.object({ n: z.number() }), output: by, effect: 'write' });
-    const close = defineTool({ name: 'close_account', description: 'c', input: z.object({ n: z.number() }), output: by, effect: 'destructive' });
+    const transfer = defineTool({
+      name: 'transfer',
+      description: 't',
+      input: z.object({ n: z.number() }),
+      output: by,
+      effect: 'write',
+    });
+    const close = defineTool({
+      name: 'close_account',
+      description: 'c',
+      input: z.object({ n: z.number() }),
+      output: by,
+      effect: 'destructive',
+    });
     const who = ({ n }: { n: number }, call: ToolCall) => ({ by: String(call.context.userId), n });
     const invoker = createMockInvoker({ transfer: who, close_account: who });
     const runner = createRunner({ invoker, tools: [transfer, close] });
@@ -131,17 +233,38 @@ describe('idempotency', () => {
     const bob = await runner.invoke('transfer', { n: 2 }, as('bob'));
     const closed = await runner.invoke('close_account', { n: 3 }, as('alice'));
     const aliceAgain = await runner.invoke('transfer', { n: 1 }, as('alice'));
-    expect([alice, bob, closed, aliceAgain].map((r) => r.status === 'completed' && r.output)).toEqual([{ by: 'alice', n: 1 }, { by: 'bob', n: 2 }, { by: 'alice', n: 3 }, { by: 'alice', n: 1 }]);
-    expect([alice, bob, closed, aliceAgain].map((r) => r.trace.steps[0]!.status)).toEqual(['success', 'success', 'success', 'cached']);
+    expect([alice, bob, closed, aliceAgain].map((r) => r.status === 'completed' && r.output)).toEqual([
+      { by: 'alice', n: 1 },
+      { by: 'bob', n: 2 },
+      { by: 'alice', n: 3 },
+      { by: 'alice', n: 1 },
+    ]);
+    expect([alice, bob, closed, aliceAgain].map((r) => r.trace.steps[0]!.status)).toEqual([
+      'success',
+      'success',
+      'success',
+      'cached',
+    ]);
     expect(invoker.calls).toHaveLength(3);
     await runner.close();
   });
 
   it('a duplicate waiting for the call in flight ends at its own deadline, or at once on cancel, and leaves no timer', async () => {
     vi.useFakeTimers();
-    const slow = defineTool({ name: 'slow_write', description: 'w', input: z.object({}), output: z.object({ v: z.number() }), timeoutMs: 30_000 });
+    const slow = defineTool({
+      name: 'slow_write',
+      description: 'w',
+      input: z.object({}),
+      output: z.object({ v: z.number() }),
+      timeoutMs: 30_000,
+    });
     let finish: (v: { v: number }) => void = () => {};
-    const invoker = createMockInvoker({ slow_write: () => new Promise((r) => { finish = r; }) });
+    const invoker = createMockInvoker({
+      slow_write: () =>
+        new Promise((r) => {
+          finish = r;
+        }),
+    });
     const runner = createRunner({ invoker, tools: [slow] });
     const first = runner.invoke('slow_write', {}, { idempotencyKey: 'same', timeoutMs: 60_000 });
     await vi.advanceTimersByTimeAsync(0);
@@ -152,11 +275,18 @@ describe('idempotency', () => {
     await vi.advanceTimersByTimeAsync(999);
     expect(settled).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
-    expect(settled?.status === 'failed' && settled.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
+    expect(settled?.status === 'failed' && settled.error).toMatchObject({
+      category: 'timeout',
+      code: 'deadline_exceeded',
+    });
     expect(vi.getTimerCount()).toBe(timers); // the waiter left nothing behind
 
     const controller = new AbortController();
-    const cancelled = runner.invoke('slow_write', {}, { idempotencyKey: 'same', timeoutMs: 60_000, signal: controller.signal });
+    const cancelled = runner.invoke(
+      'slow_write',
+      {},
+      { idempotencyKey: 'same', timeoutMs: 60_000, signal: controller.signal },
+    );
     await vi.advanceTimersByTimeAsync(10);
     controller.abort();
     await vi.advanceTimersByTimeAsync(0);

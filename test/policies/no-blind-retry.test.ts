@@ -6,8 +6,22 @@ import { createMockInvoker, type MockAnswer, type MockFunction } from 'chainkit/
 import { http } from '../helpers.js';
 
 const tool = (effect: ToolEffect, idempotent = false) =>
-  defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect, idempotent, timeoutMs: 1000 });
-const chainOf = (t: ReturnType<typeof tool>) => defineChain({ name: 'act_once', input: z.object({}), steps: [{ id: 'act', tool: t, input: {}, confirm: false }], timeoutMs: 60_000 });
+  defineTool({
+    name: 'act',
+    description: 'act',
+    input: z.object({}),
+    output: z.object({ ok: z.boolean() }),
+    effect,
+    idempotent,
+    timeoutMs: 1000,
+  });
+const chainOf = (t: ReturnType<typeof tool>) =>
+  defineChain({
+    name: 'act_once',
+    input: z.object({}),
+    steps: [{ id: 'act', tool: t, input: {}, confirm: false }],
+    timeoutMs: 60_000,
+  });
 /** A tool that never answers and ignores its abort signal: attempt 1 is still "running" when a retry would start. */
 const deaf: MockFunction = () => new Promise(() => {});
 const reset = (): Error => Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
@@ -23,19 +37,33 @@ async function runOnce(effect: ToolEffect, answers: (MockAnswer | MockFunction)[
 }
 
 describe('no blind retry of a write', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
-
-  it.each(['write', 'destructive'] as const)('a %s tool that outlives its timeout, ignoring its signal, is called exactly once', async (effect) => {
-    const { r, invoker } = await runOnce(effect, [deaf, { ok: { ok: true } }]);
-    expect(invoker.calls).toHaveLength(1);
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', attempts: 1, retryable: false, step: 'act', tool: 'act' });
-    if (r.status !== 'failed') return;
-    expect(r.error.message).toMatch(/outcome is unknown/);
-    expect(r.error.userMessage).toMatch(/not known whether/);
-    expect(r.error.suggestions.join(' ')).toMatch(/[Cc]heck whether/);
-    expect(r.error.suggestions.join(' ')).not.toMatch(/^Try again/);
+  beforeEach(() => {
+    vi.useFakeTimers();
   });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each(['write', 'destructive'] as const)(
+    'a %s tool that outlives its timeout, ignoring its signal, is called exactly once',
+    async (effect) => {
+      const { r, invoker } = await runOnce(effect, [deaf, { ok: { ok: true } }]);
+      expect(invoker.calls).toHaveLength(1);
+      expect(r.status === 'failed' && r.error).toMatchObject({
+        category: 'timeout',
+        code: 'attempt_timeout',
+        attempts: 1,
+        retryable: false,
+        step: 'act',
+        tool: 'act',
+      });
+      if (r.status !== 'failed') return;
+      expect(r.error.message).toMatch(/outcome is unknown/);
+      expect(r.error.userMessage).toMatch(/not known whether/);
+      expect(r.error.suggestions.join(' ')).toMatch(/[Cc]heck whether/);
+      expect(r.error.suggestions.join(' ')).not.toMatch(/^Try again/);
+    },
+  );
 
   it('an idempotent destructive tool is retried once, with the doubled timeout and the same idempotency key', async () => {
     const { r, invoker } = await runOnce('destructive', [deaf, { ok: { ok: true } }], true);
@@ -60,9 +88,16 @@ describe('no blind retry of a write', () => {
   it('a connection reset during a write is not retried; a refused connection (nothing sent) is', async () => {
     const dropped = await runOnce('write', [{ error: reset() }, { ok: { ok: true } }]);
     expect(dropped.invoker.calls).toHaveLength(1);
-    expect(dropped.r.status === 'failed' && dropped.r.error).toMatchObject({ category: 'network', code: 'ECONNRESET', retryable: false });
+    expect(dropped.r.status === 'failed' && dropped.r.error).toMatchObject({
+      category: 'network',
+      code: 'ECONNRESET',
+      retryable: false,
+    });
 
-    const refused = await runOnce('write', [{ error: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) }, { ok: { ok: true } }]);
+    const refused = await runOnce('write', [
+      { error: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) },
+      { ok: { ok: true } },
+    ]);
     expect(refused.r.status).toBe('completed');
     expect(refused.invoker.calls).toHaveLength(2);
 
@@ -76,7 +111,12 @@ describe('no blind retry of a write', () => {
 
   it('holds for runner.invoke too', async () => {
     const seen: ToolCall[] = [];
-    const invoker = createMockInvoker({ act: (_: unknown, call: ToolCall) => { seen.push(call); return new Promise(() => {}); } });
+    const invoker = createMockInvoker({
+      act: (_: unknown, call: ToolCall) => {
+        seen.push(call);
+        return new Promise(() => {});
+      },
+    });
     const runner = createRunner({ invoker, tools: [tool('destructive')] });
     const done = runner.invoke('act', {});
     await vi.advanceTimersByTimeAsync(40_000);
@@ -96,7 +136,12 @@ describe('no blind retry of a write', () => {
     const [a, b] = await Promise.all([first, concurrent]);
     const later = await call(); // after the failure, within the pending TTL
     expect(invoker.calls).toHaveLength(1);
-    for (const r of [a, b, later]) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', retryable: false });
+    for (const r of [a, b, later])
+      expect(r.status === 'failed' && r.error).toMatchObject({
+        category: 'timeout',
+        code: 'attempt_timeout',
+        retryable: false,
+      });
     expect(later.status === 'failed' && later.error.message).toMatch(/outcome is unknown/);
     await vi.advanceTimersByTimeAsync(60_000); // the pending marker expired: the key is free again
     const again = call();
@@ -114,19 +159,36 @@ describe('no blind retry of a write', () => {
     await vi.advanceTimersByTimeAsync(2000);
     const again = runner.run(chain, {}, { runId: 'r1' });
     await vi.advanceTimersByTimeAsync(2000);
-    for (const r of [await first, await again]) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
+    for (const r of [await first, await again])
+      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
     expect(invoker.calls).toHaveLength(1);
     await runner.close();
   });
 });
 
 describe('a write cut off by the run (deadline, cancel) keeps its key claimed', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('a re-run with the same runId after the deadline hit a destructive call in flight does not call it again', async () => {
-    const act = defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 5_000 });
-    const chain = defineChain({ name: 'cut_off', input: z.object({}), steps: [{ id: 'act', tool: act, input: {}, confirm: false }], timeoutMs: 1_000 });
+    const act = defineTool({
+      name: 'act',
+      description: 'act',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'destructive',
+      timeoutMs: 5_000,
+    });
+    const chain = defineChain({
+      name: 'cut_off',
+      input: z.object({}),
+      steps: [{ id: 'act', tool: act, input: {}, confirm: false }],
+      timeoutMs: 1_000,
+    });
     const invoker = createMockInvoker({ act: [deaf, { ok: { ok: true } }] });
     const runner = createRunner({ invoker, random: () => 0 });
     const first = runner.run(chain, {}, { runId: 'r1' });
@@ -156,8 +218,22 @@ describe('a write cut off by the run (deadline, cancel) keeps its key claimed', 
   });
 
   it('a write that never reached the tool (cancelled before) is released: the re-run calls it', async () => {
-    const act = defineTool({ name: 'act', description: 'act', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5_000 });
-    const chain = defineChain({ name: 'never_reached', input: z.object({}), steps: [{ id: 'wait', compute: () => new Promise((r) => setTimeout(r, 100)) }, { id: 'act', tool: act, input: (s) => (s.results.wait, {}) }] });
+    const act = defineTool({
+      name: 'act',
+      description: 'act',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'write',
+      timeoutMs: 5_000,
+    });
+    const chain = defineChain({
+      name: 'never_reached',
+      input: z.object({}),
+      steps: [
+        { id: 'wait', compute: () => new Promise((r) => setTimeout(r, 100)) },
+        { id: 'act', tool: act, input: (s) => (s.results.wait, {}) },
+      ],
+    });
     const invoker = createMockInvoker({ act: { ok: { ok: true } } });
     const runner = createRunner({ invoker });
     const cancelled = new AbortController();

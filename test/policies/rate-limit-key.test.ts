@@ -5,12 +5,22 @@ import type { RateLimitKeyCall } from '../../src/define/tool.js';
 
 // Limits keyed by a function of the call's trusted context; `per: 'user'` is sugar for one such key.
 describe('rate limits keyed by a function', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
-
-  const tool = (rateLimit: RateLimitSpec) => defineTool({
-    name: 'keyed', description: 'k', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', rateLimit,
+  beforeEach(() => {
+    vi.useFakeTimers();
   });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const tool = (rateLimit: RateLimitSpec) =>
+    defineTool({
+      name: 'keyed',
+      description: 'k',
+      input: z.object({ i: z.number() }),
+      output: z.object({ i: z.number() }),
+      effect: 'read',
+      rateLimit,
+    });
   /** A runner over `rateLimit` whose invoker records which tenant/user each attempt ran for, and when. */
   const setup = (rateLimit: RateLimitSpec) => {
     const starts: { who: string; at: number }[] = [];
@@ -20,13 +30,18 @@ describe('rate limits keyed by a function', () => {
       return c.input;
     };
     const runner = createRunner({ invoker, tools: [tool(rateLimit)] });
-    const call = (context: Record<string, unknown>, i: number) => runner.invoke('keyed', { i }, { context, timeoutMs: 120_000 });
+    const call = (context: Record<string, unknown>, i: number) =>
+      runner.invoke('keyed', { i }, { context, timeoutMs: 120_000 });
     const startsOf = (who: string) => starts.filter((s) => s.who === who).map((s) => s.at);
     return { runner, call, startsOf };
   };
 
   it('limits two keys separately: one tenant past its limit waits, the other starts at once', async () => {
-    const { runner, call, startsOf } = setup({ limit: 2, intervalMs: 1000, key: (c) => (typeof c.context.tenant === 'string' ? c.context.tenant : undefined) });
+    const { runner, call, startsOf } = setup({
+      limit: 2,
+      intervalMs: 1000,
+      key: (c) => (typeof c.context.tenant === 'string' ? c.context.tenant : undefined),
+    });
     const acme = [0, 1, 2].map((i) => call({ tenant: 'acme' }, i));
     await vi.advanceTimersByTimeAsync(0);
     const globex = [0, 1].map((i) => call({ tenant: 'globex' }, i));
@@ -41,7 +56,14 @@ describe('rate limits keyed by a function', () => {
 
   it('hands the key function the call: tool, step, run and session ids, and the trusted context', async () => {
     const seen: RateLimitKeyCall[] = [];
-    const { runner } = setup({ limit: 5, intervalMs: 1000, key: (c) => { seen.push(c); return 'k'; } });
+    const { runner } = setup({
+      limit: 5,
+      intervalMs: 1000,
+      key: (c) => {
+        seen.push(c);
+        return 'k';
+      },
+    });
     await runner.invoke('keyed', { i: 1 }, { context: { tenant: 'acme' }, sessionId: 's1' });
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ tool: 'keyed', step: 'keyed', sessionId: 's1', context: { tenant: 'acme' } });
@@ -50,7 +72,10 @@ describe('rate limits keyed by a function', () => {
   });
 
   it("keeps per: 'user' working as the sugar for key: (call) => call.context.userId", async () => {
-    for (const rateLimit of [{ limit: 1, intervalMs: 1000, per: 'user' }, { limit: 1, intervalMs: 1000, key: (c: RateLimitKeyCall) => c.context.userId as string }] satisfies RateLimitSpec[]) {
+    for (const rateLimit of [
+      { limit: 1, intervalMs: 1000, per: 'user' },
+      { limit: 1, intervalMs: 1000, key: (c: RateLimitKeyCall) => c.context.userId as string },
+    ] satisfies RateLimitSpec[]) {
       const { runner, call, startsOf } = setup(rateLimit);
       const calls = [call({ userId: 'alice' }, 0), call({ userId: 'alice' }, 1), call({ userId: 'bob' }, 2)];
       await vi.advanceTimersByTimeAsync(0);
@@ -64,7 +89,8 @@ describe('rate limits keyed by a function', () => {
 
   it("puts calls the key function gives no key for (undefined, '', or a throw) in one shared 'anonymous' limit, apart from keyed ones", async () => {
     const { runner, call, startsOf } = setup({
-      limit: 1, intervalMs: 1000,
+      limit: 1,
+      intervalMs: 1000,
       key: (c) => {
         if (c.context.tenant === 'boom') throw new Error('broken key function');
         return c.context.tenant === '' ? '' : (c.context.tenant as string | undefined);
@@ -91,9 +117,15 @@ describe('rate limits keyed by a function', () => {
       }
       return [];
     };
-    expect(problems({ limit: 1, intervalMs: 1000, key: 'userId' })).toEqual(['rateLimit.key: Expected `key` to be a function (call) => string | undefined.']);
-    expect(problems({ limit: 1, intervalMs: 1000, per: 'user', key: () => 'k' })).toEqual(["rateLimit.per: Give either `per` or `key`, not both: `per: 'user'` is `key: (call) => call.context.userId`."]);
-    expect(problems({ limit: 1, intervalMs: 1000 })).toEqual(["rateLimit.per: Expected `per` to be 'global' or 'user'."]);
+    expect(problems({ limit: 1, intervalMs: 1000, key: 'userId' })).toEqual([
+      'rateLimit.key: Expected `key` to be a function (call) => string | undefined.',
+    ]);
+    expect(problems({ limit: 1, intervalMs: 1000, per: 'user', key: () => 'k' })).toEqual([
+      "rateLimit.per: Give either `per` or `key`, not both: `per: 'user'` is `key: (call) => call.context.userId`.",
+    ]);
+    expect(problems({ limit: 1, intervalMs: 1000 })).toEqual([
+      "rateLimit.per: Expected `per` to be 'global' or 'user'.",
+    ]);
     expect(problems({ limit: 1, intervalMs: 1000, key: () => 'k' })).toEqual([]);
   });
 });

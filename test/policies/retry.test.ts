@@ -5,9 +5,20 @@ import { createMockInvoker, type MockAnswer } from 'chainkit/testing';
 import { http } from '../helpers.js';
 
 const work = defineTool({
-  name: 'work', description: 'Do work', input: z.object({ q: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', timeoutMs: 1000,
+  name: 'work',
+  description: 'Do work',
+  input: z.object({ q: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+  timeoutMs: 1000,
 });
-const chain = (timeoutMs = 60_000) => defineChain({ name: 'one', input: z.object({ q: z.string() }), steps: [{ id: 'w', tool: work, input: { q: ref('input', 'q') } }], timeoutMs });
+const chain = (timeoutMs = 60_000) =>
+  defineChain({
+    name: 'one',
+    input: z.object({ q: z.string() }),
+    steps: [{ id: 'w', tool: work, input: { q: ref('input', 'q') } }],
+    timeoutMs,
+  });
 
 function setup(answers: MockAnswer[], opts: { timeoutMs?: number; random?: () => number } = {}) {
   const invoker = createMockInvoker({ work: answers });
@@ -20,8 +31,12 @@ function setup(answers: MockAnswer[], opts: { timeoutMs?: number; random?: () =>
 }
 
 describe('retry policy', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('retries internal errors after exactly 100, 200, 400 ms with jitter 0', async () => {
     const fail = { ok: { status: 'error', error: 'database_error', message: 'deadlock' } };
@@ -39,7 +54,14 @@ describe('retry policy', () => {
     const { done, invoker } = setup([{ error: http(500, 'boom') }]);
     await vi.runAllTimersAsync();
     const r = await done;
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'internal', code: 'http_500', attempts: 4, retryable: true, step: 'w', tool: 'work' });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'internal',
+      code: 'http_500',
+      attempts: 4,
+      retryable: true,
+      step: 'w',
+      tool: 'work',
+    });
     expect(invoker.calls).toHaveLength(4);
   });
 
@@ -70,7 +92,11 @@ describe('retry policy', () => {
     expect(settled).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
     const r = await done;
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', code: 'attempt_timeout', attempts: 2 });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'timeout',
+      code: 'attempt_timeout',
+      attempts: 2,
+    });
     expect(r.status === 'failed' && r.error.message).toContain('2000 ms');
   });
 
@@ -83,10 +109,16 @@ describe('retry policy', () => {
   });
 
   it('fails at once with retryAfterMs when the Retry-After wait would pass the deadline', async () => {
-    const { done, invoker } = setup([{ error: http(429, 'slow down', { headers: { 'retry-after': '30' } }) }], { timeoutMs: 5000 });
+    const { done, invoker } = setup([{ error: http(429, 'slow down', { headers: { 'retry-after': '30' } }) }], {
+      timeoutMs: 5000,
+    });
     await vi.advanceTimersByTimeAsync(0);
     const r = await done;
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'rate_limited', retryAfterMs: 30_000, attempts: 1 });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'rate_limited',
+      retryAfterMs: 30_000,
+      attempts: 1,
+    });
     expect(invoker.calls).toHaveLength(1);
   });
 
@@ -118,15 +150,35 @@ describe('retry policy', () => {
   });
 
   it('respects per-tool overrides and retry: false', async () => {
-    const strict = defineTool({ name: 'work', description: 'w', input: z.object({ q: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: false });
+    const strict = defineTool({
+      name: 'work',
+      description: 'w',
+      input: z.object({ q: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+      retry: false,
+    });
     const invoker = createMockInvoker({ work: { error: http(503) } });
     const runner = createRunner({ invoker, random: () => 0 });
-    const r = await runner.run(defineChain({ name: 'c', input: z.object({}), steps: [{ id: 'w', tool: strict, input: { q: 'x' } }] }), {});
+    const r = await runner.run(
+      defineChain({ name: 'c', input: z.object({}), steps: [{ id: 'w', tool: strict, input: { q: 'x' } }] }),
+      {},
+    );
     expect(r.status === 'failed' && r.error.attempts).toBe(1);
 
-    const quick = defineTool({ name: 'work', description: 'w', input: z.object({ q: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read', retry: { retries: 1, minDelayMs: 10 } });
+    const quick = defineTool({
+      name: 'work',
+      description: 'w',
+      input: z.object({ q: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'read',
+      retry: { retries: 1, minDelayMs: 10 },
+    });
     const invoker2 = createMockInvoker({ work: [{ error: http(500) }, { error: http(500) }, { ok: { ok: true } }] });
-    const r2 = createRunner({ invoker: invoker2, random: () => 0 }).run(defineChain({ name: 'c', input: z.object({}), steps: [{ id: 'w', tool: quick, input: { q: 'x' } }] }), {});
+    const r2 = createRunner({ invoker: invoker2, random: () => 0 }).run(
+      defineChain({ name: 'c', input: z.object({}), steps: [{ id: 'w', tool: quick, input: { q: 'x' } }] }),
+      {},
+    );
     await vi.runAllTimersAsync();
     expect((await r2).status).toBe('failed');
     expect(invoker2.calls.map((c) => c.at - invoker2.calls[0]!.at)).toEqual([0, 10]);

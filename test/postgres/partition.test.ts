@@ -24,18 +24,35 @@ afterAll(async () => {
 });
 
 describe('chainkit/postgres behind a partition', () => {
-  it('with the pool\'s defaults: the run fails store_unavailable at its deadline, close() returns within 5 s, another runner ends the run', async () => {
+  it("with the pool's defaults: the run fails store_unavailable at its deadline, close() returns within 5 s, another runner ends the run", async () => {
     const proxied = new pg.Pool({ ...connection, port: proxy.port, max: 2 });
     pools.push(proxied);
     const stores = postgresStores(proxied, { schema });
     await stores.migrate();
-    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paid, failsWithinMs: DEADLINE_MS + 500, closesWithinMs: 2_000, recovered: 'deadline_exceeded' });
+    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), {
+      chain: paid,
+      failsWithinMs: DEADLINE_MS + 500,
+      closesWithinMs: 2_000,
+      recovered: 'deadline_exceeded',
+    });
   });
 
   it('with query_timeout and connectionTimeoutMillis: it fails sooner, the pool ends while still partitioned, another runner completes the run', async () => {
-    const proxied = new pg.Pool({ ...connection, port: proxy.port, max: 2, query_timeout: 1_000, connectionTimeoutMillis: 1_000 });
+    const proxied = new pg.Pool({
+      ...connection,
+      port: proxy.port,
+      max: 2,
+      query_timeout: 1_000,
+      connectionTimeoutMillis: 1_000,
+    });
     const stores = postgresStores(proxied, { schema });
     await stores.migrate();
-    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), { chain: paidLater, failsWithinMs: 2_500, closesWithinMs: 2_000, recovered: 'completed', shutdown: () => proxied.end() });
+    await partitionScenario(proxy, stores, postgresStores(direct, { schema }), {
+      chain: paidLater,
+      failsWithinMs: 2_500,
+      closesWithinMs: 2_000,
+      recovered: 'completed',
+      shutdown: () => proxied.end(),
+    });
   });
 });

@@ -35,13 +35,33 @@ const secret = 'a-secret-shared-by-all-replicas';
 function replica(options: PostgresStoresOptions = {}, invoker = workerInvoker()) {
   const pool = replicaPool();
   const stores = postgresStores(pool, { schema, pollMs: 10, ...options });
-  const runner = createRunner({ invoker, tools: [...taskTools, pay, drop], chains: [findAndDelete, addOne], secret, stores: { checkpoints: stores.checkpoints, idempotency: stores.idempotency } });
+  const runner = createRunner({
+    invoker,
+    tools: [...taskTools, pay, drop],
+    chains: [findAndDelete, addOne],
+    secret,
+    stores: { checkpoints: stores.checkpoints, idempotency: stores.idempotency },
+  });
   return { pool, invoker, runner, stores };
 }
 /** Where the store keeps `key` of a `pay` call without a context: scoped per tool and caller. */
 const payKey = (key: string) => idempotencyStoreKey('pay', {}, key);
-const pay = defineTool({ name: 'pay', description: 'pay', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'write', timeoutMs: 5000 });
-const drop = defineTool({ name: 'drop', description: 'drop', input: z.object({}), output: z.object({ ok: z.boolean() }), effect: 'destructive', timeoutMs: 40 });
+const pay = defineTool({
+  name: 'pay',
+  description: 'pay',
+  input: z.object({}),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  timeoutMs: 5000,
+});
+const drop = defineTool({
+  name: 'drop',
+  description: 'drop',
+  input: z.object({}),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'destructive',
+  timeoutMs: 40,
+});
 const context = { userId: TASK.user_id };
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -50,7 +70,9 @@ describe('chainkit/postgres under runners', () => {
     const [a, b, c] = [replica(), replica(), replica()];
     const gate = await a.runner.run(findAndDelete, { match: 'groceries' }, { context });
     if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
-    const results = await Promise.all([a, b, c].map((r) => r.runner.resume(gate.resumeToken, { approved: true }, { context })));
+    const results = await Promise.all(
+      [a, b, c].map((r) => r.runner.resume(gate.resumeToken, { approved: true }, { context })),
+    );
     const outcomes = results.map((r) => (r.status === 'failed' ? r.error.code : r.status));
     expect(outcomes.filter((s) => s === 'completed')).toHaveLength(1);
     expect(outcomes.filter((s) => s === 'already_used')).toHaveLength(2);
@@ -61,7 +83,9 @@ describe('chainkit/postgres under runners', () => {
   it('the same run id on two replicas adds once; both get its result', async () => {
     const [b, c] = [replica(), replica()];
     const runId = `req-${Date.now()}`;
-    const [inB, inC] = await Promise.all([b, c].map((r) => r.runner.run(addOne, { title: 'Pay rent' }, { context, runId })));
+    const [inB, inC] = await Promise.all(
+      [b, c].map((r) => r.runner.run(addOne, { title: 'Pay rent' }, { context, runId })),
+    );
     expect([inB!.status, inC!.status]).toEqual(['completed', 'completed']);
     expect(inB!.status === 'completed' && inB!.output).toEqual(inC!.status === 'completed' && inC!.output);
     expect([b, c].flatMap((r) => r.invoker.callsTo('add_task'))).toHaveLength(1);
@@ -72,10 +96,16 @@ describe('chainkit/postgres under runners', () => {
   it('a duplicate waiting for a call in flight elsewhere ends at its deadline, and stops polling', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
     await elsewhere.begin(payKey('pg-k1')); // in flight in "another process"
-    const r = replica({ pendingWaitMs: 3000 }, createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: true } } }));
+    const r = replica(
+      { pendingWaitMs: 3000 },
+      createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: true } } }),
+    );
     await r.stores.migrate(); // connected, tables found: the 60 ms below are the wait's alone
     const result = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k1', timeoutMs: 60 });
-    expect(result.status === 'failed' && result.error).toMatchObject({ category: 'timeout', code: 'deadline_exceeded' });
+    expect(result.status === 'failed' && result.error).toMatchObject({
+      category: 'timeout',
+      code: 'deadline_exceeded',
+    });
     expect(r.invoker.calls).toHaveLength(0);
     await pause(30);
     const sent = r.pool.statements();
@@ -87,7 +117,10 @@ describe('chainkit/postgres under runners', () => {
   it('a duplicate that outlives pendingWaitMs fails with conflict; one that sees the result gets it, cached', async () => {
     const elsewhere = postgresStores(replicaPool(), { schema }).idempotency;
     await elsewhere.begin(payKey('pg-k2'));
-    const r = replica({ pendingWaitMs: 40 }, createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: false } } }));
+    const r = replica(
+      { pendingWaitMs: 40 },
+      createMockInvoker([...taskTools, pay, drop], { pay: { ok: { ok: false } } }),
+    );
     const waited = await r.runner.invoke('pay', {}, { idempotencyKey: 'pg-k2', timeoutMs: 10_000 });
     expect(waited.status === 'failed' && waited.error.category).toBe('conflict');
     await elsewhere.begin(payKey('pg-k3'));
@@ -102,13 +135,20 @@ describe('chainkit/postgres under runners', () => {
   });
 
   it('keeps the key of a write whose outcome is unknown: a duplicate on another replica gets that failure, the tool runs once', async () => {
-    const invoker = createMockInvoker([...taskTools, pay, drop], { drop: [() => new Promise(() => {}), { ok: { ok: true } }] }); // hangs, ignoring its signal
+    const invoker = createMockInvoker([...taskTools, pay, drop], {
+      drop: [() => new Promise(() => {}), { ok: { ok: true } }],
+    }); // hangs, ignoring its signal
     const [a, b] = [replica({}, invoker), replica({}, invoker)];
     const first = a.runner.invoke('drop', {}, { idempotencyKey: 'pg-k5', timeoutMs: 2000 });
     await pause(20);
     const duplicate = b.runner.invoke('drop', {}, { idempotencyKey: 'pg-k5', timeoutMs: 2000 });
-    const results = [await first, await duplicate, await b.runner.invoke('drop', {}, { idempotencyKey: 'pg-k5', timeoutMs: 2000 })];
-    for (const r of results) expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
+    const results = [
+      await first,
+      await duplicate,
+      await b.runner.invoke('drop', {}, { idempotencyKey: 'pg-k5', timeoutMs: 2000 }),
+    ];
+    for (const r of results)
+      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'timeout', retryable: false });
     expect(results[2]!.status === 'failed' && results[2]!.error.message).toMatch(/outcome is unknown/);
     expect(invoker.calls).toHaveLength(1);
     await Promise.all([a.runner.close(), b.runner.close()]);

@@ -4,7 +4,17 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/postgres/schema.js';
 import { postgresStores } from '../../src/postgres/index.js';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import {
+  entry,
+  record,
+  runEventsContract,
+  runStoreContract,
+  takeOverContract,
+  watchAcrossRunnersContract,
+  cancelAcrossRunnersContract,
+  decideAcrossRunnersContract,
+  type RunEventsSetup,
+} from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/run-store.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); each setup gets a schema of its own, all dropped afterwards.
@@ -32,11 +42,12 @@ runStoreContract('postgres', async () => {
   return {
     runs,
     idempotency,
-    peers: async (count) => Array.from({ length: count }, () => {
-      const own = new pg.Pool({ ...connection, max: 1 }); // one connection each: three "processes"
-      pools.push(own);
-      return postgresStores(own, { schema: s }).runs;
-    }),
+    peers: async (count) =>
+      Array.from({ length: count }, () => {
+        const own = new pg.Pool({ ...connection, max: 1 }); // one connection each: three "processes"
+        pools.push(own);
+        return postgresStores(own, { schema: s }).runs;
+      }),
   };
 });
 
@@ -48,13 +59,14 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
   return {
     runs,
     maxEventsPerRun: 50,
-    peers: async (count) => Array.from({ length: count }, () => {
-      const own = new pg.Pool({ ...connection, max: 1 });
-      pools.push(own);
-      const peer = postgresStores(own, { schema: s }).runs;
-      eventStores.push(peer);
-      return peer;
-    }),
+    peers: async (count) =>
+      Array.from({ length: count }, () => {
+        const own = new pg.Pool({ ...connection, max: 1 });
+        pools.push(own);
+        const peer = postgresStores(own, { schema: s }).runs;
+        eventStores.push(peer);
+        return peer;
+      }),
   };
 };
 runEventsContract('postgres', eventsSetup);
@@ -83,7 +95,9 @@ describe('postgres run store', () => {
       return statements - before;
     };
     expect(await count(() => runs.create(rec, Date.now()))).toBe(1);
-    expect(await count(() => runs.journal(rec.runId, 'A', entry('s1', 1), { key: `${rec.runId}-k`, value: 1 }))).toBe(1);
+    expect(await count(() => runs.journal(rec.runId, 'A', entry('s1', 1), { key: `${rec.runId}-k`, value: 1 }))).toBe(
+      1,
+    );
     expect(await count(() => runs.journal(rec.runId, 'A', entry('s2', 2)))).toBe(1);
     expect(await count(() => runs.renew('A', [rec.runId], Date.now() + 90_000))).toBe(1);
     expect(await count(() => runs.get(rec.runId))).toBe(1);
@@ -99,14 +113,20 @@ describe('postgres run store', () => {
     const before = record('A', Date.now() - 1000, { contextHash: undefined });
     await old.runs.create(before, Date.now() - 2000);
     // Back to version 1: the columns it did not have, and its version number.
-    await pool.query(`ALTER TABLE "${s}".runs DROP COLUMN chain, DROP COLUMN fingerprint, DROP COLUMN context_hash; UPDATE "${s}".meta SET value = '1' WHERE key = 'version'`);
+    await pool.query(
+      `ALTER TABLE "${s}".runs DROP COLUMN chain, DROP COLUMN fingerprint, DROP COLUMN context_hash; UPDATE "${s}".meta SET value = '1' WHERE key = 'version'`,
+    );
     const stores = postgresStores(pool, { schema: s });
     const rec = record('A', Date.now() + 60_000);
     expect(await stores.runs.create(rec, Date.now())).toEqual({ status: 'created' }); // migrates first
-    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(
+      String(SCHEMA_VERSION),
+    );
     expect(await stores.runs.create({ ...rec, contextHash: 'other' }, Date.now())).toEqual({ status: 'mismatch' });
     // The run recorded by version 1 has no binding: its caller's retry still finds it, a filtered claim still recovers it.
-    expect((await stores.runs.claimExpired('B', Date.now(), Date.now() + 60_000, 10, { chains: [] })).map((r) => r.runId)).toEqual([before.runId]);
+    expect(
+      (await stores.runs.claimExpired('B', Date.now(), Date.now() + 60_000, 10, { chains: [] })).map((r) => r.runId),
+    ).toEqual([before.runId]);
   });
 
   it('upgrades tables of schema version 2 in place: runs recorded before are listed by their start time, through an index', async () => {
@@ -117,17 +137,30 @@ describe('postgres run store', () => {
     await old.runs.create(before, Date.now());
     await old.runs.finish(before.runId, 'A', 'completed', { status: 'completed' }, 60_000);
     // Back to version 2: no start/end columns, no listing indexes.
-    await pool.query(`DROP INDEX "${s}".runs_status_started; DROP INDEX "${s}".runs_chain_started; ALTER TABLE "${s}".runs DROP COLUMN started_at, DROP COLUMN ended_at; UPDATE "${s}".meta SET value = '2' WHERE key = 'version'`);
+    await pool.query(
+      `DROP INDEX "${s}".runs_status_started; DROP INDEX "${s}".runs_chain_started; ALTER TABLE "${s}".runs DROP COLUMN started_at, DROP COLUMN ended_at; UPDATE "${s}".meta SET value = '2' WHERE key = 'version'`,
+    );
     const stores = postgresStores(pool, { schema: s });
     const rec = record('A', Date.now() + 60_000, { startedAt: 2_000 });
     expect(await stores.runs.create(rec, Date.now())).toEqual({ status: 'created' }); // migrates first
-    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(String(SCHEMA_VERSION));
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(
+      String(SCHEMA_VERSION),
+    );
     const all = { statuses: ['running', 'completed'] as const, since: -Infinity, until: Infinity, limit: 10 };
-    expect((await stores.runs.listRuns!(all)).runs.map((r) => [r.runId, r.startedAt])).toEqual([[rec.runId, 2_000], [before.runId, 1_000]]);
+    expect((await stores.runs.listRuns!(all)).runs.map((r) => [r.runId, r.startedAt])).toEqual([
+      [rec.runId, 2_000],
+      [before.runId, 1_000],
+    ]);
     const client = await pool.connect();
     try {
       await client.query(`SET enable_seqscan = off`); // a tiny table: ask whether an index can answer at all
-      const plan = (await client.query(`EXPLAIN SELECT run_id FROM "${s}".runs WHERE status = 'completed' ORDER BY started_at DESC, run_id DESC LIMIT 50`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      const plan = (
+        await client.query(
+          `EXPLAIN SELECT run_id FROM "${s}".runs WHERE status = 'completed' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
+        )
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
       expect(plan).toMatch(/runs_status_started/);
     } finally {
       await client.query(`RESET enable_seqscan`);
@@ -139,12 +172,13 @@ describe('postgres run store', () => {
 decideAcrossRunnersContract('postgres', async () => {
   const s = schema();
   return {
-    stores: async (count) => Array.from({ length: count }, () => {
-      const own = new pg.Pool({ ...connection, max: 2 }); // a pool each: three "processes"
-      pools.push(own);
-      const { runs, checkpoints } = postgresStores(own, { schema: s });
-      eventStores.push(runs);
-      return { runs, checkpoints };
-    }),
+    stores: async (count) =>
+      Array.from({ length: count }, () => {
+        const own = new pg.Pool({ ...connection, max: 2 }); // a pool each: three "processes"
+        pools.push(own);
+        const { runs, checkpoints } = postgresStores(own, { schema: s });
+        eventStores.push(runs);
+        return { runs, checkpoints };
+      }),
   };
 });

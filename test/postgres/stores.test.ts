@@ -35,19 +35,39 @@ function ownPool(config: pg.PoolConfig = {}): pg.Pool & { statements: () => numb
   }) as typeof p.query;
   return Object.assign(p, { statements: () => count });
 }
-const make = (options: PostgresStoresOptions = {}, on: pg.Pool = pool) => postgresStores(on, { schema: schema(), pollMs: 5, ...options });
+const make = (options: PostgresStoresOptions = {}, on: pg.Pool = pool) =>
+  postgresStores(on, { schema: schema(), pollMs: 5, ...options });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function checkpoint(id: string, over: Partial<Checkpoint> = {}): Checkpoint {
   const now = Date.now();
-  return { v: 1, id, runId: `run-${id}`, traceId: 't', chain: 'c', fingerprint: 'f', input: {}, contextHash: 'ctx-a', results: {}, done: [], gate: 'g', startedAt: now, createdAt: now, expiresAt: now + 60_000, trace: [], ...over };
+  return {
+    v: 1,
+    id,
+    runId: `run-${id}`,
+    traceId: 't',
+    chain: 'c',
+    fingerprint: 'f',
+    input: {},
+    contextHash: 'ctx-a',
+    results: {},
+    done: [],
+    gate: 'g',
+    startedAt: now,
+    createdAt: now,
+    expiresAt: now + 60_000,
+    trace: [],
+    ...over,
+  };
 }
 const statusOf = (r: { status: string }) => r.status;
 
 describe('postgres checkpoints', () => {
   it('keeps what the codec keeps, refuses what it cannot keep on save, and takes at most once', async () => {
     const { checkpoints: store } = make();
-    const results = { get: { at: new Date(5), big: 2n ** 70n, none: undefined, list: [NaN, -0], looksTagged: { $ck: 'date', v: 0 } } };
+    const results = {
+      get: { at: new Date(5), big: 2n ** 70n, none: undefined, list: [NaN, -0], looksTagged: { $ck: 'date', v: 0 } },
+    };
     await store.save(checkpoint('rich', { results, input: { n: 7n } }));
     for (const r of [await store.peek('rich'), await store.take('rich')]) {
       if (r.status !== 'taken') throw new Error(r.status);
@@ -57,7 +77,9 @@ describe('postgres checkpoints', () => {
     expect(statusOf(await store.take('rich'))).toBe('used');
     expect(statusOf(await store.peek('rich'))).toBe('used');
     expect(statusOf(await store.take('never'))).toBe('missing');
-    await expect(store.save(checkpoint('bad', { results: { get: { cb: () => 1 } } }))).rejects.toBeInstanceOf(CheckpointEncodeError);
+    await expect(store.save(checkpoint('bad', { results: { get: { cb: () => 1 } } }))).rejects.toBeInstanceOf(
+      CheckpointEncodeError,
+    );
     expect(statusOf(await store.peek('bad'))).toBe('missing');
     // Saving again under a used id clears its tombstone.
     await store.save(checkpoint('rich'));
@@ -90,7 +112,8 @@ describe('postgres checkpoints', () => {
     const { checkpoints: store } = make({ maxPendingPerContext: 5 });
     await store.save(checkpoint('a-1', { contextHash: 'ctx-a' }));
     const t = Date.now();
-    for (let i = 0; i < 12; i++) await store.save(checkpoint(`b-${i}`, { contextHash: 'ctx-b', createdAt: t + i, expiresAt: t + 60_000 + i }));
+    for (let i = 0; i < 12; i++)
+      await store.save(checkpoint(`b-${i}`, { contextHash: 'ctx-b', createdAt: t + i, expiresAt: t + 60_000 + i }));
     expect(statusOf(await store.peek('a-1'))).toBe('taken');
     const b = await Promise.all(Array.from({ length: 12 }, (_, i) => store.peek(`b-${i}`).then(statusOf)));
     expect(b).toEqual([...Array<string>(7).fill('missing'), ...Array<string>(5).fill('taken')]); // its own oldest went first
@@ -99,10 +122,16 @@ describe('postgres checkpoints', () => {
   it('a taken checkpoint frees its slot', async () => {
     const { checkpoints: store } = make({ maxPendingPerContext: 3 });
     const t = Date.now();
-    for (let i = 0; i < 3; i++) await store.save(checkpoint(`t-${i}`, { contextHash: 'ctx-t', createdAt: t + i, expiresAt: t + 60_000 + i }));
+    for (let i = 0; i < 3; i++)
+      await store.save(checkpoint(`t-${i}`, { contextHash: 'ctx-t', createdAt: t + i, expiresAt: t + 60_000 + i }));
     expect(statusOf(await store.take('t-1'))).toBe('taken');
     await store.save(checkpoint('t-3', { contextHash: 'ctx-t', createdAt: t + 3, expiresAt: t + 60_003 }));
-    expect(await Promise.all(['t-0', 't-1', 't-2', 't-3'].map((id) => store.peek(id).then(statusOf)))).toEqual(['taken', 'used', 'taken', 'taken']);
+    expect(await Promise.all(['t-0', 't-1', 't-2', 't-3'].map((id) => store.peek(id).then(statusOf)))).toEqual([
+      'taken',
+      'used',
+      'taken',
+      'taken',
+    ]);
   });
 });
 
@@ -124,7 +153,8 @@ describe('postgres idempotency', () => {
     const winner = claims.findIndex((c) => c.status === 'new');
     expect(claims.map((c) => c.status).sort()).toEqual(['new', 'pending', 'pending']);
     await stores[winner]!.complete('pay-1', { paid: 10, at: '2024-01-01' });
-    for (const c of claims) if (c.status === 'pending') await expect(c.settled).resolves.toEqual({ paid: 10, at: '2024-01-01' });
+    for (const c of claims)
+      if (c.status === 'pending') await expect(c.settled).resolves.toEqual({ paid: 10, at: '2024-01-01' });
     expect(await stores[0]!.begin('pay-1')).toEqual({ status: 'done', value: { paid: 10, at: '2024-01-01' } });
   });
 
@@ -133,7 +163,10 @@ describe('postgres idempotency', () => {
     expect(await store.begin('k')).toEqual({ status: 'new' });
     const waiter = await store.begin('k');
     await store.fail('k', new Error('400 bad request'));
-    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({ status: 409, message: /failed elsewhere/ });
+    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({
+      status: 409,
+      message: /failed elsewhere/,
+    });
     expect(await store.begin('k')).toEqual({ status: 'new' }); // released: runs again
     await store.complete('k', undefined);
     expect(await store.begin('k')).toEqual({ status: 'done', value: undefined });
@@ -158,7 +191,10 @@ describe('postgres idempotency', () => {
     await store.begin('slow');
     const t0 = Date.now();
     const waiter = await store.begin('slow');
-    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({ status: 409, message: /still in flight/ });
+    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({
+      status: 409,
+      message: /still in flight/,
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(35);
     expect(Date.now() - t0).toBeLessThan(1000);
   });
@@ -181,9 +217,16 @@ describe('postgres idempotency', () => {
     await store.begin('drop');
     const waiter = await store.begin('drop');
     await store.fail('drop', new Error('socket hang up'), true);
-    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({ info: { code: 'outcome_unknown', outcomeUnknown: true } });
+    await expect(waiter.status === 'pending' && waiter.settled).rejects.toMatchObject({
+      info: { code: 'outcome_unknown', outcomeUnknown: true },
+    });
     const dup = await store.begin('drop');
-    await expect(dup.status === 'pending' && dup.settled).rejects.toMatchObject({ message: expect.stringMatching(/^socket hang up A call with the same idempotency key is still waiting for its answer/), info: { outcomeUnknown: true } });
+    await expect(dup.status === 'pending' && dup.settled).rejects.toMatchObject({
+      message: expect.stringMatching(
+        /^socket hang up A call with the same idempotency key is still waiting for its answer/,
+      ),
+      info: { outcomeUnknown: true },
+    });
     await pause(120);
     expect(await store.begin('drop')).toEqual({ status: 'new' }); // the marker lapsed
   });
@@ -206,8 +249,18 @@ describe('postgres stores: migration, sweeping, failures', () => {
     const s = schema();
     const [a, b] = [postgresStores(ownPool(), { schema: s }), postgresStores(ownPool(), { schema: s })];
     await Promise.all([a.migrate(), b.migrate(), a.migrate()]);
-    const tables = await pool.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [s]);
-    expect(tables.rows.map((r) => r.table_name)).toEqual(['checkpoints', 'checkpoints_used', 'idempotency', 'meta', 'run_journal', 'runs']);
+    const tables = await pool.query<{ table_name: string }>(
+      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name',
+      [s],
+    );
+    expect(tables.rows.map((r) => r.table_name)).toEqual([
+      'checkpoints',
+      'checkpoints_used',
+      'idempotency',
+      'meta',
+      'run_journal',
+      'runs',
+    ]);
     // A process that finds the tables at its version runs no DDL: two reads, then straight to work.
     const later = ownPool();
     const c = postgresStores(later, { schema: s, sweepIntervalMs: Infinity });
@@ -258,7 +311,12 @@ describe('postgres stores: migration, sweeping, failures', () => {
     const dead = ownPool({ port: 1, connectionTimeoutMillis: 300 });
     const stores = postgresStores(dead, { schema: schema() });
     const t0 = Date.now();
-    for (const call of [() => stores.runs.get('r'), () => stores.idempotency.begin('k'), () => stores.checkpoints.take('c'), () => stores.migrate()]) {
+    for (const call of [
+      () => stores.runs.get('r'),
+      () => stores.idempotency.begin('k'),
+      () => stores.checkpoints.take('c'),
+      () => stores.migrate(),
+    ]) {
       await expect(call()).rejects.toMatchObject({ info: { category: 'unavailable', code: 'store_unavailable' } });
     }
     expect(Date.now() - t0).toBeLessThan(2000);

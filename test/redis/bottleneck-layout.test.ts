@@ -24,7 +24,8 @@ afterAll(async () => {
 describe('bottleneck, whose Redis keys the limiter reads', () => {
   it('is the exact version package.json pins', () => {
     const installed = (createRequire(import.meta.url)('bottleneck/package.json') as { version: string }).version;
-    const pinned = (createRequire(import.meta.url)('../../package.json') as { dependencies: Record<string, string> }).dependencies.bottleneck;
+    const pinned = (createRequire(import.meta.url)('../../package.json') as { dependencies: Record<string, string> })
+      .dependencies.bottleneck;
     expect(pinned).toBe('2.19.5'); // exact: a range would let its key layout change under the Lua script
     expect(installed).toBe(pinned);
   });
@@ -41,7 +42,8 @@ describe('bottleneck, whose Redis keys the limiter reads', () => {
       expect(settings).toMatchObject({ reservoir: '2', running: '1', maxConcurrent: '2' });
       expect(Number(settings.lastReservoirRefresh)).toBeGreaterThan(Date.now() - 60_000);
       expect(await redis.type(`b_${prefix}:layout_client_num_queued`)).toBe('hash');
-      for (const n of await redis.hvals(`b_${prefix}:layout_client_num_queued`)) expect(Number.isInteger(Number(n))).toBe(true);
+      for (const n of await redis.hvals(`b_${prefix}:layout_client_num_queued`))
+        expect(Number.isInteger(Number(n))).toBe(true);
     } finally {
       release();
       await store.close?.();

@@ -3,4 +3,7 @@
 import Redis from 'ioredis';
 import { redisIdempotencySuite } from '../compat/redis-idempotency.suite.js';
 
-redisIdempotencySuite({ label: 'ioredis-5', client: () => new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 }) });
+redisIdempotencySuite({
+  label: 'ioredis-5',
+  client: () => new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 }),
+});

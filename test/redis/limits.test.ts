@@ -19,19 +19,35 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const tool = (name: string, rateLimit: Parameters<typeof defineTool>[0]['rateLimit']) => defineTool({
-  name, description: 'd', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', rateLimit,
-});
+const tool = (name: string, rateLimit: Parameters<typeof defineTool>[0]['rateLimit']) =>
+  defineTool({
+    name,
+    description: 'd',
+    input: z.object({ i: z.number() }),
+    output: z.object({ i: z.number() }),
+    effect: 'read',
+    rateLimit,
+  });
 
 describe('per-user rate limits on Redis', () => {
   it('refuses a user past the limit at once with rate_limit_wait; no breaker opens and another user still completes', async () => {
     const stores = redisStores(redis, { prefix: `${prefix}:window` });
-    const runner = createRunner({ invoker: async (c: ToolCall) => c.input, tools: [tool('per_user', { limit: 1, intervalMs: 60_000, per: 'user' })], stores });
-    const call = (userId: string, i: number) => runner.invoke('per_user', { i }, { context: { userId }, timeoutMs: 1500 });
+    const runner = createRunner({
+      invoker: async (c: ToolCall) => c.input,
+      tools: [tool('per_user', { limit: 1, intervalMs: 60_000, per: 'user' })],
+      stores,
+    });
+    const call = (userId: string, i: number) =>
+      runner.invoke('per_user', { i }, { context: { userId }, timeoutMs: 1500 });
     expect((await call('alice', 0)).status).toBe('completed');
     for (let i = 1; i <= 10; i++) {
       const r = await call('alice', i);
-      expect(r.status === 'failed' && r.error).toMatchObject({ category: 'rate_limited', code: 'rate_limit_wait', attempts: 1, retryAfterMs: expect.any(Number) });
+      expect(r.status === 'failed' && r.error).toMatchObject({
+        category: 'rate_limited',
+        code: 'rate_limit_wait',
+        attempts: 1,
+        retryAfterMs: expect.any(Number),
+      });
       if (r.status === 'failed') expect(r.error.retryAfterMs).toBeGreaterThan(1500); // the next window, not a guess
     }
     expect(await stores.breakers.isOpen('per_user', Date.now())).toBe(false);
@@ -42,15 +58,25 @@ describe('per-user rate limits on Redis', () => {
   it('a deadline that passes while queued for a slot does not count for the breaker', async () => {
     const stores = redisStores(redis, { prefix: `${prefix}:queued` });
     let release: () => void = () => {};
-    const held = new Promise<void>((r) => { release = r; });
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
     const invoker = async (c: ToolCall) => {
       if ((c.input as { i: number }).i === 0) await held; // alice's first call holds her only concurrent slot
       return c.input;
     };
-    const runner = createRunner({ invoker, tools: [tool('one_at_a_time', { limit: 100, intervalMs: 60_000, per: 'user', maxConcurrent: 1 })], stores });
+    const runner = createRunner({
+      invoker,
+      tools: [tool('one_at_a_time', { limit: 100, intervalMs: 60_000, per: 'user', maxConcurrent: 1 })],
+      stores,
+    });
     const first = runner.invoke('one_at_a_time', { i: 0 }, { context: { userId: 'alice' }, timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 50)); // the first call holds the slot
-    const queued = await Promise.all([1, 2, 3, 4, 5].map((i) => runner.invoke('one_at_a_time', { i }, { context: { userId: 'alice' }, timeoutMs: 200 })));
+    const queued = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) =>
+        runner.invoke('one_at_a_time', { i }, { context: { userId: 'alice' }, timeoutMs: 200 }),
+      ),
+    );
     expect(queued.map((r) => r.status)).toEqual(Array(5).fill('failed'));
     expect(await stores.breakers.isOpen('one_at_a_time', Date.now())).toBe(false);
     const bob = await runner.invoke('one_at_a_time', { i: 9 }, { context: { userId: 'bob' }, timeoutMs: 2000 });
@@ -67,7 +93,15 @@ describe('per-user rate limits on Redis', () => {
       if (calls++ === 0) throw Object.assign(new Error('down'), { status: 503 });
       return c.input;
     };
-    const perUser = defineTool({ name: 'probed', description: 'd', input: z.object({ i: z.number() }), output: z.object({ i: z.number() }), effect: 'read', retry: false, rateLimit: { limit: 1, intervalMs: 60_000, per: 'user' } });
+    const perUser = defineTool({
+      name: 'probed',
+      description: 'd',
+      input: z.object({ i: z.number() }),
+      output: z.object({ i: z.number() }),
+      effect: 'read',
+      retry: false,
+      rateLimit: { limit: 1, intervalMs: 60_000, per: 'user' },
+    });
     const runner = createRunner({ invoker, tools: [perUser], stores, breaker: { threshold: 1, openMs: 200 } });
     const changes: string[] = [];
     runner.events.on('breaker:change', (e) => changes.push(e.state));
@@ -129,7 +163,9 @@ describe('per-user rate limits on Redis', () => {
     const limiter = store.limiter('chainkit:burst', spec);
     const slots = await Promise.all(Array.from({ length: 100 }, () => limiter.acquire(scope, Date.now() + 5000)));
     expect(slots.filter((s) => typeof s === 'function')).toHaveLength(80); // more than maxQueue at once: none of these waits
-    expect(slots.filter((s) => typeof s !== 'function')).toEqual(Array(20).fill({ refused: 'wait', waitMs: expect.any(Number) }));
+    expect(slots.filter((s) => typeof s !== 'function')).toEqual(
+      Array(20).fill({ refused: 'wait', waitMs: expect.any(Number) }),
+    );
     for (const s of slots) if (typeof s === 'function') s();
     await store.close!();
   });

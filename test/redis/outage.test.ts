@@ -8,7 +8,18 @@ import { addOne, limited, TASK, workerInvoker } from '../fixtures/redis-worker.j
 // A Redis of this test's own, on another port, so it can be stopped and restarted.
 const PORT = 16_390 + (process.pid % 500);
 const start = (): void => {
-  spawnSync('redis-server', ['--port', String(PORT), '--bind', '127.0.0.1', '--daemonize', 'yes', '--save', '', '--appendonly', 'no']);
+  spawnSync('redis-server', [
+    '--port',
+    String(PORT),
+    '--bind',
+    '127.0.0.1',
+    '--daemonize',
+    'yes',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+  ]);
 };
 const stop = (): void => {
   spawnSync('redis-cli', ['-p', String(PORT), 'shutdown', 'nosave']);
@@ -25,9 +36,20 @@ let redis: Redis;
 beforeAll(async () => {
   start();
   // Fail fast while disconnected (no offline queue), reconnect quickly when Redis is back.
-  redis = new Redis({ host: '127.0.0.1', port: PORT, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 50, lazyConnect: true });
+  redis = new Redis({
+    host: '127.0.0.1',
+    port: PORT,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 50,
+    lazyConnect: true,
+  });
   redis.on('error', () => {}); // connection errors are expected here
-  await until(() => spawnSync('redis-cli', ['-p', String(PORT), 'ping']).stdout?.toString().includes('PONG'));
+  await until(() =>
+    spawnSync('redis-cli', ['-p', String(PORT), 'ping'])
+      .stdout?.toString()
+      .includes('PONG'),
+  );
   await redis.connect();
 });
 afterAll(() => {
@@ -38,7 +60,12 @@ afterAll(() => {
 describe('chainkit/redis when Redis goes away', () => {
   it('fails with store_unavailable at once, never runs an unclaimed write or an unconfirmed delete, and recovers', async () => {
     const invoker = workerInvoker();
-    const runner = createRunner({ invoker, tools: [...taskTools], chains: [findAndDelete, addOne], stores: redisStores(redis, { prefix: `outage:${process.pid}` }) });
+    const runner = createRunner({
+      invoker,
+      tools: [...taskTools],
+      chains: [findAndDelete, addOne],
+      stores: redisStores(redis, { prefix: `outage:${process.pid}` }),
+    });
     const context = { userId: TASK.user_id };
     const before = await runner.run(addOne, { title: 'before' }, { context });
     expect(before.status === 'failed' ? before.error : before.status).toBe('completed');
@@ -49,10 +76,17 @@ describe('chainkit/redis when Redis goes away', () => {
     await until(() => redis.status !== 'ready');
     const t0 = Date.now();
     const down = await runner.run(addOne, { title: 'during' }, { context });
-    expect(down.status === 'failed' && down.error).toMatchObject({ category: 'unavailable', code: 'store_unavailable', retryable: true });
+    expect(down.status === 'failed' && down.error).toMatchObject({
+      category: 'unavailable',
+      code: 'store_unavailable',
+      retryable: true,
+    });
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(invoker.callsTo('add_task')).toHaveLength(1); // the write was not attempted without its claim
-    const resumed = gate.status === 'awaiting_confirmation' ? await runner.resume(gate.resumeToken, { approved: true }, { context }) : gate;
+    const resumed =
+      gate.status === 'awaiting_confirmation'
+        ? await runner.resume(gate.resumeToken, { approved: true }, { context })
+        : gate;
     expect(resumed.status === 'failed' && resumed.error.code).toBe('store_unavailable');
     const gated = await runner.run(findAndDelete, { match: 'groceries' }, { context });
     expect(gated.status === 'failed' && gated.error.code).toBe('store_unavailable'); // no checkpoint, no token
@@ -73,9 +107,19 @@ describe('chainkit/redis when Redis goes away', () => {
 
   it('recreates a rate limiter whose state Redis lost while its subscriber is still reconnecting, without an unhandled rejection', async () => {
     // A client of its own whose connections come back slowly, so the subscriber is still away when the state is found lost.
-    const slow = new Redis({ host: '127.0.0.1', port: PORT, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => 1500 });
+    const slow = new Redis({
+      host: '127.0.0.1',
+      port: PORT,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => 1500,
+    });
     slow.on('error', () => {});
-    const runner = createRunner({ invoker: workerInvoker(), tools: [limited], stores: redisStores(slow, { prefix: `outage-limit:${process.pid}` }) });
+    const runner = createRunner({
+      invoker: workerInvoker(),
+      tools: [limited],
+      stores: redisStores(slow, { prefix: `outage-limit:${process.pid}` }),
+    });
     const context = { userId: TASK.user_id };
     await until(() => slow.status === 'ready'); // a store call on a client still connecting fails at once (store_unavailable, never retried)
     const first = await runner.invoke('limited', { i: 1 }, { context });

@@ -28,12 +28,17 @@ afterAll(async () => {
 });
 
 describe('chainkit/redis behind a partition', () => {
-  it('with the client\'s defaults: the run fails store_unavailable at its deadline, close() returns within 5 s, another runner ends the run', async () => {
+  it("with the client's defaults: the run fails store_unavailable at its deadline, close() returns within 5 s, another runner ends the run", async () => {
     const proxied = new Redis({ host: '127.0.0.1', port: proxy.port, lazyConnect: true });
     clients.push(proxied);
     proxied.on('error', () => {}); // an app listens for its client's errors (here: command timeouts)
     await proxied.connect();
-    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paid, failsWithinMs: DEADLINE_MS + 500, closesWithinMs: 5_000, recovered: 'deadline_exceeded' });
+    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), {
+      chain: paid,
+      failsWithinMs: DEADLINE_MS + 500,
+      closesWithinMs: 5_000,
+      recovered: 'deadline_exceeded',
+    });
   });
 
   it('with commandTimeout: it fails sooner, and another runner completes the run', async () => {
@@ -41,6 +46,12 @@ describe('chainkit/redis behind a partition', () => {
     clients.push(proxied);
     proxied.on('error', () => {}); // an app listens for its client's errors (here: command timeouts)
     await proxied.connect();
-    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), { chain: paidLater, failsWithinMs: 2_500, closesWithinMs: 5_000, recovered: 'completed', shutdown: async () => proxied.disconnect() });
+    await partitionScenario(proxy, redisStores(proxied, { prefix }), redisStores(direct, { prefix }), {
+      chain: paidLater,
+      failsWithinMs: 2_500,
+      closesWithinMs: 5_000,
+      recovered: 'completed',
+      shutdown: async () => proxied.disconnect(),
+    });
   });
 });

@@ -3,7 +3,17 @@
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
-import { entry, record, runEventsContract, runStoreContract, takeOverContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from '../stores/run-store-contract.js';
+import {
+  entry,
+  record,
+  runEventsContract,
+  runStoreContract,
+  takeOverContract,
+  watchAcrossRunnersContract,
+  cancelAcrossRunnersContract,
+  decideAcrossRunnersContract,
+  type RunEventsSetup,
+} from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/run-store.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
@@ -31,11 +41,14 @@ runStoreContract('redis', async () => {
   return {
     runs,
     idempotency,
-    peers: async (count) => Promise.all(Array.from({ length: count }, async () => {
-      const client = await connect();
-      opened.push(client);
-      return redisRunStore(client, { prefix: p });
-    })),
+    peers: async (count) =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const client = await connect();
+          opened.push(client);
+          return redisRunStore(client, { prefix: p });
+        }),
+      ),
   };
 });
 
@@ -50,13 +63,16 @@ const eventsSetup = async (): Promise<RunEventsSetup> => {
   return {
     runs,
     maxEventsPerRun: 50,
-    peers: async (count) => Promise.all(Array.from({ length: count }, async () => {
-      const client = await connect();
-      opened.push(client);
-      const peer = redisRunStore(client, { prefix: p });
-      eventStores.push(peer);
-      return peer;
-    })),
+    peers: async (count) =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const client = await connect();
+          opened.push(client);
+          const peer = redisRunStore(client, { prefix: p });
+          eventStores.push(peer);
+          return peer;
+        }),
+      ),
   };
 };
 runEventsContract('redis', eventsSetup);
@@ -109,9 +125,18 @@ describe('redis run store', () => {
   });
 
   it('fails with store_unavailable when Redis refuses, naming the operation', async () => {
-    const closed = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    const closed = new Redis({
+      host: '127.0.0.1',
+      port: 6379,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
     const runs = redisRunStore(closed, { prefix: `${prefix}:${++n}` });
-    await expect(runs.get('r')).rejects.toMatchObject({ info: { category: 'unavailable', code: 'store_unavailable' }, message: /run \(get\)/ });
+    await expect(runs.get('r')).rejects.toMatchObject({
+      info: { category: 'unavailable', code: 'store_unavailable' },
+      message: /run \(get\)/,
+    });
     closed.disconnect();
   });
 
@@ -123,12 +148,15 @@ describe('redis run store', () => {
 decideAcrossRunnersContract('redis', async () => {
   const p = `${prefix}:${++n}`;
   return {
-    stores: async (count) => Promise.all(Array.from({ length: count }, async () => {
-      const client = await connect();
-      opened.push(client);
-      const { runs, checkpoints } = redisStores(client, { prefix: p, pollMs: 5 });
-      eventStores.push(runs);
-      return { runs, checkpoints };
-    })),
+    stores: async (count) =>
+      Promise.all(
+        Array.from({ length: count }, async () => {
+          const client = await connect();
+          opened.push(client);
+          const { runs, checkpoints } = redisStores(client, { prefix: p, pollMs: 5 });
+          eventStores.push(runs);
+          return { runs, checkpoints };
+        }),
+      ),
   };
 });

@@ -3,4 +3,7 @@
 import Redis from 'ioredis';
 import { redisStoresSuite } from '../compat/redis-stores.suite.js';
 
-redisStoresSuite({ label: 'ioredis-5', client: () => new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 }) });
+redisStoresSuite({
+  label: 'ioredis-5',
+  client: () => new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 }),
+});

@@ -1,6 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, findAndDelete, memoryCheckpointStore, ref, taskTools, type RunResult } from 'chainkit';
+import {
+  createRunner,
+  defineChain,
+  findAndDelete,
+  memoryCheckpointStore,
+  ref,
+  taskTools,
+  type RunResult,
+} from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { remove } from '../helpers.js';
 
@@ -24,7 +32,11 @@ describe('confirmation gates', () => {
   it('stops before the destructive step and resumes once approved', async () => {
     const { store, runner } = setup();
     const r = await awaiting(runner);
-    expect(r.confirmation).toMatchObject({ step: 'delete', tool: 'delete_task', prompt: "Are you sure you want to delete 'Buy groceries'?" });
+    expect(r.confirmation).toMatchObject({
+      step: 'delete',
+      tool: 'delete_task',
+      prompt: "Are you sure you want to delete 'Buy groceries'?",
+    });
     expect(r.confirmation.details).toMatchObject({ title: 'Buy groceries' });
     expect(r.trace.steps.map((s) => s.status)).toEqual(['success', 'success', 'awaiting_confirmation']);
     expect(store.callCount.delete_task).toBeUndefined();
@@ -33,7 +45,11 @@ describe('confirmation gates', () => {
     const done = await runner.resume(r.resumeToken, { approved: true }, alice);
     expect(done.status === 'completed' && done.output).toMatchObject({ title: 'Buy groceries', deleted: true });
     expect(done.runId).toBe(r.runId);
-    expect(done.trace.steps.map((s) => [s.id, s.status])).toEqual([['find', 'success'], ['target', 'success'], ['delete', 'success']]);
+    expect(done.trace.steps.map((s) => [s.id, s.status])).toEqual([
+      ['find', 'success'],
+      ['target', 'success'],
+      ['delete', 'success'],
+    ]);
     expect(store.tasks(fixtures.alice).map((t) => t.title)).not.toContain('Buy groceries');
   });
 
@@ -50,7 +66,9 @@ describe('confirmation gates', () => {
   it('resumes at most once under concurrent resumes', async () => {
     const { store, runner } = setup();
     const r = await awaiting(runner);
-    const results = await Promise.all(Array.from({ length: 5 }, () => runner.resume(r.resumeToken, { approved: true }, alice)));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => runner.resume(r.resumeToken, { approved: true }, alice)),
+    );
     expect(results.map(codeOf).sort()).toEqual(['completed', ...Array(4).fill('confirmation/already_used')].sort());
     expect(store.callCount.delete_task).toBe(1);
   });
@@ -81,7 +99,9 @@ describe('confirmation gates', () => {
   it('refuses a different trusted context, and the rightful user can still resume', async () => {
     const { runner, store } = setup();
     const r = await awaiting(runner);
-    expect(codeOf(await runner.resume(r.resumeToken, { approved: true }, { context: { userId: fixtures.bob } }))).toBe('confirmation/context_mismatch');
+    expect(codeOf(await runner.resume(r.resumeToken, { approved: true }, { context: { userId: fixtures.bob } }))).toBe(
+      'confirmation/context_mismatch',
+    );
     expect(codeOf(await runner.resume(r.resumeToken, { approved: true }))).toBe('confirmation/context_mismatch');
     expect(store.callCount.delete_task).toBeUndefined();
     expect((await runner.resume(r.resumeToken, { approved: true }, alice)).status).toBe('completed');
@@ -94,10 +114,15 @@ describe('confirmation gates', () => {
     const a = createRunner({ invoker: store.invoker, secret, stores: { checkpoints } });
     const r = await awaiting(a);
     const changed = defineChain({
-      name: findAndDelete.name, input: findAndDelete.input, context: findAndDelete.context!, timeoutMs: findAndDelete.timeoutMs,
+      name: findAndDelete.name,
+      input: findAndDelete.input,
+      context: findAndDelete.context!,
+      timeoutMs: findAndDelete.timeoutMs,
       steps: findAndDelete.steps.map((s) => (s.id === 'delete' ? { ...s, confirm: { prompt: 'Delete it?' } } : s)),
     });
-    expect(codeOf(await a.resume(r.resumeToken, { approved: true }, { ...alice, chain: changed }))).toBe('confirmation/chain_changed');
+    expect(codeOf(await a.resume(r.resumeToken, { approved: true }, { ...alice, chain: changed }))).toBe(
+      'confirmation/chain_changed',
+    );
     const b = createRunner({ invoker: store.invoker, secret, stores: { checkpoints } }); // knows no chains
     expect(codeOf(await b.resume(r.resumeToken, { approved: true }, alice))).toBe('confirmation/unknown_chain');
     // Neither refusal burnt the token: the original runner still resumes it, once.
@@ -110,7 +135,9 @@ describe('confirmation gates', () => {
     const confirm = vi.fn(async () => true);
     const r = await runner.run(findAndDelete, { match: 'milk' }, { ...alice, confirm });
     expect(r.status).toBe('completed');
-    expect(confirm).toHaveBeenCalledWith(expect.objectContaining({ step: 'delete', prompt: "Are you sure you want to delete 'Buy milk'?" }));
+    expect(confirm).toHaveBeenCalledWith(
+      expect.objectContaining({ step: 'delete', prompt: "Are you sure you want to delete 'Buy milk'?" }),
+    );
     const no = await runner.run(findAndDelete, { match: 'dentist' }, { ...alice, confirm: () => false });
     expect(no).toMatchObject({ status: 'declined', step: 'delete' });
     expect(store.callCount.delete_task).toBe(1);
@@ -119,15 +146,29 @@ describe('confirmation gates', () => {
   it('checkpoints are plain JSON', async () => {
     const saved: unknown[] = [];
     const store = createTaskStore({ users: fixtures.users });
-    const runner = createRunner({ invoker: store.invoker, stores: { checkpoints: { save: async (c) => { saved.push(c); }, peek: async () => ({ status: 'missing' }), take: async () => ({ status: 'missing' }) } } });
+    const runner = createRunner({
+      invoker: store.invoker,
+      stores: {
+        checkpoints: {
+          save: async (c) => {
+            saved.push(c);
+          },
+          peek: async () => ({ status: 'missing' }),
+          take: async () => ({ status: 'missing' }),
+        },
+      },
+    });
     await runner.run(findAndDelete, { match: 'groceries' }, alice);
     expect(JSON.parse(JSON.stringify(saved[0]))).toEqual(saved[0]);
   });
 
   it('a waived destructive step (confirm: false) runs without a gate', async () => {
-    const chain = defineChain({ name: 'rm', input: z.object({ id: z.uuid() }), steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }] });
+    const chain = defineChain({
+      name: 'rm',
+      input: z.object({ id: z.uuid() }),
+      steps: [{ id: 'rm', tool: remove, input: { id: ref('input', 'id') }, confirm: false }],
+    });
     const runner = createRunner({ invoker: async () => ({ ok: true }) });
     expect((await runner.run(chain, { id: fixtures.alice })).status).toBe('completed');
   });
 });
-

@@ -3,16 +3,51 @@
 // (test/durable) do the same across real processes on Redis and PostgreSQL.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, DefinitionError, functionInvoker, ref, type Runner, type ToolCall } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  DefinitionError,
+  functionInvoker,
+  ref,
+  type Runner,
+  type ToolCall,
+} from '../../src/index.js';
 import { type RunStore } from '../../src/stores/index.js';
 import { memoryRunStore } from '../../src/testing/index.js';
 
-const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const write = defineTool({ name: 'write', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const check = defineTool({ name: 'check', description: 'c', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read' });
-const undo = defineTool({ name: 'undo', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
+const read = defineTool({
+  name: 'read',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const write = defineTool({
+  name: 'write',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+});
+const check = defineTool({
+  name: 'check',
+  description: 'c',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+});
+const undo = defineTool({
+  name: 'undo',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+});
 const chain = defineChain({
-  name: 'durable_c', input: z.object({ n: z.number() }), timeoutMs: 10_000,
+  name: 'durable_c',
+  input: z.object({ n: z.number() }),
+  timeoutMs: 10_000,
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
     { id: 'b', tool: write, input: { n: ref('a', 'n') }, compensate: { tool: undo, input: { id: ref('b', 'id') } } },
@@ -20,20 +55,29 @@ const chain = defineChain({
   ],
 });
 const gated = defineChain({
-  name: 'durable_gated', input: z.object({ n: z.number() }),
+  name: 'durable_gated',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
     { id: 'b', tool: write, input: { n: ref('a', 'n') }, confirm: { prompt: 'Sure?' } },
   ],
 });
 
-type Impl = { read?: (n: number, call: ToolCall) => unknown; write?: (n: number, call: ToolCall) => unknown; check?: (id: string) => unknown };
+type Impl = {
+  read?: (n: number, call: ToolCall) => unknown;
+  write?: (n: number, call: ToolCall) => unknown;
+  check?: (id: string) => unknown;
+};
 const runners: Runner[] = [];
 afterEach(async () => {
   for (const r of runners.splice(0)) await r.close();
 });
 
-function make(store: RunStore, impl: Impl = {}, extra: { now?: () => number; leaseMs?: number; recover?: { intervalMs: number } } = {}) {
+function make(
+  store: RunStore,
+  impl: Impl = {},
+  extra: { now?: () => number; leaseMs?: number; recover?: { intervalMs: number } } = {},
+) {
   const calls: string[] = [];
   const invoker = functionInvoker([read, write, check, undo], {
     read: async ({ n }, call) => {
@@ -53,7 +97,13 @@ function make(store: RunStore, impl: Impl = {}, extra: { now?: () => number; lea
       return { ok: true };
     },
   });
-  const runner = createRunner({ invoker, tools: [read, write, check, undo], chains: [chain, gated], stores: { runs: store }, ...extra });
+  const runner = createRunner({
+    invoker,
+    tools: [read, write, check, undo],
+    chains: [chain, gated],
+    stores: { runs: store },
+    ...extra,
+  });
   runners.push(runner);
   return { runner, calls };
 }
@@ -126,7 +176,10 @@ describe('durable runs (memory run store)', () => {
   it('a run store that fails mid-run: store_unavailable, nothing compensated, the run stays recoverable', async () => {
     const inner = memoryRunStore();
     let failing = false;
-    const store: RunStore = { ...inner, journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)) };
+    const store: RunStore = {
+      ...inner,
+      journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)),
+    };
     const { runner, calls } = make(store, { write: () => ((failing = true), { id: 'w1' }) });
     const r = await runner.run(chain, { n: 1 }, { runId: 'sf' });
     expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
@@ -142,7 +195,10 @@ describe('durable runs (memory run store)', () => {
     const r = await runner.run(chain, { n: 1 }, { runId: 'nofin' });
     expect(r.status === 'failed' && r.error.code).toBe('store_unavailable');
     // b, a plain write, is journaled as started before its call, then as done.
-    expect(await inner.get('nofin')).toMatchObject({ status: 'running', journal: [{ step: 'a' }, { step: 'b', started: { tool: 'write' } }, { step: 'b', value: expect.anything() }] });
+    expect(await inner.get('nofin')).toMatchObject({
+      status: 'running',
+      journal: [{ step: 'a' }, { step: 'b', started: { tool: 'write' } }, { step: 'b', value: expect.anything() }],
+    });
   });
 
   it('a run whose end or journal the store did not record reports a partial trace with its error', async () => {
@@ -153,7 +209,10 @@ describe('durable runs (memory run store)', () => {
     expect(r.trace.status).toBe('partial'); // steps a and b completed
     expect(r.trace.errors?.map((e) => e.code)).toContain('store_unavailable');
     let failing = false;
-    const { runner: second } = make({ ...inner, journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)) }, { write: () => ((failing = true), { id: 'w1' }) });
+    const { runner: second } = make(
+      { ...inner, journal: (...a) => (failing ? Promise.reject(new Error('connection lost')) : inner.journal(...a)) },
+      { write: () => ((failing = true), { id: 'w1' }) },
+    );
     const cut = await second.run(chain, { n: 1 }, { runId: 'sf-trace' });
     expect(cut.status === 'failed' && cut.error.code).toBe('store_unavailable');
     expect(cut.trace.status).toBe('partial');
@@ -166,21 +225,29 @@ describe('durable runs (memory run store)', () => {
     let unanswered = 0;
     // While the write runs the store stops answering renewals (a partition): they must not pile up.
     const store: RunStore = { ...inner, renew: (...a) => (silent ? (unanswered++, never()) : inner.renew(...a)) };
-    const { runner } = make(store, {
-      write: async () => {
-        silent = true;
-        await new Promise((r) => setTimeout(r, 1_100)); // timer ticks at ~400 and ~800 ms (a third of the lease)
-        silent = false;
-        return { id: 'w1' };
+    const { runner } = make(
+      store,
+      {
+        write: async () => {
+          silent = true;
+          await new Promise((r) => setTimeout(r, 1_100)); // timer ticks at ~400 and ~800 ms (a third of the lease)
+          silent = false;
+          return { id: 'w1' };
+        },
       },
-    }, { leaseMs: 1_200 });
+      { leaseMs: 1_200 },
+    );
     await runner.run(chain, { n: 1 }, { runId: 'renew-once' });
     expect(unanswered).toBe(1);
   });
 
   it('a runner that lost its lease stops with lease_lost and does not compensate', async () => {
     const inner = memoryRunStore();
-    const store: RunStore = { ...inner, journal: async (runId, owner, entry, complete) => (entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete)) };
+    const store: RunStore = {
+      ...inner,
+      journal: async (runId, owner, entry, complete) =>
+        entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete),
+    };
     const { runner, calls } = make(store);
     const r = await runner.run(chain, { n: 1 }, { runId: 'lost' });
     expect(r.status === 'failed' && [r.error.category, r.error.code]).toEqual(['conflict', 'lease_lost']);
@@ -194,8 +261,12 @@ describe('durable runs (memory run store)', () => {
     expect(gate.status).toBe('awaiting_confirmation');
     expect((await runner.getRun('g'))?.status).toBe('awaiting_confirmation');
     const retried = await runner.run(gated, { n: 3 }, { runId: 'g' });
-    expect(retried.status === 'awaiting_confirmation' && gate.status === 'awaiting_confirmation' && retried.resumeToken).toBe(gate.status === 'awaiting_confirmation' && gate.resumeToken);
-    const done = await runner.resume(gate.status === 'awaiting_confirmation' ? gate.resumeToken : '', { approved: true });
+    expect(
+      retried.status === 'awaiting_confirmation' && gate.status === 'awaiting_confirmation' && retried.resumeToken,
+    ).toBe(gate.status === 'awaiting_confirmation' && gate.resumeToken);
+    const done = await runner.resume(gate.status === 'awaiting_confirmation' ? gate.resumeToken : '', {
+      approved: true,
+    });
     expect(done.status).toBe('completed');
     expect(await runner.getRun('g')).toMatchObject({ status: 'completed', steps: ['a', 'b'] });
   });
@@ -219,7 +290,9 @@ describe('durable runs (memory run store)', () => {
     await new Promise((r) => setTimeout(r, 20));
     t += 5_000;
     const heir = make(store, {}, { now, leaseMs: 1_000, recover: { intervalMs: 10 } });
-    const ended = await new Promise<string>((resolve) => heir.runner.events.on('run:end', (e) => resolve(`${e.runId}:${e.status}:${e.recovered}`)));
+    const ended = await new Promise<string>((resolve) =>
+      heir.runner.events.on('run:end', (e) => resolve(`${e.runId}:${e.status}:${e.recovered}`)),
+    );
     expect(ended).toBe('bg:completed:true');
   });
 
@@ -232,7 +305,11 @@ describe('durable runs (memory run store)', () => {
     await new Promise((r) => setTimeout(r, 20));
     t += 5_000;
     // The heir's lease is long: its own runs stay its own while the clock moves.
-    const heir = make(store, { check: (id) => (id === 'w1' ? never() : { ok: true }) }, { now, leaseMs: 600_000, recover: { intervalMs: 10 } });
+    const heir = make(
+      store,
+      { check: (id) => (id === 'w1' ? never() : { ok: true }) },
+      { now, leaseMs: 600_000, recover: { intervalMs: 10 } },
+    );
     const ended: string[] = [];
     heir.runner.events.on('run:end', (e) => ended.push(`${e.runId}:${e.status}`));
     for (let i = 0; i < 100 && !heir.calls.includes('check:w1'); i++) await new Promise((r) => setTimeout(r, 10));
@@ -247,8 +324,13 @@ describe('durable runs (memory run store)', () => {
     expect(Date.now() - began).toBeLessThan(500);
   });
 
-  it('the end write keeps the run\'s deadline: a silent store at the end fails the run within it, not 10 s later', async () => {
-    const quick = defineChain({ name: 'durable_quick', input: z.object({ n: z.number() }), timeoutMs: 1_500, steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }] });
+  it("the end write keeps the run's deadline: a silent store at the end fails the run within it, not 10 s later", async () => {
+    const quick = defineChain({
+      name: 'durable_quick',
+      input: z.object({ n: z.number() }),
+      timeoutMs: 1_500,
+      steps: [{ id: 'a', tool: read, input: { n: ref('input', 'n') } }],
+    });
     const inner = memoryRunStore();
     const store: RunStore = { ...inner, finish: () => never() };
     const { runner } = make(store);
@@ -265,6 +347,8 @@ describe('durable runs (memory run store)', () => {
     await expect(runner.recover()).rejects.toThrow(/stores: \{ runs \}/);
     await expect(runner.getRun('x')).rejects.toThrow(/stores: \{ runs \}/);
     expect(() => createRunner({ invoker: async () => ({}), recover: { intervalMs: 100 } })).toThrow(DefinitionError);
-    expect(() => createRunner({ invoker: async () => ({}), stores: { runs: memoryRunStore() }, leaseMs: -1 })).toThrow(/leaseMs/);
+    expect(() => createRunner({ invoker: async () => ({}), stores: { runs: memoryRunStore() }, leaseMs: -1 })).toThrow(
+      /leaseMs/,
+    );
   });
 });

@@ -12,10 +12,16 @@ describe('no open handles', () => {
     child.stderr.on('data', (d) => (err += d));
     const code = await new Promise<number | null>((resolve) => {
       const killer = setTimeout(() => child.kill('SIGKILL'), 15_000); // every timer in the script is 60 s: a leaked one keeps it alive past this
-      child.on('exit', (c) => { clearTimeout(killer); resolve(c); });
+      child.on('exit', (c) => {
+        clearTimeout(killer);
+        resolve(c);
+      });
     });
     expect(err).toBe('');
     expect(code).toBe(0);
-    expect(JSON.parse(out)).toEqual({ codes: { attempt_timeout: 500, deadline_exceeded: 500 }, afterClose: 'runner_closed' });
+    expect(JSON.parse(out)).toEqual({
+      codes: { attempt_timeout: 500, deadline_exceeded: 500 },
+      afterClose: 'runner_closed',
+    });
   }, 40_000);
 });

@@ -16,7 +16,14 @@ function prng(seed: number): () => number {
   };
 }
 
-const PROTO_NAMES = [...Object.getOwnPropertyNames(Object.prototype), 'prototype', '__proto__', 'then', 'length', 'name'];
+const PROTO_NAMES = [
+  ...Object.getOwnPropertyNames(Object.prototype),
+  'prototype',
+  '__proto__',
+  'then',
+  'length',
+  'name',
+];
 const DEADLINE_MS = 2_000;
 const STATUSES = new Set(['completed', 'awaiting_confirmation', 'declined', 'failed']);
 
@@ -25,8 +32,23 @@ function hostileObject(pick: <T>(xs: readonly T[]) => T): unknown {
   cyclic.self = cyclic;
   return pick([
     cyclic,
-    new Proxy({}, { get() { throw new Error('proxy get trap'); }, ownKeys() { throw new Error('proxy ownKeys trap'); } }),
-    Object.defineProperty({}, 'message', { get() { throw new Error('getter'); }, enumerable: true }),
+    new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('proxy get trap');
+        },
+        ownKeys() {
+          throw new Error('proxy ownKeys trap');
+        },
+      },
+    ),
+    Object.defineProperty({}, 'message', {
+      get() {
+        throw new Error('getter');
+      },
+      enumerable: true,
+    }),
     Object.create(null),
     { toString: 'not a function', valueOf: 42, constructor: 'x' },
     { then: (resolve: (v: unknown) => void) => resolve({ ok: true }) },
@@ -35,42 +57,88 @@ function hostileObject(pick: <T>(xs: readonly T[]) => T): unknown {
 }
 
 function randomValue(r: () => number, depth = 0): unknown {
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   switch (Math.floor(r() * 12)) {
-    case 0: return undefined;
-    case 1: return null;
-    case 2: return pick([0, -1, NaN, Infinity, -Infinity, 2 ** 53, 1e308]);
-    case 3: return pick(['', 'x'.repeat(10_000), pick(PROTO_NAMES), 'password=hunter2', '\u0000\uffff']);
-    case 4: return BigInt(7);
-    case 5: return Symbol('s');
-    case 6: return () => 1;
-    case 7: return hostileObject(pick);
-    case 8: return depth > 2 ? {} : Array.from({ length: Math.floor(r() * 3) }, () => randomValue(r, depth + 1));
-    case 9: return depth > 2 ? {} : { [pick(PROTO_NAMES)]: randomValue(r, depth + 1), v: randomValue(r, depth + 1) };
-    case 10: return { status: 'error', error: pick([...PROTO_NAMES, 'rate_limit_exceeded', 'invalid_task_id', 42, null]), message: randomValue(r, 3), retry_after: pick([-1, NaN, Infinity, '5', 1e12, 0.5, undefined]) };
-    default: return { v: Math.floor(r() * 10) };
+    case 0:
+      return undefined;
+    case 1:
+      return null;
+    case 2:
+      return pick([0, -1, NaN, Infinity, -Infinity, 2 ** 53, 1e308]);
+    case 3:
+      return pick(['', 'x'.repeat(10_000), pick(PROTO_NAMES), 'password=hunter2', '\u0000\uffff']);
+    case 4:
+      return BigInt(7);
+    case 5:
+      return Symbol('s');
+    case 6:
+      return () => 1;
+    case 7:
+      return hostileObject(pick);
+    case 8:
+      return depth > 2 ? {} : Array.from({ length: Math.floor(r() * 3) }, () => randomValue(r, depth + 1));
+    case 9:
+      return depth > 2 ? {} : { [pick(PROTO_NAMES)]: randomValue(r, depth + 1), v: randomValue(r, depth + 1) };
+    case 10:
+      return {
+        status: 'error',
+        error: pick([...PROTO_NAMES, 'rate_limit_exceeded', 'invalid_task_id', 42, null]),
+        message: randomValue(r, 3),
+        retry_after: pick([-1, NaN, Infinity, '5', 1e12, 0.5, undefined]),
+      };
+    default:
+      return { v: Math.floor(r() * 10) };
   }
 }
 
 function randomThrown(r: () => number): unknown {
-  const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   switch (Math.floor(r() * 6)) {
-    case 0: return Object.assign(new Error(pick(['boom', 'connection reset', 'HTTP 404', 'password=hunter2'])), { code: pick(PROTO_NAMES) });
-    case 1: return Object.assign(new Error('status'), { status: pick([429, 503, 0, -1, NaN, '500', 1e9, Infinity]), headers: { 'retry-after': pick(['1', 'soon', '-5', '1e20']) } });
-    case 2: return pick(PROTO_NAMES);
-    case 3: return randomValue(r);
+    case 0:
+      return Object.assign(new Error(pick(['boom', 'connection reset', 'HTTP 404', 'password=hunter2'])), {
+        code: pick(PROTO_NAMES),
+      });
+    case 1:
+      return Object.assign(new Error('status'), {
+        status: pick([429, 503, 0, -1, NaN, '500', 1e9, Infinity]),
+        headers: { 'retry-after': pick(['1', 'soon', '-5', '1e20']) },
+      });
+    case 2:
+      return pick(PROTO_NAMES);
+    case 3:
+      return randomValue(r);
     case 4: {
       const e = new Error('getter message');
-      Object.defineProperty(e, 'code', { get() { throw new Error('code getter'); } });
+      Object.defineProperty(e, 'code', {
+        get() {
+          throw new Error('code getter');
+        },
+      });
       return e;
     }
-    default: return Object.assign(Object.create(null), { code: pick(PROTO_NAMES), message: pick(PROTO_NAMES) });
+    default:
+      return Object.assign(Object.create(null), { code: pick(PROTO_NAMES), message: pick(PROTO_NAMES) });
   }
 }
 
 const anyOut = (name: string, effect: 'read' | 'write' | 'destructive') =>
-  defineTool({ name, description: name, input: z.object({ v: z.any() }), output: z.any(), effect, timeoutMs: 300, retry: { retries: 2, minDelayMs: 10, maxDelayMs: 50 } });
-const shaped = defineTool({ name: 'shaped', description: 'shaped', input: z.object({ v: z.any() }), output: z.object({ v: z.number() }), effect: 'read', timeoutMs: 300 });
+  defineTool({
+    name,
+    description: name,
+    input: z.object({ v: z.any() }),
+    output: z.any(),
+    effect,
+    timeoutMs: 300,
+    retry: { retries: 2, minDelayMs: 10, maxDelayMs: 50 },
+  });
+const shaped = defineTool({
+  name: 'shaped',
+  description: 'shaped',
+  input: z.object({ v: z.any() }),
+  output: z.object({ v: z.number() }),
+  effect: 'read',
+  timeoutMs: 300,
+});
 const reader = anyOut('reader', 'read');
 const writer = anyOut('writer', 'write');
 const destroyer = anyOut('destroyer', 'destructive');
@@ -84,7 +152,11 @@ const chain = defineChain({
     { id: 'a', tool: reader, input: { v: ref('input', 'seed') } },
     { id: 'b', tool: shaped, input: { v: ref('input', 'seed') } },
     { id: 'c', tool: writer, input: (s) => ({ v: s.results.b.v }), compensate: { tool: writer, input: { v: 0 } } },
-    { id: 'pick', select: { from: ref('a'), where: (item: unknown) => Boolean(item), expect: 'first' }, when: (s) => Array.isArray(s.results.a) },
+    {
+      id: 'pick',
+      select: { from: ref('a'), where: (item: unknown) => Boolean(item), expect: 'first' },
+      when: (s) => Array.isArray(s.results.a),
+    },
     { id: 'd', tool: destroyer, input: { v: 1 }, confirm: false },
   ],
   output: (s) => ({ a: s.results.a, d: s.results.d }),
@@ -112,23 +184,34 @@ describe('fuzz: hostile tool answers never crash the host', () => {
         if (roll < 0.45) return Promise.reject(randomThrown(r));
         if (roll < 0.5) throw randomThrown(r); // a synchronous throw from the invoker itself
         const value = call.tool === 'shaped' && r() < 0.5 ? { v: 1 } : randomValue(r);
-        return r() < 0.3 ? new Promise((res) => setTimeout(() => res(value), Math.floor(r() * 400))) : Promise.resolve(value);
+        return r() < 0.3
+          ? new Promise((res) => setTimeout(() => res(value), Math.floor(r() * 400)))
+          : Promise.resolve(value);
       };
       const logged: unknown[] = [];
       const log = (obj: object): void => void logged.push(obj);
       const runner = createRunner({
-        invoker: answer, traceDetail: detail, logger: { debug: log, info: log, warn: log, error: log },
-        breaker: { threshold: 1_000, openMs: 1_000 }, random: r,
+        invoker: answer,
+        traceDetail: detail,
+        logger: { debug: log, info: log, warn: log, error: log },
+        breaker: { threshold: 1_000, openMs: 1_000 },
+        random: r,
       });
       const settled: (RunResult | undefined)[] = [];
-      const runs = Array.from({ length: 400 }, (_, i) => runner.run(chain, { seed: i }, { context: { userId: `u${i % 7}` }, runId: `run${i}` }).then((res) => (settled[i] = res)));
+      const runs = Array.from({ length: 400 }, (_, i) =>
+        runner
+          .run(chain, { seed: i }, { context: { userId: `u${i % 7}` }, runId: `run${i}` })
+          .then((res) => (settled[i] = res)),
+      );
       await vi.advanceTimersByTimeAsync(DEADLINE_MS + 1);
       const unsettled = [...Array(400).keys()].filter((i) => !settled[i]).map((i) => `run${i}`);
       expect(unsettled).toEqual([]); // run ids name the seeds to replay
       await Promise.all(runs);
       for (const res of settled) {
         expect(STATUSES.has(res!.status)).toBe(true);
-        expect(() => JSON.stringify(res!.status === 'failed' ? res!.error : res!.trace.steps.map((s) => s.status))).not.toThrow();
+        expect(() =>
+          JSON.stringify(res!.status === 'failed' ? res!.error : res!.trace.steps.map((s) => s.status)),
+        ).not.toThrow();
         if (res!.status === 'failed') {
           expect(typeof res!.error.message).toBe('string');
           expect(res!.error.message).not.toContain('hunter2');

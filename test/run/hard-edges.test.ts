@@ -1,13 +1,29 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, findAndDelete, memoryCheckpointStore, ref, runChain, taskTools, type RunResult } from 'chainkit';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  findAndDelete,
+  memoryCheckpointStore,
+  ref,
+  runChain,
+  taskTools,
+  type RunResult,
+} from 'chainkit';
 import { type CheckpointStore, type LearningStore } from 'chainkit/stores';
 import { createMockInvoker, createTaskStore, fixtures } from 'chainkit/testing';
 
 const codeOf = (r: RunResult) => (r.status === 'failed' ? `${r.error.category}/${r.error.code}` : r.status);
 const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
-const echo = defineTool({ name: 'echo', description: 'Echo', input: z.object({ v: z.number() }), output: z.object({ v: z.number() }), effect: 'read' });
+const echo = defineTool({
+  name: 'echo',
+  description: 'Echo',
+  input: z.object({ v: z.number() }),
+  output: z.object({ v: z.number() }),
+  effect: 'read',
+});
 
 afterEach(() => {
   vi.useRealTimers();
@@ -47,7 +63,8 @@ describe('a compute step or `when` that never settles ends with the run', () => 
     const invoker = createMockInvoker({ echo: { ok: { v: 1 } } });
     const runner = createRunner({ invoker });
     const skipping = defineChain({
-      name: 'skips', input: z.object({}),
+      name: 'skips',
+      input: z.object({}),
       steps: [{ id: 'call', tool: echo, input: { v: 1 }, when: async () => false }],
     });
     const r = await runner.run(skipping, {});
@@ -56,7 +73,8 @@ describe('a compute step or `when` that never settles ends with the run', () => 
     expect(invoker.callsTo('echo')).toHaveLength(0);
 
     const running = defineChain({
-      name: 'runs', input: z.object({}),
+      name: 'runs',
+      input: z.object({}),
       steps: [{ id: 'call', tool: echo, input: { v: 2 }, when: async () => true }],
     });
     const ran = await runner.run(running, {});
@@ -65,7 +83,9 @@ describe('a compute step or `when` that never settles ends with the run', () => 
 
     vi.useFakeTimers();
     const stuck = defineChain({
-      name: 'stuck', input: z.object({}), timeoutMs: 500,
+      name: 'stuck',
+      input: z.object({}),
+      timeoutMs: 500,
       steps: [{ id: 'call', tool: echo, input: { v: 3 }, when: () => never<boolean>() }],
     });
     const pending = runner.run(stuck, {});
@@ -94,7 +114,13 @@ describe('results keyed by step id keep no prototype', () => {
   });
 
   it('a skipped step named `constructor` is not compensated after a later failure', async () => {
-    const undo = defineTool({ name: 'undo', description: 'Undo', input: z.object({}), output: z.object({}), effect: 'write' });
+    const undo = defineTool({
+      name: 'undo',
+      description: 'Undo',
+      input: z.object({}),
+      output: z.object({}),
+      effect: 'write',
+    });
     const invoker = createMockInvoker({ undo: { ok: {} } });
     const runner = createRunner({ invoker });
     const chain = defineChain({
@@ -102,7 +128,12 @@ describe('results keyed by step id keep no prototype', () => {
       input: z.object({}),
       steps: [
         { id: 'constructor', compute: () => 1, when: () => false, compensate: { tool: undo, input: {} } },
-        { id: 'boom', compute: () => { throw new Error('later failure'); } },
+        {
+          id: 'boom',
+          compute: () => {
+            throw new Error('later failure');
+          },
+        },
       ],
     });
     const r = await runner.run(chain, {});
@@ -114,11 +145,19 @@ describe('results keyed by step id keep no prototype', () => {
 });
 
 describe('run() returns a result for input it cannot read', () => {
-  const chain = defineChain({ name: 'reads', input: z.object({ match: z.string() }), steps: [{ id: 'c', compute: (s) => s.input.match }] });
+  const chain = defineChain({
+    name: 'reads',
+    input: z.object({ match: z.string() }),
+    steps: [{ id: 'c', compute: (s) => s.input.match }],
+  });
 
   it('a throwing getter in the input', async () => {
     const runner = createRunner({ invoker: createMockInvoker({}) });
-    const input = { get match(): string { throw new Error('getter exploded'); } };
+    const input = {
+      get match(): string {
+        throw new Error('getter exploded');
+      },
+    };
     const r = await runner.run(chain, input);
     expect(r.status).toBe('failed');
     expect(r.status === 'failed' && r.error.category).toBe('invalid_input');
@@ -127,7 +166,26 @@ describe('run() returns a result for input it cannot read', () => {
 
   it('a hostile Proxy as input and as options', async () => {
     const runner = createRunner({ invoker: createMockInvoker({}) });
-    const hostile = new Proxy({}, { get() { throw new Error('trap'); }, has() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); }, getOwnPropertyDescriptor() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); } });
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('trap');
+        },
+        has() {
+          throw new Error('trap');
+        },
+        ownKeys() {
+          throw new Error('trap');
+        },
+        getOwnPropertyDescriptor() {
+          throw new Error('trap');
+        },
+        getPrototypeOf() {
+          throw new Error('trap');
+        },
+      },
+    );
     const a = await runner.run(chain, hostile as { match: string });
     expect(codeOf(a).startsWith('invalid_input/')).toBe(true);
     const b = await runner.run(chain, { match: 'x' }, hostile);
@@ -143,11 +201,19 @@ describe('one AbortSignal shared by many runs', () => {
     process.on('warning', onWarning);
     try {
       const runner = createRunner({ invoker: createMockInvoker({ echo: { ok: { v: 1 }, delayMs: 5 } }) });
-      const chain = defineChain({ name: 'shared_signal', input: z.object({}), steps: [{ id: 'e', tool: echo, input: { v: 1 } }] });
+      const chain = defineChain({
+        name: 'shared_signal',
+        input: z.object({}),
+        steps: [{ id: 'e', tool: echo, input: { v: 1 } }],
+      });
       const controller = new AbortController();
-      const results = await Promise.all(Array.from({ length: 50 }, () => runner.run(chain, {}, { signal: controller.signal })));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => runner.run(chain, {}, { signal: controller.signal })),
+      );
       expect(results.every((r) => r.status === 'completed')).toBe(true);
-      const aborted = Promise.all(Array.from({ length: 20 }, () => runner.run(chain, {}, { signal: controller.signal })));
+      const aborted = Promise.all(
+        Array.from({ length: 20 }, () => runner.run(chain, {}, { signal: controller.signal })),
+      );
       controller.abort();
       expect((await aborted).map(codeOf)).toEqual(Array(20).fill('cancelled/cancelled'));
       await new Promise((r) => setImmediate(r));
@@ -171,14 +237,21 @@ describe('store waits are bounded', () => {
     };
     const chain = defineChain({ ...findAndDeleteSpec(), timeoutMs: 3_000 });
     // The runner reads the (fake) clock at every call: real milliseconds must not shorten the bound.
-    const runner = createRunner({ invoker: shop.invoker, tools: [...taskTools], stores: { checkpoints }, now: () => Date.now() });
+    const runner = createRunner({
+      invoker: shop.invoker,
+      tools: [...taskTools],
+      stores: { checkpoints },
+      now: () => Date.now(),
+    });
     const gate = await runner.run(chain, { match: 'groceries' }, { context: { userId: fixtures.alice } });
     expect(gate.status).toBe('awaiting_confirmation');
     if (gate.status !== 'awaiting_confirmation') return;
     hang = true;
     vi.useFakeTimers();
     let settled: RunResult | undefined;
-    void runner.resume(gate.resumeToken, { approved: true }, { context: { userId: fixtures.alice }, chain }).then((r) => (settled = r));
+    void runner
+      .resume(gate.resumeToken, { approved: true }, { context: { userId: fixtures.alice }, chain })
+      .then((r) => (settled = r));
     await vi.advanceTimersByTimeAsync(2_999);
     expect(settled).toBeUndefined();
     await vi.advanceTimersByTimeAsync(1);
@@ -190,7 +263,11 @@ describe('store waits are bounded', () => {
   it('close() returns while the learning store hangs', async () => {
     vi.useFakeTimers();
     const learning: LearningStore = { load: async () => ({ transitions: [], samples: [] }), append: () => never() };
-    const runner = createRunner({ invoker: createMockInvoker({ echo: { ok: { v: 1 } } }), tools: [echo], stores: { metrics: learning } });
+    const runner = createRunner({
+      invoker: createMockInvoker({ echo: { ok: { v: 1 } } }),
+      tools: [echo],
+      stores: { metrics: learning },
+    });
     await runner.ready;
     await runner.invoke('echo', { v: 1 }, { sessionId: 's' });
     let closed = false;
@@ -203,19 +280,29 @@ describe('store waits are bounded', () => {
 describe('runChain and confirmation gates', () => {
   it('refuses a gated chain when the token it would return could never be resumed', async () => {
     const shop = createTaskStore({ users: fixtures.users });
-    await expect(runChain(findAndDelete, { match: 'groceries' }, { invoker: shop.invoker, context: { userId: fixtures.alice } })).rejects.toThrow(/confirmation gate.*confirm/);
+    await expect(
+      runChain(findAndDelete, { match: 'groceries' }, { invoker: shop.invoker, context: { userId: fixtures.alice } }),
+    ).rejects.toThrow(/confirmation gate.*confirm/);
     expect(shop.tasks(fixtures.alice).some((t) => t.title === 'Buy groceries')).toBe(true);
   });
 
   it('runs it with `confirm`, and returns a resumable token with a shared secret and checkpoint store', async () => {
     const shop = createTaskStore({ users: fixtures.users });
     const context = { userId: fixtures.alice };
-    const answered = await runChain(findAndDelete, { match: 'groceries' }, { invoker: shop.invoker, context, confirm: () => true });
+    const answered = await runChain(
+      findAndDelete,
+      { match: 'groceries' },
+      { invoker: shop.invoker, context, confirm: () => true },
+    );
     expect(answered.status).toBe('completed');
 
     const checkpoints = memoryCheckpointStore();
     const secret = 'a-shared-secret-of-32-characters!';
-    const gated = await runChain(findAndDelete, { match: 'dentist' }, { invoker: shop.invoker, context, secret, stores: { checkpoints } });
+    const gated = await runChain(
+      findAndDelete,
+      { match: 'dentist' },
+      { invoker: shop.invoker, context, secret, stores: { checkpoints } },
+    );
     expect(gated.status).toBe('awaiting_confirmation');
     if (gated.status !== 'awaiting_confirmation') return;
     const later = createRunner({ invoker: shop.invoker, chains: [findAndDelete], secret, stores: { checkpoints } });
@@ -234,8 +321,20 @@ function findAndDeleteSpec() {
     context: z.object({ userId: z.string() }),
     steps: [
       { id: 'find', tool: listTasks!, input: { user_id: ref('context', 'userId'), status: 'all' } },
-      { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' as const } },
-      { id: 'delete', tool: deleteTask!, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') }, confirm: { prompt: 'Delete it?' } },
+      {
+        id: 'target',
+        select: {
+          from: ref('find', 'tasks'),
+          where: { title: { contains: ref('input', 'match') } },
+          expect: 'one' as const,
+        },
+      },
+      {
+        id: 'delete',
+        tool: deleteTask!,
+        input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') },
+        confirm: { prompt: 'Delete it?' },
+      },
     ],
   };
 }
@@ -243,10 +342,24 @@ function findAndDeleteSpec() {
 describe('runner.invoke on hostile or out-of-range input', () => {
   it('returns a failed result for an input it cannot read, and refuses a timeoutMs that is no timer', async () => {
     const runner = createRunner({ invoker: createMockInvoker({ echo: { ok: { v: 1 } } }), tools: [echo] });
-    const hostile = new Proxy({}, { get() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); }, getOwnPropertyDescriptor() { throw new Error('trap'); } });
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('trap');
+        },
+        ownKeys() {
+          throw new Error('trap');
+        },
+        getOwnPropertyDescriptor() {
+          throw new Error('trap');
+        },
+      },
+    );
     const r = await runner.invoke('echo', hostile);
     expect(r.status === 'failed' && r.error.category).toBe('invalid_input');
-    for (const timeoutMs of [NaN, Infinity, -1, 2 ** 31]) await expect(runner.invoke('echo', { v: 1 }, { timeoutMs })).rejects.toThrow(/timeoutMs/);
+    for (const timeoutMs of [NaN, Infinity, -1, 2 ** 31])
+      await expect(runner.invoke('echo', { v: 1 }, { timeoutMs })).rejects.toThrow(/timeoutMs/);
     await runner.close();
   });
 });
@@ -255,6 +368,8 @@ describe('classification of a huge message', () => {
   it('a megabyte of text classifies at once (the patterns read its head only)', async () => {
     const { classifyError } = await import('../../src/errors/classify.js');
     expect(classifyError(new Error('dependency '.repeat(100_000))).category).toBe('unknown');
-    expect(classifyError(new Error(`upstream dependency unavailable ${'x'.repeat(1_000_000)}`)).category).toBe('unavailable');
+    expect(classifyError(new Error(`upstream dependency unavailable ${'x'.repeat(1_000_000)}`)).category).toBe(
+      'unavailable',
+    );
   });
 });

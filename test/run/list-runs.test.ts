@@ -1,6 +1,14 @@
 // runner.listRuns: the filter is checked, the cursor round-trips, the approvals inbox shows each parked gate's step and question.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, memoryIdempotencyStore, memoryRunStore, taskChains, taskTools, type Runner } from '../../src/index.js';
+import {
+  createRunner,
+  findAndDelete,
+  memoryIdempotencyStore,
+  memoryRunStore,
+  taskChains,
+  taskTools,
+  type Runner,
+} from '../../src/index.js';
 import { type RunStore } from '../../src/stores/index.js';
 import { createTaskStore, fixtures } from '../../src/testing/index.js';
 import { entry, record } from '../stores/run-store-contract.js';
@@ -11,7 +19,13 @@ afterEach(async () => {
 });
 const make = (runs?: RunStore) => {
   const store = createTaskStore({ users: fixtures.users });
-  const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [...taskChains], secret: 'list-runs-test-secret-0123456789', ...(runs && { stores: { runs } }) });
+  const runner = createRunner({
+    invoker: store.invoker,
+    tools: [...taskTools],
+    chains: [...taskChains],
+    secret: 'list-runs-test-secret-0123456789',
+    ...(runs && { stores: { runs } }),
+  });
   runners.push(runner);
   return runner;
 };
@@ -30,13 +44,24 @@ describe('runner.listRuns', () => {
     expect(inbox.cursor).toBeUndefined();
     expect(new Set(inbox.runs.map((r) => r.runId))).toEqual(new Set([first.runId, second.runId]));
     const entryOf = (id: string) => inbox.runs.find((r) => r.runId === id)!;
-    expect(entryOf(second.runId).awaiting).toEqual({ step: second.confirmation.step, question: second.confirmation.prompt });
-    expect(entryOf(first.runId)).toMatchObject({ chain: findAndDelete.name, status: 'awaiting_confirmation', awaiting: { step: first.confirmation.step, question: first.confirmation.prompt } });
+    expect(entryOf(second.runId).awaiting).toEqual({
+      step: second.confirmation.step,
+      question: second.confirmation.prompt,
+    });
+    expect(entryOf(first.runId)).toMatchObject({
+      chain: findAndDelete.name,
+      status: 'awaiting_confirmation',
+      awaiting: { step: first.confirmation.step, question: first.confirmation.prompt },
+    });
     expect(JSON.stringify(inbox)).not.toContain(first.resumeToken);
     // Approved: it leaves the inbox and is listed as completed.
     await runner.resume(first.resumeToken, { approved: true }, { context });
-    expect((await runner.listRuns({ status: 'awaiting_confirmation' })).runs.map((r) => r.runId)).toEqual([second.runId]);
-    expect((await runner.listRuns({ status: ['completed', 'failed'] })).runs.map((r) => r.runId)).toEqual([first.runId]);
+    expect((await runner.listRuns({ status: 'awaiting_confirmation' })).runs.map((r) => r.runId)).toEqual([
+      second.runId,
+    ]);
+    expect((await runner.listRuns({ status: ['completed', 'failed'] })).runs.map((r) => r.runId)).toEqual([
+      first.runId,
+    ]);
   });
 
   it('pages with the cursor it returns, and redacts the question as traces are', async () => {
@@ -46,22 +71,38 @@ describe('runner.listRuns', () => {
       const rec = record('A', t + 60_000, { startedAt: t + i });
       await runs.create(rec, t);
       await runs.journal(rec.runId, 'A', entry('find', 1));
-      await runs.finish(rec.runId, 'A', 'awaiting_confirmation', { status: 'awaiting_confirmation', confirmation: { step: 'reset', tool: 't', prompt: `Reset ${i}? password=hunter2`, expiresAt: 'x' } }, 60_000);
+      await runs.finish(
+        rec.runId,
+        'A',
+        'awaiting_confirmation',
+        {
+          status: 'awaiting_confirmation',
+          confirmation: { step: 'reset', tool: 't', prompt: `Reset ${i}? password=hunter2`, expiresAt: 'x' },
+        },
+        60_000,
+      );
     }
     const runner = make(runs);
     const one = await runner.listRuns({ status: 'awaiting_confirmation', limit: 2 });
-    expect(one.runs.map((r) => r.awaiting?.question)).toEqual(['Reset 2? password=[REDACTED]', 'Reset 1? password=[REDACTED]']);
+    expect(one.runs.map((r) => r.awaiting?.question)).toEqual([
+      'Reset 2? password=[REDACTED]',
+      'Reset 1? password=[REDACTED]',
+    ]);
     expect(typeof one.cursor).toBe('string');
     const two = await runner.listRuns({ status: 'awaiting_confirmation', limit: 2, cursor: one.cursor! });
     expect(two.runs.map((r) => r.awaiting?.question)).toEqual(['Reset 0? password=[REDACTED]']);
     expect(two.cursor).toBeUndefined();
-    expect((await runner.listRuns({ since: new Date(t + 1), until: t + 2 })).runs.map((r) => r.startedAt)).toEqual([t + 1]);
+    expect((await runner.listRuns({ since: new Date(t + 1), until: t + 2 })).runs.map((r) => r.startedAt)).toEqual([
+      t + 1,
+    ]);
   });
 
   it('refuses a malformed cursor or filter with a clear error', async () => {
     const runner = make(memoryRunStore());
     await expect(runner.listRuns({ cursor: 'not-a-cursor' })).rejects.toThrow(/Malformed `cursor`/);
-    await expect(runner.listRuns({ cursor: Buffer.from('[1,"x","r"]').toString('base64url') })).rejects.toThrow(TypeError);
+    await expect(runner.listRuns({ cursor: Buffer.from('[1,"x","r"]').toString('base64url') })).rejects.toThrow(
+      TypeError,
+    );
     await expect(runner.listRuns({ cursor: '' })).rejects.toThrow(/Malformed `cursor`/);
     await expect(runner.listRuns({ status: 'parked' as never })).rejects.toThrow(/`status`/);
     await expect(runner.listRuns({ status: [] })).rejects.toThrow(/`status`/);

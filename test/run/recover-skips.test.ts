@@ -7,9 +7,23 @@ import { createRunner, defineChain, defineTool, functionInvoker, ref, type Runne
 import type { RunStore } from '../../src/stores/index.js';
 import { memoryRunStore } from '../../src/testing/index.js';
 
-const step = defineTool({ name: 'step', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const step = defineTool({
+  name: 'step',
+  description: 's',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 const chainOf = (name: string, last = 'b') =>
-  defineChain({ name, input: z.object({ n: z.number() }), timeoutMs: 600_000, steps: [{ id: 'a', tool: step, input: { n: ref('input', 'n') } }, { id: last, tool: step, input: { n: ref('a', 'n') } }] });
+  defineChain({
+    name,
+    input: z.object({ n: z.number() }),
+    timeoutMs: 600_000,
+    steps: [
+      { id: 'a', tool: step, input: { n: ref('input', 'n') } },
+      { id: last, tool: step, input: { n: ref('a', 'n') } },
+    ],
+  });
 const orders = chainOf('orders');
 const ordersV2 = chainOf('orders', 'b2'); // another definition: another fingerprint
 const mail = chainOf('mail');
@@ -20,16 +34,30 @@ afterEach(async () => {
 });
 
 const never = (): Promise<never> => new Promise(() => {});
-function make(store: RunStore, now: () => number, chains: ReturnType<typeof chainOf>[], options: { hang?: boolean; logger?: ReturnType<typeof spyLogger> } = {}) {
+function make(
+  store: RunStore,
+  now: () => number,
+  chains: ReturnType<typeof chainOf>[],
+  options: { hang?: boolean; logger?: ReturnType<typeof spyLogger> } = {},
+) {
   let calls = 0;
   const invoker = functionInvoker([step], { step: async ({ n }) => (++calls > 1 && options.hang ? never() : { n }) });
-  const runner = createRunner({ invoker, chains, stores: { runs: store }, now, leaseMs: 1_000, ...(options.logger && { logger: options.logger }) });
+  const runner = createRunner({
+    invoker,
+    chains,
+    stores: { runs: store },
+    now,
+    leaseMs: 1_000,
+    ...(options.logger && { logger: options.logger }),
+  });
   runners.push(runner);
   return runner;
 }
 const spyLogger = () => ({ debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error: vi.fn() });
 const skipLines = (logger: ReturnType<typeof spyLogger>) =>
-  logger.debug.mock.calls.filter(([, msg]) => typeof msg === 'string' && msg.includes('skipped run')).map(([obj, msg]) => ({ ...(obj as { runId: string; chain: string; reason: string }), msg: msg as string }));
+  logger.debug.mock.calls
+    .filter(([, msg]) => typeof msg === 'string' && msg.includes('skipped run'))
+    .map(([obj, msg]) => ({ ...(obj as { runId: string; chain: string; reason: string }), msg: msg as string }));
 
 describe('recover() says why it left runs alone', () => {
   it('names each run in flight it did not take, with the reason, at debug level', async () => {
@@ -54,7 +82,9 @@ describe('recover() says why it left runs alone', () => {
       ['mail-run', 'mail', 'unknown_chain'],
       ['old-orders', 'orders', 'chain_changed'],
     ]);
-    expect(lines[1]!.msg).toContain("recover() skipped run mail-run (chain mail): this runner has no chain named 'mail'");
+    expect(lines[1]!.msg).toContain(
+      "recover() skipped run mail-run (chain mail): this runner has no chain named 'mail'",
+    );
     expect(lines[2]!.msg).toContain('another definition of chain orders');
     expect(lines[0]!.msg).toMatch(/holds its lease for \d+ ms more/);
     // Untouched: still in flight under their owners.

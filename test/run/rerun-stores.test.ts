@@ -9,11 +9,30 @@ import type { RunStore } from '../../src/stores/index.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
 
-const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const write = defineTool({ name: 'write', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const check = defineTool({ name: 'check', description: 'c', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read' });
+const read = defineTool({
+  name: 'read',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const write = defineTool({
+  name: 'write',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+});
+const check = defineTool({
+  name: 'check',
+  description: 'c',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+});
 const chain = defineChain({
-  name: 'rerun_stores', input: z.object({ n: z.number() }),
+  name: 'rerun_stores',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
     { id: 'b', tool: write, input: { n: ref('a', 'n') } },
@@ -79,7 +98,8 @@ describe.each(Object.keys(setups))('runner.rerun on %s', (name) => {
     const results = await Promise.all([x.result, y.result]);
     // One ran it; the other found it in flight (run_in_progress) or ended (its recorded result).
     expect(results.map((r) => r.status)).toContain('completed');
-    for (const r of results) if (r.status !== 'completed') expect(r.status === 'failed' && r.error.code).toBe('run_in_progress');
+    for (const r of results)
+      if (r.status !== 'completed') expect(r.status === 'failed' && r.error.code).toBe('run_in_progress');
     expect((await one.getRun(`${runId}~rerun1`))?.status).toBe('completed');
     expect(calls).toEqual(['read', 'write', 'check', 'check']);
   });

@@ -2,15 +2,49 @@
 // linked by its id; the steps before the failure are taken from the journal, not called again.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, ref, rerunIdOf, type Runner } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  rerunIdOf,
+  type Runner,
+} from '../../src/index.js';
 import { memoryRunStore } from '../../src/testing/index.js';
 
-const read = defineTool({ name: 'read', description: 'r', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const write = defineTool({ name: 'write', description: 'w', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const check = defineTool({ name: 'check', description: 'c', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'read' });
-const undo = defineTool({ name: 'undo', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
+const read = defineTool({
+  name: 'read',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const write = defineTool({
+  name: 'write',
+  description: 'w',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+});
+const check = defineTool({
+  name: 'check',
+  description: 'c',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'read',
+});
+const undo = defineTool({
+  name: 'undo',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+});
 const chain = defineChain({
-  name: 'rerun_c', input: z.object({ n: z.number() }), context: z.object({ tenant: z.string() }),
+  name: 'rerun_c',
+  input: z.object({ n: z.number() }),
+  context: z.object({ tenant: z.string() }),
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
     { id: 'b', tool: write, input: { n: ref('a', 'n') } },
@@ -18,7 +52,8 @@ const chain = defineChain({
   ],
 });
 const undoable = defineChain({
-  name: 'rerun_undo', input: z.object({ n: z.number() }),
+  name: 'rerun_undo',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'a', tool: read, input: { n: ref('input', 'n') } },
     { id: 'b', tool: write, input: { n: ref('a', 'n') }, compensate: { tool: undo, input: { id: ref('b', 'id') } } },
@@ -44,7 +79,12 @@ function make() {
     },
     undo: async ({ id }) => (calls.push(`undo:${id}`), { ok: true }),
   });
-  const runner = createRunner({ invoker, tools: [read, write, check, undo], chains: [chain, undoable], stores: { runs: memoryRunStore() } });
+  const runner = createRunner({
+    invoker,
+    tools: [read, write, check, undo],
+    chains: [chain, undoable],
+    stores: { runs: memoryRunStore() },
+  });
   runners.push(runner);
   return { runner, calls, heal: () => (checkFails = false) };
 }

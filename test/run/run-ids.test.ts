@@ -8,7 +8,13 @@ const BAD_IDS: unknown[] = ['', 'x'.repeat(256), 'a\nb', 'nul\u0000', { id: 1 }]
 
 describe('run ids outside runs', () => {
   it('getRun, cancel, decide and watch refuse a malformed run id with invalid_run_id before any store call', async () => {
-    const ping = defineTool({ name: 'ping', description: 'ping', effect: 'read', input: z.object({}), output: z.object({}) });
+    const ping = defineTool({
+      name: 'ping',
+      description: 'ping',
+      effect: 'read',
+      input: z.object({}),
+      output: z.object({}),
+    });
     const store = memoryRunStore();
     let asked = 0;
     const counting: RunStore = new Proxy(store, {
@@ -21,14 +27,26 @@ describe('run ids outside runs', () => {
         };
       },
     });
-    const runner = createRunner({ invoker: functionInvoker([ping], { ping: () => ({}) }), tools: [ping], stores: { runs: counting } });
+    const runner = createRunner({
+      invoker: functionInvoker([ping], { ping: () => ({}) }),
+      tools: [ping],
+      stores: { runs: counting },
+    });
     try {
       for (const id of BAD_IDS) {
         const runId = id as string;
-        await expect(runner.getRun(runId)).rejects.toMatchObject({ info: { category: 'invalid_input', code: 'invalid_run_id' } });
-        await expect(runner.cancel(runId)).rejects.toMatchObject({ info: { category: 'invalid_input', code: 'invalid_run_id' } });
-        await expect(runner.decide(runId, { approved: true, by: 'ops' })).rejects.toMatchObject({ info: { category: 'invalid_input', code: 'invalid_run_id' } });
-        expect(() => runner.watch(runId)).toThrow(expect.objectContaining({ info: expect.objectContaining({ code: 'invalid_run_id' }) }));
+        await expect(runner.getRun(runId)).rejects.toMatchObject({
+          info: { category: 'invalid_input', code: 'invalid_run_id' },
+        });
+        await expect(runner.cancel(runId)).rejects.toMatchObject({
+          info: { category: 'invalid_input', code: 'invalid_run_id' },
+        });
+        await expect(runner.decide(runId, { approved: true, by: 'ops' })).rejects.toMatchObject({
+          info: { category: 'invalid_input', code: 'invalid_run_id' },
+        });
+        expect(() => runner.watch(runId)).toThrow(
+          expect.objectContaining({ info: expect.objectContaining({ code: 'invalid_run_id' }) }),
+        );
       }
       expect(asked).toBe(0);
     } finally {

@@ -9,13 +9,33 @@ import { runnerParts } from '../../src/run/parts.js';
 import { storeFailure } from '../../src/stores/guard.js';
 import type { JournalEntry } from '../../src/stores/run-store.js';
 
-const make = defineTool({ name: 'make', description: 'm', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write' });
-const use = defineTool({ name: 'use', description: 'u', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write' });
-const wait = defineTool({ name: 'wait', description: 'w', input: z.object({}), output: z.object({}), effect: 'read', retry: false });
+const make = defineTool({
+  name: 'make',
+  description: 'm',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+});
+const use = defineTool({
+  name: 'use',
+  description: 'u',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+});
+const wait = defineTool({
+  name: 'wait',
+  description: 'w',
+  input: z.object({}),
+  output: z.object({}),
+  effect: 'read',
+  retry: false,
+});
 
 // `use` depends on `make` (a ref to its result); `maybe` is skipped by its `when`.
 const chain = defineChain({
-  name: 'seams', input: z.object({ n: z.number() }),
+  name: 'seams',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'make', tool: make, input: { n: ref('input', 'n') } },
     { id: 'maybe', tool: make, input: { n: 0 }, when: () => false },
@@ -28,12 +48,22 @@ function setup(extra: Partial<Execution> = {}) {
   const invoker = functionInvoker({
     make: (i: { n: number }) => (calls.push('make'), { id: `id-${i.n}` }),
     use: () => (calls.push('use'), { ok: true }),
-    wait: (_: unknown, call: ToolCall) => new Promise((_resolve, reject) => call.signal.addEventListener('abort', () => reject(call.signal.reason))),
+    wait: (_: unknown, call: ToolCall) =>
+      new Promise((_resolve, reject) => call.signal.addEventListener('abort', () => reject(call.signal.reason))),
   });
   const parts = runnerParts({ invoker, tools: [make, use, wait] });
   const exec: Execution = {
-    chain, runId: 'run-1', traceId: 'trace-1', input: { n: 7 }, context: {}, results: Object.create(null) as Record<string, unknown>,
-    done: [], priorTrace: [], startedAt: parts.calls.now(), resumed: false, ...extra,
+    chain,
+    runId: 'run-1',
+    traceId: 'trace-1',
+    input: { n: 7 },
+    context: {},
+    results: Object.create(null) as Record<string, unknown>,
+    done: [],
+    priorTrace: [],
+    startedAt: parts.calls.now(),
+    resumed: false,
+    ...extra,
   };
   return { calls, parts, exec };
 }
@@ -62,7 +92,11 @@ describe('executor seams for durable runs', () => {
     keep.get('make')!();
     await tick();
     expect(calls).toEqual(['make', 'use']);
-    expect(journaled.map((e) => [e.step, e.skipped])).toEqual([['make', undefined], ['maybe', true], ['use', undefined]]);
+    expect(journaled.map((e) => [e.step, e.skipped])).toEqual([
+      ['make', undefined],
+      ['maybe', true],
+      ['use', undefined],
+    ]);
     expect(journaled[1]!.trace).toMatchObject({ id: 'maybe', status: 'skipped' });
     keep.get('maybe')!();
     await tick();
@@ -73,19 +107,36 @@ describe('executor seams for durable runs', () => {
     keep.get('use')!();
     const r = await pending;
     expect(r.status).toBe('completed');
-    expect(r.trace.steps.map((t) => [t.id, t.status])).toEqual([['make', 'success'], ['maybe', 'skipped'], ['use', 'success']]);
+    expect(r.trace.steps.map((t) => [t.id, t.status])).toEqual([
+      ['make', 'success'],
+      ['maybe', 'skipped'],
+      ['use', 'success'],
+    ]);
   });
 
   it('a journal that rejects fails the run with its classification (store_unavailable) and starts no dependent', async () => {
-    const { calls, parts, exec } = setup({ journal: () => Promise.reject(storeFailure('run (journal)', new Error('connection reset'))) });
+    const { calls, parts, exec } = setup({
+      journal: () => Promise.reject(storeFailure('run (journal)', new Error('connection reset'))),
+    });
     const r = await execute(parts, exec);
-    expect(failure(r)).toMatchObject({ category: 'unavailable', code: 'store_unavailable', step: 'make', tool: 'make' });
+    expect(failure(r)).toMatchObject({
+      category: 'unavailable',
+      code: 'store_unavailable',
+      step: 'make',
+      tool: 'make',
+    });
     expect(failure(r)?.message).toContain('connection reset');
     expect(calls).toEqual(['make']);
   });
 
   it('a journal that throws, answers false or resolves false fails the run and starts no dependent', async () => {
-    for (const journal of [() => { throw new Error('no store'); }, () => false, () => Promise.resolve(false)]) {
+    for (const journal of [
+      () => {
+        throw new Error('no store');
+      },
+      () => false,
+      () => Promise.resolve(false),
+    ]) {
       const { calls, parts, exec } = setup({ journal });
       const r = await execute(parts, exec);
       expect(r.status).toBe('failed');
@@ -98,9 +149,20 @@ describe('executor seams for durable runs', () => {
 
   it('starts from prior state: journaled steps are not called again, their trace entries are kept', async () => {
     const journaled: string[] = [];
-    const prior = { stepNumber: 1, id: 'make', tool: 'make', status: 'success' as const, attempts: 1, latencyMs: 3, startedAt: new Date(0).toISOString() };
+    const prior = {
+      stepNumber: 1,
+      id: 'make',
+      tool: 'make',
+      status: 'success' as const,
+      attempts: 1,
+      latencyMs: 3,
+      startedAt: new Date(0).toISOString(),
+    };
     const { calls, parts, exec } = setup({
-      resumed: true, done: ['make', 'maybe'], results: Object.assign(Object.create(null) as Record<string, unknown>, { make: { id: 'id-1' } }), priorTrace: [prior],
+      resumed: true,
+      done: ['make', 'maybe'],
+      results: Object.assign(Object.create(null) as Record<string, unknown>, { make: { id: 'id-1' } }),
+      priorTrace: [prior],
       journal: (entry) => void journaled.push(entry.step),
     });
     const r = await execute(parts, exec);
@@ -113,12 +175,21 @@ describe('executor seams for durable runs', () => {
 
   it('honours an explicit deadlineAt over the chain timeout, and skips preconditions when continuing', async () => {
     const gated = defineChain({
-      name: 'waits', input: z.object({}), steps: [{ id: 'w', tool: wait, input: {} }],
-      preconditions: [{ check: () => false, message: 'never' }], timeoutMs: 60_000,
+      name: 'waits',
+      input: z.object({}),
+      steps: [{ id: 'w', tool: wait, input: {} }],
+      preconditions: [{ check: () => false, message: 'never' }],
+      timeoutMs: 60_000,
     });
     const { parts, exec } = setup();
     const started = Date.now();
-    const r = await execute(parts, { ...exec, chain: gated, input: {}, resumed: true, deadlineAt: parts.calls.now() + 50 });
+    const r = await execute(parts, {
+      ...exec,
+      chain: gated,
+      input: {},
+      resumed: true,
+      deadlineAt: parts.calls.now() + 50,
+    });
     expect(failure(r)).toMatchObject({ category: 'timeout', code: 'deadline_exceeded', step: 'w' });
     expect(Date.now() - started).toBeLessThan(5_000);
   });

@@ -60,29 +60,53 @@ describe('resume tokens', () => {
     const index = ALPHABET.indexOf(last);
     const siblings = [0, 1, 2, 3].map((b) => ALPHABET[(index & ~3) | b]!).filter((c) => c !== last);
     expect(siblings).toHaveLength(3);
-    for (const c of siblings) expect(verifyToken(token.slice(0, -1) + c, secret, 0)).toEqual({ problem: 'invalid_token' });
+    for (const c of siblings)
+      expect(verifyToken(token.slice(0, -1) + c, secret, 0)).toEqual({ problem: 'invalid_token' });
   });
 
   it('refuses a payload that is not canonical base64url, even with a valid signature over it', () => {
     const json = Buffer.from(JSON.stringify({ i: 'c1', e: 2e12 }));
     const canonical = json.toString('base64url');
     expect(verifyToken(`${canonical}.${macOf(canonical)}`, secret, 0)).toEqual({ id: 'c1', expiresAt: 2e12 });
-    for (const payload of [json.toString('base64'), `${canonical}=`, `${canonical}==`, ` ${canonical}`, `${canonical}\n`]) {
+    for (const payload of [
+      json.toString('base64'),
+      `${canonical}=`,
+      `${canonical}==`,
+      ` ${canonical}`,
+      `${canonical}\n`,
+    ]) {
       if (payload === canonical) continue;
       expect(verifyToken(`${payload}.${macOf(payload)}`, secret, 0)).toEqual({ problem: 'invalid_token' });
     }
   });
 
   it('refuses a signed payload that is not the expected JSON shape', () => {
-    for (const data of ['[]', 'null', '{"i":1,"e":2}', '{"i":"a","e":"2"}', '{"i":"a","e":1e400}', '{"i":"a","e":2,"__proto__":{}}x']) {
+    for (const data of [
+      '[]',
+      'null',
+      '{"i":1,"e":2}',
+      '{"i":"a","e":"2"}',
+      '{"i":"a","e":1e400}',
+      '{"i":"a","e":2,"__proto__":{}}x',
+    ]) {
       const payload = Buffer.from(data).toString('base64url');
       expect(verifyToken(`${payload}.${macOf(payload)}`, secret, 0)).toEqual({ problem: 'invalid_token' });
     }
   });
 
   it('a runner refuses a tampered token with invalid_token and still takes the real one', async () => {
-    const del = defineTool({ name: 'del', description: 'd', input: z.object({}), output: z.unknown(), effect: 'destructive' });
-    const chain = defineChain({ name: 'gated', input: z.object({}), steps: [{ id: 'd', tool: del, input: {}, confirm: { prompt: 'sure?' } }] });
+    const del = defineTool({
+      name: 'del',
+      description: 'd',
+      input: z.object({}),
+      output: z.unknown(),
+      effect: 'destructive',
+    });
+    const chain = defineChain({
+      name: 'gated',
+      input: z.object({}),
+      steps: [{ id: 'd', tool: del, input: {}, confirm: { prompt: 'sure?' } }],
+    });
     const runner = createRunner({ invoker: async () => ({ ok: true }), tools: [del], chains: [chain], secret });
     const gate = await runner.run(chain, {});
     if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);

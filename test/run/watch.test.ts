@@ -3,19 +3,43 @@
 // off. The same across processes on Redis and PostgreSQL: test/durable/watch.test.ts.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, memoryRunStore, ref, RunWatchError, type RunEvent, type Runner } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  memoryRunStore,
+  ref,
+  RunWatchError,
+  type RunEvent,
+  type Runner,
+} from '../../src/index.js';
 
-const fetchAll = defineTool({ name: 'fetch_all', description: 'f', input: z.object({ n: z.number() }), output: z.object({ items: z.array(z.number()) }), effect: 'read' });
-const issue = defineTool({ name: 'issue', description: 'i', input: z.object({ items: z.array(z.number()) }), output: z.object({ issued: z.number() }), effect: 'write' });
+const fetchAll = defineTool({
+  name: 'fetch_all',
+  description: 'f',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.number()) }),
+  effect: 'read',
+});
+const issue = defineTool({
+  name: 'issue',
+  description: 'i',
+  input: z.object({ items: z.array(z.number()) }),
+  output: z.object({ issued: z.number() }),
+  effect: 'write',
+});
 const chain = defineChain({
-  name: 'refunds', input: z.object({ n: z.number() }),
+  name: 'refunds',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'find', tool: fetchAll, input: { n: ref('input', 'n') } },
     { id: 'refund', tool: issue, input: { items: ref('find', 'items') } },
   ],
 });
 const gated = defineChain({
-  name: 'refunds_gated', input: z.object({ n: z.number() }),
+  name: 'refunds_gated',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'find', tool: fetchAll, input: { n: ref('input', 'n') } },
     { id: 'refund', tool: issue, input: { items: ref('find', 'items') }, confirm: { prompt: 'Issue the refunds?' } },
@@ -28,7 +52,9 @@ afterEach(async () => {
 });
 
 function make(options: { maxEventsPerRun?: number; progress?: number; failFirst?: boolean } = {}) {
-  const runs = memoryRunStore({ ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }) });
+  const runs = memoryRunStore({
+    ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
+  });
   let failed = false;
   const invoker = functionInvoker([fetchAll, issue], {
     fetch_all: async ({ n }, call) => {
@@ -44,7 +70,13 @@ function make(options: { maxEventsPerRun?: number; progress?: number; failFirst?
       return { issued: items.length };
     },
   });
-  const runner = createRunner({ invoker, tools: [fetchAll, issue], chains: [chain, gated], stores: { runs }, retry: { unavailable: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } } });
+  const runner = createRunner({
+    invoker,
+    tools: [fetchAll, issue],
+    chains: [chain, gated],
+    stores: { runs },
+    retry: { unavailable: { retries: 1, minDelayMs: 1, maxDelayMs: 1 } },
+  });
   runners.push(runner);
   return { runner, runs };
 }
@@ -66,8 +98,16 @@ describe('watching runs (memory run store)', () => {
     if (r.status === 'completed') expect(r.output.issued).toBe(3);
     expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
     expect(seen.map((e) => [e.type, e.step])).toEqual([
-      ['run:start', undefined], ['step:start', 'find'], ['step:progress', 'find'], ['step:end', 'find'],
-      ['step:start', 'refund'], ['step:progress', 'refund'], ['step:progress', 'refund'], ['step:progress', 'refund'], ['step:end', 'refund'], ['run:end', undefined],
+      ['run:start', undefined],
+      ['step:start', 'find'],
+      ['step:progress', 'find'],
+      ['step:end', 'find'],
+      ['step:start', 'refund'],
+      ['step:progress', 'refund'],
+      ['step:progress', 'refund'],
+      ['step:progress', 'refund'],
+      ['step:end', 'refund'],
+      ['run:end', undefined],
     ]);
     expect(seen.every((e) => e.runId === 'w1' && typeof e.at === 'number')).toBe(true);
     expect(seen[2]!.data).toEqual({ phase: 'listing', apiKey: '[REDACTED]' }); // redacted as traces are
@@ -106,13 +146,20 @@ describe('watching runs (memory run store)', () => {
     expect(r.status).toBe('awaiting_confirmation');
     const first = await collect(runner.watch('w4'));
     expect(first.slice(-2).map((e) => e.type)).toEqual(['confirmation:requested', 'run:end']);
-    expect(first.at(-1)!.data).toEqual({ status: 'awaiting_confirmation', confirmation: { step: 'refund', tool: 'issue', prompt: 'Issue the refunds?', expiresAt: expect.any(String) } });
+    expect(first.at(-1)!.data).toEqual({
+      status: 'awaiting_confirmation',
+      confirmation: { step: 'refund', tool: 'issue', prompt: 'Issue the refunds?', expiresAt: expect.any(String) },
+    });
     expect(JSON.stringify(first)).not.toContain(r.status === 'awaiting_confirmation' ? r.resumeToken : 'x'); // never the token
     const last = first.at(-1)!.seq;
     const resumed = await runner.resume(r.status === 'awaiting_confirmation' ? r.resumeToken : '', { approved: true });
     expect(resumed.status).toBe('completed');
     const rest = await collect(runner.watch('w4', { after: last }));
-    expect(rest[0]).toMatchObject({ seq: last + 1, type: 'run:start', data: { chain: 'refunds_gated', resumed: true } });
+    expect(rest[0]).toMatchObject({
+      seq: last + 1,
+      type: 'run:start',
+      data: { chain: 'refunds_gated', resumed: true },
+    });
     expect(rest.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
   });
 
@@ -150,12 +197,17 @@ describe('watching runs (memory run store)', () => {
     const { events, result } = runner.stream(chain, { n: 'x' } as never);
     const seen = await collect(events);
     expect((await result).status).toBe('failed');
-    expect(seen).toEqual([expect.objectContaining({ seq: 1, type: 'run:end', data: expect.objectContaining({ status: 'failed' }) })]);
+    expect(seen).toEqual([
+      expect.objectContaining({ seq: 1, type: 'run:end', data: expect.objectContaining({ status: 'failed' }) }),
+    ]);
   });
 
   it('watch of a run the store does not know fails not_found; watch and stream need a run store', async () => {
     const { runner } = make();
-    const error = await collect(runner.watch('nope')).then(() => undefined, (e: unknown) => e);
+    const error = await collect(runner.watch('nope')).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ name: 'RunWatchError', code: 'not_found', runId: 'nope' });
     const bare = createRunner({ invoker: async () => ({}) });
     runners.push(bare);

@@ -42,13 +42,19 @@ export async function smoke() {
 }
 `;
 writeFileSync(join(work, 'smoke.mjs'), SMOKE);
-writeFileSync(join(work, 'main.mjs'), `import { smoke } from './smoke.mjs';\nconsole.log(JSON.stringify(await smoke()));\n`);
+writeFileSync(
+  join(work, 'main.mjs'),
+  `import { smoke } from './smoke.mjs';\nconsole.log(JSON.stringify(await smoke()));\n`,
+);
 
 const expectSmoke = (stdout: string): void => {
   const result = JSON.parse(stdout.trim().split('\n').at(-1)!);
   expect(result).toMatchObject({
-    gate: 'awaiting_confirmation', prompt: "Are you sure you want to delete 'Buy groceries'?", tokenShape: true,
-    done: 'completed', output: { title: 'Buy groceries', deleted: true },
+    gate: 'awaiting_confirmation',
+    prompt: "Are you sure you want to delete 'Buy groceries'?",
+    tokenShape: true,
+    done: 'completed',
+    output: { title: 'Buy groceries', deleted: true },
   });
   expect(result.left).not.toContain('Buy groceries');
 };
@@ -62,14 +68,15 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise
   });
 }
 
-const freePort = (): Promise<number> => new Promise((done, fail) => {
-  const server = createServer();
-  server.on('error', fail);
-  server.listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number };
-    server.close(() => done(port));
+const freePort = (): Promise<number> =>
+  new Promise((done, fail) => {
+    const server = createServer();
+    server.on('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
   });
-});
 
 describe('the main entry on other runtimes', () => {
   it('has no Node-only import or Buffer in what src/index.ts and chainkit/testing reach', () => {
@@ -78,7 +85,9 @@ describe('the main entry on other runtimes', () => {
       if (seen.has(file)) return;
       seen.add(file);
       const text = readFileSync(file, 'utf8');
-      expect(text, file).not.toMatch(/from\s*["'](?:node:[\w/]+|crypto|buffer|fs|os|path|util|stream|events|http|https|net)["']/);
+      expect(text, file).not.toMatch(
+        /from\s*["'](?:node:[\w/]+|crypto|buffer|fs|os|path|util|stream|events|http|https|net)["']/,
+      );
       expect(text, file).not.toMatch(/\bBuffer\b|\bprocess\.\w/);
       for (const [, rel] of text.matchAll(/from\s*["'](\.{1,2}\/[^"']+)["']/g)) visit(resolve(dirname(file), rel!));
     };
@@ -111,15 +120,35 @@ describe('the main entry on other runtimes', () => {
 
   it('runs a gated chain and resumes it on Deno (local node_modules, no network)', async () => {
     // manual: bare imports inside dist/ (zod, p-retry, …) resolve from this repo's node_modules; nothing is downloaded.
-    expectSmoke(await run(bin('deno'), ['run', '--node-modules-dir=manual', '--cached-only', `--allow-read=${root},${work}`, 'main.mjs'], { DENO_NO_UPDATE_CHECK: '1' }));
+    expectSmoke(
+      await run(
+        bin('deno'),
+        ['run', '--node-modules-dir=manual', '--cached-only', `--allow-read=${root},${work}`, 'main.mjs'],
+        { DENO_NO_UPDATE_CHECK: '1' },
+      ),
+    );
   });
 
   it('runs a gated chain and resumes it on workerd (no nodejs_compat)', async () => {
     // workerd has no node_modules: bundle the worker with zod and the other dependencies into one module.
-    writeFileSync(join(work, 'worker.mjs'), `import { smoke } from './smoke.mjs';\nexport default { async fetch() { return Response.json(await smoke()); } };\n`);
-    await run(bin('esbuild'), ['worker.mjs', '--bundle', '--format=esm', '--platform=neutral', '--conditions=workerd,worker,browser', '--main-fields=module,main', '--outfile=bundle.js', '--log-level=error']);
+    writeFileSync(
+      join(work, 'worker.mjs'),
+      `import { smoke } from './smoke.mjs';\nexport default { async fetch() { return Response.json(await smoke()); } };\n`,
+    );
+    await run(bin('esbuild'), [
+      'worker.mjs',
+      '--bundle',
+      '--format=esm',
+      '--platform=neutral',
+      '--conditions=workerd,worker,browser',
+      '--main-fields=module,main',
+      '--outfile=bundle.js',
+      '--log-level=error',
+    ]);
     const port = await freePort();
-    writeFileSync(join(work, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
+    writeFileSync(
+      join(work, 'config.capnp'),
+      `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [ (name = "main", worker = .smokeWorker) ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
@@ -128,9 +157,14 @@ const smokeWorker :Workerd.Worker = (
   modules = [ (name = "worker", esModule = embed "bundle.js") ],
   compatibilityDate = "2026-11-01",
 );
-`);
+`,
+    );
     // Its own process group: the npm `workerd` launcher starts the real binary as a child, and both must go.
-    const server: ChildProcess = spawn(bin('workerd'), ['serve', 'config.capnp'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const server: ChildProcess = spawn(bin('workerd'), ['serve', 'config.capnp'], {
+      cwd: work,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: true,
+    });
     let stderr = '';
     server.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<void>((done) => server.once('exit', () => done()));
@@ -138,10 +172,13 @@ const smokeWorker :Workerd.Worker = (
       let body: string | undefined;
       for (let i = 0; i < 400 && body === undefined; i++) {
         if (server.exitCode !== null) throw new Error(`workerd exited: ${stderr}`);
-        body = await fetch(`http://127.0.0.1:${port}/`).then((r) => (r.ok ? r.text() : Promise.reject(new Error(`${r.status} ${stderr}`))), (e: unknown) => {
-          if ((e as { cause?: { code?: string } }).cause?.code !== 'ECONNREFUSED') throw e;
-          return new Promise<undefined>((wait) => setTimeout(() => wait(undefined), 25)); // not listening yet
-        });
+        body = await fetch(`http://127.0.0.1:${port}/`).then(
+          (r) => (r.ok ? r.text() : Promise.reject(new Error(`${r.status} ${stderr}`))),
+          (e: unknown) => {
+            if ((e as { cause?: { code?: string } }).cause?.code !== 'ECONNREFUSED') throw e;
+            return new Promise<undefined>((wait) => setTimeout(() => wait(undefined), 25)); // not listening yet
+          },
+        );
       }
       expect(body, stderr).toBeDefined();
       expectSmoke(body!);

@@ -19,7 +19,11 @@ describe('chainkit/sqlite', () => {
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout.trim())).toEqual({ samples: 15 });
     const db = new sqlite.Database(file);
-    const runner = createRunner({ invoker: async () => ({}), tools: [listTasks, updateTask], stores: { metrics: sqliteLearningStore(db) } });
+    const runner = createRunner({
+      invoker: async () => ({}),
+      tools: [listTasks, updateTask],
+      stores: { metrics: sqliteLearningStore(db) },
+    });
     expect(runner.timing.estimate('list_tasks').samples).toBe(0);
     await runner.ready;
     expect(runner.timing.estimate('list_tasks')).toMatchObject({ samples: 15, confidence: 'medium' });
@@ -33,7 +37,14 @@ describe('chainkit/sqlite', () => {
     const store = sqliteLearningStore(db, { maxTransitions: 5, maxSamples: 7 });
     for (let i = 0; i < 4; i++) {
       store.append({
-        transitions: Array.from({ length: 3 }, (_, j) => ({ fromTool: 'a', toTool: 'b', sessionId: `s${i}`, success: true, timestamp: i * 10 + j, gapMs: 1 })),
+        transitions: Array.from({ length: 3 }, (_, j) => ({
+          fromTool: 'a',
+          toTool: 'b',
+          sessionId: `s${i}`,
+          success: true,
+          timestamp: i * 10 + j,
+          gapMs: 1,
+        })),
         samples: Array.from({ length: 4 }, (_, j) => ({ tool: 'a', durationMs: i * 10 + j, complexity: 1 })),
       });
     }

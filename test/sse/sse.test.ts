@@ -7,8 +7,18 @@ import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, memoryRunStore, ref, type RunEvent } from 'chainkit';
 import { formatSSE, lastEventId, SSE_HEADERS, toSSE } from 'chainkit/sse';
 
-const count = defineTool({ name: 'count', description: 'c', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const chain = defineChain({ name: 'sse_chain', input: z.object({ n: z.number() }), steps: [{ id: 'count', tool: count, input: { n: ref('input', 'n') } }] });
+const count = defineTool({
+  name: 'count',
+  description: 'c',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const chain = defineChain({
+  name: 'sse_chain',
+  input: z.object({ n: z.number() }),
+  steps: [{ id: 'count', tool: count, input: { n: ref('input', 'n') } }],
+});
 const runner = createRunner({
   invoker: functionInvoker([count], {
     count: async ({ n }, call) => {
@@ -28,7 +38,11 @@ beforeAll(async () => {
     const stop = new AbortController();
     res.on('close', () => stop.abort());
     res.writeHead(200, SSE_HEADERS);
-    Readable.fromWeb(toSSE(runner.watch(runId, { after: lastEventId(req.headers) ?? 0, signal: stop.signal }), { heartbeatMs: 0 }) as never).pipe(res);
+    Readable.fromWeb(
+      toSSE(runner.watch(runId, { after: lastEventId(req.headers) ?? 0, signal: stop.signal }), {
+        heartbeatMs: 0,
+      }) as never,
+    ).pipe(res);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const address = server.address();
@@ -40,18 +54,28 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-interface Frame { id?: string; event?: string; data?: string }
-async function read(url: string, headers: Record<string, string> = {}): Promise<{ frames: Frame[]; type: string | null }> {
+interface Frame {
+  id?: string;
+  event?: string;
+  data?: string;
+}
+async function read(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ frames: Frame[]; type: string | null }> {
   const res = await fetch(url, { headers });
   const text = await res.text();
-  const frames = text.split('\n\n').filter((b) => b.trim() !== '').map((block) => {
-    const frame: Frame = {};
-    for (const line of block.split('\n')) {
-      const at = line.indexOf(': ');
-      if (at > 0) frame[line.slice(0, at) as keyof Frame] = line.slice(at + 2);
-    }
-    return frame;
-  });
+  const frames = text
+    .split('\n\n')
+    .filter((b) => b.trim() !== '')
+    .map((block) => {
+      const frame: Frame = {};
+      for (const line of block.split('\n')) {
+        const at = line.indexOf(': ');
+        if (at > 0) frame[line.slice(0, at) as keyof Frame] = line.slice(at + 2);
+      }
+      return frame;
+    });
   return { frames, type: res.headers.get('content-type') };
 }
 
@@ -61,10 +85,24 @@ describe('chainkit/sse', () => {
     expect(r.status).toBe('completed');
     const { frames, type } = await read(`${base}/runs/sse-1`);
     expect(type).toBe('text/event-stream; charset=utf-8');
-    expect(frames.map((f) => f.event)).toEqual(['run:start', 'step:start', 'step:progress', 'step:progress', 'step:progress', 'step:end', 'run:end']);
+    expect(frames.map((f) => f.event)).toEqual([
+      'run:start',
+      'step:start',
+      'step:progress',
+      'step:progress',
+      'step:progress',
+      'step:end',
+      'run:end',
+    ]);
     expect(frames.map((f) => f.id)).toEqual(['1', '2', '3', '4', '5', '6', '7']);
     const progress = JSON.parse(frames[2]!.data!) as RunEvent;
-    expect(progress).toMatchObject({ seq: 3, runId: 'sse-1', type: 'step:progress', step: 'count', data: { done: 1, of: 3, big: '18446744073709551616' } });
+    expect(progress).toMatchObject({
+      seq: 3,
+      runId: 'sse-1',
+      type: 'step:progress',
+      step: 'count',
+      data: { done: 1, of: 3, big: '18446744073709551616' },
+    });
   });
 
   it('a reconnect with Last-Event-ID gets every later event once', async () => {

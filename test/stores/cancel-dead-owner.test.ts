@@ -16,7 +16,10 @@ type Msg = { type: string; runId?: string };
 
 function worker(task: WatchJob) {
   const messages: Msg[] = [];
-  const child = fork(script, [JSON.stringify(task)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+  const child = fork(script, [JSON.stringify(task)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.on('message', (m: Msg) => messages.push(m));
@@ -26,14 +29,19 @@ function worker(task: WatchJob) {
     for (;;) {
       const found = messages.find(match);
       if (found) return found;
-      if (child.exitCode !== null || Date.now() > until) throw new Error(`no such message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
+      if (child.exitCode !== null || Date.now() > until)
+        throw new Error(`no such message; got ${JSON.stringify(messages)}; stderr:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   };
-  return { messages, waitFor, kill: async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  } };
+  return {
+    messages,
+    waitFor,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -81,7 +89,9 @@ for (const store of ['redis', 'postgres'] as const) {
           work: async () => (calls.push('work'), { n: 1 }),
           after: async ({ n }) => (calls.push('after'), { n }),
         }),
-        chains: [job], stores, leaseMs: 1_000,
+        chains: [job],
+        stores,
+        leaseMs: 1_000,
       });
       runners.push(b);
       const runId = `${ns}-hang`;
@@ -94,7 +104,10 @@ for (const store of ['redis', 'postgres'] as const) {
         expect(await b.cancel(runId, { reason: 'owner gone' })).toBe('cancelled');
         const info = await b.getRun(runId);
         expect(info?.status).toBe('failed');
-        expect(info?.result?.status === 'failed' && info.result.error).toMatchObject({ category: 'cancelled', code: 'run_cancelled' });
+        expect(info?.result?.status === 'failed' && info.result.error).toMatchObject({
+          category: 'cancelled',
+          code: 'run_cancelled',
+        });
         expect(info?.result?.status === 'failed' && info.result.compensated).toEqual(['reserve']);
         expect(calls).toEqual(['release:r0']); // undone once, by B; the step after never started anywhere
         expect(a.messages.some((m) => m.type === 'after')).toBe(false);

@@ -6,14 +6,44 @@ import type { Checkpoint } from 'chainkit/stores';
 import { trimOldest } from '../../src/util/bounded.js';
 
 const checkpoint = (id: string, contextHash: string, expiresAt: number): Checkpoint => ({
-  v: 1, id, runId: `run-${id}`, traceId: 't', chain: 'c', fingerprint: 'f', input: {}, contextHash, results: {}, done: [], gate: 'g', startedAt: 0, createdAt: 0, expiresAt, trace: [],
+  v: 1,
+  id,
+  runId: `run-${id}`,
+  traceId: 't',
+  chain: 'c',
+  fingerprint: 'f',
+  input: {},
+  contextHash,
+  results: {},
+  done: [],
+  gate: 'g',
+  startedAt: 0,
+  createdAt: 0,
+  expiresAt,
+  trace: [],
 });
 
 describe('trimOldest', () => {
   it('drops expired entries and the oldest past the cap from the front, passing over kept ones, and stops at the first fresh one', () => {
-    const map = new Map([['a', 1], ['b', 2], ['c', 3], ['d', 4], ['e', 5], ['f', 6]]);
+    const map = new Map([
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+      ['e', 5],
+      ['f', 6],
+    ]);
     const dropped: string[] = [];
-    trimOldest(map, 3, (v) => v === 4 || v === 6, (k) => { dropped.push(k); map.delete(k); }, (v) => v === 1);
+    trimOldest(
+      map,
+      3,
+      (v) => v === 4 || v === 6,
+      (k) => {
+        dropped.push(k);
+        map.delete(k);
+      },
+      (v) => v === 1,
+    );
     // a is kept; b and c go for the cap; d has expired; e is fresh with the map at its cap: the pass ends there.
     expect(dropped).toEqual(['b', 'c', 'd']);
     expect([...map.keys()]).toEqual(['a', 'e', 'f']);

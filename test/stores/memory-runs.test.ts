@@ -4,7 +4,16 @@ import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, ref } from '../../src/index.js';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
 import { memoryRunStore } from 'chainkit/testing';
-import { entry, record, runEventsContract, runStoreContract, watchAcrossRunnersContract, cancelAcrossRunnersContract, decideAcrossRunnersContract, type RunEventsSetup } from './run-store-contract.js';
+import {
+  entry,
+  record,
+  runEventsContract,
+  runStoreContract,
+  watchAcrossRunnersContract,
+  cancelAcrossRunnersContract,
+  decideAcrossRunnersContract,
+  type RunEventsSetup,
+} from './run-store-contract.js';
 import { memoryCheckpointStore } from '../../src/stores/memory.js';
 
 runStoreContract('memory', async () => {
@@ -71,15 +80,28 @@ decideAcrossRunnersContract('memory', async () => {
 });
 
 describe('runner.decide and a declined resume with the memory run store', () => {
-  const send = defineTool({ name: 'send_it', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'write', idempotent: true });
-  const gate = defineChain({ name: 'gate-only', input: z.object({ n: z.number() }), steps: [{ id: 'send', tool: send, input: { n: ref('input', 'n') }, confirm: { prompt: 'Send?' } }] });
+  const send = defineTool({
+    name: 'send_it',
+    description: 's',
+    input: z.object({ n: z.number() }),
+    output: z.object({ n: z.number() }),
+    effect: 'write',
+    idempotent: true,
+  });
+  const gate = defineChain({
+    name: 'gate-only',
+    input: z.object({ n: z.number() }),
+    steps: [{ id: 'send', tool: send, input: { n: ref('input', 'n') }, confirm: { prompt: 'Send?' } }],
+  });
   const invoker = functionInvoker([send], { send_it: async ({ n }) => ({ n }) });
 
   it('a resume declined by the token holder is recorded declined in the run store', async () => {
     const runner = createRunner({ invoker, chains: [gate], stores: { runs: memoryRunStore() } });
     const r = await runner.run(gate, { n: 1 }, { runId: 'declined-by-holder' });
     expect(r.status).toBe('awaiting_confirmation');
-    const declined = await runner.resume(r.status === 'awaiting_confirmation' ? r.resumeToken : '', { approved: false });
+    const declined = await runner.resume(r.status === 'awaiting_confirmation' ? r.resumeToken : '', {
+      approved: false,
+    });
     expect(declined.status).toBe('declined');
     expect((await runner.getRun('declined-by-holder'))?.status).toBe('declined');
     await runner.close();

@@ -12,10 +12,13 @@ describe('memory idempotency take-over', () => {
     expect(store.begin('k', { runId: 'r1', owner: 'alive', takeOver: true })).toEqual({ status: 'new' });
     store.complete('k', { ok: 1 });
     await expect((waiter as { settled: Promise<unknown> }).settled).resolves.toEqual({ ok: 1 });
-    expect(store.begin('k', { runId: 'r1', owner: 'third', takeOver: true })).toEqual({ status: 'done', value: { ok: 1 } });
+    expect(store.begin('k', { runId: 'r1', owner: 'third', takeOver: true })).toEqual({
+      status: 'done',
+      value: { ok: 1 },
+    });
   });
 
-  it('never takes over another run\'s claim, a claim without a run, or without takeOver', () => {
+  it("never takes over another run's claim, a claim without a run, or without takeOver", () => {
     const store = memoryIdempotencyStore();
     store.begin('a', { runId: 'r1', owner: 'o1' });
     expect(store.begin('a', { runId: 'r2', owner: 'o2', takeOver: true })).toMatchObject({ status: 'pending' });

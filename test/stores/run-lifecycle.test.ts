@@ -48,9 +48,13 @@ const setups: Record<string, () => Promise<Setup>> = {
     const idempotency = memoryIdempotencyStore();
     const runs = memoryRunStore({ idempotency, now: () => Date.now() + skew });
     return {
-      runs, peer: runs,
+      runs,
+      peer: runs,
       pass: async (ms) => void (skew += ms + 1),
-      leftovers: async (runId) => ((await runs.get(runId)) ? ['record'] : []).concat((await runs.events!.read(runId, 0, 10)).length > 0 ? ['events'] : []),
+      leftovers: async (runId) =>
+        ((await runs.get(runId)) ? ['record'] : []).concat(
+          (await runs.events!.read(runId, 0, 10)).length > 0 ? ['events'] : [],
+        ),
     };
   },
   redis: async () => {
@@ -65,13 +69,18 @@ const setups: Record<string, () => Promise<Setup>> = {
     });
     const redis = conns[0]!;
     return {
-      runs: stores[0]!.runs, peer: stores[1]!.runs,
+      runs: stores[0]!.runs,
+      peer: stores[1]!.runs,
       pass: async (ms) => {
         await pause(ms + 50); // Redis expires keys by its own clock
       },
       async leftovers(runId, chain) {
         const out: string[] = [];
-        for (const [name, key] of [['record', `${prefix}:run:${runId}`], ['journal', `${prefix}:run-j:${runId}`], ['events', `${prefix}:run-e:${runId}`]] as const) {
+        for (const [name, key] of [
+          ['record', `${prefix}:run:${runId}`],
+          ['journal', `${prefix}:run-j:${runId}`],
+          ['events', `${prefix}:run-e:${runId}`],
+        ] as const) {
           if ((await redis.exists(key)) === 1) out.push(name);
         }
         for (const status of ['running', 'retrying', 'awaiting_confirmation', 'completed', 'failed', 'declined']) {
@@ -79,7 +88,8 @@ const setups: Record<string, () => Promise<Setup>> = {
             if ((await redis.zscore(key, runId)) !== null) out.push(key.slice(prefix.length + 1));
           }
         }
-        if ((await redis.zrange(`${prefix}:runs:exp`, 0, -1)).some((m) => m.includes(JSON.stringify(runId)))) out.push('runs:exp');
+        if ((await redis.zrange(`${prefix}:runs:exp`, 0, -1)).some((m) => m.includes(JSON.stringify(runId))))
+          out.push('runs:exp');
         if ((await redis.zscore(`${prefix}:runs:live`, runId)) !== null) out.push('runs:live');
         return out;
       },
@@ -87,7 +97,10 @@ const setups: Record<string, () => Promise<Setup>> = {
   },
   postgres: async () => {
     const schema = `ck_life_${process.pid}_${++n}_${Date.now() % 100_000}`;
-    const pools = [new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }), new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 })];
+    const pools = [
+      new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }),
+      new pg.Pool({ host: '127.0.0.1', user: 'postgres', database: 'test', max: 3 }),
+    ];
     let skew = 0;
     // The stores' clock (retention, expiry, sweeps) is moved on by pass(); the runners keep real time.
     const stores = pools.map((p) => postgresStores(p, { schema, sweepIntervalMs: 1, now: () => Date.now() + skew }));
@@ -99,7 +112,8 @@ const setups: Record<string, () => Promise<Setup>> = {
     });
     const pool = pools[0]!;
     return {
-      runs: stores[0]!.runs, peer: stores[1]!.runs,
+      runs: stores[0]!.runs,
+      peer: stores[1]!.runs,
       pass: async (ms) => void (skew += ms + 1),
       async leftovers(runId) {
         const out: string[] = [];
@@ -113,29 +127,76 @@ const setups: Record<string, () => Promise<Setup>> = {
   },
 };
 
-const quick = defineTool({ name: 'quick', description: 'q', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const flaky = defineTool({ name: 'flaky', description: 'f', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const reserve = defineTool({ name: 'reserve', description: 'r', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const release = defineTool({ name: 'release', description: 'r', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
-const hang = defineTool({ name: 'hang', description: 'h', input: z.object({ id: z.string() }), output: z.object({ n: z.number() }), effect: 'read' });
+const quick = defineTool({
+  name: 'quick',
+  description: 'q',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const flaky = defineTool({
+  name: 'flaky',
+  description: 'f',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const release = defineTool({
+  name: 'release',
+  description: 'r',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
+const hang = defineTool({
+  name: 'hang',
+  description: 'h',
+  input: z.object({ id: z.string() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 
 const twoSteps = defineChain({
-  name: 'life-two', input: z.object({ n: z.number() }),
+  name: 'life-two',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'first', tool: quick, input: { n: ref('input', 'n') } },
     { id: 'second', tool: flaky, input: { n: ref('first', 'n') } },
   ],
 });
 const cancellable = defineChain({
-  name: 'life-cancel', input: z.object({ n: z.number() }), timeoutMs: 60_000,
+  name: 'life-cancel',
+  input: z.object({ n: z.number() }),
+  timeoutMs: 60_000,
   steps: [
-    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('input', 'n') },
+      compensate: { tool: release, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'wait', tool: hang, input: { id: ref('reserve', 'id') } },
     { id: 'after', tool: quick, input: { n: ref('wait', 'n') } },
   ],
 });
 
-const unused = Object.fromEntries(['quick', 'flaky', 'reserve', 'release', 'hang'].map((n) => [n, async () => { throw new Error(`${n} is not used by this test`); }]));
+const unused = Object.fromEntries(
+  ['quick', 'flaky', 'reserve', 'release', 'hang'].map((n) => [
+    n,
+    async () => {
+      throw new Error(`${n} is not used by this test`);
+    },
+  ]),
+);
 
 for (const [name, make] of Object.entries(setups)) {
   describe(`${name}: the rest of a run's life`, () => {
@@ -143,11 +204,17 @@ for (const [name, make] of Object.entries(setups)) {
     afterEach(async () => {
       for (const r of runners.splice(0)) await r.close();
     });
-    const runner = (runs: RunStore, handlers: Record<string, (input: never, call: never) => unknown>, extra: Record<string, unknown> = {}): Runner => {
+    const runner = (
+      runs: RunStore,
+      handlers: Record<string, (input: never, call: never) => unknown>,
+      extra: Record<string, unknown> = {},
+    ): Runner => {
       const r = createRunner({
         // Every tool needs an implementation (createRunner checks): the ones a test does not use throw.
         invoker: functionInvoker([quick, flaky, reserve, release, hang], { ...unused, ...handlers } as never),
-        chains: [twoSteps, cancellable], stores: { runs }, ...extra,
+        chains: [twoSteps, cancellable],
+        stores: { runs },
+        ...extra,
       });
       runners.push(r);
       return r;
@@ -156,13 +223,17 @@ for (const [name, make] of Object.entries(setups)) {
     it('forgets ended runs and their events after their retention (completed and failed each their own), leaving no listing entry', async () => {
       const { runs, pass, leftovers } = await make();
       const failNext = { yes: false };
-      const a = runner(runs, {
-        quick: async ({ n }: { n: number }) => ({ n }),
-        flaky: async ({ n }: { n: number }) => {
-          if (failNext.yes) throw Object.assign(new Error('refused'), { status: 400 });
-          return { n };
+      const a = runner(
+        runs,
+        {
+          quick: async ({ n }: { n: number }) => ({ n }),
+          flaky: async ({ n }: { n: number }) => {
+            if (failNext.yes) throw Object.assign(new Error('refused'), { status: 400 });
+            return { n };
+          },
         },
-      }, { retention: { completedMs: 3_600_000, failedMs: 600 } });
+        { retention: { completedMs: 3_600_000, failedMs: 600 } },
+      );
       const done = await a.run(twoSteps, { n: 1 }, { runId: uid('kept') });
       failNext.yes = true;
       const failed = await a.run(twoSteps, { n: 2 }, { runId: uid('gone') });
@@ -179,7 +250,12 @@ for (const [name, make] of Object.entries(setups)) {
       // A later write prunes what expired (Redis: the listing indexes; PostgreSQL: its sweep).
       expect((await a.run(twoSteps, { n: 3 }, { runId: uid('later') })).status).toBe('completed');
       // Checked before any listing: a listing would drop what it meets, and no entry may wait for one.
-      expect(await eventually(() => leftovers(failed.runId, twoSteps.name), (l) => l.length === 0)).toEqual([]);
+      expect(
+        await eventually(
+          () => leftovers(failed.runId, twoSteps.name),
+          (l) => l.length === 0,
+        ),
+      ).toEqual([]);
       expect(await a.getRun(failed.runId)).toBeUndefined();
       expect(await runs.events!.read(failed.runId, 0, 100)).toEqual([]);
       expect((await a.listRuns({ status: 'failed' })).runs.map((r) => r.runId)).toEqual([younger.runId]);
@@ -191,8 +267,18 @@ for (const [name, make] of Object.entries(setups)) {
 
     it('keeps a run parked at a gate until its resume token expires, then forgets it', async () => {
       const { runs, pass, leftovers } = await make();
-      const gated = defineChain({ name: 'life-gated', input: z.object({ n: z.number() }), steps: [{ id: 'send', tool: quick, input: { n: ref('input', 'n') }, confirm: { prompt: 'Send?' } }] });
-      const a = createRunner({ invoker: functionInvoker([quick], { quick: async ({ n }) => ({ n }) }), chains: [gated], stores: { runs }, confirmationTtlMs: 800, retention: { completedMs: 3_600_000, failedMs: 3_600_000 } });
+      const gated = defineChain({
+        name: 'life-gated',
+        input: z.object({ n: z.number() }),
+        steps: [{ id: 'send', tool: quick, input: { n: ref('input', 'n') }, confirm: { prompt: 'Send?' } }],
+      });
+      const a = createRunner({
+        invoker: functionInvoker([quick], { quick: async ({ n }) => ({ n }) }),
+        chains: [gated],
+        stores: { runs },
+        confirmationTtlMs: 800,
+        retention: { completedMs: 3_600_000, failedMs: 3_600_000 },
+      });
       runners.push(a);
       const parked = await a.run(gated, { n: 1 });
       expect(parked.status).toBe('awaiting_confirmation');
@@ -203,7 +289,12 @@ for (const [name, make] of Object.entries(setups)) {
       await pass(450);
       expect(await a.getRun(parked.runId)).toBeUndefined();
       await a.run(gated, { n: 3 }); // a later write prunes
-      expect(await eventually(() => leftovers(parked.runId, gated.name), (l) => l.length === 0)).toEqual([]);
+      expect(
+        await eventually(
+          () => leftovers(parked.runId, gated.name),
+          (l) => l.length === 0,
+        ),
+      ).toEqual([]);
       const listed = (await a.listRuns({ status: 'awaiting_confirmation' })).runs.map((r) => r.runId);
       expect(listed).toContain(younger.runId);
       expect(listed).not.toContain(parked.runId);
@@ -222,32 +313,56 @@ for (const [name, make] of Object.entries(setups)) {
         marks.push(until);
         return mark(runId, owner, until);
       };
-      const a = runner(runs, {
-        quick: async ({ n }: { n: number }) => ({ n }),
-        flaky: async ({ n }: { n: number }) => {
-          if (++calls === 1) throw Object.assign(new Error('busy'), { status: 503 });
-          secondAttempt();
-          await blocked;
-          return { n };
+      const a = runner(
+        runs,
+        {
+          quick: async ({ n }: { n: number }) => ({ n }),
+          flaky: async ({ n }: { n: number }) => {
+            if (++calls === 1) throw Object.assign(new Error('busy'), { status: 503 });
+            secondAttempt();
+            await blocked;
+            return { n };
+          },
         },
-      }, { retry: { unavailable: { retries: 1, minDelayMs: 1_500, maxDelayMs: 1_500 } }, random: () => 0 });
+        { retry: { unavailable: { retries: 1, minDelayMs: 1_500, maxDelayMs: 1_500 } }, random: () => 0 },
+      );
       const b = runner(peer, {});
       const runId = uid('retrying');
       const result = a.run(twoSteps, { n: 1 }, { runId });
-      expect((await eventually(() => b.getRun(runId), (r) => r?.status === 'retrying'))?.status).toBe('retrying');
-      expect((await b.listRuns({ status: 'retrying' })).runs.map((r) => [r.runId, r.status])).toEqual([[runId, 'retrying']]);
+      expect(
+        (
+          await eventually(
+            () => b.getRun(runId),
+            (r) => r?.status === 'retrying',
+          )
+        )?.status,
+      ).toBe('retrying');
+      expect((await b.listRuns({ status: 'retrying' })).runs.map((r) => [r.runId, r.status])).toEqual([
+        [runId, 'retrying'],
+      ]);
       expect((await b.listRuns({ status: 'running' })).runs).toEqual([]);
       expect((await b.listRuns()).runs.map((r) => r.status)).toEqual(['retrying']);
       await retried;
-      expect((await eventually(() => b.getRun(runId), (r) => r?.status === 'running'))?.status).toBe('running');
-      expect((await b.listRuns({ status: 'running' })).runs.map((r) => [r.runId, r.status])).toEqual([[runId, 'running']]);
+      expect(
+        (
+          await eventually(
+            () => b.getRun(runId),
+            (r) => r?.status === 'running',
+          )
+        )?.status,
+      ).toBe('running');
+      expect((await b.listRuns({ status: 'running' })).runs.map((r) => [r.runId, r.status])).toEqual([
+        [runId, 'running'],
+      ]);
       expect((await b.listRuns({ status: 'retrying' })).runs).toEqual([]);
       unblock();
       expect((await result).status).toBe('completed');
       expect(marks).toHaveLength(2);
       expect(marks[1]).toBeNull();
       expect((await b.listRuns({ status: ['running', 'retrying'] })).runs).toEqual([]);
-      expect((await leftovers(runId, twoSteps.name)).filter((l) => l.includes('retrying') || l.includes('running'))).toEqual([]);
+      expect(
+        (await leftovers(runId, twoSteps.name)).filter((l) => l.includes('retrying') || l.includes('running')),
+      ).toEqual([]);
     });
 
     it('a short backoff (under a second) writes nothing to the store', async () => {
@@ -256,13 +371,17 @@ for (const [name, make] of Object.entries(setups)) {
       const marks: unknown[] = [];
       const mark = runs.markRetrying!.bind(runs);
       (runs as { markRetrying: typeof mark }).markRetrying = (...args) => (marks.push(args), mark(...args));
-      const a = runner(runs, {
-        quick: async ({ n }: { n: number }) => ({ n }),
-        flaky: async ({ n }: { n: number }) => {
-          if (++calls === 1) throw Object.assign(new Error('busy'), { status: 503 });
-          return { n };
+      const a = runner(
+        runs,
+        {
+          quick: async ({ n }: { n: number }) => ({ n }),
+          flaky: async ({ n }: { n: number }) => {
+            if (++calls === 1) throw Object.assign(new Error('busy'), { status: 503 });
+            return { n };
+          },
         },
-      }, { retry: { unavailable: { retries: 1, minDelayMs: 20, maxDelayMs: 20 } } });
+        { retry: { unavailable: { retries: 1, minDelayMs: 20, maxDelayMs: 20 } } },
+      );
       expect((await a.run(twoSteps, { n: 1 })).status).toBe('completed');
       expect(calls).toBe(2);
       expect(marks).toEqual([]);
@@ -290,7 +409,10 @@ for (const [name, make] of Object.entries(setups)) {
       expect(await b.cancel(runId, { reason: 'owner gone' })).toBe('cancelled');
       const info = await b.getRun(runId);
       expect(info?.status).toBe('failed');
-      expect(info?.result?.status === 'failed' && info.result.error).toMatchObject({ category: 'cancelled', code: 'run_cancelled' });
+      expect(info?.result?.status === 'failed' && info.result.error).toMatchObject({
+        category: 'cancelled',
+        code: 'run_cancelled',
+      });
       expect(info?.result?.status === 'failed' && info.result.error.message).toContain('owner gone');
       expect(info?.result?.status === 'failed' && info.result.compensated).toEqual(['reserve']);
       expect(calls).toEqual(['A:reserve', 'A:hang', 'B:release']);
@@ -345,12 +467,22 @@ for (const [name, make] of Object.entries(setups)) {
           },
         }),
       };
-      const a = runner(instrumented, { quick: async ({ n }: { n: number }) => ({ n }), flaky: async ({ n }: { n: number }) => ({ n }) });
+      const a = runner(instrumented, {
+        quick: async ({ n }: { n: number }) => ({ n }),
+        flaky: async ({ n }: { n: number }) => ({ n }),
+      });
       const result = await a.run(twoSteps, { n: 1 });
       expect(result.status).toBe('completed');
       // In-process logs append each event as it happens, at no round trip; the others once, at the end.
       if (!log.local) expect(counted.n).toBeLessThanOrEqual(1);
-      expect((await log.read(result.runId, 0, 100)).map((e) => e.type)).toEqual(['run:start', 'step:start', 'step:end', 'step:start', 'step:end', 'run:end']);
+      expect((await log.read(result.runId, 0, 100)).map((e) => e.type)).toEqual([
+        'run:start',
+        'step:start',
+        'step:end',
+        'step:start',
+        'step:end',
+        'run:end',
+      ]);
     });
   });
 }
@@ -358,10 +490,24 @@ for (const [name, make] of Object.entries(setups)) {
 describe('the retention option', () => {
   const invoker = functionInvoker([], {});
   it('takes positive integers of ms for completed and failed runs, and needs a run store', () => {
-    expect(() => createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: { completedMs: 60_000, failedMs: 7 * 86_400_000 } })).not.toThrow();
+    expect(() =>
+      createRunner({
+        invoker,
+        stores: { runs: memoryRunStore() },
+        retention: { completedMs: 60_000, failedMs: 7 * 86_400_000 },
+      }),
+    ).not.toThrow();
     expect(() => createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: {} })).not.toThrow();
-    expect(() => createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: { completedMs: 0, failedMs: 1.5 } })).toThrow(/retention\.completedMs: Expected `completedMs` to be a positive integer[\s\S]*retention\.failedMs: Expected `failedMs` to be a positive integer/);
-    expect(() => createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: 86_400_000 as never })).toThrow(/Expected `retention` to be an object \{ completedMs\?, failedMs\? \}/);
-    expect(() => createRunner({ invoker, retention: { completedMs: 1_000 } })).toThrow(/retention: Retention applies to durable runs/);
+    expect(() =>
+      createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: { completedMs: 0, failedMs: 1.5 } }),
+    ).toThrow(
+      /retention\.completedMs: Expected `completedMs` to be a positive integer[\s\S]*retention\.failedMs: Expected `failedMs` to be a positive integer/,
+    );
+    expect(() => createRunner({ invoker, stores: { runs: memoryRunStore() }, retention: 86_400_000 as never })).toThrow(
+      /Expected `retention` to be an object \{ completedMs\?, failedMs\? \}/,
+    );
+    expect(() => createRunner({ invoker, retention: { completedMs: 1_000 } })).toThrow(
+      /retention: Retention applies to durable runs/,
+    );
   });
 });

@@ -1,9 +1,24 @@
 // The contract every run store keeps (memory, Redis, Postgres), run by each store's test file.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, functionInvoker, ref, type RunEvent, type Runner } from '../../src/index.js';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  type RunEvent,
+  type Runner,
+} from '../../src/index.js';
 import type { CheckpointStore, IdempotencyClaim, IdempotencyStore } from '../../src/stores/types.js';
-import type { JournalEntry, RunListQuery, RunRecord, RunStatus, RunStore, StoredRun } from '../../src/stores/run-store.js';
+import type {
+  JournalEntry,
+  RunListQuery,
+  RunRecord,
+  RunStatus,
+  RunStore,
+  StoredRun,
+} from '../../src/stores/run-store.js';
 import { RUN_STATUSES } from '../../src/stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
@@ -26,15 +41,39 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export function record(owner: string, leaseUntil: number, over: Partial<RunRecord> = {}): RunRecord {
   const now = Date.now();
   return {
-    v: 1, runId: uid('run'), traceId: uid('trace'), chain: 'find-and-update', fingerprint: 'fp-1', sessionId: 's-1',
-    input: { match: 'groceries', at: new Date('2024-05-06T07:08:09.010Z') }, context: { userId: 'u-1', tenant: 't' }, contextHash: 'ctx-u-1',
-    startedAt: now, deadlineAt: now + HOUR, status: 'running', owner, leaseUntil, ...over,
+    v: 1,
+    runId: uid('run'),
+    traceId: uid('trace'),
+    chain: 'find-and-update',
+    fingerprint: 'fp-1',
+    sessionId: 's-1',
+    input: { match: 'groceries', at: new Date('2024-05-06T07:08:09.010Z') },
+    context: { userId: 'u-1', tenant: 't' },
+    contextHash: 'ctx-u-1',
+    startedAt: now,
+    deadlineAt: now + HOUR,
+    status: 'running',
+    owner,
+    leaseUntil,
+    ...over,
   };
 }
 
 /** A journal entry for `step` with `value`. */
 export function entry(step: string, value: unknown, n = 1): JournalEntry {
-  return { step, value, trace: { stepNumber: n, id: step, tool: 'list_tasks', status: 'success', attempts: 1, latencyMs: 3, startedAt: new Date(0).toISOString() } };
+  return {
+    step,
+    value,
+    trace: {
+      stepNumber: n,
+      id: step,
+      tool: 'list_tasks',
+      status: 'success',
+      attempts: 1,
+      latencyMs: 3,
+      startedAt: new Date(0).toISOString(),
+    },
+  };
 }
 
 const steps = (run: StoredRun | undefined) => run?.journal.map((e) => e.step);
@@ -71,7 +110,13 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(busy.status === 'busy' && busy.run).toMatchObject({ owner: 'A', leaseUntil: t + 1000, status: 'running' });
       const taken = await runs.create({ ...rec, owner: 'B', leaseUntil: t + 9000 }, t + 1001);
       expect(taken.status).toBe('taken');
-      expect(taken.status === 'taken' && taken.run).toMatchObject({ owner: 'B', leaseUntil: t + 9000, status: 'running', deadlineAt: rec.deadlineAt, input: rec.input });
+      expect(taken.status === 'taken' && taken.run).toMatchObject({
+        owner: 'B',
+        leaseUntil: t + 9000,
+        status: 'running',
+        deadlineAt: rec.deadlineAt,
+        input: rec.input,
+      });
       expect(taken.status === 'taken' && steps(taken.run)).toEqual(['find']);
       // The old owner is fenced off; the new one writes.
       expect(await runs.journal(rec.runId, 'A', entry('update', 'a'))).toBe(false);
@@ -99,7 +144,8 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
       const values = [{ at: new Date(5) }, 2n ** 70n, undefined, null, 'text'];
-      for (const [i, v] of values.entries()) expect(await runs.journal(rec.runId, 'A', entry(`s${i}`, v, i + 1))).toBe(true);
+      for (const [i, v] of values.entries())
+        expect(await runs.journal(rec.runId, 'A', entry(`s${i}`, v, i + 1))).toBe(true);
       expect(await runs.journal(rec.runId, 'B', entry('intruder', 1))).toBe(false);
       expect(await runs.journal(uid('missing'), 'A', entry('x', 1))).toBe(false);
       const skipped: JournalEntry = { step: 'skipped', skipped: true, trace: entry('skipped', 0).trace };
@@ -128,7 +174,12 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
     it('renews only the runs the owner still holds and that are running, in one call', async () => {
       const { runs } = await setup();
       const t = Date.now();
-      const [a1, a2, b, ended] = [record('A', t + 100), record('A', t + 100), record('B', t + 100), record('A', t + 100)];
+      const [a1, a2, b, ended] = [
+        record('A', t + 100),
+        record('A', t + 100),
+        record('B', t + 100),
+        record('A', t + 100),
+      ];
       for (const r of [a1, a2, b, ended]) await runs.create(r, t);
       await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
       await runs.renew('A', [a1.runId, a2.runId, b.runId, ended.runId, uid('missing')], t + 7000);
@@ -150,7 +201,9 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       for (const r of [mine, taken, ended]) await runs.create(r, t);
       await runs.create({ ...taken, owner: 'B', leaseUntil: t + 9000 }, t + 1000); // taken over
       await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
-      expect((await runs.renew('A', [mine.runId, taken.runId, ended.runId, uid('missing')], t + 5000)).sort()).toEqual([mine.runId]);
+      expect((await runs.renew('A', [mine.runId, taken.runId, ended.runId, uid('missing')], t + 5000)).sort()).toEqual([
+        mine.runId,
+      ]);
       expect(await runs.renew('A', [], t + 5000)).toEqual([]);
     });
 
@@ -162,8 +215,12 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await runs.journal(rec.runId, 'A', entry('find', 'secret'));
       const before = await runs.get(rec.runId);
       for (const other of [{ chain: 'pay' }, { contextHash: 'ctx-bob' }]) {
-        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t)).toEqual({ status: 'mismatch' }); // live lease
-        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t + 5000)).toEqual({ status: 'mismatch' }); // expired: not taken over
+        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t)).toEqual({
+          status: 'mismatch',
+        }); // live lease
+        expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t + 5000)).toEqual({
+          status: 'mismatch',
+        }); // expired: not taken over
       }
       expect(await runs.get(rec.runId)).toEqual(before);
       // In flight under another fingerprint of the chain: not taken over, even with its lease expired.
@@ -171,25 +228,37 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(changed.status).toBe('busy');
       expect(await runs.get(rec.runId)).toEqual(before);
       await runs.finish(rec.runId, 'A', 'completed', { output: 'secret' }, HOUR);
-      expect(await runs.create({ ...rec, contextHash: 'ctx-bob', owner: 'B' }, t + 5000)).toEqual({ status: 'mismatch' });
+      expect(await runs.create({ ...rec, contextHash: 'ctx-bob', owner: 'B' }, t + 5000)).toEqual({
+        status: 'mismatch',
+      });
       expect((await runs.create({ ...rec, owner: 'B' }, t + 5000)).status).toBe('ended'); // the same caller's retry
     });
 
     it('claims only the runs the filter allows (chain and fingerprint, or orphaned), passing over the others untouched', async () => {
       const { runs } = await setup();
       const t = Date.now();
-      const others = Array.from({ length: 25 }, (_, i) => record('A', t - 5000 + i, { chain: 'other', deadlineAt: t + HOUR }));
+      const others = Array.from({ length: 25 }, (_, i) =>
+        record('A', t - 5000 + i, { chain: 'other', deadlineAt: t + HOUR }),
+      );
       const changed = record('A', t - 6000, { fingerprint: 'fp-old', deadlineAt: t + HOUR });
       const mine = [0, 1, 2].map((i) => record('A', t - 100 + i));
       const orphan = record('A', t - 7000, { chain: 'gone', deadlineAt: t - 60_000 });
       for (const r of [...others, changed, ...mine, orphan]) await runs.create(r, t - 10_000);
-      const only = { chains: [{ name: 'find-and-update', fingerprint: 'fp-1' }, { name: 'unrelated', fingerprint: 'x' }] };
+      const only = {
+        chains: [
+          { name: 'find-and-update', fingerprint: 'fp-1' },
+          { name: 'unrelated', fingerprint: 'x' },
+        ],
+      };
       const first = await runs.claimExpired('B', t, t + HOUR, 2, only);
       const second = await runs.claimExpired('B', t, t + HOUR, 10, only);
       expect([...first, ...second].map((r) => r.runId).sort()).toEqual(mine.map((r) => r.runId).sort());
       expect(first).toHaveLength(2);
-      for (const r of [...others, changed, orphan]) expect((await runs.get(r.runId))).toMatchObject({ owner: 'A', leaseUntil: r.leaseUntil });
-      expect((await runs.claimExpired('C', t, t + HOUR, 10, { ...only, orphanedBefore: t - 30_000 })).map((r) => r.runId)).toEqual([orphan.runId]);
+      for (const r of [...others, changed, orphan])
+        expect(await runs.get(r.runId)).toMatchObject({ owner: 'A', leaseUntil: r.leaseUntil });
+      expect(
+        (await runs.claimExpired('C', t, t + HOUR, 10, { ...only, orphanedBefore: t - 30_000 })).map((r) => r.runId),
+      ).toEqual([orphan.runId]);
       expect(await runs.claimExpired('C', t, t + HOUR, 10, { chains: [] })).toEqual([]);
       expect(await runs.claimExpired('C', t, t + HOUR, 100)).toHaveLength(26); // no filter: every expired run
     });
@@ -203,7 +272,11 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(await runs.finish(rec.runId, 'B', 'failed', result, 40)).toBe(false);
       expect(await runs.finish(rec.runId, 'A', 'failed', result, 40)).toBe(true);
       expect(await runs.finish(rec.runId, 'A', 'completed', {}, 40)).toBe(false);
-      expect(await runs.get(rec.runId)).toMatchObject({ status: 'failed', result, journal: [{ step: 'find', value: 1 }] });
+      expect(await runs.get(rec.runId)).toMatchObject({
+        status: 'failed',
+        result,
+        journal: [{ step: 'find', value: 1 }],
+      });
       expect(await runs.finish(uid('missing'), 'A', 'completed', {}, 40)).toBe(false);
       await pause(120);
       expect(await runs.get(rec.runId)).toBeUndefined();
@@ -217,9 +290,20 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
       await runs.journal(rec.runId, 'A', entry('find', 1));
-      expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR, [entry('lost', 0)])).toBe(false);
-      expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, HOUR, [entry('pick', 2), entry('update', 3)])).toBe(true);
-      expect((await runs.get(rec.runId))?.journal.map((e) => [e.step, e.value])).toEqual([['find', 1], ['pick', 2], ['update', 3]]);
+      expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR, [entry('lost', 0)])).toBe(
+        false,
+      );
+      expect(
+        await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, HOUR, [
+          entry('pick', 2),
+          entry('update', 3),
+        ]),
+      ).toBe(true);
+      expect((await runs.get(rec.runId))?.journal.map((e) => [e.step, e.value])).toEqual([
+        ['find', 1],
+        ['pick', 2],
+        ['update', 3],
+      ]);
     });
 
     it('reopens only a run parked at a gate: running again under the new owner, journal kept, result cleared', async () => {
@@ -235,7 +319,13 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(await runs.reopen(rec.runId, 'B', update)).toBe(true);
       expect(await runs.reopen(rec.runId, 'C', update)).toBe(false); // resumed once
       const got = (await runs.get(rec.runId))!;
-      expect(got).toMatchObject({ status: 'running', owner: 'B', leaseUntil: t + 5000, approvedGate: 'delete', deadlineAt: t + 2 * HOUR });
+      expect(got).toMatchObject({
+        status: 'running',
+        owner: 'B',
+        leaseUntil: t + 5000,
+        approvedGate: 'delete',
+        deadlineAt: t + 2 * HOUR,
+      });
       expect(got.result).toBeUndefined();
       expect(steps(got)).toEqual(['find']);
       expect(await runs.journal(rec.runId, 'B', entry('delete', true))).toBe(true);
@@ -252,17 +342,34 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const rec = record('A', t + 1000);
       await runs.create(rec, t);
       await runs.journal(rec.runId, 'A', entry('find', 1));
-      expect(await runs.journal(rec.runId, 'A', { step: 'refund', started: { tool: 'issue_refund', input: { amount: 5 }, at: t } })).toBe(true);
+      expect(
+        await runs.journal(rec.runId, 'A', {
+          step: 'refund',
+          started: { tool: 'issue_refund', input: { amount: 5 }, at: t },
+        }),
+      ).toBe(true);
       const update = { leaseUntil: t + 5000, deadlineAt: t + 2 * HOUR };
       expect(await runs.takeParked!(rec.runId, 'B', 'in_doubt', update)).toBe(false); // running
-      expect(await runs.finish(rec.runId, 'A', 'in_doubt', { status: 'in_doubt', step: 'refund' }, Infinity)).toBe(true);
-      expect(await runs.get(rec.runId)).toMatchObject({ status: 'in_doubt', leaseUntil: 0, result: { status: 'in_doubt' } });
+      expect(await runs.finish(rec.runId, 'A', 'in_doubt', { status: 'in_doubt', step: 'refund' }, Infinity)).toBe(
+        true,
+      );
+      expect(await runs.get(rec.runId)).toMatchObject({
+        status: 'in_doubt',
+        leaseUntil: 0,
+        result: { status: 'in_doubt' },
+      });
       expect(await runs.claimExpired('C', t + HOUR, t + 2 * HOUR, 10)).toEqual([]); // parked: never claimed
-      expect((await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs.map((r) => r.runId)).toEqual([rec.runId]);
+      expect(
+        (await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs.map(
+          (r) => r.runId,
+        ),
+      ).toEqual([rec.runId]);
       expect(await runs.takeParked!(rec.runId, 'B', 'awaiting_confirmation', update)).toBe(false); // another parked status
       expect(await runs.takeParked!(uid('missing'), 'B', 'in_doubt', update)).toBe(false);
       const decision = { step: 'refund', decision: { retry: true, by: 'ops:alice', at: t } };
-      const takes = await Promise.all(['B', 'C', 'D'].map((o) => runs.takeParked!(rec.runId, o, 'in_doubt', update, decision)));
+      const takes = await Promise.all(
+        ['B', 'C', 'D'].map((o) => runs.takeParked!(rec.runId, o, 'in_doubt', update, decision)),
+      );
       expect(takes.filter(Boolean)).toHaveLength(1); // exactly one taker
       const winner = ['B', 'C', 'D'][takes.indexOf(true)]!;
       const got = (await runs.get(rec.runId))!;
@@ -270,7 +377,9 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(got.result).toBeUndefined();
       expect(got.journal.map((e) => e.step)).toEqual(['find', 'refund', 'refund']);
       expect(got.journal[2]).toEqual(decision);
-      expect((await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs).toEqual([]);
+      expect(
+        (await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs,
+      ).toEqual([]);
       expect(await runs.journal(rec.runId, winner, entry('refund', 'ok'))).toBe(true);
       expect(await runs.finish(rec.runId, winner, 'completed', { status: 'completed' }, HOUR)).toBe(true);
     });
@@ -312,18 +421,21 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
         await runs.create(r, t - 10_000);
       }
       const claimers = await peers(3);
-      const claimed = await Promise.all(claimers.map(async (store, i) => {
-        const mine: string[] = [];
-        for (;;) {
-          const batch = await store.claimExpired(`claimer-${i}`, t, t + HOUR, 7);
-          if (batch.length === 0) return mine;
-          mine.push(...batch.map((r) => r.runId));
-        }
-      }));
+      const claimed = await Promise.all(
+        claimers.map(async (store, i) => {
+          const mine: string[] = [];
+          for (;;) {
+            const batch = await store.claimExpired(`claimer-${i}`, t, t + HOUR, 7);
+            if (batch.length === 0) return mine;
+            mine.push(...batch.map((r) => r.runId));
+          }
+        }),
+      );
       const flat = claimed.flat();
       expect(flat).toHaveLength(50);
       expect(new Set(flat)).toEqual(ids);
-      for (const [i, mine] of claimed.entries()) for (const id of mine.slice(0, 3)) expect((await runs.get(id))!.owner).toBe(`claimer-${i}`);
+      for (const [i, mine] of claimed.entries())
+        for (const id of mine.slice(0, 3)) expect((await runs.get(id))!.owner).toBe(`claimer-${i}`);
     });
 
     it('a take-over sees every journal entry acknowledged to the old owner, and the old owner none after it', async () => {
@@ -364,7 +476,9 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(steps(await runs.get(rec.runId))).toEqual(['update']);
       // Lost the run: the step is not journaled, but its call happened: a re-run must find its result.
       const other = uid('idem');
-      expect(await runs.journal(rec.runId, 'B', entry('again', 1), { key: other, value: 'kept', ttlMs: HOUR })).toBe(false);
+      expect(await runs.journal(rec.runId, 'B', entry('again', 1), { key: other, value: 'kept', ttlMs: HOUR })).toBe(
+        false,
+      );
       expect(await idempotency.begin(other)).toEqual({ status: 'done', value: 'kept' });
       expect(steps(await runs.get(rec.runId))).toEqual(['update']);
     });
@@ -373,17 +487,31 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const { runs } = await setup();
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
-      expect(await runs.journal(rec.runId, 'A', entry('count', 2n ** 70n), { key: uid('idem'), value: 2n ** 70n })).toBe(true);
+      expect(
+        await runs.journal(rec.runId, 'A', entry('count', 2n ** 70n), { key: uid('idem'), value: 2n ** 70n }),
+      ).toBe(true);
       expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([2n ** 70n]);
     });
   });
 
   describe(`${name} run store: listing runs (runner.listRuns)`, () => {
     const T0 = Date.UTC(2026, 0, 1);
-    const q = (over: Partial<RunListQuery> = {}): RunListQuery => ({ statuses: RUN_STATUSES, since: -Infinity, until: Infinity, limit: 50, ...over });
+    const q = (over: Partial<RunListQuery> = {}): RunListQuery => ({
+      statuses: RUN_STATUSES,
+      since: -Infinity,
+      until: Infinity,
+      limit: 50,
+      ...over,
+    });
     const ids = (page: { runs: { runId: string }[] }) => page.runs.map((r) => r.runId);
     /** Records a run started at `startedAt`, ended with `status` (left running when 'running'). */
-    const add = async (runs: RunStore, startedAt: number, status: RunStatus, over: Partial<RunRecord> = {}, result: unknown = { status }) => {
+    const add = async (
+      runs: RunStore,
+      startedAt: number,
+      status: RunStatus,
+      over: Partial<RunRecord> = {},
+      result: unknown = { status },
+    ) => {
       const rec = record('A', Date.now() + HOUR, { startedAt, ...over });
       await runs.create(rec, Date.now());
       await runs.journal(rec.runId, 'A', entry('find', [1]));
@@ -394,7 +522,17 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
     it('filters by one status, several, a chain and a start-time range, newest first', async () => {
       const { runs } = await setup();
       const done1 = await add(runs, T0 + 1, 'completed');
-      const failed = await add(runs, T0 + 2, 'failed', {}, { status: 'failed', error: { category: 'timeout', code: 'tool_timeout', message: 'secret-token-123' }, completed: { find: 'x' } });
+      const failed = await add(
+        runs,
+        T0 + 2,
+        'failed',
+        {},
+        {
+          status: 'failed',
+          error: { category: 'timeout', code: 'tool_timeout', message: 'secret-token-123' },
+          completed: { find: 'x' },
+        },
+      );
       const running = await add(runs, T0 + 3, 'running');
       const other = await add(runs, T0 + 4, 'completed', { chain: 'other-chain' });
       const declined = await add(runs, T0 + 5, 'declined');
@@ -407,19 +545,58 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(ids(await runs.listRuns!(q({ since: T0 + 2, until: T0 + 4 })))).toEqual([running, failed]); // since inclusive, until exclusive
       const page = await runs.listRuns!(q({ statuses: ['failed', 'completed'] }));
       const f = page.runs.find((r) => r.runId === failed)!;
-      expect(f).toEqual({ runId: failed, chain: 'find-and-update', status: 'failed', startedAt: T0 + 2, endedAt: expect.any(Number), steps: 1, error: { category: 'timeout', code: 'tool_timeout' } });
+      expect(f).toEqual({
+        runId: failed,
+        chain: 'find-and-update',
+        status: 'failed',
+        startedAt: T0 + 2,
+        endedAt: expect.any(Number),
+        steps: 1,
+        error: { category: 'timeout', code: 'tool_timeout' },
+      });
       expect(JSON.stringify(page)).not.toMatch(/secret-token-123|groceries|u-1/); // no message, input, output or context
       expect(page.more).toBe(false);
-      expect((await runs.listRuns!(q({ statuses: ['running'] }))).runs[0]).toEqual({ runId: running, chain: 'find-and-update', status: 'running', startedAt: T0 + 3, steps: 1 });
+      expect((await runs.listRuns!(q({ statuses: ['running'] }))).runs[0]).toEqual({
+        runId: running,
+        chain: 'find-and-update',
+        status: 'running',
+        startedAt: T0 + 3,
+        steps: 1,
+      });
     });
 
     it('lists parked runs with the gated step and its question, and moves a run between statuses as it changes', async () => {
       const { runs } = await setup();
-      const parked = await add(runs, T0 + 10, 'awaiting_confirmation', {}, { status: 'awaiting_confirmation', resumeToken: 'tok-secret', confirmation: { step: 'delete', tool: 'delete_task', prompt: 'Delete 3 tasks?', expiresAt: 'x' } });
+      const parked = await add(
+        runs,
+        T0 + 10,
+        'awaiting_confirmation',
+        {},
+        {
+          status: 'awaiting_confirmation',
+          resumeToken: 'tok-secret',
+          confirmation: { step: 'delete', tool: 'delete_task', prompt: 'Delete 3 tasks?', expiresAt: 'x' },
+        },
+      );
       const inbox = await runs.listRuns!(q({ statuses: ['awaiting_confirmation'] }));
-      expect(inbox.runs).toEqual([{ runId: parked, chain: 'find-and-update', status: 'awaiting_confirmation', startedAt: T0 + 10, steps: 1, awaiting: { step: 'delete', question: 'Delete 3 tasks?' } }]);
+      expect(inbox.runs).toEqual([
+        {
+          runId: parked,
+          chain: 'find-and-update',
+          status: 'awaiting_confirmation',
+          startedAt: T0 + 10,
+          steps: 1,
+          awaiting: { step: 'delete', question: 'Delete 3 tasks?' },
+        },
+      ]);
       expect(JSON.stringify(inbox)).not.toContain('tok-secret');
-      expect(await runs.reopen(parked, 'B', { leaseUntil: Date.now() + HOUR, approvedGate: 'delete', deadlineAt: Date.now() + HOUR })).toBe(true);
+      expect(
+        await runs.reopen(parked, 'B', {
+          leaseUntil: Date.now() + HOUR,
+          approvedGate: 'delete',
+          deadlineAt: Date.now() + HOUR,
+        }),
+      ).toBe(true);
       expect(ids(await runs.listRuns!(q({ statuses: ['awaiting_confirmation'] })))).toEqual([]);
       expect(ids(await runs.listRuns!(q({ statuses: ['running'] })))).toEqual([parked]);
       expect(await runs.finish(parked, 'B', 'completed', { status: 'completed', output: 'gone' }, HOUR)).toBe(true);
@@ -430,7 +607,8 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
     it('pages with a cursor across ties, with no duplicate and no gap while new runs are added', async () => {
       const { runs } = await setup();
       const made: string[] = [];
-      for (let i = 0; i < 13; i++) made.push(await add(runs, T0 + 100 + Math.floor(i / 3), i % 2 ? 'completed' : 'failed')); // three runs per ms: ties
+      for (let i = 0; i < 13; i++)
+        made.push(await add(runs, T0 + 100 + Math.floor(i / 3), i % 2 ? 'completed' : 'failed')); // three runs per ms: ties
       const expected = (await runs.listRuns!(q())).runs.map((r) => r.runId);
       expect(new Set(expected)).toEqual(new Set(made));
       const seen: string[] = [];
@@ -473,7 +651,7 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
     type Begin = (key: string, options?: IdempotencyBeginOptions) => Promise<IdempotencyClaim>;
     const as = (store: IdempotencyStore): Begin => store.begin.bind(store) as Begin;
 
-    it("takes over a pending claim of the same run left by another owner, and only with takeOver", async () => {
+    it('takes over a pending claim of the same run left by another owner, and only with takeOver', async () => {
       const begin = as(await make());
       const key = uid('k');
       expect(await begin(key, { runId: 'r1', owner: 'dead' })).toEqual({ status: 'new' });
@@ -496,13 +674,18 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       const done = uid('k');
       await begin(done, { runId: 'r1', owner: 'dead' });
       await store.complete(done, { ok: 1 });
-      expect(await begin(done, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'done', value: { ok: 1 } });
+      expect(await begin(done, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({
+        status: 'done',
+        value: { ok: 1 },
+      });
       const unknown = uid('k');
       await begin(unknown, { runId: 'r1', owner: 'dead' });
       await store.fail(unknown, new Error('socket hang up'), true);
       const claim = await begin(unknown, { runId: 'r1', owner: 'B', takeOver: true });
       expect(claim.status).toBe('pending');
-      await expect(claim.status === 'pending' && claim.settled).rejects.toMatchObject({ info: { code: 'outcome_unknown', outcomeUnknown: true } });
+      await expect(claim.status === 'pending' && claim.settled).rejects.toMatchObject({
+        info: { code: 'outcome_unknown', outcomeUnknown: true },
+      });
     });
 
     it('a waiter of the taken-over claim gets the new claimant’s result', async () => {
@@ -528,7 +711,8 @@ export interface RunEventsSetup {
   maxEventsPerRun: number;
 }
 
-const ev = (type: string, data: unknown, step?: string): string => encodeRunValue({ at: Date.now(), type, ...(step !== undefined && { step }), data });
+const ev = (type: string, data: unknown, step?: string): string =>
+  encodeRunValue({ at: Date.now(), type, ...(step !== undefined && { step }), data });
 
 /**
  * The event log of a run store (`runs.events`), and runners watching through it from two "instances".
@@ -545,12 +729,21 @@ export function runEventsContract(name: string, setup: () => Promise<RunEventsSe
       const log = runs.events!;
       const a = uid('run');
       const b = uid('run');
-      expect(await log.append(a, [ev('run:start', { chain: 'c', resumed: false }), ev('step:start', { stepNumber: 1 }, 's')])).toBe(2);
+      expect(
+        await log.append(a, [
+          ev('run:start', { chain: 'c', resumed: false }),
+          ev('step:start', { stepNumber: 1 }, 's'),
+        ]),
+      ).toBe(2);
       expect(await log.append(b, [ev('run:start', { chain: 'c', resumed: false })])).toBe(1);
       expect(await log.append(a, [ev('step:progress', { at: new Date(5), n: 2n ** 70n }, 's')])).toBe(3);
       expect(await log.append(a, [])).toBe(3);
       const all = await log.read(a, 0, 100);
-      expect(all.map((e) => [e.seq, e.runId, e.type, e.step])).toEqual([[1, a, 'run:start', undefined], [2, a, 'step:start', 's'], [3, a, 'step:progress', 's']]);
+      expect(all.map((e) => [e.seq, e.runId, e.type, e.step])).toEqual([
+        [1, a, 'run:start', undefined],
+        [2, a, 'step:start', 's'],
+        [3, a, 'step:progress', 's'],
+      ]);
       expect(all[2]!.data).toEqual({ at: new Date(5), n: 2n ** 70n });
       expect(typeof all[0]!.at).toBe('number');
       expect((await log.read(a, 1, 1)).map((e) => e.seq)).toEqual([2]);
@@ -563,7 +756,11 @@ export function runEventsContract(name: string, setup: () => Promise<RunEventsSe
       const log = runs.events!;
       const id = uid('run');
       const total = maxEventsPerRun * 2 + 7;
-      for (let i = 0; i < total; i += 50) await log.append(id, Array.from({ length: Math.min(50, total - i) }, (_, k) => ev('step:progress', { i: i + k }, 's')));
+      for (let i = 0; i < total; i += 50)
+        await log.append(
+          id,
+          Array.from({ length: Math.min(50, total - i) }, (_, k) => ev('step:progress', { i: i + k }, 's')),
+        );
       const kept = await log.read(id, 0, total);
       expect(kept.length).toBeGreaterThanOrEqual(maxEventsPerRun);
       expect(kept.length).toBeLessThan(total);
@@ -630,10 +827,23 @@ export function runEventsContract(name: string, setup: () => Promise<RunEventsSe
   });
 }
 
-const sleepTool = defineTool({ name: 'slow_step', description: 's', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
-const quickTool = defineTool({ name: 'quick_step', description: 'q', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }), effect: 'read' });
+const sleepTool = defineTool({
+  name: 'slow_step',
+  description: 's',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const quickTool = defineTool({
+  name: 'quick_step',
+  description: 'q',
+  input: z.object({ n: z.number() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 const watchedChain = defineChain({
-  name: 'watched', input: z.object({ n: z.number() }),
+  name: 'watched',
+  input: z.object({ n: z.number() }),
   steps: [
     { id: 'first', tool: quickTool, input: { n: ref('input', 'n') } },
     { id: 'slow', tool: sleepTool, input: { n: ref('first', 'n') } },
@@ -688,7 +898,17 @@ export function watchAcrossRunnersContract(name: string, setup: () => Promise<Ru
       release();
       const quiet = await running;
       if (!runs.events!.local) expect(appends.n).toBe(1);
-      expect(types(await collectEvents(b.watch(quiet.runId)))).toEqual(['run:start', 'step:start:first', 'step:end:first', 'step:start:slow', 'step:progress:slow', 'step:end:slow', 'step:start:last', 'step:end:last', 'run:end']);
+      expect(types(await collectEvents(b.watch(quiet.runId)))).toEqual([
+        'run:start',
+        'step:start:first',
+        'step:end:first',
+        'step:start:slow',
+        'step:progress:slow',
+        'step:end:slow',
+        'step:start:last',
+        'step:end:last',
+        'run:end',
+      ]);
 
       let release2!: () => void;
       const a2 = make(runs, new Promise<void>((r) => (release2 = r)));
@@ -728,13 +948,40 @@ export function watchAcrossRunnersContract(name: string, setup: () => Promise<Ru
   });
 }
 
-const reserve = defineTool({ name: 'reserve', description: 'r', input: z.object({ n: z.number() }), output: z.object({ id: z.string() }), effect: 'write', idempotent: true });
-const releaseTool = defineTool({ name: 'release', description: 'r', input: z.object({ id: z.string() }), output: z.object({ ok: z.boolean() }), effect: 'write', idempotent: true });
-const waitTool = defineTool({ name: 'wait_for_abort', description: 'w', input: z.object({ id: z.string() }), output: z.object({ n: z.number() }), effect: 'read' });
+const reserve = defineTool({
+  name: 'reserve',
+  description: 'r',
+  input: z.object({ n: z.number() }),
+  output: z.object({ id: z.string() }),
+  effect: 'write',
+  idempotent: true,
+});
+const releaseTool = defineTool({
+  name: 'release',
+  description: 'r',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
+const waitTool = defineTool({
+  name: 'wait_for_abort',
+  description: 'w',
+  input: z.object({ id: z.string() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
 const cancellable = defineChain({
-  name: 'cancellable', input: z.object({ n: z.number() }), timeoutMs: 30_000,
+  name: 'cancellable',
+  input: z.object({ n: z.number() }),
+  timeoutMs: 30_000,
   steps: [
-    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('input', 'n') },
+      compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'wait', tool: waitTool, input: { id: ref('reserve', 'id') } },
     { id: 'after', tool: quickTool, input: { n: ref('wait', 'n') } },
   ],
@@ -767,21 +1014,26 @@ export function cancelAcrossRunnersContract(name: string, setup: () => Promise<R
         invoker: functionInvoker([reserve, releaseTool, waitTool, quickTool], {
           reserve: async ({ n }) => (calls.push('reserve'), { id: `r${n}` }),
           release: async () => (calls.push('release'), { ok: true }),
-          wait_for_abort: ({ id }, call) => new Promise((_resolve, reject) => {
-            calls.push('wait');
-            started();
-            call.signal.addEventListener('abort', () => {
-              abortedAt = Date.now();
-              reject(call.signal.reason as Error);
-            });
-            void id;
-          }),
+          wait_for_abort: ({ id }, call) =>
+            new Promise((_resolve, reject) => {
+              calls.push('wait');
+              started();
+              call.signal.addEventListener('abort', () => {
+                abortedAt = Date.now();
+                reject(call.signal.reason as Error);
+              });
+              void id;
+            }),
           quick_step: async ({ n }) => (calls.push('after'), { n }),
         }),
         chains: [cancellable],
         stores: { runs },
       });
-      const b = createRunner({ invoker: () => Promise.reject(new Error('this instance only cancels')), chains: [cancellable], stores: { runs: peer! } });
+      const b = createRunner({
+        invoker: () => Promise.reject(new Error('this instance only cancels')),
+        chains: [cancellable],
+        stores: { runs: peer! },
+      });
       runners.push(a, b);
       const runId = uid('cancel');
       const result = a.run(cancellable, { n: 1 }, { runId });
@@ -817,11 +1069,26 @@ export interface DecideSetup {
 }
 
 const SECRET = 'decide-contract-secret-0123456789';
-const sendTool = defineTool({ name: 'send_money', description: 's', input: z.object({ id: z.string() }), output: z.object({ sent: z.boolean() }), effect: 'write', idempotent: true });
+const sendTool = defineTool({
+  name: 'send_money',
+  description: 's',
+  input: z.object({ id: z.string() }),
+  output: z.object({ sent: z.boolean() }),
+  effect: 'write',
+  idempotent: true,
+});
 const gated = defineChain({
-  name: 'gated-send', input: z.object({ n: z.number() }), context: z.object({ userId: z.string() }), timeoutMs: 30_000,
+  name: 'gated-send',
+  input: z.object({ n: z.number() }),
+  context: z.object({ userId: z.string() }),
+  timeoutMs: 30_000,
   steps: [
-    { id: 'reserve', tool: reserve, input: { n: ref('input', 'n') }, compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } } },
+    {
+      id: 'reserve',
+      tool: reserve,
+      input: { n: ref('input', 'n') },
+      compensate: { tool: releaseTool, input: { id: ref('reserve', 'id') } },
+    },
     { id: 'send', tool: sendTool, input: { id: ref('reserve', 'id') }, confirm: { prompt: 'Send it?' } },
   ],
 });
@@ -848,7 +1115,9 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
           release: async () => (calls.push('release'), { ok: true }),
           send_money: async () => (calls.push('send'), { sent: true }),
         }),
-        chains: [gated], secret: SECRET, stores,
+        chains: [gated],
+        secret: SECRET,
+        stores,
       });
       runners.push(runner);
       return runner;
@@ -886,7 +1155,10 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       const { runId, token } = await park(a);
       const r = await b.decide(runId, { approved: false, by: 'ops:carol' });
       expect(r).toMatchObject({ status: 'declined', step: 'send' });
-      expect(typeof r !== 'string' && r.trace.steps.find((s) => s.id === 'send')).toMatchObject({ status: 'declined', decidedBy: 'ops:carol' });
+      expect(typeof r !== 'string' && r.trace.steps.find((s) => s.id === 'send')).toMatchObject({
+        status: 'declined',
+        decidedBy: 'ops:carol',
+      });
       expect(await a.getRun(runId)).toMatchObject({ status: 'declined', decidedBy: 'ops:carol' });
       const again = await a.resume(token, { approved: true }, { context: { userId: 'u-1' } });
       expect(again.status === 'failed' && again.error.code).toBe('already_used');
@@ -919,7 +1191,11 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       expect(calls).toEqual(['reserve', 'release']);
       const info = await a.getRun(runId);
       expect(info?.status).toBe('failed');
-      expect(info?.result).toMatchObject({ status: 'failed', error: { category: 'cancelled', code: 'run_cancelled' }, compensated: ['reserve'] });
+      expect(info?.result).toMatchObject({
+        status: 'failed',
+        error: { category: 'cancelled', code: 'run_cancelled' },
+        compensated: ['reserve'],
+      });
       const again = await a.resume(token, { approved: true }, { context: { userId: 'u-1' } });
       expect(again.status === 'failed' && again.error.code).toBe('already_used');
       expect(await b.decide(runId, { approved: true, by: 'ops' })).toBe('not_parked');
@@ -936,7 +1212,9 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       const { runId, token } = await park(a);
       await expect(b.cancel(runId)).rejects.toThrow(/chain 'gated-send'/);
       expect((await a.getRun(runId))?.status).toBe('awaiting_confirmation');
-      expect(await a.resume(token, { approved: true }, { context: { userId: 'u-1' } })).toMatchObject({ status: 'completed' });
+      expect(await a.resume(token, { approved: true }, { context: { userId: 'u-1' } })).toMatchObject({
+        status: 'completed',
+      });
       expect(calls).toEqual(['reserve', 'send']);
     });
 
@@ -945,14 +1223,19 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       const calls: string[] = [];
       const runnersHere = stores.map((s) => make(s, calls));
       const { runId, token } = await park(runnersHere[0]!);
-      const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => {
-        const r = runnersHere[i % 3]!;
-        return i % 2 === 0 ? r.decide(runId, { approved: true, by: `ops:${i}` }) : r.resume(token, { approved: true }, { context: { userId: 'u-1' } });
-      }));
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => {
+          const r = runnersHere[i % 3]!;
+          return i % 2 === 0
+            ? r.decide(runId, { approved: true, by: `ops:${i}` })
+            : r.resume(token, { approved: true }, { context: { userId: 'u-1' } });
+        }),
+      );
       expect(calls.filter((c) => c === 'send')).toHaveLength(1);
       const results = answers.filter((x) => typeof x !== 'string');
       expect(results.filter((x) => x.status === 'completed')).toHaveLength(1);
-      for (const x of results) if (x.status !== 'completed') expect(x.status === 'failed' && x.error.code).toBe('already_used');
+      for (const x of results)
+        if (x.status !== 'completed') expect(x.status === 'failed' && x.error.code).toBe('already_used');
       expect(answers.filter((x) => typeof x === 'string').every((x) => x === 'not_parked')).toBe(true);
       expect((await runnersHere[1]!.getRun(runId))?.status).toBe('completed');
     });

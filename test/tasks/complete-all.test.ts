@@ -13,7 +13,12 @@ describe('completeAll', () => {
     const r = await runner.run(completeAll, { match: 'buy' }, alice);
     expect(r.status === 'completed' && r.output.completed.map((t) => t.title)).toEqual(['Buy groceries', 'Buy milk']);
     expect(r.status === 'completed' && r.output.failed).toEqual([]);
-    expect(store.tasks(fixtures.alice).filter((t) => !t.completed).map((t) => t.title)).toEqual(['Dentist appointment']);
+    expect(
+      store
+        .tasks(fixtures.alice)
+        .filter((t) => !t.completed)
+        .map((t) => t.title),
+    ).toEqual(['Dentist appointment']);
     expect(store.callCount.complete_task).toBe(2);
     await runner.close();
   });
@@ -44,7 +49,11 @@ describe('completeAll', () => {
     const runner = createRunner({ invoker: store.invoker, tools: [...taskTools], chains: [completeAll] });
     const r = await runner.run(completeAll, {}, alice);
     if (r.status !== 'awaiting_confirmation') throw new Error(`expected a gate, got ${r.status}`);
-    expect(r.confirmation).toMatchObject({ step: 'many', tool: 'complete_one', prompt: 'Mark all 12 pending tasks as done?' });
+    expect(r.confirmation).toMatchObject({
+      step: 'many',
+      tool: 'complete_one',
+      prompt: 'Mark all 12 pending tasks as done?',
+    });
     expect(store.callCount.complete_task ?? 0).toBe(0);
     const no = await runner.run(completeAll, {}, alice);
     if (no.status !== 'awaiting_confirmation') throw new Error(no.status);
@@ -62,7 +71,9 @@ describe('completeAll', () => {
     const runner = createRunner({ invoker: store.invoker, tools: [...taskTools] });
     const r = await runner.run(completeAll, {}, alice);
     expect(r.status === 'completed' && r.output.completed.map((t) => t.title)).toEqual(['B', 'C']);
-    expect(r.status === 'completed' && r.output.failed).toEqual([{ task_id: expect.any(String), title: 'A', error: expect.objectContaining({ category: 'permission_denied' }) }]);
+    expect(r.status === 'completed' && r.output.failed).toEqual([
+      { task_id: expect.any(String), title: 'A', error: expect.objectContaining({ category: 'permission_denied' }) },
+    ]);
     await runner.close();
   });
 });

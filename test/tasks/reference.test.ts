@@ -3,8 +3,24 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
-  addTask, completeTask, createRunner, defineChain, defineTool, deleteTask, DefinitionError, findAndComplete, findAndDelete, findAndUpdate,
-  listTasks, ref, taskChains, taskSummary, taskTools, toModelResult, updateTask, type ToolCall,
+  addTask,
+  completeTask,
+  createRunner,
+  defineChain,
+  defineTool,
+  deleteTask,
+  DefinitionError,
+  findAndComplete,
+  findAndDelete,
+  findAndUpdate,
+  listTasks,
+  ref,
+  taskChains,
+  taskSummary,
+  taskTools,
+  toModelResult,
+  updateTask,
+  type ToolCall,
 } from 'chainkit';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 
@@ -24,9 +40,21 @@ describe('findAndUpdate changes title, priority or description', () => {
 
   it('changes only the description, and several fields at once', async () => {
     const r = await runner.run(findAndUpdate, { match: 'dentist', description: 'Bring the insurance card' }, alice);
-    expect(r.status === 'completed' && r.output).toMatchObject({ title: 'Dentist appointment', priority: 'high', description: 'Bring the insurance card' });
-    const both = await runner.run(findAndUpdate, { match: 'dentist', title: 'Dentist at 3pm', priority: 'medium' }, alice);
-    expect(both.status === 'completed' && both.output).toMatchObject({ title: 'Dentist at 3pm', priority: 'medium', description: 'Bring the insurance card' });
+    expect(r.status === 'completed' && r.output).toMatchObject({
+      title: 'Dentist appointment',
+      priority: 'high',
+      description: 'Bring the insurance card',
+    });
+    const both = await runner.run(
+      findAndUpdate,
+      { match: 'dentist', title: 'Dentist at 3pm', priority: 'medium' },
+      alice,
+    );
+    expect(both.status === 'completed' && both.output).toMatchObject({
+      title: 'Dentist at 3pm',
+      priority: 'medium',
+      description: 'Bring the insurance card',
+    });
   });
 
   it('keeps { match, title } working', async () => {
@@ -37,7 +65,11 @@ describe('findAndUpdate changes title, priority or description', () => {
   it('asks what to change when no field is given, before any tool call', async () => {
     const calls = { ...store.callCount };
     const r = await runner.run(findAndUpdate, { match: 'dentist' }, alice);
-    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'invalid_input', code: 'precondition_failed', userMessage: expect.stringMatching(/title.*priority.*description/) });
+    expect(r.status === 'failed' && r.error).toMatchObject({
+      category: 'invalid_input',
+      code: 'precondition_failed',
+      userMessage: expect.stringMatching(/title.*priority.*description/),
+    });
     expect(store.callCount).toEqual(calls);
   });
 });
@@ -57,9 +89,13 @@ describe('tasks picked by position', () => {
     expect(done.status === 'completed' && done.output).toMatchObject({ title: listed[1], completed: true });
 
     const gate = await runner.run(findAndDelete, { match: ' Task #1 ' }, alice);
-    expect(gate.status === 'awaiting_confirmation' && gate.confirmation.prompt).toBe(`Are you sure you want to delete '${listed[0]}'?`);
+    expect(gate.status === 'awaiting_confirmation' && gate.confirmation.prompt).toBe(
+      `Are you sure you want to delete '${listed[0]}'?`,
+    );
     const plain = await runner.run(findAndDelete, { match: '3' }, alice);
-    expect(plain.status === 'awaiting_confirmation' && plain.confirmation.prompt).toBe(`Are you sure you want to delete '${listed[2]}'?`);
+    expect(plain.status === 'awaiting_confirmation' && plain.confirmation.prompt).toBe(
+      `Are you sure you want to delete '${listed[2]}'?`,
+    );
   });
 
   it('a position past the end (or 0) is not_found; a number inside a longer text is a title match', async () => {
@@ -78,20 +114,36 @@ describe('tasks picked by position', () => {
 });
 
 describe('findAndComplete on a completed task', () => {
-  const store = createTaskStore({ users: { [fixtures.alice]: [{ title: 'Water plants', completed: true }, { title: 'Water the garden' }, { title: 'Call mom', completed: true }] } });
+  const store = createTaskStore({
+    users: {
+      [fixtures.alice]: [
+        { title: 'Water plants', completed: true },
+        { title: 'Water the garden' },
+        { title: 'Call mom', completed: true },
+      ],
+    },
+  });
   const runner = createRunner({ invoker: store.invoker, tools: [...taskTools] });
   beforeEach(() => store.reset());
 
   it('completes nothing and says it was already completed', async () => {
     const r = await runner.run(findAndComplete, { match: 'call mom' }, alice);
-    expect(r.status === 'completed' && r.output).toMatchObject({ title: 'Call mom', completed: true, already_completed: true });
+    expect(r.status === 'completed' && r.output).toMatchObject({
+      title: 'Call mom',
+      completed: true,
+      already_completed: true,
+    });
     expect(store.callCount.complete_task).toBeUndefined(); // no write
     expect(r.trace.steps.find((s) => s.id === 'complete')!.status).toBe('skipped');
   });
 
   it('flags a real completion as not already completed, preferring a pending match over a completed one', async () => {
     const r = await runner.run(findAndComplete, { match: 'water' }, alice);
-    expect(r.status === 'completed' && r.output).toMatchObject({ title: 'Water the garden', completed: true, already_completed: false });
+    expect(r.status === 'completed' && r.output).toMatchObject({
+      title: 'Water the garden',
+      completed: true,
+      already_completed: false,
+    });
   });
 });
 
@@ -102,13 +154,16 @@ describe('add_task refuses an identical task of the same user within the hour', 
     store.reset();
     runner = createRunner({ invoker: store.invoker, tools: [...taskTools] }); // kept results live in the runner's store
   });
-  const add = (input: Record<string, unknown>, opts: { idempotencyKey?: string } = {}) => runner.invoke<{ task: { task_id: string } }>('add_task', { user_id: fixtures.alice, ...input }, opts);
+  const add = (input: Record<string, unknown>, opts: { idempotencyKey?: string } = {}) =>
+    runner.invoke<{ task: { task_id: string } }>('add_task', { user_id: fixtures.alice, ...input }, opts);
 
   it('returns the first task as cached for the same title (whitespace and case aside), priority and description', async () => {
     const first = await add({ title: 'Buy stamps' });
     const again = await add({ title: '  buy   STAMPS ' });
     expect(again.trace.steps[0]!.status).toBe('cached');
-    expect(again.status === 'completed' && again.output.task.task_id).toBe(first.status === 'completed' && first.output.task.task_id);
+    expect(again.status === 'completed' && again.output.task.task_id).toBe(
+      first.status === 'completed' && first.output.task.task_id,
+    );
     expect(store.callCount.add_task).toBe(1);
     expect(store.tasks(fixtures.alice).filter((t) => t.title === 'Buy stamps')).toHaveLength(1);
   });
@@ -125,13 +180,17 @@ describe('add_task refuses an identical task of the same user within the hour', 
 
   it('dedupes across chain runs with different run ids, and keeps results an hour', async () => {
     const addOne = defineChain({
-      name: 'add_one_ref', input: z.object({ title: z.string() }), context: z.object({ userId: z.uuid() }),
+      name: 'add_one_ref',
+      input: z.object({ title: z.string() }),
+      context: z.object({ userId: z.uuid() }),
       steps: [{ id: 'add', tool: addTask, input: { user_id: ref('context', 'userId'), title: ref('input', 'title') } }],
     });
     const a = await runner.run(addOne, { title: 'Pay rent' }, alice);
     const b = await runner.run(addOne, { title: 'Pay rent' }, alice);
     expect(b.trace.steps[0]!.status).toBe('cached');
-    expect(a.status === 'completed' && b.status === 'completed' && b.output).toEqual(a.status === 'completed' && a.output);
+    expect(a.status === 'completed' && b.status === 'completed' && b.output).toEqual(
+      a.status === 'completed' && a.output,
+    );
     expect(store.callCount.add_task).toBe(1);
     expect(addTask.idempotencyTtlMs).toBe(3_600_000);
   });
@@ -154,27 +213,47 @@ describe('add_task refuses an identical task of the same user within the hour', 
 
 describe('the idempotencyKey tool option', () => {
   const item = z.object({ sku: z.string(), qty: z.number() });
-  const order = (extra: Record<string, unknown> = {}) => defineTool({
-    name: 'place_order', description: 'Place an order', input: item, output: z.object({ id: z.number() }),
-    idempotencyKey: (input, call) => `order:${String(call.context.userId)}:${input.sku}:${input.qty}`, idempotencyTtlMs: 60_000, ...extra,
-  });
+  const order = (extra: Record<string, unknown> = {}) =>
+    defineTool({
+      name: 'place_order',
+      description: 'Place an order',
+      input: item,
+      output: z.object({ id: z.number() }),
+      idempotencyKey: (input, call) => `order:${String(call.context.userId)}:${input.sku}:${input.qty}`,
+      idempotencyTtlMs: 60_000,
+      ...extra,
+    });
 
   it('derives the key from the content and the call; a step key or call key still wins', async () => {
     const keys: (string | undefined)[] = [];
     const seen: unknown[] = [];
     let n = 0;
     const tool = defineTool({
-      name: 'place_order', description: 'Place an order', input: item, output: z.object({ id: z.number() }),
-      idempotencyKey: (input, call) => { seen.push({ ...call }); return `order:${String(call.context.userId)}:${input.sku}`; },
+      name: 'place_order',
+      description: 'Place an order',
+      input: item,
+      output: z.object({ id: z.number() }),
+      idempotencyKey: (input, call) => {
+        seen.push({ ...call });
+        return `order:${String(call.context.userId)}:${input.sku}`;
+      },
     });
-    const runner = createRunner({ invoker: async (call: ToolCall) => { keys.push(call.idempotencyKey); return { id: ++n }; }, tools: [tool] });
+    const runner = createRunner({
+      invoker: async (call: ToolCall) => {
+        keys.push(call.idempotencyKey);
+        return { id: ++n };
+      },
+      tools: [tool],
+    });
     const ctx = { context: { userId: 'u1' } };
     expect((await runner.invoke('place_order', { sku: 'a', qty: 1 }, ctx)).status).toBe('completed');
     const dup = await runner.invoke<{ id: number }>('place_order', { sku: 'a', qty: 2 }, ctx);
     expect(dup.status === 'completed' && dup.output.id).toBe(1); // same key: the kept result
     await runner.invoke('place_order', { sku: 'a', qty: 1 }, { ...ctx, idempotencyKey: 'explicit' });
     const chain = defineChain({
-      name: 'order_twice', input: z.object({}), context: z.object({ userId: z.string() }),
+      name: 'order_twice',
+      input: z.object({}),
+      context: z.object({ userId: z.string() }),
       steps: [
         { id: 'own', tool, input: { sku: 'b', qty: 1 } },
         { id: 'keyed', tool, input: { sku: 'b', qty: 1 }, idempotencyKey: () => 'step-key' },
@@ -189,7 +268,19 @@ describe('the idempotencyKey tool option', () => {
 
   it('falls back to the default key when the function throws or returns no string', async () => {
     const keys: (string | undefined)[] = [];
-    const runner = createRunner({ invoker: async (call: ToolCall) => { keys.push(call.idempotencyKey); return { id: 1 }; }, tools: [order({ idempotencyKey: () => { throw new Error('boom'); } })] });
+    const runner = createRunner({
+      invoker: async (call: ToolCall) => {
+        keys.push(call.idempotencyKey);
+        return { id: 1 };
+      },
+      tools: [
+        order({
+          idempotencyKey: () => {
+            throw new Error('boom');
+          },
+        }),
+      ],
+    });
     const r = await runner.invoke('place_order', { sku: 'a', qty: 1 });
     expect(r.status).toBe('completed');
     expect(keys[0]).toMatch(/:place_order$/);
@@ -197,7 +288,13 @@ describe('the idempotencyKey tool option', () => {
 
   it('is checked at definition', () => {
     expect(order().idempotencyTtlMs).toBe(60_000);
-    for (const bad of [{ idempotencyKey: 'k' }, { idempotencyTtlMs: 0 }, { idempotencyTtlMs: Infinity }, { idempotencyTtlMs: 1e13 }, { effect: 'read' }]) {
+    for (const bad of [
+      { idempotencyKey: 'k' },
+      { idempotencyTtlMs: 0 },
+      { idempotencyTtlMs: Infinity },
+      { idempotencyTtlMs: 1e13 },
+      { effect: 'read' },
+    ]) {
       expect(() => order(bad), JSON.stringify(bad)).toThrow(DefinitionError);
     }
   });
@@ -220,7 +317,11 @@ describe('what a model sees', () => {
     const declined = await runner.resume(gate.resumeToken, { approved: false }, alice);
     expect(declined.status).toBe('declined');
     const model = toModelResult(declined);
-    expect(model).toMatchObject({ status: 'declined', step: 'delete', metadata: { context: { chain: 'find_and_delete' } } });
+    expect(model).toMatchObject({
+      status: 'declined',
+      step: 'delete',
+      metadata: { context: { chain: 'find_and_delete' } },
+    });
     expect((model as { metadata: unknown }).metadata).toEqual(declined.metadata);
   });
 });

@@ -14,13 +14,23 @@ const summaryOf = async (tasks: { title: string; completed?: boolean }[]) => {
 
 describe('taskSummary completion_rate', () => {
   it('is a percentage: 2 of 4 completed is 50', async () => {
-    const s = await summaryOf([{ title: 'a', completed: true }, { title: 'b', completed: true }, { title: 'c' }, { title: 'd' }]);
+    const s = await summaryOf([
+      { title: 'a', completed: true },
+      { title: 'b', completed: true },
+      { title: 'c' },
+      { title: 'd' },
+    ]);
     expect(s).toMatchObject({ total: 4, completed: 2, completion_rate: 50 });
   });
 
   it('is rounded to one decimal: 1 of 3 is 33.3, 2 of 3 is 66.7', async () => {
-    expect((await summaryOf([{ title: 'a', completed: true }, { title: 'b' }, { title: 'c' }])).completion_rate).toBe(33.3);
-    expect((await summaryOf([{ title: 'a', completed: true }, { title: 'b', completed: true }, { title: 'c' }])).completion_rate).toBe(66.7);
+    expect((await summaryOf([{ title: 'a', completed: true }, { title: 'b' }, { title: 'c' }])).completion_rate).toBe(
+      33.3,
+    );
+    expect(
+      (await summaryOf([{ title: 'a', completed: true }, { title: 'b', completed: true }, { title: 'c' }]))
+        .completion_rate,
+    ).toBe(66.7);
   });
 
   it('is 100 when all are done and 0 with no tasks', async () => {

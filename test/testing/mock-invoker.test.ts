@@ -2,15 +2,31 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createMockInvoker } from 'chainkit/testing';
 import type { ToolCall } from 'chainkit';
 
-const call = (tool: string, signal = new AbortController().signal, attempt = 1): ToolCall => ({ tool, input: { q: 1 }, attempt, signal, runId: 'r', traceId: 't', context: {}, progress: () => undefined });
+const call = (tool: string, signal = new AbortController().signal, attempt = 1): ToolCall => ({
+  tool,
+  input: { q: 1 },
+  attempt,
+  signal,
+  runId: 'r',
+  traceId: 't',
+  context: {},
+  progress: () => undefined,
+});
 
 describe('createMockInvoker', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('answers in order, repeating the last, and logs calls', async () => {
     const err = new Error('first');
-    const m = createMockInvoker({ a: [{ error: err }, { ok: 1 }, { ok: 2 }], b: (input: { q: number }) => input.q + 1 });
+    const m = createMockInvoker({
+      a: [{ error: err }, { ok: 1 }, { ok: 2 }],
+      b: (input: { q: number }) => input.q + 1,
+    });
     await expect(m(call('a'))).rejects.toBe(err);
     expect(await m(call('a'))).toBe(1);
     expect(await m(call('a'))).toBe(2);
@@ -41,7 +57,10 @@ describe('createMockInvoker', () => {
 
 describe('createMockInvoker answer shapes', () => {
   it('accepts functions inside a sequence and refuses unknown shapes loudly', async () => {
-    const m = createMockInvoker({ a: [(i: { q: number }) => ({ got: i.q }), { ok: 'then' }], bad: [{ okay: 1 } as never] });
+    const m = createMockInvoker({
+      a: [(i: { q: number }) => ({ got: i.q }), { ok: 'then' }],
+      bad: [{ okay: 1 } as never],
+    });
     expect(await m(call('a'))).toEqual({ got: 1 });
     expect(await m(call('a'))).toBe('then');
     await expect(m(call('bad'))).rejects.toThrow(/must be \{ ok \}, \{ error \}/);

@@ -21,8 +21,10 @@ export interface ComputeStep<S = Scope> extends StepCommon<S> {
  */
 export const computePlanner: StepPlanner<ComputeStep, undefined> = {
   plan(step: Partial<ComputeStep>, at: string, _i: number, { issues }: PlanContext, _refs: Ref[]): KindPlan<undefined> {
-    if (typeof step.compute !== 'function') issues.add(`${at}.compute`, 'Expected `compute` to be a function of the scope.');
-    if (step.output !== undefined && !isSchema(step.output)) issues.add(`${at}.output`, 'Expected `output` to be a zod schema or another Standard Schema.');
+    if (typeof step.compute !== 'function')
+      issues.add(`${at}.compute`, 'Expected `compute` to be a function of the scope.');
+    if (step.output !== undefined && !isSchema(step.output))
+      issues.add(`${at}.output`, 'Expected `output` to be a zod schema or another Standard Schema.');
     return { output: isSchema(step.output) ? step.output : null, usesScope: true, fields: undefined };
   },
 };

@@ -6,7 +6,14 @@ import { arrayElement, schemaKind } from '../path.js';
 import { isRef, type Ref, type Scope } from '../ref.js';
 import type { InputMapping, StepCommon } from '../step-common.js';
 import type { FlowCallsPlan } from './sub-chain.js';
-import { planCall, type ChainLike, type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './plan.js';
+import {
+  planCall,
+  type ChainLike,
+  type KindPlan,
+  type OutputSchema,
+  type PlanContext,
+  type StepPlanner,
+} from './plan.js';
 
 /** Runs `chain` once per element of `over`; its result is the array of the outputs, in order. */
 export interface ForEachStep<S = Scope> extends StepCommon<S> {
@@ -48,27 +55,51 @@ export const forEachPlanner: StepPlanner<ForEachStep, ForEachPlan> = {
     }
     const fe = spec as Partial<ForEachStep['forEach']>;
     let element: OutputSchema = null;
-    if (!isRef(fe.over)) issues.add(`${at}.forEach.over`, "Expected `over` to be a ref(...) to an array, e.g. ref('find', 'tasks').");
+    if (!isRef(fe.over))
+      issues.add(`${at}.forEach.over`, "Expected `over` to be a ref(...) to an array, e.g. ref('find', 'tasks').");
     else {
       refs.push(fe.over);
       const src = checkRef(fe.over, `${at}.forEach.over`, i);
       if (src) {
         element = arrayElement(src) ?? null;
-        if (!element && schemaKind(src) !== 'unknown') issues.add(`${at}.forEach.over`, `ref ${fe.over} is a ${schemaKind(src)}, not an array.`);
+        if (!element && schemaKind(src) !== 'unknown')
+          issues.add(`${at}.forEach.over`, `ref ${fe.over} is a ${schemaKind(src)}, not an array.`);
       }
     }
     const concurrency = fe.concurrency ?? 1;
-    if (!Number.isSafeInteger(concurrency) || concurrency < 1) issues.add(`${at}.forEach.concurrency`, `Expected \`concurrency\` to be a positive integer, got ${String(fe.concurrency)}.`);
-    if (fe.onItemError !== undefined && fe.onItemError !== 'fail' && fe.onItemError !== 'collect') issues.add(`${at}.forEach.onItemError`, "Expected `onItemError` to be 'fail' or 'collect'.");
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1)
+      issues.add(
+        `${at}.forEach.concurrency`,
+        `Expected \`concurrency\` to be a positive integer, got ${String(fe.concurrency)}.`,
+      );
+    if (fe.onItemError !== undefined && fe.onItemError !== 'fail' && fe.onItemError !== 'collect')
+      issues.add(`${at}.forEach.onItemError`, "Expected `onItemError` to be 'fail' or 'collect'.");
     // A function input is `(item, scope)`: made a resolver of the item scope here.
-    const input = typeof fe.input === 'function' ? itemFunction(fe.input as (item: unknown, scope: Scope) => unknown) : fe.input;
-    const { call, usesScope } = ctx.withItem(element ?? null, () => planCall(fe.chain, input, `${at}.forEach`, i, ctx, refs));
+    const input =
+      typeof fe.input === 'function' ? itemFunction(fe.input as (item: unknown, scope: Scope) => unknown) : fe.input;
+    const { call, usesScope } = ctx.withItem(element ?? null, () =>
+      planCall(fe.chain, input, `${at}.forEach`, i, ctx, refs),
+    );
     if (!call || !isRef(fe.over)) return { ...none, usesScope };
-    return { output: null, usesScope, fields: { calls: [call], forEach: { over: fe.over, concurrency: Number.isSafeInteger(concurrency) && concurrency >= 1 ? concurrency : 1, collect: fe.onItemError === 'collect' } } };
+    return {
+      output: null,
+      usesScope,
+      fields: {
+        calls: [call],
+        forEach: {
+          over: fe.over,
+          concurrency: Number.isSafeInteger(concurrency) && concurrency >= 1 ? concurrency : 1,
+          collect: fe.onItemError === 'collect',
+        },
+      },
+    };
   },
 };
 
-const itemFunction = (fn: (item: unknown, scope: Scope) => unknown): Resolver => (scope) => fn((scope as ItemScope).item, scope);
+const itemFunction =
+  (fn: (item: unknown, scope: Scope) => unknown): Resolver =>
+  (scope) =>
+    fn((scope as ItemScope).item, scope);
 
 /** The scope a forEach input is built from: the run's, and the current element. */
 export interface ItemScope extends Scope {

@@ -24,7 +24,11 @@ export interface LoopStep<S = Scope> extends StepCommon<S> {
 
 /** A loop step's fields of the plan. */
 export interface LoopPlan extends FlowCallsPlan {
-  readonly loop?: { readonly until: (output: unknown, iteration: number) => boolean | Promise<boolean>; readonly max: number; readonly delayMs: number };
+  readonly loop?: {
+    readonly until: (output: unknown, iteration: number) => boolean | Promise<boolean>;
+    readonly max: number;
+    readonly delayMs: number;
+  };
 }
 
 /** Iterations a loop may allow at most: beyond this, `max` is surely a mistake. */
@@ -48,13 +52,23 @@ export const loopPlanner: StepPlanner<LoopStep, LoopPlan> = {
       return { output: null, usesScope: false, fields: undefined };
     }
     const lp = spec as Partial<LoopStep['loop']>;
-    if (typeof lp.until !== 'function') issues.add(`${at}.loop.until`, 'Expected `until` to be a function (output, iteration) => boolean.');
+    if (typeof lp.until !== 'function')
+      issues.add(`${at}.loop.until`, 'Expected `until` to be a function (output, iteration) => boolean.');
     const maxOk = Number.isSafeInteger(lp.max) && lp.max! >= 1 && lp.max! <= MAX_LOOP;
-    if (lp.max === undefined) issues.add(`${at}.loop.max`, 'A loop needs `max`, the most iterations (e.g. max: 20): an unbounded loop could run until the deadline.');
-    else if (!maxOk) issues.add(`${at}.loop.max`, `Expected \`max\` to be an integer from 1 to ${MAX_LOOP}, got ${String(lp.max)}.`);
+    if (lp.max === undefined)
+      issues.add(
+        `${at}.loop.max`,
+        'A loop needs `max`, the most iterations (e.g. max: 20): an unbounded loop could run until the deadline.',
+      );
+    else if (!maxOk)
+      issues.add(`${at}.loop.max`, `Expected \`max\` to be an integer from 1 to ${MAX_LOOP}, got ${String(lp.max)}.`);
     if (lp.delayMs !== undefined) checkMs(lp.delayMs, `${at}.loop.delayMs`, 'delayMs', issues, true);
     const { call, usesScope } = planCall(lp.chain, lp.input, `${at}.loop`, i, ctx, refs);
     if (!call || typeof lp.until !== 'function' || !maxOk) return { output: null, usesScope, fields: undefined };
-    return { output: null, usesScope, fields: { calls: [call], loop: { until: lp.until, max: lp.max!, delayMs: lp.delayMs ?? 0 } } };
+    return {
+      output: null,
+      usesScope,
+      fields: { calls: [call], loop: { until: lp.until, max: lp.max!, delayMs: lp.delayMs ?? 0 } },
+    };
   },
 };

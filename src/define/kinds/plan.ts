@@ -16,7 +16,15 @@ export interface PlanContext {
    * Checks a tool-input mapping against the tool's input schema (adding the refs it reads to `refs`)
    * and compiles it into a resolver.
    */
-  mappingResolver(mapping: Record<string, unknown>, target: Schema, at: string, stepIndex: number, allowSelf: boolean, toolName: string, refs: Ref[]): Resolver;
+  mappingResolver(
+    mapping: Record<string, unknown>,
+    target: Schema,
+    at: string,
+    stepIndex: number,
+    allowSelf: boolean,
+    toolName: string,
+    refs: Ref[],
+  ): Resolver;
   /** The name of the chain being defined (a sub-chain that contains it is a cycle). */
   readonly chainName: string;
   /** Runs `fn` with `ref('item', …)` naming an element of schema `element` (`null`: unknown): a `forEach` input. */
@@ -55,7 +63,12 @@ export interface SubChainCall {
  * ```
  */
 export function isChainLike(value: unknown): value is ChainLike {
-  return typeof value === 'object' && value !== null && (value as ChainLike).kind === 'chain' && Array.isArray((value as ChainLike).plan);
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as ChainLike).kind === 'chain' &&
+    Array.isArray((value as ChainLike).plan)
+  );
 }
 
 /** What a planner found for one step. */
@@ -99,18 +112,40 @@ export interface StepPlanner<Spec, Fields> {
  * const call = planCall(step.chain, step.input, 'steps[2]', 2, ctx, refs);
  * ```
  */
-export function planCall(chain: unknown, input: unknown, at: string, i: number, ctx: PlanContext, refs: Ref[], passInput = false): { call: SubChainCall | undefined; usesScope: boolean } {
+export function planCall(
+  chain: unknown,
+  input: unknown,
+  at: string,
+  i: number,
+  ctx: PlanContext,
+  refs: Ref[],
+  passInput = false,
+): { call: SubChainCall | undefined; usesScope: boolean } {
   const { issues } = ctx;
   if (!isChainLike(chain)) {
     issues.add(`${at}.chain`, 'Expected `chain` to be a chain made by defineChain() or chain(...).build().');
     return { call: undefined, usesScope: false };
   }
   const cycle = cycleThrough(chain, ctx.chainName);
-  if (cycle) issues.add(`${at}.chain`, `chain '${ctx.chainName}' contains itself (${[ctx.chainName, ...cycle].join(' → ')}); a chain cannot run itself.`);
+  if (cycle)
+    issues.add(
+      `${at}.chain`,
+      `chain '${ctx.chainName}' contains itself (${[ctx.chainName, ...cycle].join(' → ')}); a chain cannot run itself.`,
+    );
   if (typeof input === 'function') return { call: { chain, resolveInput: input as Resolver }, usesScope: true };
-  if (isPlainObject(input)) return { call: { chain, resolveInput: ctx.mappingResolver(input, chain.input, `${at}.input`, i, false, `chain ${chain.name}`, refs) }, usesScope: false };
+  if (isPlainObject(input))
+    return {
+      call: {
+        chain,
+        resolveInput: ctx.mappingResolver(input, chain.input, `${at}.input`, i, false, `chain ${chain.name}`, refs),
+      },
+      usesScope: false,
+    };
   if (input === undefined && passInput) return { call: { chain, resolveInput: (s) => s.input }, usesScope: false };
-  issues.add(`${at}.input`, `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, or a function of the scope.`);
+  issues.add(
+    `${at}.input`,
+    `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, or a function of the scope.`,
+  );
   return { call: undefined, usesScope: false };
 }
 

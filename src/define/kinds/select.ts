@@ -38,7 +38,9 @@ export interface SelectPlan {
 export const selectPlanner: StepPlanner<SelectStep, SelectPlan> = {
   plan(step: Partial<SelectStep>, at: string, i: number, ctx: PlanContext, refs: Ref[]): KindPlan<SelectPlan> {
     const { issues, checkRef } = ctx;
-    const sel = (typeof step.select === 'object' && step.select !== null ? step.select : {}) as Partial<SelectStep['select']>;
+    const sel = (typeof step.select === 'object' && step.select !== null ? step.select : {}) as Partial<
+      SelectStep['select']
+    >;
     let usesScope = false;
     let element: OutputSchema = null;
     let whereItems: OutputSchema = null;
@@ -50,7 +52,8 @@ export const selectPlanner: StepPlanner<SelectStep, SelectPlan> = {
       const src = checkRef(sel.from, `${at}.select.from`, i);
       if (src) {
         element = arrayElement(src);
-        if (!element && schemaKind(src) !== 'unknown') issues.add(`${at}.select.from`, `ref ${sel.from} is a ${schemaKind(src)}, not an array.`);
+        if (!element && schemaKind(src) !== 'unknown')
+          issues.add(`${at}.select.from`, `ref ${sel.from} is a ${schemaKind(src)}, not an array.`);
       }
       // A `from` reported above still lets `where` be checked, against the array it most likely meant.
       if (src === undefined || (src && !element && schemaKind(src) !== 'unknown')) {
@@ -58,12 +61,20 @@ export const selectPlanner: StepPlanner<SelectStep, SelectPlan> = {
         const meant = root ? likelyArray(root, isPlainObject(sel.where) ? Object.keys(sel.where) : []) : undefined;
         if (meant) {
           whereItems = meant.element;
-          issues.add(`${at}.select.from`, `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? \`where\` is checked against its items.`);
+          issues.add(
+            `${at}.select.from`,
+            `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? \`where\` is checked against its items.`,
+          );
         }
       }
     }
-    if (!['one', 'first', 'all'].includes(sel.expect as string)) issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
-    if (sel.noMatch !== undefined && typeof sel.noMatch !== 'string') issues.add(`${at}.select.noMatch`, 'Expected `noMatch` to be the sentence shown to the user when nothing matches.');
+    if (!['one', 'first', 'all'].includes(sel.expect as string))
+      issues.add(`${at}.select.expect`, "Expected `expect` to be 'one', 'first' or 'all'.");
+    if (sel.noMatch !== undefined && typeof sel.noMatch !== 'string')
+      issues.add(
+        `${at}.select.noMatch`,
+        'Expected `noMatch` to be the sentence shown to the user when nothing matches.',
+      );
     let matcher: SelectPlan['matcher'];
     if (typeof sel.where === 'function') {
       usesScope = true;
@@ -72,10 +83,24 @@ export const selectPlanner: StepPlanner<SelectStep, SelectPlan> = {
     } else if (sel.where === undefined) {
       matcher = () => () => true;
     } else if (isPlainObject(sel.where)) {
-      matcher = compileWhere(sel.where as Record<string, FieldMatcher>, `${at}.select.where`, element ?? whereItems, issues, refs, (r, p) => checkRef(r, p, i));
+      matcher = compileWhere(
+        sel.where as Record<string, FieldMatcher>,
+        `${at}.select.where`,
+        element ?? whereItems,
+        issues,
+        refs,
+        (r, p) => checkRef(r, p, i),
+      );
     } else {
-      issues.add(`${at}.select.where`, 'Expected `where` to be a field matcher object or a function (item, scope) => boolean.');
+      issues.add(
+        `${at}.select.where`,
+        'Expected `where` to be a field matcher object or a function (item, scope) => boolean.',
+      );
     }
-    return { output: element && sel.expect === 'all' ? arrayOf(element) : element, usesScope, fields: { matcher: matcher ?? (() => () => false) } };
+    return {
+      output: element && sel.expect === 'all' ? arrayOf(element) : element,
+      usesScope,
+      fields: { matcher: matcher ?? (() => () => false) },
+    };
   },
 };

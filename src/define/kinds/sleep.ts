@@ -31,7 +31,10 @@ export const sleepPlanner: StepPlanner<SleepStep, SleepPlan> = {
     const spec = step.sleep;
     if (typeof spec === 'number') {
       if (!(Number.isFinite(spec) && spec >= 0 && spec <= MAX_SLEEP_MS)) {
-        ctx.issues.add(`${at}.sleep`, `Expected \`sleep\` to be a duration in ms from 0 to ${MAX_SLEEP_MS}, got ${String(spec)}.`);
+        ctx.issues.add(
+          `${at}.sleep`,
+          `Expected \`sleep\` to be a duration in ms from 0 to ${MAX_SLEEP_MS}, got ${String(spec)}.`,
+        );
         return { output: null, usesScope: false, fields: undefined };
       }
       return { output: null, usesScope: false, fields: { sleep: { ms: () => spec } } };
@@ -41,8 +44,12 @@ export const sleepPlanner: StepPlanner<SleepStep, SleepPlan> = {
       ctx.checkRef(spec, `${at}.sleep`, i);
       return { output: null, usesScope: false, fields: { sleep: { ms: (s) => spec.resolve(s) } } };
     }
-    if (typeof spec === 'function') return { output: null, usesScope: true, fields: { sleep: { ms: spec as Resolver } } };
-    ctx.issues.add(`${at}.sleep`, 'Expected `sleep` to be a duration in ms, a ref(...) to one, or a function of the scope returning one.');
+    if (typeof spec === 'function')
+      return { output: null, usesScope: true, fields: { sleep: { ms: spec as Resolver } } };
+    ctx.issues.add(
+      `${at}.sleep`,
+      'Expected `sleep` to be a duration in ms, a ref(...) to one, or a function of the scope returning one.',
+    );
     return { output: null, usesScope: false, fields: undefined };
   },
 };

@@ -2,7 +2,14 @@
 // sub-chain's output. Its spec type and its planner; its runner is run/kinds/sub-chain.ts.
 import type { Ref, Scope } from '../ref.js';
 import type { InputMapping, StepCommon } from '../step-common.js';
-import { planCall, type ChainLike, type KindPlan, type PlanContext, type StepPlanner, type SubChainCall } from './plan.js';
+import {
+  planCall,
+  type ChainLike,
+  type KindPlan,
+  type PlanContext,
+  type StepPlanner,
+  type SubChainCall,
+} from './plan.js';
 
 /** Runs another chain as one step; its steps nest under this one in traces and events (`audit/find`). */
 export interface SubChainStep<S = Scope> extends StepCommon<S> {

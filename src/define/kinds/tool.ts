@@ -49,7 +49,10 @@ export const toolPlanner: StepPlanner<ToolStep, ToolPlan> = {
       resolveInput = () => undefined;
     }
     if (tool.effect === 'destructive' && step.confirm === undefined) {
-      issues.add(`${at}.confirm`, `tool ${tool.name} is destructive: add \`confirm: { prompt }\`, or \`confirm: false\` to waive it explicitly.`);
+      issues.add(
+        `${at}.confirm`,
+        `tool ${tool.name} is destructive: add \`confirm: { prompt }\`, or \`confirm: false\` to waive it explicitly.`,
+      );
     }
     return { output: tool.output, usesScope, fields: { tool, resolveInput } };
   },

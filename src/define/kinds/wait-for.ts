@@ -44,18 +44,34 @@ export const waitForPlanner: StepPlanner<WaitForStep, WaitForPlan> = {
     const w = spec as Partial<WaitForStep['waitFor']>;
     let ok = true;
     if (typeof w.signal !== 'string' || !/^[\w.:-]{1,128}$/.test(w.signal)) {
-      issues.add(`${at}.waitFor.signal`, 'Expected `signal` to be a name of 1 to 128 letters, digits, `_`, `-`, `.` or `:`.');
+      issues.add(
+        `${at}.waitFor.signal`,
+        'Expected `signal` to be a name of 1 to 128 letters, digits, `_`, `-`, `.` or `:`.',
+      );
       ok = false;
     }
     if (!isSchema(w.schema)) {
-      issues.add(`${at}.waitFor.schema`, 'Expected `schema` to be a schema (zod or Standard Schema) validating the payload.');
+      issues.add(
+        `${at}.waitFor.schema`,
+        'Expected `schema` to be a schema (zod or Standard Schema) validating the payload.',
+      );
       ok = false;
     }
-    if (w.timeoutMs !== undefined && !(Number.isFinite(w.timeoutMs) && w.timeoutMs >= 1 && w.timeoutMs <= MAX_SLEEP_MS)) {
-      issues.add(`${at}.waitFor.timeoutMs`, `Expected \`timeoutMs\` to be a duration in ms from 1 to ${MAX_SLEEP_MS}, got ${String(w.timeoutMs)}.`);
+    if (
+      w.timeoutMs !== undefined &&
+      !(Number.isFinite(w.timeoutMs) && w.timeoutMs >= 1 && w.timeoutMs <= MAX_SLEEP_MS)
+    ) {
+      issues.add(
+        `${at}.waitFor.timeoutMs`,
+        `Expected \`timeoutMs\` to be a duration in ms from 1 to ${MAX_SLEEP_MS}, got ${String(w.timeoutMs)}.`,
+      );
       ok = false;
     }
     if (!ok) return { output: null, usesScope: false, fields: undefined };
-    return { output: w.schema!, usesScope: false, fields: { waitFor: { signal: w.signal!, schema: w.schema!, timeoutMs: w.timeoutMs } } };
+    return {
+      output: w.schema!,
+      usesScope: false,
+      fields: { waitFor: { signal: w.signal!, schema: w.schema!, timeoutMs: w.timeoutMs } },
+    };
   },
 };

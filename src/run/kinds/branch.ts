@@ -20,21 +20,34 @@ export function runBranch(host: StepHost, step: PlannedStep, inFlight: InFlight)
   try {
     value = on(host.scope);
   } catch (error) {
-    throw new StepError({ category: 'internal', code: 'branch_failed', message: `Step ${step.id}: \`on\` threw: ${describeThrown(error)}` });
+    throw new StepError({
+      category: 'internal',
+      code: 'branch_failed',
+      message: `Step ${step.id}: \`on\` threw: ${describeThrown(error)}`,
+    });
   }
   let index = typeof value === 'string' ? names.indexOf(value) : -1;
   if (index < 0) {
     if (!hasDefault) {
       const shown = typeof value === 'string' ? `'${value}'` : String(value);
-      throw new StepError({ category: 'invalid_input', code: 'no_branch', message: `Step ${step.id}: ${shown} names no case (cases: ${names.join(', ')}) and there is no \`default\`.` }, { userMessage: `'${String(value)}' is not one of: ${names.join(', ')}.` });
+      throw new StepError(
+        {
+          category: 'invalid_input',
+          code: 'no_branch',
+          message: `Step ${step.id}: ${shown} names no case (cases: ${names.join(', ')}) and there is no \`default\`.`,
+        },
+        { userMessage: `'${String(value)}' is not one of: ${names.join(', ')}.` },
+      );
     }
     index = names.length;
   }
   const call = step.calls![index]!;
   const input = nestedInput(step, call.resolveInput, host.scope);
-  return gated(host, step, () => runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
-    inFlight.children = end.trace;
-    inFlight.undo = end.undo;
-    return end.outcome;
-  }));
+  return gated(host, step, () =>
+    runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
+      inFlight.children = end.trace;
+      inFlight.undo = end.undo;
+      return end.outcome;
+    }),
+  );
 }

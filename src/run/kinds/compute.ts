@@ -21,7 +21,11 @@ export function runCompute(host: StepHost, step: PlannedStep): StepOutcome | Pro
   const def = step.step as ComputeStep;
   const threw = (error: unknown): never => {
     if (error instanceof RunAbortReason) throw error;
-    throw new StepError({ category: 'internal', code: 'compute_failed', message: `Step ${step.id}: compute threw: ${describeThrown(error)}` });
+    throw new StepError({
+      category: 'internal',
+      code: 'compute_failed',
+      message: `Step ${step.id}: compute threw: ${describeThrown(error)}`,
+    });
   };
   let value: unknown;
   try {
@@ -29,7 +33,10 @@ export function runCompute(host: StepHost, step: PlannedStep): StepOutcome | Pro
   } catch (error) {
     threw(error);
   }
-  if (isThenable(value)) return host.bounded(value, deadlineIn(host, `compute step ${step.id}`)).then((v) => computedValue(step, def, v), threw);
+  if (isThenable(value))
+    return host
+      .bounded(value, deadlineIn(host, `compute step ${step.id}`))
+      .then((v) => computedValue(step, def, v), threw);
   return computedValue(step, def, value);
 }
 
@@ -37,7 +44,14 @@ export function runCompute(host: StepHost, step: PlannedStep): StepOutcome | Pro
 function computedValue(step: PlannedStep, def: ComputeStep, value: unknown): StepOutcome {
   if (def.output) {
     const parsed = parseSchema(def.output, value);
-    if (!parsed.success) throw new StepError(schemaFailure('invalid_output', `Step ${step.id} computed a value that does not match its output schema`, parsed.error.issues));
+    if (!parsed.success)
+      throw new StepError(
+        schemaFailure(
+          'invalid_output',
+          `Step ${step.id} computed a value that does not match its output schema`,
+          parsed.error.issues,
+        ),
+      );
     value = parsed.data;
   }
   return { kind: 'ok', value, skipped: false };

@@ -25,7 +25,12 @@ import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unit
 export function runForEach(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const { over, concurrency, collect } = step.forEach!;
   const items = over.resolve(host.scope);
-  if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${step.id}: ${over} is not an array.` });
+  if (!Array.isArray(items))
+    throw new StepError({
+      category: 'validation',
+      code: 'not_an_array',
+      message: `Step ${step.id}: ${over} is not an array.`,
+    });
   return gated(host, step, () => new ItemRun(host, step, items, concurrency, collect, inFlight).start());
 }
 
@@ -68,7 +73,12 @@ class ItemRun {
   /** Starts items while fewer than `concurrency` run; ends the step when none runs and none is left. */
   private launch(): void {
     const { items, prior } = this;
-    while (this.running < this.concurrency && this.next < items.length && this.stop === undefined && !this.group.aborted) {
+    while (
+      this.running < this.concurrency &&
+      this.next < items.length &&
+      this.stop === undefined &&
+      !this.group.aborted
+    ) {
       const i = this.next++;
       const kept = prior?.get(i);
       if (kept) {
@@ -80,7 +90,13 @@ class ItemRun {
       this.running++;
       const started = this.host.calls.now();
       const id = `${this.key}/${i}`;
-      const failed = (error: unknown): void => this.ended(i, id, { outcome: { kind: 'failed', error: unitFailure(this.host, id, error) }, trace: [] }, started);
+      const failed = (error: unknown): void =>
+        this.ended(
+          i,
+          id,
+          { outcome: { kind: 'failed', error: unitFailure(this.host, id, error) }, trace: [] },
+          started,
+        );
       let end: Promise<NestedEnd>;
       try {
         end = this.item(i, id);
@@ -91,13 +107,19 @@ class ItemRun {
       }
       end.then((e) => this.ended(i, id, e, started), failed);
     }
-    if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted)) this.finish();
+    if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted))
+      this.finish();
   }
 
   private item(i: number, id: string): Promise<NestedEnd> {
     const { host, step } = this;
     const call = step.calls![0]!;
-    const scope: ItemScope = { input: host.scope.input, context: host.scope.context, results: host.scope.results, item: this.items[i] };
+    const scope: ItemScope = {
+      input: host.scope.input,
+      context: host.scope.context,
+      results: host.scope.results,
+      item: this.items[i],
+    };
     const input = nestedInput(step, call.resolveInput, scope);
     return runNested(host, id, call.chain as Chain, input, this.group);
   }
@@ -115,7 +137,12 @@ class ItemRun {
     } else {
       if (this.stop === undefined) {
         this.stop = outcome;
-        this.group.abort(new RunAbortReason('cancelled', `Stopped because item ${i} of step ${this.step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`));
+        this.group.abort(
+          new RunAbortReason(
+            'cancelled',
+            `Stopped because item ${i} of step ${this.step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`,
+          ),
+        );
       }
       return this.done();
     }
@@ -153,11 +180,19 @@ class ItemRun {
     }
     if (this.stop) return this.resolve(this.stop);
     // The run stopped (cancel, deadline, another step's failure) before every item ran.
-    if (this.next < this.items.length) return this.resolve({ kind: 'failed', error: unitFailure(this.host, this.key, this.host.abort.reason ?? this.group.reason) });
+    if (this.next < this.items.length)
+      return this.resolve({
+        kind: 'failed',
+        error: unitFailure(this.host, this.key, this.host.abort.reason ?? this.group.reason),
+      });
     this.resolve({ kind: 'ok', value: this.values, skipped: false });
   }
 }
 
 function declinedInfo(host: StepHost, id: string): ChainErrorInfo {
-  return unitFailure(host, id, new StepError({ category: 'confirmation', code: 'declined', message: `Item ${id}: a confirmation was declined.` }));
+  return unitFailure(
+    host,
+    id,
+    new StepError({ category: 'confirmation', code: 'declined', message: `Item ${id}: a confirmation was declined.` }),
+  );
 }

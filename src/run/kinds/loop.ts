@@ -39,9 +39,19 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       value = kept.value;
       if (kept.trace) children.push(kept.trace);
     } else {
-      if (n > 1 && delayMs > 0) await host.bounded(sleep(delayMs, host.abort), deadlineIn(host, `the wait between iterations of loop ${step.id}`));
+      if (n > 1 && delayMs > 0)
+        await host.bounded(
+          sleep(delayMs, host.abort),
+          deadlineIn(host, `the wait between iterations of loop ${step.id}`),
+        );
       const started = host.calls.now();
-      const end = await runNested(host, id, call.chain as Chain, nestedInput(step, call.resolveInput, host.scope), host.abort);
+      const end = await runNested(
+        host,
+        id,
+        call.chain as Chain,
+        nestedInput(step, call.resolveInput, host.scope),
+        host.abort,
+      );
       const entry = unitEntry(n, id, end, started, host.calls.now());
       children.push(entry);
       if (end.outcome.kind !== 'ok') return end.outcome;
@@ -50,7 +60,12 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
       if (host.exec.journal !== undefined) {
         const answer = await journalUnit(host.exec, { step: id, value, trace: entry });
-        if (answer === false) throw new StepError({ category: 'conflict', code: 'journal_refused', message: `Step ${id} was not journaled: the run store refused it (another runner may own the run now).` });
+        if (answer === false)
+          throw new StepError({
+            category: 'conflict',
+            code: 'journal_refused',
+            message: `Step ${id} was not journaled: the run store refused it (another runner may own the run now).`,
+          });
       }
     }
     let done: unknown;
@@ -59,12 +74,20 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       if (isThenable(done)) done = await host.bounded(done, deadlineIn(host, `\`until\` of loop ${step.id}`));
     } catch (error) {
       if (error instanceof RunAbortReason) throw error;
-      throw new StepError({ category: 'internal', code: 'until_failed', message: `Step ${step.id}: \`until\` threw: ${describeThrown(error)}` });
+      throw new StepError({
+        category: 'internal',
+        code: 'until_failed',
+        message: `Step ${step.id}: \`until\` threw: ${describeThrown(error)}`,
+      });
     }
     if (done) return { kind: 'ok', value, skipped: false };
   }
   throw new StepError(
-    { category: 'timeout', code: 'loop_limit', message: `Step ${step.id}: \`until\` did not hold after ${max} iteration(s) (its \`max\`).` },
+    {
+      category: 'timeout',
+      code: 'loop_limit',
+      message: `Step ${step.id}: \`until\` did not hold after ${max} iteration(s) (its \`max\`).`,
+    },
     { userMessage: 'This is taking longer than expected; try again later.' },
   );
 }

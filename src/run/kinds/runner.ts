@@ -23,4 +23,5 @@ export type StepRunner = (host: StepHost, step: PlannedStep, inFlight: InFlight)
  * host.bounded(promise, deadlineIn(host, `compute step ${step.id}`));
  * ```
  */
-export const deadlineIn = (host: StepHost, what: string): string => `Chain ${host.exec.chain.name} passed its deadline in ${what}.`;
+export const deadlineIn = (host: StepHost, what: string): string =>
+  `Chain ${host.exec.chain.name} passed its deadline in ${what}.`;

@@ -28,14 +28,30 @@ export function runSelect(host: StepHost, step: PlannedStep): StepOutcome {
 function selectItems(step: PlannedStep, def: SelectStep, scope: Scope): StepOutcome {
   const { from, expect, noMatch } = def.select;
   const items = from.resolve(scope);
-  if (!Array.isArray(items)) throw new StepError({ category: 'validation', code: 'not_an_array', message: `Step ${step.id}: ${from} is not an array.` });
+  if (!Array.isArray(items))
+    throw new StepError({
+      category: 'validation',
+      code: 'not_an_array',
+      message: `Step ${step.id}: ${from} is not an array.`,
+    });
   const matches = items.filter(step.matcher!(scope));
   if (matches.length === 0) {
-    throw new StepError({ category: 'not_found', code: 'no_match', message: `Step ${step.id}: none of the ${items.length} item(s) in ${from} matched.` }, typeof noMatch === 'string' ? { userMessage: noMatch } : {});
+    throw new StepError(
+      {
+        category: 'not_found',
+        code: 'no_match',
+        message: `Step ${step.id}: none of the ${items.length} item(s) in ${from} matched.`,
+      },
+      typeof noMatch === 'string' ? { userMessage: noMatch } : {},
+    );
   }
   if (expect === 'one' && matches.length > 1) {
     throw new StepError(
-      { category: 'ambiguous', code: 'ambiguous', message: `Step ${step.id}: ${matches.length} items in ${from} matched; expected one.` },
+      {
+        category: 'ambiguous',
+        code: 'ambiguous',
+        message: `Step ${step.id}: ${matches.length} items in ${from} matched; expected one.`,
+      },
       { candidates: matches, userMessage: `${matches.length} items match. Which one did you mean?` },
     );
   }

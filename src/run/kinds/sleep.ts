@@ -35,7 +35,11 @@ export const canPark = (host: StepHost): boolean => host.exec.parks === true && 
 export function runSleep(host: StepHost, step: PlannedStep, _inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const ms = step.sleep!.ms(host.scope);
   if (typeof ms !== 'number' || !(Number.isFinite(ms) && ms >= 0 && ms <= MAX_SLEEP_MS)) {
-    throw new StepError({ category: 'invalid_input', code: 'invalid_sleep', message: `Step ${step.id}: expected a sleep in ms from 0 to ${MAX_SLEEP_MS}, got ${String(ms)}.` });
+    throw new StepError({
+      category: 'invalid_input',
+      code: 'invalid_sleep',
+      message: `Step ${step.id}: expected a sleep in ms from 0 to ${MAX_SLEEP_MS}, got ${String(ms)}.`,
+    });
   }
   if (ms >= PARK_MIN_MS && canPark(host)) return { kind: 'wait', until: host.calls.now() + ms };
   if (ms === 0) return SLEPT;

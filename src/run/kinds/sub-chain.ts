@@ -18,9 +18,11 @@ import { gated, nestedInput, runNested } from '../sub-run.js';
 export function runSubChain(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<StepOutcome> {
   const call = step.calls![0]!;
   const input = nestedInput(step, call.resolveInput, host.scope);
-  return gated(host, step, () => runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
-    inFlight.children = end.trace;
-    inFlight.undo = end.undo;
-    return end.outcome;
-  }));
+  return gated(host, step, () =>
+    runNested(host, host.stepKey(step), call.chain as Chain, input, host.abort).then((end) => {
+      inFlight.children = end.trace;
+      inFlight.undo = end.undo;
+      return end.outcome;
+    }),
+  );
 }

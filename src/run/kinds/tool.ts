@@ -26,23 +26,42 @@ export function runTool(host: StepHost, step: PlannedStep, inFlight: InFlight): 
   try {
     raw = step.resolveInput!(scope);
   } catch (error) {
-    throw new StepError({ category: 'internal', code: 'input_failed', message: `Step ${step.id}: building the input threw: ${describeThrown(error)}` });
+    throw new StepError({
+      category: 'internal',
+      code: 'input_failed',
+      message: `Step ${step.id}: building the input threw: ${describeThrown(error)}`,
+    });
   }
   const parsed = parseSchema(tool.input, raw);
-  if (!parsed.success) throw new StepError(schemaFailure('invalid_step_input', `Input for tool ${tool.name} (step ${step.id}) does not match its schema`, parsed.error.issues));
+  if (!parsed.success)
+    throw new StepError(
+      schemaFailure(
+        'invalid_step_input',
+        `Input for tool ${tool.name} (step ${step.id}) does not match its schema`,
+        parsed.error.issues,
+      ),
+    );
   const input = parsed.data;
   if (host.recorder.traceDetail === 'full') inFlight.input = host.recorder.redacted(input);
 
   if (def.confirm && exec.approvedGate !== host.stepKey(step)) {
     const question = gateQuestion(host, step, def.confirm);
     if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
-    return askInProcess(host, step, question).then((yes) => (yes ? startCall(host, step, def, input, inFlight) : { kind: 'declined' as const }));
+    return askInProcess(host, step, question).then((yes) =>
+      yes ? startCall(host, step, def, input, inFlight) : { kind: 'declined' as const },
+    );
   }
   return startCall(host, step, def, input, inFlight);
 }
 
 /** Calls the step's tool through the pipeline; resolves with its output. */
-function startCall(host: StepHost, step: PlannedStep, def: ToolStep, input: unknown, inFlight: InFlight): Promise<unknown> {
+function startCall(
+  host: StepHost,
+  step: PlannedStep,
+  def: ToolStep,
+  input: unknown,
+  inFlight: InFlight,
+): Promise<unknown> {
   const tool = step.tool!;
   // The step's own key is read for writes only; without one, callContext applies the default.
   const key = tool.effect !== 'read' && def.idempotencyKey ? def.idempotencyKey(host.scope) : undefined;
@@ -50,6 +69,7 @@ function startCall(host: StepHost, step: PlannedStep, def: ToolStep, input: unkn
   inFlight.ctx = ctx;
   // A plain write's start is recorded first (durable runs): recovery must know it may have happened.
   const before = host.exec.beforeWrite;
-  if (before !== undefined && tool.effect !== 'read' && !tool.idempotent) return before(ctx).then(() => host.calls.call(ctx));
+  if (before !== undefined && tool.effect !== 'read' && !tool.idempotent)
+    return before(ctx).then(() => host.calls.call(ctx));
   return host.calls.call(ctx);
 }

@@ -7,11 +7,16 @@ import { chain, createRunner, defineTool, functionInvoker } from 'chainkit';
 import { postgresStores, type PostgresPool } from 'chainkit/postgres';
 
 // pg without its types: the app states what it uses of it; chainkit/postgres asks no more than `query`.
-const pg: { Pool: new (config: { connectionString?: string; max?: number }) => PostgresPool & { end(): Promise<void> } } = createRequire(import.meta.url)('pg');
+const pg: {
+  Pool: new (config: { connectionString?: string; max?: number }) => PostgresPool & { end(): Promise<void> };
+} = createRequire(import.meta.url)('pg');
 
 const fetchOrder = defineTool({
-  name: 'fetch_order', description: 'Read an order', effect: 'read',
-  input: z.object({ orderId: z.string() }), output: z.object({ orderId: z.string(), amount: z.number() }),
+  name: 'fetch_order',
+  description: 'Read an order',
+  effect: 'read',
+  input: z.object({ orderId: z.string() }),
+  output: z.object({ orderId: z.string(), amount: z.number() }),
 });
 const refundOrder = chain('refund_order', { input: z.object({ orderId: z.string() }) })
   .tool('order', fetchOrder, (ref) => ({ orderId: ref('input', 'orderId') }))
@@ -23,7 +28,11 @@ export async function main(): Promise<void> {
   await stores.migrate();
   const runner = createRunner({
     invoker: functionInvoker([fetchOrder], { fetch_order: async ({ orderId }) => ({ orderId, amount: 42 }) }),
-    tools: [fetchOrder], chains: [refundOrder], secret: process.env.CHAINKIT_SECRET, stores, leaseMs: 30_000,
+    tools: [fetchOrder],
+    chains: [refundOrder],
+    secret: process.env.CHAINKIT_SECRET,
+    stores,
+    leaseMs: 30_000,
   });
   const result = await runner.run(refundOrder, { orderId: 'o-17' }, { runId: 'request-17' });
   if (result.status === 'completed') console.log(result.output.amount);

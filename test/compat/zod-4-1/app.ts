@@ -1,7 +1,16 @@
 // An app on zod 4.1 defines tools and a chain with its own schemas: must type-check against chainkit.
 import { z } from 'zod';
 import * as zm from 'zod/mini';
-import { chain, createRunner, defineChain, defineTool, functionInvoker, ref, type ChainOutput, type ToolOutput } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  ref,
+  type ChainOutput,
+  type ToolOutput,
+} from 'chainkit';
 
 const Task = z.object({ task_id: z.string(), title: z.string(), done: z.boolean() });
 
@@ -26,18 +35,34 @@ export const rename = defineChain({
   context: z.object({ userId: z.string() }),
   steps: [
     { id: 'find', tool: listTasks, input: { user_id: ref('context', 'userId') } },
-    { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
+    {
+      id: 'target',
+      select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' },
+    },
     { id: 'rename', tool: renameTask, input: { task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
   ],
   output: (s) => ({ id: s.results.rename.task.task_id, before: s.results.target.title }),
 });
 
-export const built = chain('rename_built', { input: z.object({ match: z.string() }), context: z.object({ userId: z.string() }) })
+export const built = chain('rename_built', {
+  input: z.object({ match: z.string() }),
+  context: z.object({ userId: z.string() }),
+})
   .tool('find', listTasks, (r) => ({ user_id: r('context', 'userId') }))
-  .select('target', (r) => ({ from: r('find', 'tasks'), where: { title: { contains: r('input', 'match') } }, expect: 'one' }))
+  .select('target', (r) => ({
+    from: r('find', 'tasks'),
+    where: { title: { contains: r('input', 'match') } },
+    expect: 'one',
+  }))
   .output((s) => s.results.target.done);
 
-export const count = defineTool({ name: 'count', description: 'Count', input: zm.object({ n: zm.number() }), output: zm.object({ total: zm.number() }), effect: 'read' });
+export const count = defineTool({
+  name: 'count',
+  description: 'Count',
+  input: zm.object({ n: zm.number() }),
+  output: zm.object({ total: zm.number() }),
+  effect: 'read',
+});
 
 // The types flow from zod 4.1 schemas (classic and mini): a wrong one is a compile error here.
 const listed: ToolOutput<typeof listTasks> = { tasks: [{ task_id: 't', title: 'x', done: false }] };
