@@ -47,6 +47,8 @@ interface StepView {
   output?: unknown;
   error?: unknown;
   decidedBy?: string;
+  /** A step that ran chains (`chain`, `forEach`, `branch`, `loop`): their steps, one entry per item or iteration. */
+  children?: StepView[];
   /** What else the trace entry holds (e.g. a sub-chain's or a `forEach`'s items), redacted. */
   extra?: Record<string, unknown>;
 }
@@ -63,6 +65,7 @@ const KNOWN_STEP_KEYS = new Set([
   'output',
   'error',
   'decidedBy',
+  'children',
 ]);
 
 /** A run as the page shows it. */
@@ -100,6 +103,7 @@ function stepView(t: TraceStep, safe: Safe): StepView {
   if (t.output !== undefined) v.output = safe(t.output);
   if (t.error !== undefined) v.error = safe(t.error);
   if (t.decidedBy !== undefined) v.decidedBy = safe(t.decidedBy) as string;
+  if (t.children !== undefined) v.children = t.children.map((c) => stepView(c, safe));
   for (const key of Object.keys(t)) {
     if (KNOWN_STEP_KEYS.has(key)) continue;
     (v.extra ??= {})[key] = safe((t as unknown as Record<string, unknown>)[key]);

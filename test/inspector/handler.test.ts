@@ -397,4 +397,44 @@ describe('the run view', () => {
     expect(view.awaiting!.prompt).toBe('ok? password=[REDACTED]');
     expect(JSON.stringify(view)).not.toMatch(/TOKEN-SECRET-1|pw-1|k-123456/);
   });
+  it('shows the steps of chains a step ran (forEach items, their steps) as children, redacted', async () => {
+    const { runView, safeWith } = await import('../../src/inspector/views.js');
+    const { chain, createRunner, defineTool, functionInvoker, memoryRunStore } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    const list = defineTool({
+      name: 'list_ids',
+      description: 'l',
+      effect: 'read',
+      input: z.object({}),
+      output: z.object({ ids: z.array(z.string()) }),
+    });
+    const mark = defineTool({
+      name: 'mark',
+      description: 'm',
+      effect: 'read',
+      input: z.object({ id: z.string(), apiKey: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+    });
+    const markOne = chain('mark_one', { input: z.object({ id: z.string() }) })
+      .tool('mark', mark, (ref) => ({ id: ref('input', 'id'), apiKey: 'k-987654' }))
+      .build();
+    const all = chain('mark_all', { input: z.object({}) })
+      .tool('list', list, () => ({}))
+      .forEach('marked', (ref) => ({ over: ref('list', 'ids'), chain: markOne, input: (item) => ({ id: item() }) }))
+      .build();
+    const runner = createRunner({
+      invoker: functionInvoker([list, mark], {
+        list_ids: async () => ({ ids: ['a', 'b'] }),
+        mark: async () => ({ ok: true }),
+      }),
+      stores: { runs: memoryRunStore() },
+    });
+    cleanups.push(() => runner.close());
+    expect((await runner.run(all, {}, { runId: 'fe-view' })).status).toBe('completed');
+    const view = runView((await runner.getRun('fe-view'))!, safeWith(undefined));
+    const marked = view.steps.find((st) => st.id === 'marked')!;
+    const flat = (steps: typeof view.steps): string[] => steps.flatMap((st) => [st.id, ...flat(st.children ?? [])]);
+    expect(flat(marked.children ?? [])).toEqual(expect.arrayContaining(['marked/0/mark', 'marked/1/mark']));
+    expect(JSON.stringify(view)).not.toContain('k-987654');
+  });
 });

@@ -30,7 +30,10 @@ interface Step {
   output?: unknown;
   error?: Json;
   decidedBy?: string;
+  children?: Step[];
   extra?: Json;
+  /** How deep in sub-chains (0: a step of the run itself). */
+  depth?: number;
 }
 interface RunView {
   runId: string;
@@ -718,7 +721,22 @@ function stepsOf(state: NonNullable<typeof runState>): Step[] {
       if (e.data.error) st.error = e.data.error as Json;
     }
   }
-  return [...byId.values()].sort((a, b) => a.stepNumber - b.stepNumber);
+  const out: Step[] = [];
+  // A step that ran chains is followed by their steps (items, iterations), indented under it.
+  const add = (st: Step, depth: number): void => {
+    out.push({ ...st, depth });
+    for (const c of st.children ?? []) add(c, depth + 1);
+  };
+  const nested = new Set<string>();
+  const collect = (st: Step): void => {
+    for (const c of st.children ?? []) (nested.add(c.id), collect(c));
+  };
+  for (const st of byId.values()) collect(st);
+  for (const st of [...byId.values()].sort((a, b) => a.stepNumber - b.stepNumber)) {
+    if (nested.has(st.id)) continue; // shown under its parent
+    add(st, st.children ? 0 : st.id.split('/').length > 1 ? Math.ceil((st.id.split('/').length - 1) / 2) : 0);
+  }
+  return out;
 }
 
 function renderRun(): void {
@@ -810,9 +828,9 @@ function renderRun(): void {
       // Sub-chains, forEach items and whatever else a step kind records on its trace entry.
       for (const [key, value] of Object.entries(st.extra ?? {}))
         detail.push(h('h4', {}, key), h('pre', {}, pretty(value)));
-      return h(
+      const item = h(
         'li',
-        { class: 'step' },
+        { class: st.depth ? 'step nested' : 'step' },
         h(
           'div',
           { class: 'step-head' },
@@ -822,6 +840,8 @@ function renderRun(): void {
         h('div', { class: 'facts' }, facts),
         detail.length ? h('details', {}, h('summary', {}, `Details of ${st.id}`), detail) : null,
       );
+      if (st.depth) item.style.marginLeft = `${1.25 * st.depth}rem`;
+      return item;
     }),
   );
 
