@@ -323,7 +323,8 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
   /**
    * Adds a sleep step: waits `ms` (a number, or `(ref) => ref(…)` naming a number; from 0 to a
    * year). Under 1 s, or without a run store, it waits in place within the run's deadline; a durable
-   * run parks `waiting` (`run()` resolves at once) and any runner's recovery wakes it. Its result is `null`.
+   * run parks `waiting` (`run()` resolves at once; inside a sub-chain, the whole run) and any
+   * runner's recovery wakes it. Its result is `null`.
    *
    * @example
    * ```ts

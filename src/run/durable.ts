@@ -285,7 +285,7 @@ export function durableRuns(
     const { step, until, signal } = result.waiting;
     const entries = [...atEnd];
     if (signal === undefined) {
-      const trace = result.trace.steps.find((t) => t.id === step);
+      const trace = traceOf(result.trace.steps, step);
       entries.push({ step, value: null, ...(trace && { trace: { ...trace, status: 'success' as const } }) });
     }
     return store.parkWaiting!(runId, owner, result, until ?? null, entries);
@@ -1005,4 +1005,16 @@ function priorTraceOf(run: StoredRun): TraceStep[] {
     if (e.compensation === undefined && e.started === undefined && e.decision === undefined && e.trace)
       out.push(e.trace);
   return out;
+}
+
+/** The trace entry of step `id` (`nap`, or inside sub-chains `done/3/nap`), among `steps` and their children. */
+function traceOf(steps: readonly TraceStep[], id: string): TraceStep | undefined {
+  for (const t of steps) {
+    if (t.id === id) return t;
+    if (t.children && id.startsWith(`${t.id}/`)) {
+      const found = traceOf(t.children, id);
+      if (found) return found;
+    }
+  }
+  return undefined;
 }

@@ -94,6 +94,12 @@ export interface Execution {
    * Reads and idempotent writes never wait for it.
    */
   beforeWrite?: (ctx: CallContext) => Promise<void>;
+  /**
+   * A chain with a gate inside a sub-chain: the sub-chain steps and units (items, iterations) that
+   * finished, earlier segments' included, for the checkpoint when such a gate parks the run. Shared
+   * by the run and its nested runs, like `journal`.
+   */
+  kept?: JournalEntry[];
   /** Durable runs on a store that parks (`parkWaiting`): a long sleep or a waitFor parks the run `waiting`. */
   parks?: boolean;
 }
@@ -104,10 +110,11 @@ export type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
 export type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }
   | { kind: 'failed'; error: ChainErrorInfo }
-  | { kind: 'gate'; prompt: string; details: unknown }
+  /** A gate; `at` and `tool` name a gated step inside a sub-chain (`done/3/delete`), which parks the run as one gate. */
+  | { kind: 'gate'; prompt: string; details: unknown; at?: string; tool?: string }
   | { kind: 'declined' }
   /** A durable run parks `waiting`: until `until` (a sleep), or for `signal` (a waitFor; `until`: its timeout). */
-  | { kind: 'wait'; until?: number; signal?: string };
+  | { kind: 'wait'; until?: number; signal?: string; at?: string };
 
 /** Step states, one number per step in a flat array: not started, in flight, done (ok or skipped). */
 export const PENDING = 0;

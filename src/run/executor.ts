@@ -259,14 +259,17 @@ class Run extends Scheduler implements EndedSegment {
     if (run.input !== undefined) entry.input = run.input;
     if (run.children !== undefined) entry.children = run.children;
     if (run.undo !== undefined && run.undo.length > 0) (this.nestedUndo ??= [])[step.index] = run.undo;
-    if (this.exec.decidedBy !== undefined && step.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
+    if (this.exec.decidedBy !== undefined && entry.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {
       this.record(step, entry, outcome, started, ended, ctx);
     } catch {
       // Recording (trace detail, learning, logs) observes the run: whatever it meets, the step still settles.
     }
-    if (outcome.kind === 'ok' && this.exec.journal !== undefined) this.journal(step, entry, outcome);
+    if (outcome.kind !== 'ok') return this.settle(step, outcome);
+    if (this.exec.kept !== undefined && this.exec.nested !== undefined)
+      this.exec.kept.push(journalEntry(entry, outcome));
+    if (this.exec.journal !== undefined) this.journal(step, entry, outcome);
     else this.settle(step, outcome);
   }
 
@@ -344,12 +347,9 @@ class Run extends Scheduler implements EndedSegment {
 
   /** Durable runs: a step counts as done (and its dependents may start) once the journal kept it. */
   private journal(step: PlannedStep, entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): void {
-    const kept: JournalEntry = outcome.skipped
-      ? { step: entry.id, skipped: true, trace: entry }
-      : { step: entry.id, value: outcome.value, trace: entry };
     let answer: unknown;
     try {
-      answer = this.exec.journal!(kept);
+      answer = this.exec.journal!(journalEntry(entry, outcome));
     } catch (error) {
       return this.settle(step, this.failed(step, error, undefined));
     }
@@ -406,3 +406,9 @@ class Run extends Scheduler implements EndedSegment {
     }
   }
 }
+
+/** What the journal (and a checkpoint's `nested`) keeps of a step that ended ok or skipped. */
+const journalEntry = (entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): JournalEntry =>
+  outcome.skipped
+    ? { step: entry.id, skipped: true, trace: entry }
+    : { step: entry.id, value: outcome.value, trace: entry };

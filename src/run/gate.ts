@@ -85,13 +85,15 @@ export async function parkAtGate(
   host: StepHost,
   done: string[],
   step: PlannedStep,
-  gate: GateQuestion,
+  gate: GateQuestion & { at?: string; tool?: string },
   base: Omit<Extract<RunResult, { status: 'declined' }>, 'status' | 'step'>,
   failed: (e: ChainErrorInfo) => RunResult,
 ): Promise<RunResult> {
   const { exec, calls, gates } = host;
   const { chain } = exec;
-  const tool = gateTool(step);
+  // A gate inside a sub-chain is named by its own step (`done/3/delete`): the step running it runs again on resume.
+  const at = gate.at ?? step.id;
+  const tool = gate.tool ?? gateTool(step);
   const createdAt = calls.now();
   const expiresAt = createdAt + gates.confirmationTtlMs;
   const id = newId();
@@ -110,7 +112,8 @@ export async function parkAtGate(
           contextHash: hashContext(exec.context),
           results: exec.results,
           done,
-          gate: step.id,
+          gate: at,
+          ...(exec.kept !== undefined && exec.kept.length > 0 && { nested: exec.kept }),
           startedAt: exec.startedAt,
           createdAt,
           expiresAt,
@@ -129,11 +132,11 @@ export async function parkAtGate(
             code: 'store_unavailable',
             message: `Could not store the checkpoint: ${describeThrown(error)}`,
           };
-    return failed(toErrorInfo(why, { step: step.id, tool }, calls.retryTable));
+    return failed(toErrorInfo(why, { step: at, tool }, calls.retryTable));
   }
-  const confirmation: ConfirmationRequest = { step: step.id, tool, prompt: gate.prompt, expiresAt: iso(expiresAt) };
+  const confirmation: ConfirmationRequest = { step: at, tool, prompt: gate.prompt, expiresAt: iso(expiresAt) };
   if (gate.details !== undefined) confirmation.details = gate.details;
-  host.recorder.confirmationRequested(host, step.id, tool, gate.prompt, confirmation.expiresAt);
+  host.recorder.confirmationRequested(host, at, tool, gate.prompt, confirmation.expiresAt);
   return {
     status: 'awaiting_confirmation',
     resumeToken: signToken(id, expiresAt, gates.secret),
@@ -150,6 +153,6 @@ export async function parkAtGate(
  * gateTool(step); // 'delete_task', or 'complete_one' for a forEach of that chain
  * ```
  */
-function gateTool(step: PlannedStep): string {
+export function gateTool(step: PlannedStep): string {
   return step.tool?.name ?? (step.calls ? step.calls.map((c) => c.chain.name).join(' | ') : step.kind);
 }

@@ -5,6 +5,7 @@ import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
+import { asksInside } from './sub-run.js';
 
 /**
  * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
@@ -51,14 +52,16 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
   let nested: Map<string, JournalEntry[]> | undefined;
+  const kept: JournalEntry[] | undefined = asksInside(chain) ? [] : undefined;
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
     else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
     else if (entry.started !== undefined || entry.decision !== undefined)
       continue; // marks, not steps
-    else if (entry.step.includes('/'))
+    else if (entry.step.includes('/')) {
       nestUnder((nested ??= new Map()), entry); // a sub-chain's step (§12): see priorNested
-    else {
+      kept?.push(entry);
+    } else {
       done.push(entry.step);
       if (entry.skipped !== true) results[entry.step] = entry.value;
       if (entry.trace) priorTrace.push(entry.trace);
@@ -79,6 +82,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
     ...(nested && { priorNested: nested }),
+    ...(kept && { kept }),
   };
 }
 
@@ -118,8 +122,15 @@ export function journaledSteps(run: StoredRun): string[] {
   return steps;
 }
 
-/** Files a journaled sub-chain step (`done/3/complete`) under the prefix of the run that journaled it (`done/3`). */
-function nestUnder(nested: Map<string, JournalEntry[]>, entry: JournalEntry): void {
+/**
+ * Files a journaled sub-chain step (`done/3/complete`) under the prefix of the run that journaled it (`done/3`).
+ *
+ * @example
+ * ```ts
+ * nestUnder(priorNested, { step: 'done/3', value }); // priorNested.get('done') holds it
+ * ```
+ */
+export function nestUnder(nested: Map<string, JournalEntry[]>, entry: JournalEntry): void {
   const prefix = entry.step.slice(0, entry.step.lastIndexOf('/'));
   const list = nested.get(prefix);
   if (list) list.push(entry);

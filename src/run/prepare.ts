@@ -5,6 +5,7 @@ import { parseSchema } from '../define/schema.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { RunResult } from '../observe/result.js';
 import { callStore } from '../stores/guard.js';
+import type { JournalEntry } from '../stores/run-store.js';
 import type { Checkpoint, TakeResult } from '../stores/types.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext, verifyToken } from './checkpoint.js';
@@ -12,8 +13,10 @@ import { INVALID_RUN_ID, isValidRunId } from './run-id.js';
 import { earlyFailure, earlyResult, type EarlySite } from './early-result.js';
 import { iso, type Execution } from './execution.js';
 import { newId } from './ids.js';
+import { nestUnder } from './journal.js';
 import type { RunnerParts } from './parts.js';
 import { schemaFailure } from './pipeline.js';
+import { asksInside } from './sub-run.js';
 import type { ResumeOptions, RunOptions } from './types.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
@@ -89,6 +92,7 @@ export function prepareRun(
     priorTrace: NONE,
     startedAt: calls.now(),
     resumed: false,
+    ...(asksInside(chain) && { kept: [] }),
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
     ...(opts.confirm && { confirm: opts.confirm }),
     ...(opts.signal && { signal: opts.signal }),
@@ -191,9 +195,11 @@ export async function prepareResume(
     startedAt: cp.startedAt,
   };
   if (!decision.approved) {
-    const gate = chain.plan.find((step) => step.id === cp.gate);
+    // A gate inside a sub-chain (`done/3/delete`) is shown on the step that ran it.
+    const top = cp.gate.split('/', 1)[0];
+    const gate = chain.plan.find((step) => step.id === top);
     const declined = {
-      stepNumber: chain.plan.findIndex((step) => step.id === cp.gate) + 1,
+      stepNumber: (gate?.index ?? -1) + 1,
       id: cp.gate,
       status: 'declined' as const,
       attempts: 0,
@@ -217,6 +223,7 @@ export async function prepareResume(
     approvedGate: cp.gate,
     resumed: true,
     segmentStart: resumeStart,
+    ...nestedFrom(cp, chain),
     ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
     ...(decision.by !== undefined && { decidedBy: decision.by }),
     ...(opts.signal && { signal: opts.signal }),
@@ -257,4 +264,14 @@ function validateContext(
       parsed.error.issues,
     ).message,
   };
+}
+
+/** A resume after a gate inside a sub-chain: what the sub-chains finished before it, by prefix, and kept again for a later gate. */
+function nestedFrom(cp: Checkpoint, chain: Chain): Pick<Execution, 'priorNested' | 'kept'> {
+  if (!asksInside(chain)) return {};
+  const kept: JournalEntry[] = cp.nested ? [...cp.nested] : [];
+  if (kept.length === 0) return { kept };
+  const priorNested = new Map<string, JournalEntry[]>();
+  for (const entry of kept) nestUnder(priorNested, entry);
+  return { kept, priorNested };
 }

@@ -6,6 +6,7 @@ import type { RunnerOptions } from './runner-options.js';
 import type { ToolInvoker } from '../invokers/types.js';
 import type { RunOptions } from './types.js';
 import type { RunResult } from '../observe/result.js';
+import { asksInside } from './sub-run.js';
 
 /** Options of {@link runChain}: an `invoker` (a runner is made and closed for you) or a `runner`. */
 export type RunChainOptions<C> = RunOptions<C> &
@@ -16,8 +17,8 @@ export type RunChainOptions<C> = RunOptions<C> &
  * that runner is used. A chain with a confirmation gate needs a way to answer it: `confirm`
  * (in-process), a long-lived `runner`, or `secret` plus a shared `stores.checkpoints` (so another
  * runner can resume the token) — otherwise `runChain` rejects with a `TypeError` before running.
- * A gate inside a sub-chain (a `chain`, `forEach`, `branch` or `loop` step's chain, at any depth) can
- * only be answered in-process: without `confirm`, `runChain` rejects the same way before its first step.
+ * A gate inside a sub-chain (a `chain`, `forEach`, `branch` or `loop` step's chain, at any depth)
+ * counts the same.
  *
  * @example
  * ```ts
@@ -57,19 +58,11 @@ export async function runChain<I, C, O>(
   if (
     !confirm &&
     !(runnerOptions.secret && runnerOptions.stores?.checkpoints) &&
-    chain.plan.some((step) => step.step.confirm)
+    (chain.plan.some((step) => step.step.confirm) || asksInside(chain as Chain))
   ) {
     throw new TypeError(
       `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, so its resume token could not be used. ` +
         'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',
-    );
-  }
-  // A gate inside a sub-chain cannot park at all (it fails `gate_in_sub_chain`): only `confirm` answers it.
-  const nested = confirm ? undefined : nestedGate(chain as Chain);
-  if (nested) {
-    throw new TypeError(
-      `runChain: chain ${chain.name} has a confirmation gate inside a sub-chain (step ${nested.step} of chain ${nested.chain}, run by step ${nested.by}), ` +
-        'and a gate inside a sub-chain cannot park the run: it can only be answered in-process. Pass `confirm` to answer it.',
     );
   }
   const runner = createRunner(runnerOptions);
@@ -78,28 +71,4 @@ export async function runChain<I, C, O>(
   } finally {
     await runner.close();
   }
-}
-
-/** The first gated step inside a sub-chain of `chain` (at any depth): its id, its chain, and the top-level step that runs it. */
-function nestedGate(chain: Chain): { step: string; chain: string; by: string } | undefined {
-  const seen = new Set<Chain>();
-  const visit = (sub: Chain, by: string): { step: string; chain: string; by: string } | undefined => {
-    if (seen.has(sub)) return undefined;
-    seen.add(sub);
-    for (const step of sub.plan) {
-      if (step.step.confirm) return { step: step.id, chain: sub.name, by };
-      for (const call of step.calls ?? []) {
-        const found = visit(call.chain as Chain, by);
-        if (found) return found;
-      }
-    }
-    return undefined;
-  };
-  for (const step of chain.plan) {
-    for (const call of step.calls ?? []) {
-      const found = visit(call.chain as Chain, step.id);
-      if (found) return found;
-    }
-  }
-  return undefined;
 }

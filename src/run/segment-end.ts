@@ -127,11 +127,11 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };
   } else if (stop.outcome.kind === 'wait') {
     // A durable run parks (run/durable.ts records it `waiting`): what finished beside this step is journaled already.
-    const { until, signal } = stop.outcome;
+    const { until, signal, at } = stop.outcome;
     result = {
       status: 'waiting',
       waiting: {
-        step: run.stepKey(plan[stop.index]!),
+        step: at ?? run.stepKey(plan[stop.index]!),
         ...(until !== undefined && { until }),
         ...(signal !== undefined && { signal }),
       },

@@ -2,6 +2,7 @@
 // its payload, from any instance. The payload is checked here against the step's schema; the take
 // and the continuation are the durable side's (run/durable.ts).
 import type { Chain } from '../define/chain.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import { parseSchema, type SchemaIssue } from '../define/schema.js';
 import type { RunResult, RunWaiting } from '../observe/result.js';
 
@@ -51,8 +52,8 @@ export function signalPayload(
   runId: string,
 ): { value: unknown; index: number } | undefined {
   if (!waiting || waiting.signal === undefined || waiting.signal !== name) return undefined;
-  const index = chain.plan.findIndex((p) => p.id === waiting.step);
-  const spec = chain.plan[index]?.waitFor;
+  const step = plannedAt(chain, waiting.step.split('/'));
+  const spec = step?.waitFor;
   if (!spec) return undefined;
   const parsed = parseSchema(spec.schema, payload);
   if (!parsed.success) {
@@ -63,5 +64,21 @@ export function signalPayload(
       parsed.error.issues,
     );
   }
-  return { value: parsed.data, index };
+  return { value: parsed.data, index: step.index };
+}
+
+/**
+ * The planned step a (prefixed) step id names: `review`, or inside sub-chains `audit/review`,
+ * `done/3/review` (a `forEach` item), `poll/2/review` (a `loop` iteration), `notify/send` (a branch case).
+ */
+function plannedAt(chain: Chain, path: readonly string[]): PlannedStep | undefined {
+  const step = chain.plan.find((p) => p.id === path[0]);
+  if (!step || path.length === 1) return step;
+  // Items and iterations carry their number after the step's id; a branch's case is not named: try each.
+  const rest = step.forEach || step.loop ? path.slice(2) : path.slice(1);
+  for (const call of step.calls ?? []) {
+    const found = plannedAt(call.chain as Chain, rest);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -15,7 +15,7 @@ import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
 import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
 import { schemaFailure } from './pipeline.js';
-import { askInProcess, gateQuestion } from './gate.js';
+import { askInProcess, gateQuestion, gateTool } from './gate.js';
 import { segmentResult, type EndedSegment, lastResult } from './segment-end.js';
 import type { NestedEnd, StepHost } from './step-host.js';
 
@@ -114,6 +114,10 @@ export function runNested(
     interrupted: parent.interrupted,
     priorNested: parent.priorNested,
     beforeWrite: parent.beforeWrite,
+    approvedGate: parent.approvedGate,
+    decidedBy: parent.decidedBy,
+    kept: parent.kept,
+    parks: parent.parks,
   };
   return host.nest(exec);
 }
@@ -128,8 +132,9 @@ function failedEnd(host: StepHost, prefix: string, failure: Parameters<typeof to
 
 /**
  * The end of a sub-chain's run (the executor's `finished` for a nested execution): its output, or
- * its failure after its own completed steps were compensated, or a decline. A gate that is not
- * answered in-process (`run(…, { confirm })`) cannot park inside a sub-chain: it fails the step.
+ * its failure after its own completed steps were compensated, or a decline, or a gate it stopped
+ * at (`at`: the gated step's id, `done/3/delete`), which parks the whole run as one gate, or a
+ * sleep or waitFor it parked at (the same way).
  *
  * @example
  * ```ts
@@ -163,42 +168,23 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
       };
     }
   }
-  if (stop.outcome.kind === 'declined') return { outcome: stop.outcome, trace: run.traceEntries() };
-  if (stop.outcome.kind === 'wait') {
-    // Never: a nested run sleeps in place and refuses waitFor (run/kinds/sleep.ts canPark).
+  const { outcome } = stop;
+  if (outcome.kind === 'declined') return { outcome, trace: run.traceEntries() };
+  if (outcome.kind === 'gate') {
+    // Named by the innermost gated step: a gate deeper down arrives with its `at` already set.
     const step = exec.chain.plan[stop.index]!;
+    const at = outcome.at ?? run.stepKey(step);
+    return { outcome: { ...outcome, at, tool: outcome.tool ?? gateTool(step) }, trace: run.traceEntries() };
+  }
+  if (outcome.kind === 'wait')
+    // A sleep or waitFor parks the whole (durable) run, named by its own id; on waking, the sub-chain runs again from its journal.
     return {
-      outcome: {
-        kind: 'failed',
-        error: toErrorInfo(
-          {
-            category: 'internal',
-            code: 'wait_unsupported',
-            message: `Step ${run.stepKey(step)} cannot park inside a sub-chain.`,
-          },
-          { step: run.stepKey(step) },
-          calls.retryTable,
-        ),
-      },
+      outcome: { ...outcome, at: outcome.at ?? run.stepKey(exec.chain.plan[stop.index]!) },
       trace: run.traceEntries(),
     };
-  }
-  if (stop.outcome.kind === 'gate') {
-    const step = exec.chain.plan[stop.index]!;
-    const error = toErrorInfo(
-      {
-        category: 'confirmation',
-        code: 'gate_in_sub_chain',
-        message: `Step ${run.stepKey(step)} asks for confirmation inside a sub-chain; answer it in-process with run(…, { confirm }), or gate the step that runs the sub-chain.`,
-      },
-      { step: run.stepKey(step) },
-      calls.retryTable,
-    );
-    return { outcome: { kind: 'failed', error }, trace: run.traceEntries() };
-  }
   // Failure path only: the full segment end compensates the sub-chain's own completed steps. The
   // other ends are values, not promises: the item's run settles without an extra hop.
-  const error = stop.outcome.error;
+  const { error } = outcome;
   return segmentResult(run).then((result) => ({
     outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error },
     trace: result.trace.steps,
@@ -270,8 +256,9 @@ export function priorUnits(exec: Execution, prefix: string): Map<number, Journal
 }
 
 /**
- * Journals a finished unit (item, iteration) of a durable run before it counts as done; resolves at
- * once without a journal. Resolves `false`, or rejects, when the store refused or failed.
+ * Journals a finished unit (item, iteration) of a durable run before it counts as done (and keeps it
+ * for a gate's checkpoint, {@link Execution.kept}); resolves at once without a journal. Resolves
+ * `false`, or rejects, when the store refused or failed.
  *
  * @example
  * ```ts
@@ -279,6 +266,7 @@ export function priorUnits(exec: Execution, prefix: string): Map<number, Journal
  * ```
  */
 export function journalUnit(exec: Execution, entry: JournalEntry): Promise<unknown> {
+  exec.kept?.push(entry);
   if (exec.journal === undefined) return Promise.resolve(true);
   try {
     return Promise.resolve(exec.journal(entry));
@@ -325,4 +313,29 @@ export function gated(
   const question = gateQuestion(host, step, confirm);
   if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
   return askInProcess(host, step, question).then((yes) => (yes ? run() : { kind: 'declined' as const }));
+}
+
+const asks = new WeakMap<Chain, boolean>();
+/**
+ * Whether a step of one of `chain`'s sub-chains (at any depth) has a confirmation gate: such a run
+ * keeps what its sub-chains finished ({@link Execution.kept}) for the checkpoint of that gate.
+ *
+ * @example
+ * ```ts
+ * const exec = { ...base, ...(asksInside(chain) && { kept: [] }) };
+ * ```
+ */
+export function asksInside(chain: Chain): boolean {
+  let found = asks.get(chain);
+  if (found === undefined) {
+    found = false;
+    // Chains that contain themselves are refused when defined: this recursion ends.
+    for (const step of chain.plan)
+      for (const call of step.calls ?? []) {
+        const sub = call.chain as Chain;
+        if (sub.plan.some((s) => (s.step as StepCommon).confirm) || asksInside(sub)) found = true;
+      }
+    asks.set(chain, found);
+  }
+  return found;
 }

@@ -27,6 +27,7 @@ export type {
   BreakerDecision,
   BreakerStore,
   Checkpoint,
+  KeptStep,
   CheckpointStore,
   IdempotencyBeginOptions,
   IdempotencyClaim,

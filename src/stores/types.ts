@@ -17,13 +17,30 @@ export interface Checkpoint {
   results: Record<string, unknown>;
   /** Ids of the steps completed or skipped before the gate. */
   done: string[];
-  /** The gated step. */
+  /** The gated step; inside a sub-chain, its prefixed id (`done/3/delete`). */
   gate: string;
+  /**
+   * A gate inside a sub-chain: what the run's sub-chains finished before it (their steps, `forEach`
+   * items, `loop` iterations), so the resumed run does not run them again.
+   */
+  nested?: KeptStep[];
   startedAt: number;
   createdAt: number;
   expiresAt: number;
   /** Trace steps so far, so the resumed trace shows the whole run. */
   trace: TraceStep[];
+}
+
+/** A sub-chain step, `forEach` item or `loop` iteration that finished before a gate (as the run store's journal keeps it). */
+export interface KeptStep {
+  /** Its prefixed id: `audit/find`, `done/3` (an item), `done/3/complete`. */
+  step: string;
+  /** Its result (absent when skipped). */
+  value?: unknown;
+  /** Skipped by its `when`: done, with no result. */
+  skipped?: true;
+  /** Its trace entry. */
+  trace?: TraceStep;
 }
 
 /** The outcome of taking a checkpoint. */

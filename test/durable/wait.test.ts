@@ -106,6 +106,27 @@ const reviewed = defineChain({
   output: (s) => ({ ok: s.results.review.ok, by: s.results.review.by, sent: s.results.notify.sent }),
 });
 
+// Sleeps and waits inside sub-chains park the whole run (API.md §12), named by their own ids.
+const itemSleeps = chain('item_sleeps', { input: z.object({ n: z.number() }) })
+  .tool('reserve', reserve, (r) => ({ n: r('input', 'n') }))
+  .sleep('nap', 2_000)
+  .tool('notify', notify, () => ({ ok: true }))
+  .output((s) => s.results.notify.sent);
+const sleepsInside = chain('sleeps_inside', {
+  input: z.object({ items: z.array(z.object({ n: z.number() })) }),
+  timeoutMs: 60_000,
+})
+  .forEach('each', (ref) => ({ over: ref('input', 'items'), chain: itemSleeps, input: (item) => ({ n: item('n') }) }))
+  .output((s) => s.results.each);
+const askReview = chain('ask_review', { input: z.object({ n: z.number() }) })
+  .tool('reserve', reserve, (r) => ({ n: r('input', 'n') }))
+  .waitFor('review', { signal: 'review', schema: Review, timeoutMs: 3_600_000 })
+  .output((s) => s.results.review);
+const reviewedInside = chain('reviewed_inside', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
+  .chain('ask', askReview, (ref) => ({ n: ref('input', 'n') }))
+  .tool('notify', notify, (ref) => ({ ok: ref('ask', 'ok') }))
+  .output((s) => ({ by: s.results.ask.by, sent: s.results.notify.sent }));
+
 const runners: Runner[] = [];
 afterEach(async () => {
   for (const r of runners.splice(0)) await r.close();
@@ -128,7 +149,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     const r = createRunner({
       invoker,
       tools: [reserve, release, notify],
-      chains: [sleeper, reviewed],
+      chains: [sleeper, reviewed, sleepsInside, reviewedInside],
       stores,
       leaseMs: 30_000,
       now,
@@ -161,6 +182,48 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(b.calls).toEqual(['notify']); // reserve was journaled before the sleep
     expect(await b.runner.recover()).toEqual([]); // woken once
     expect((await b.runner.getRun(runId))?.status).toBe('completed');
+  });
+
+  it('a sleep inside a forEach item parks the whole run at that item; each wake goes on from there, nothing called twice', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('item-sleep');
+    const parked = await a.runner.run(sleepsInside, { items: [{ n: 1 }, { n: 2 }] }, { runId });
+    expect(parked).toMatchObject({ status: 'waiting', waiting: { step: 'each/0/nap', until: t + 2_000 } });
+    expect(a.calls).toEqual(['reserve']);
+    await a.runner.close();
+    const b = runner(stores);
+    t += 2_001;
+    const [second] = await b.runner.recover();
+    expect(second).toMatchObject({ status: 'waiting', waiting: { step: 'each/1/nap', until: t + 2_000 } });
+    t += 2_001;
+    const [done] = await b.runner.recover();
+    expect(done).toMatchObject({ status: 'completed', output: [true, true] });
+    expect(b.calls).toEqual(['notify', 'reserve', 'notify']); // item 0's reserve was journaled before its sleep
+    if (done?.status !== 'completed') return;
+    const items = done.trace.steps.find((s) => s.id === 'each')!.children!;
+    expect(items.map((i) => i.children!.map((c) => `${c.id}:${c.status}`))).toEqual([
+      ['each/0/reserve:success', 'each/0/nap:success', 'each/0/notify:success'],
+      ['each/1/reserve:success', 'each/1/nap:success', 'each/1/notify:success'],
+    ]);
+  });
+
+  it('a waitFor inside a sub-chain parks the run; its signal is checked against that step and taken once', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('sub-wait');
+    const parked = await a.runner.run(reviewedInside, { n: 3 }, { runId });
+    expect(parked).toMatchObject({ status: 'waiting', waiting: { step: 'ask/review', signal: 'review' } });
+    const b = runner(stores);
+    await expect(b.runner.signal(runId, 'review', { ok: 'yes' })).rejects.toBeInstanceOf(SignalRefused);
+    const [first, second] = await Promise.all([
+      b.runner.signal(runId, 'review', { ok: true, by: 'ada' }),
+      a.runner.signal(runId, 'review', { ok: true, by: 'bob' }),
+    ]);
+    const results = [first, second].filter((r) => r !== 'not_waiting');
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ status: 'completed', output: { sent: true } });
+    expect([...a.calls, ...b.calls].sort()).toEqual(['notify', 'reserve']);
   });
 
   it('the recovery poller of another runner wakes a sleeping run once its time has come', async () => {

@@ -30,6 +30,22 @@ const all = chain('mark_all_stores', { input: z.object({ n: z.number() }), timeo
   .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))
   .output((s) => s.results.done.length);
 
+const zap = defineTool({
+  name: 'zap',
+  description: 'Delete for good',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  effect: 'destructive',
+  idempotent: true,
+});
+const zapOne = chain('zap_one', { input: z.object({ id: z.string() }) })
+  .tool('zap', zap, (ref) => ({ id: ref('input', 'id') }), { confirm: { prompt: 'Zap it?' } })
+  .output((s) => s.results.zap.id);
+const zapAll = chain('zap_all_stores', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
+  .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
+  .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: zapOne, input: (item) => ({ id: item('id') }) }))
+  .output((s) => s.results.done);
+
 const prefix = `chainkit-test-flow:${process.pid}:${Date.now()}`;
 const schema = `ck_flow_${process.pid}_${Date.now() % 1_000_000}`;
 const redisClients: Redis[] = [];
@@ -100,5 +116,52 @@ describe.each(backends)('durable forEach on %s', (name, open) => {
     expect(results[0]!.status === 'completed' && results[0]!.output).toBe(100);
     expect(effects.size).toBe(100);
     expect([...effects.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('a gate inside an item parks the run; another instance approves it; a crash after the approval is recovered without asking again', async () => {
+    let t = Date.now();
+    const now = () => t;
+    const effects = new Map<string, number>();
+    const make = (hang: boolean) => {
+      const stores = open();
+      const invoker = functionInvoker([list, zap], {
+        list: ({ n }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+        zap: ({ id }) => {
+          if (hang) return new Promise<never>(() => {});
+          effects.set(id, (effects.get(id) ?? 0) + 1);
+          return { id };
+        },
+      });
+      const runner = createRunner({
+        invoker,
+        chains: [zapAll],
+        stores: stores as never,
+        now,
+        leaseMs: 1_000,
+        secret: 'k'.repeat(32),
+      });
+      runners.push(runner);
+      return runner;
+    };
+    const runId = `gate-${name}-${Date.now()}`;
+    const parked = await make(false).run(zapAll, { n: 2 }, { runId });
+    expect(parked.status === 'awaiting_confirmation' && parked.confirmation.step).toBe('done/0/zap');
+    // Another instance approves; it dies while the approved write is in flight.
+    const dying = make(true);
+    void dying.decide(runId, { approved: true, by: 'ops:ada' });
+    for (let i = 0; i < 200 && (await dying.getRun(runId))?.status !== 'running'; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    await dying.close();
+    t += 10_000; // its lease expired
+    const heir = make(false);
+    const [next] = await heir.recover();
+    expect(next?.status === 'awaiting_confirmation' && next.confirmation.step).toBe('done/1/zap');
+    const done = await heir.decide(runId, { approved: true, by: 'ops:bob' });
+    expect(typeof done !== 'string' && done.status === 'completed' && done.output).toEqual(['t0', 't1']);
+    expect([...effects.entries()].sort()).toEqual([
+      ['t0', 1],
+      ['t1', 1],
+    ]);
   });
 });

@@ -91,7 +91,7 @@ describe('sub-chain step', () => {
     expect(invoker.calls).toHaveLength(0);
   });
 
-  it('a gate inside a sub-chain is answered in-process; without `confirm` it fails gate_in_sub_chain (it cannot park there)', async () => {
+  it('a gate inside a sub-chain is answered in-process, or parks the run (test/flow/nested-gates.test.ts)', async () => {
     const invoker = createMockInvoker({ remove: { ok: { ok: true } } });
     const sub = defineChain({
       name: 'rm',
@@ -109,16 +109,18 @@ describe('sub-chain step', () => {
     expect(asked).toEqual(['clean/rm:Remove?']);
     const runner = createRunner({ invoker });
     const parked = await runner.run(outer, {});
-    await runner.close();
-    expect(parked.status === 'failed' && parked.error).toMatchObject({
-      category: 'confirmation',
-      code: 'gate_in_sub_chain',
+    expect(parked.status === 'awaiting_confirmation' && parked.confirmation).toMatchObject({
       step: 'clean/rm',
+      tool: 'remove',
     });
     expect(invoker.calls).toHaveLength(1);
+    if (parked.status === 'awaiting_confirmation')
+      expect((await runner.resume(parked.resumeToken, { approved: true })).status).toBe('completed');
+    await runner.close();
+    expect(invoker.calls).toHaveLength(2);
   });
 
-  it('runChain without `confirm` refuses a gate inside a sub-chain (at any depth) before its first step, even with secret and checkpoints', async () => {
+  it('runChain without `confirm`, `secret` and checkpoints refuses a gate inside a sub-chain (at any depth) before its first step', async () => {
     const invoker = createMockInvoker({
       remove: { ok: { ok: true } },
       count: { ok: { n: 1, items: [{ id: TASK_ID, label: 'x' }] } },
@@ -142,14 +144,19 @@ describe('sub-chain step', () => {
       ],
     });
     await expect(runChain(outer, {}, { invoker })).rejects.toThrow(
-      new TypeError(
-        'runChain: chain outer has a confirmation gate inside a sub-chain (step rm of chain rm, run by step each), and a gate inside a sub-chain cannot park the run: it can only be answered in-process. Pass `confirm` to answer it.',
-      ),
+      /^runChain: chain outer has a confirmation gate, and the runner made for this call is closed after it/,
     );
-    await expect(
-      runChain(outer, {}, { invoker, secret: 's'.repeat(32), stores: { checkpoints: memoryCheckpointStore() } }),
-    ).rejects.toThrow(TypeError);
     expect(invoker.calls).toHaveLength(0);
+    const parked = await runChain(
+      outer,
+      {},
+      {
+        invoker,
+        secret: 's'.repeat(32),
+        stores: { checkpoints: memoryCheckpointStore() },
+      },
+    );
+    expect(parked.status === 'awaiting_confirmation' && parked.confirmation.step).toBe('each/0/inner/rm');
     const answered = await runChain(outer, {}, { invoker, confirm: () => true });
     expect(answered.status).toBe('completed');
   });

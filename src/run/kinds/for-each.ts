@@ -131,11 +131,18 @@ class ItemRun {
     host.recorder.itemEnded(host, this.key, i, entry);
     const { outcome } = end;
     if (end.undo !== undefined && end.undo.length > 0) (this.undo ??= [])[i] = end.undo;
+    if (outcome.kind === 'gate' || outcome.kind === 'wait') {
+      // No item starts after it; those in flight end (or stop at gates or waits of their own, met
+      // again once this one is over): then the run parks here, the items that finished kept.
+      this.stop ??= outcome;
+      return this.done();
+    }
     if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
     else if (this.collect && !this.group.aborted) {
       this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
     } else {
-      if (this.stop === undefined) {
+      // A failure or a decline stops the step even when an item waits at a gate (it would fail on resume).
+      if (this.stop === undefined || this.stop.kind === 'gate' || this.stop.kind === 'wait') {
         this.stop = outcome;
         this.group.abort(
           new RunAbortReason(
@@ -146,8 +153,8 @@ class ItemRun {
       }
       return this.done();
     }
-    // A durable run journals the item before it counts as finished.
-    if (host.exec.journal === undefined) return this.done();
+    // A durable run journals the item before it counts as finished (a run with gates inside keeps it too).
+    if (host.exec.journal === undefined && host.exec.kept === undefined) return this.done();
     journalUnit(host.exec, { step: id, value: this.values[i], trace: entry }).then(
       (kept) => (kept === false ? this.failed(id, false) : this.done()),
       (error: unknown) => this.failed(id, error),

@@ -58,7 +58,7 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       value = end.outcome.value;
       // Iterations that completed are undone (newest first) if the run fails later, this loop included.
       if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
-      if (host.exec.journal !== undefined) {
+      if (host.exec.journal !== undefined || host.exec.kept !== undefined) {
         const answer = await journalUnit(host.exec, { step: id, value, trace: entry });
         if (answer === false)
           throw new StepError({

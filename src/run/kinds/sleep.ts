@@ -1,6 +1,6 @@
 // The sleep step's runner (its spec type and planner: define/kinds/sleep.ts): a sleep under 1 s, or
-// in a run without a run store (or inside a sub-chain), waits in place within the run's deadline;
-// a durable run parks `waiting` for a longer one, woken by the recovery of any runner (run/durable.ts).
+// in a run without a run store, waits in place within the run's deadline; a durable run (its
+// sub-chains included) parks `waiting` for a longer one, woken by the recovery of any runner (run/durable.ts).
 import type { PlannedStep } from '../../define/step-kinds.js';
 import { MAX_SLEEP_MS } from '../../define/kinds/sleep.js';
 import { sleep } from '../../policies/abort.js';
@@ -15,14 +15,14 @@ const PARK_MIN_MS = 1_000;
 const SLEPT: StepOutcome = Object.freeze({ kind: 'ok', value: null, skipped: false });
 
 /**
- * Whether the run can park: durable, and not a sub-chain's run (a nested run ends as its step's outcome).
+ * Whether the run can park: durable, on a store that parks (a sub-chain's run parks the whole run).
  *
  * @example
  * ```ts
- * if (canPark(host)) return { kind: 'wait', step: host.stepKey(step), until };
+ * if (canPark(host)) return { kind: 'wait', until };
  * ```
  */
-export const canPark = (host: StepHost): boolean => host.exec.parks === true && host.exec.nested === undefined;
+export const canPark = (host: StepHost): boolean => host.exec.parks === true;
 
 /**
  * Runs a sleep step (the `sleep` entry of the runner table).

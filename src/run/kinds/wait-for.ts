@@ -16,16 +16,11 @@ import { canPark } from './sleep.js';
  */
 export function runWaitFor(host: StepHost, step: PlannedStep, _inFlight: InFlight): StepOutcome {
   const { signal, timeoutMs } = step.waitFor!;
-  if (!canPark(host)) {
-    const where =
-      host.exec.nested !== undefined
-        ? 'inside a sub-chain (put it in the parent chain)'
-        : 'without a run store (give the runner stores.runs)';
+  if (!canPark(host))
     throw new StepError({
       category: 'internal',
       code: 'wait_unsupported',
-      message: `Step ${step.id} waits for signal '${signal}', which a run cannot do ${where}.`,
+      message: `Step ${host.stepKey(step)} waits for signal '${signal}', which a run cannot do without a run store (give the runner stores.runs).`,
     });
-  }
   return { kind: 'wait', signal, ...(timeoutMs !== undefined && { until: host.calls.now() + timeoutMs }) };
 }

@@ -1,0 +1,220 @@
+// §12 "A confirmation gate inside an iteration parks the run as one gate": a gated step inside a
+// sub-chain, a forEach item, a branch or a loop iteration parks the whole run, named by its own id;
+// the resume runs nothing that finished before it again, with or without a run store.
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  chain,
+  createRunner,
+  defineTool,
+  functionInvoker,
+  memoryCheckpointStore,
+  memoryRunStore,
+  runChain,
+  type RunResult,
+  type Runner,
+} from 'chainkit';
+
+const read = defineTool({
+  name: 'read',
+  description: 'Read a thing',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string(), label: z.string() }),
+  effect: 'read',
+});
+const drop = defineTool({
+  name: 'drop',
+  description: 'Delete a thing',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  effect: 'destructive',
+});
+const list = defineTool({
+  name: 'list',
+  description: 'List things',
+  input: z.object({ n: z.number() }),
+  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+  effect: 'read',
+});
+
+const dropOne = chain('drop_one', { input: z.object({ id: z.string() }) })
+  .tool('read', read, (ref) => ({ id: ref('input', 'id') }))
+  .tool('drop', drop, (ref) => ({ id: ref('read', 'id') }), {
+    confirm: { prompt: (s) => `Delete ${s.results.read.label}?` },
+  })
+  .output((s) => s.results.drop.id);
+
+const dropAll = chain('drop_all', { input: z.object({ n: z.number() }) })
+  .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
+  .forEach('each', (ref) => ({
+    over: ref('find', 'items'),
+    chain: dropOne,
+    input: (item) => ({ id: item('id') }),
+    concurrency: 2,
+  }))
+  .output((s) => s.results.each);
+
+function tools() {
+  const calls: string[] = [];
+  const invoker = functionInvoker([read, drop, list], {
+    read: ({ id }) => (calls.push(`read:${id}`), { id, label: `thing ${id}` }),
+    drop: ({ id }) => (calls.push(`drop:${id}`), { id }),
+    list: ({ n }) => (calls.push('list'), { items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+  });
+  return { calls, invoker };
+}
+
+const open: Runner[] = [];
+afterEach(async () => {
+  for (const r of open.splice(0)) await r.close();
+});
+function runnerWith(
+  options: Omit<Parameters<typeof createRunner>[0], 'invoker'>,
+  invoker: ReturnType<typeof tools>['invoker'],
+) {
+  const runner = createRunner({ invoker, chains: [dropAll], ...options });
+  open.push(runner);
+  return runner;
+}
+
+describe('a gate inside a sub-chain parks the run as one gate', () => {
+  it('a sub-chain step: parked under its own id and tool; the resume does not run the sub-chain steps before it again', async () => {
+    const { calls, invoker } = tools();
+    const outer = chain('outer', { input: z.object({ id: z.string() }) })
+      .chain('clean', dropOne, (ref) => ({ id: ref('input', 'id') }))
+      .output((s) => ({ dropped: s.results.clean }));
+    const runner = runnerWith({ chains: [outer] }, invoker);
+    const parked = await runner.run(outer, { id: 'a' });
+    expect(parked.status).toBe('awaiting_confirmation');
+    if (parked.status !== 'awaiting_confirmation') return;
+    expect(parked.confirmation).toMatchObject({ step: 'clean/drop', tool: 'drop', prompt: 'Delete thing a?' });
+    expect(calls).toEqual(['read:a']);
+    const done = await runner.resume(parked.resumeToken, { approved: true });
+    expect(done.status === 'completed' && done.output).toEqual({ dropped: 'a' });
+    expect(calls).toEqual(['read:a', 'drop:a']);
+    expect(done.trace.steps.map((s) => [s.id, s.status])).toEqual([['clean', 'success']]);
+    expect(done.trace.steps[0]!.children!.map((s) => [s.id, s.status])).toEqual([
+      ['clean/read', 'success'],
+      ['clean/drop', 'success'],
+    ]);
+  });
+
+  it('forEach items: one gate at a time, each approved once; no item read or deleted twice (concurrency 2)', async () => {
+    const { calls, invoker } = tools();
+    const runner = runnerWith({}, invoker);
+    let r: RunResult = await runner.run(dropAll, { n: 4 });
+    const asked: string[] = [];
+    while (r.status === 'awaiting_confirmation') {
+      asked.push(r.confirmation.step);
+      r = await runner.resume(r.resumeToken, { approved: true });
+    }
+    expect(r.status === 'completed' && r.output).toEqual(['t0', 't1', 't2', 't3']);
+    expect(asked.sort()).toEqual(['each/0/drop', 'each/1/drop', 'each/2/drop', 'each/3/drop']);
+    expect(calls.filter((c) => c === 'list')).toHaveLength(1);
+    expect(calls.filter((c) => c.startsWith('read:')).sort()).toEqual(['read:t0', 'read:t1', 'read:t2', 'read:t3']);
+    expect(calls.filter((c) => c.startsWith('drop:')).sort()).toEqual(['drop:t0', 'drop:t1', 'drop:t2', 'drop:t3']);
+    if (r.status !== 'completed') return;
+    const each = r.trace.steps.find((s) => s.id === 'each')!;
+    expect(each.children!.map((c) => c.id)).toEqual(['each/0', 'each/1', 'each/2', 'each/3']);
+  });
+
+  it('declined at an item: the run ends declined at that item; items approved before stay done', async () => {
+    const { calls, invoker } = tools();
+    const runner = runnerWith({}, invoker);
+    const first = await runner.run(dropAll, { n: 3 });
+    if (first.status !== 'awaiting_confirmation') throw new Error(first.status);
+    const second = await runner.resume(first.resumeToken, { approved: true });
+    if (second.status !== 'awaiting_confirmation') throw new Error(second.status);
+    const declined = await runner.resume(second.resumeToken, { approved: false });
+    expect(declined).toMatchObject({ status: 'declined', step: second.confirmation.step });
+    const approved = first.confirmation.step.split('/')[1]; // each/<index>/drop
+    expect(calls.filter((c) => c.startsWith('drop:'))).toEqual([`drop:t${approved}`]);
+  });
+
+  it('an item that fails while another waits at a gate fails the step (onItemError: fail)', async () => {
+    const calls: string[] = [];
+    const invoker = functionInvoker([read, drop, list], {
+      read: ({ id }) => {
+        calls.push(`read:${id}`);
+        if (id === 't1') throw Object.assign(new Error('no such thing'), { status: 404 });
+        return { id, label: id };
+      },
+      drop: ({ id }) => (calls.push(`drop:${id}`), { id }),
+      list: ({ n }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+    });
+    const runner = runnerWith({}, invoker);
+    const r = await runner.run(dropAll, { n: 3 });
+    expect(r.status === 'failed' && r.error).toMatchObject({ step: 'each/1/read' });
+    expect(calls.filter((c) => c.startsWith('drop:'))).toEqual([]);
+  });
+
+  it('a branch case and a loop iteration park the same way', async () => {
+    const { calls, invoker } = tools();
+    const outer = chain('pick', { input: z.object({ how: z.enum(['drop', 'keep']), id: z.string() }) })
+      .branch('act', (ref) => ({
+        on: ref('input', 'how'),
+        cases: {
+          drop: dropOne,
+          keep: chain('keep', { input: z.object({ id: z.string() }) })
+            .compute('k', () => 'kept')
+            .build(),
+        },
+      }))
+      .loop('again', {
+        chain: dropOne,
+        input: (ref) => ({ id: ref('input', 'id') }),
+        until: (_out, n) => n >= 2,
+        max: 3,
+      })
+      .build();
+    const runner = runnerWith({ chains: [outer] }, invoker);
+    let r: RunResult = await runner.run(outer, { how: 'drop', id: 'x' });
+    const asked: string[] = [];
+    while (r.status === 'awaiting_confirmation') {
+      asked.push(r.confirmation.step);
+      r = await runner.resume(r.resumeToken, { approved: true });
+    }
+    expect(r.status).toBe('completed');
+    // The branch and the loop run side by side: the gates come in either order, each once.
+    expect(asked.sort()).toEqual(['act/drop', 'again/1/drop', 'again/2/drop']);
+    expect(calls.sort()).toEqual(['drop:x', 'drop:x', 'drop:x', 'read:x', 'read:x', 'read:x']);
+  });
+
+  it('runChain parks it with a secret and shared checkpoints, and refuses it without (as a top-level gate)', async () => {
+    const { invoker } = tools();
+    await expect(runChain(dropAll, { n: 1 }, { invoker })).rejects.toThrow(/has a confirmation gate/);
+    const checkpoints = memoryCheckpointStore();
+    const secret = 's'.repeat(32);
+    const parked = await runChain(dropAll, { n: 1 }, { invoker, secret, stores: { checkpoints } });
+    expect(parked.status === 'awaiting_confirmation' && parked.confirmation.step).toBe('each/0/drop');
+    const runner = runnerWith({ secret, stores: { checkpoints } }, invoker);
+    if (parked.status !== 'awaiting_confirmation') return;
+    const done = await runner.resume(parked.resumeToken, { approved: true });
+    expect(done.status === 'completed' && done.output).toEqual(['t0']);
+  });
+
+  it('durable (run store): decided by run id, the decider on the gated step; the run record says where it waits', async () => {
+    const { calls, invoker } = tools();
+    const runner = runnerWith({ stores: { runs: memoryRunStore() } }, invoker);
+    const parked = await runner.run(dropAll, { n: 2 }, { runId: 'nested-gate-1' });
+    if (parked.status !== 'awaiting_confirmation') throw new Error(parked.status);
+    const at = parked.confirmation.step;
+    expect(at).toMatch(/^each\/[01]\/drop$/);
+    expect((await runner.getRun('nested-gate-1'))?.status).toBe('awaiting_confirmation');
+    const next = await runner.decide('nested-gate-1', { approved: true, by: 'ops:ada' });
+    if (typeof next === 'string' || next.status !== 'awaiting_confirmation') throw new Error(String(next));
+    const done = await runner.decide('nested-gate-1', { approved: true, by: 'ops:bob' });
+    if (typeof done === 'string' || done.status !== 'completed') throw new Error(String(done));
+    expect(done.output).toEqual(['t0', 't1']);
+    const items = done.trace.steps.find((s) => s.id === 'each')!.children!;
+    const gated = items.flatMap((i) => i.children ?? []).filter((s) => s.id.endsWith('/drop'));
+    expect(gated.map((s) => [s.id, s.decidedBy]).sort()).toEqual(
+      [
+        [at, 'ops:ada'],
+        [next.confirmation.step, 'ops:bob'],
+      ].sort(),
+    );
+    expect(calls.filter((c) => c.startsWith('drop:')).sort()).toEqual(['drop:t0', 'drop:t1']);
+    expect(calls.filter((c) => c.startsWith('read:')).sort()).toEqual(['read:t0', 'read:t1']);
+  });
+});
