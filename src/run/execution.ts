@@ -95,9 +95,9 @@ export interface Execution {
    */
   beforeWrite?: (ctx: CallContext) => Promise<void>;
   /**
-   * A chain with a gate inside a sub-chain: the sub-chain steps and units (items, iterations) that
-   * finished, earlier segments' included, for the checkpoint when such a gate parks the run. Shared
-   * by the run and its nested runs, like `journal`.
+   * A chain with sub-chains and a gate (`keepsNested`): the sub-chain steps and units (items,
+   * iterations) that finished, earlier segments' included, for the checkpoint when a gate parks the
+   * run. Shared by the run and its nested runs, like `journal`.
    */
   kept?: JournalEntry[];
   /** Durable runs on a store that parks (`parkWaiting`): a long sleep or a waitFor parks the run `waiting`. */

@@ -19,6 +19,7 @@ import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';
+import { priorStepUndo } from './prior-undo.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
 import type { ExecutorParts, InFlight } from './step-host.js';
@@ -163,7 +164,10 @@ class Run extends Scheduler implements EndedSegment {
     const { results } = this.exec;
     let units: UndoUnit[] | undefined;
     for (const step of plan) {
-      const nested = nestedUndo?.[step.index];
+      let nested = nestedUndo?.[step.index];
+      // A step running chains done in an earlier segment: what its chains did is known from the journal.
+      if (nested === undefined && step.calls !== undefined && this.exec.done.includes(step.id))
+        nested = priorStepUndo(this.exec, step, this.stepKey(step), scope);
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results)
         (units ??= []).push({ step, id: this.stepKey(step), scope });

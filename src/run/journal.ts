@@ -5,7 +5,7 @@ import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
-import { asksInside } from './sub-run.js';
+import { keepsNested } from './sub-run.js';
 
 /**
  * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
@@ -52,7 +52,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
   let nested: Map<string, JournalEntry[]> | undefined;
-  const kept: JournalEntry[] | undefined = asksInside(chain) ? [] : undefined;
+  const kept: JournalEntry[] | undefined = keepsNested(chain) ? [] : undefined;
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
     else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);

@@ -16,7 +16,7 @@ import { newId } from './ids.js';
 import { nestUnder } from './journal.js';
 import type { RunnerParts } from './parts.js';
 import { schemaFailure } from './pipeline.js';
-import { asksInside } from './sub-run.js';
+import { keepsNested } from './sub-run.js';
 import type { ResumeOptions, RunOptions } from './types.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
@@ -92,7 +92,7 @@ export function prepareRun(
     priorTrace: NONE,
     startedAt: calls.now(),
     resumed: false,
-    ...(asksInside(chain) && { kept: [] }),
+    ...(keepsNested(chain) && { kept: [] }),
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
     ...(opts.confirm && { confirm: opts.confirm }),
     ...(opts.signal && { signal: opts.signal }),
@@ -266,9 +266,9 @@ function validateContext(
   };
 }
 
-/** A resume after a gate inside a sub-chain: what the sub-chains finished before it, by prefix, and kept again for a later gate. */
+/** A resume of a run with sub-chains: what they finished before the gate, by prefix, and kept again for a later gate. */
 function nestedFrom(cp: Checkpoint, chain: Chain): Pick<Execution, 'priorNested' | 'kept'> {
-  if (!asksInside(chain)) return {};
+  if (!keepsNested(chain)) return {};
   const kept: JournalEntry[] = cp.nested ? [...cp.nested] : [];
   if (kept.length === 0) return { kept };
   const priorNested = new Map<string, JournalEntry[]>();

@@ -16,6 +16,7 @@ import { runBranch } from './kinds/branch.js';
 import { runLoop } from './kinds/loop.js';
 import { runSleep } from './kinds/sleep.js';
 import { runWaitFor } from './kinds/wait-for.js';
+import { gated } from './sub-run.js';
 
 // One runner per kind, every kind required by the type. A lookup and a call to a module-level
 // function: the per-step dispatch allocates nothing.
@@ -68,6 +69,13 @@ export function stepBody(host: StepHost, step: PlannedStep, inFlight: InFlight):
   return kindBody(host, step, inFlight);
 }
 
+/** Kinds that ask their own `confirm`: a tool step once its input is built, a step running chains before any starts. */
+const ASKS_ITSELF: ReadonlySet<StepKind> = new Set<StepKind>(['tool', 'chain', 'forEach', 'branch', 'loop']);
+
 function kindBody(host: StepHost, step: PlannedStep, inFlight: InFlight): StepOutcome | Promise<unknown> {
-  return RUNNERS[step.kind](host, step, inFlight);
+  const run = RUNNERS[step.kind];
+  if (step.step.confirm && !ASKS_ITSELF.has(step.kind))
+    // A select, compute, sleep or waitFor step asks before it runs (these runners resolve with outcomes).
+    return gated(host, step, () => run(host, step, inFlight) as StepOutcome | Promise<StepOutcome>);
+  return run(host, step, inFlight);
 }

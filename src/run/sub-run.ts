@@ -294,8 +294,9 @@ export function unitFailure(host: StepHost, step: string, error: unknown): Chain
 }
 
 /**
- * A step that runs chains, behind its `confirm` (if any): asked in-process, or the run stops at the
- * gate before any of its sub-chains starts; approved (or ungated), `run` runs it.
+ * A step behind its `confirm` (if any; a step that runs chains, or a select, compute, sleep or
+ * waitFor step): asked in-process, or the run stops at the gate before it runs (before any of its
+ * sub-chains starts); approved (or ungated), `run` runs it.
  *
  * @example
  * ```ts
@@ -305,7 +306,7 @@ export function unitFailure(host: StepHost, step: string, error: unknown): Chain
 export function gated(
   host: StepHost,
   step: PlannedStep,
-  run: () => Promise<StepOutcome>,
+  run: () => StepOutcome | Promise<StepOutcome>,
 ): StepOutcome | Promise<StepOutcome> {
   const { confirm } = step.step as StepCommon;
   const { exec } = host;
@@ -317,12 +318,11 @@ export function gated(
 
 const asks = new WeakMap<Chain, boolean>();
 /**
- * Whether a step of one of `chain`'s sub-chains (at any depth) has a confirmation gate: such a run
- * keeps what its sub-chains finished ({@link Execution.kept}) for the checkpoint of that gate.
+ * Whether a step of one of `chain`'s sub-chains (at any depth) has a confirmation gate.
  *
  * @example
  * ```ts
- * const exec = { ...base, ...(asksInside(chain) && { kept: [] }) };
+ * if (asksInside(chain)) console.log('a gate inside a sub-chain can park this run');
  * ```
  */
 export function asksInside(chain: Chain): boolean {
@@ -339,3 +339,25 @@ export function asksInside(chain: Chain): boolean {
   }
   return found;
 }
+
+/**
+ * Whether a run of `chain` keeps what its sub-chains finished ({@link Execution.kept}) for a
+ * checkpoint: it runs sub-chains and can stop at a gate (its own, or one inside them). The resumed
+ * run then neither runs them again nor forgets to undo them if it fails.
+ *
+ * @example
+ * ```ts
+ * const exec = { ...base, ...(keepsNested(chain) && { kept: [] }) };
+ * ```
+ */
+export function keepsNested(chain: Chain): boolean {
+  let keeps = keeping.get(chain);
+  if (keeps === undefined) {
+    keeps =
+      chain.plan.some((s) => s.calls !== undefined) &&
+      (chain.plan.some((s) => (s.step as StepCommon).confirm) || asksInside(chain));
+    keeping.set(chain, keeps);
+  }
+  return keeps;
+}
+const keeping = new WeakMap<Chain, boolean>();

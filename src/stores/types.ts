@@ -20,8 +20,8 @@ export interface Checkpoint {
   /** The gated step; inside a sub-chain, its prefixed id (`done/3/delete`). */
   gate: string;
   /**
-   * A gate inside a sub-chain: what the run's sub-chains finished before it (their steps, `forEach`
-   * items, `loop` iterations), so the resumed run does not run them again.
+   * A run with sub-chains: what they finished before the gate (their steps, `forEach` items, `loop`
+   * iterations), so the resumed run neither runs them again nor forgets to undo them if it fails.
    */
   nested?: KeptStep[];
   startedAt: number;

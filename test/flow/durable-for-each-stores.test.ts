@@ -4,7 +4,7 @@ import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, type Runner } from 'chainkit';
+import { chain, createRunner, defineTool, functionInvoker, ref, type Runner } from 'chainkit';
 import { redisStores } from 'chainkit/redis';
 import { postgresStores } from 'chainkit/postgres';
 
@@ -44,6 +44,27 @@ const zapOne = chain('zap_one', { input: z.object({ id: z.string() }) })
 const zapAll = chain('zap_all_stores', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
   .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
   .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: zapOne, input: (item) => ({ id: item('id') }) }))
+  .output((s) => s.results.done);
+
+const unmark = defineTool({
+  name: 'unmark',
+  description: 'Unmark',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  idempotent: true,
+});
+const markUndoable = chain('mark_undoable', { input: z.object({ id: z.string() }) })
+  .tool('mark', mark, (ref) => ({ id: ref('input', 'id') }), {
+    compensate: { tool: unmark, input: { id: ref('mark', 'id') } },
+  })
+  .output((s) => s.results.mark.id);
+const markOrUndo = chain('mark_or_undo_stores', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
+  .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
+  .forEach('done', (ref) => ({
+    over: ref('find', 'items'),
+    chain: markUndoable,
+    input: (item) => ({ id: item('id') }),
+  }))
   .output((s) => s.results.done);
 
 const prefix = `chainkit-test-flow:${process.pid}:${Date.now()}`;
@@ -163,5 +184,36 @@ describe.each(backends)('durable forEach on %s', (name, open) => {
       ['t0', 1],
       ['t1', 1],
     ]);
+  });
+
+  it('recovered mid-forEach, then an item fails: the items finished before the crash are undone too, each once', async () => {
+    let t = Date.now();
+    const now = () => t;
+    const effects: string[] = [];
+    const make = (hang: boolean) => {
+      const invoker = functionInvoker([list, mark, unmark], {
+        list: ({ n }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+        mark: ({ id }) => {
+          if (hang && id === 't2') return new Promise<never>(() => {});
+          if (id === 't3') throw Object.assign(new Error('refused'), { status: 422 });
+          effects.push(`mark:${id}`);
+          return { id };
+        },
+        unmark: ({ id }) => (effects.push(`unmark:${id}`), { ok: true }),
+      });
+      const runner = createRunner({ invoker, chains: [markOrUndo], stores: open() as never, now, leaseMs: 1_000 });
+      runners.push(runner);
+      return runner;
+    };
+    const runId = `undo-${name}-${Date.now()}`;
+    const dead = make(true);
+    void dead.run(markOrUndo, { n: 5 }, { runId });
+    for (let i = 0; i < 200 && !(await dead.getRun(runId))?.steps.includes('done/1'); i++)
+      await new Promise((r) => setTimeout(r, 10));
+    await dead.close();
+    t += 10_000;
+    const [result] = await make(false).recover();
+    expect(result?.status === 'failed' && result.compensated).toEqual(['done/2/mark', 'done/1/mark', 'done/0/mark']);
+    expect(effects).toEqual(['mark:t0', 'mark:t1', 'mark:t2', 'unmark:t2', 'unmark:t1', 'unmark:t0']);
   });
 });

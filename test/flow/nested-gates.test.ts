@@ -10,6 +10,7 @@ import {
   functionInvoker,
   memoryCheckpointStore,
   memoryRunStore,
+  ref,
   runChain,
   type RunResult,
   type Runner,
@@ -216,5 +217,119 @@ describe('a gate inside a sub-chain parks the run as one gate', () => {
     );
     expect(calls.filter((c) => c.startsWith('drop:')).sort()).toEqual(['drop:t0', 'drop:t1']);
     expect(calls.filter((c) => c.startsWith('read:')).sort()).toEqual(['read:t0', 'read:t1']);
+  });
+});
+
+describe('items finished in an earlier segment are undone when the run fails later', () => {
+  const save = defineTool({
+    name: 'save',
+    description: 'Save a thing',
+    input: z.object({ id: z.string() }),
+    output: z.object({ id: z.string() }),
+    idempotent: true,
+  });
+  const unsave = defineTool({
+    name: 'unsave',
+    description: 'Undo a save',
+    input: z.object({ id: z.string() }),
+    output: z.object({ ok: z.boolean() }),
+    idempotent: true,
+  });
+  const saveOne = chain('save_one', { input: z.object({ id: z.string() }) })
+    .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+      compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+    })
+    .compute('ask', () => true, { confirm: { prompt: 'Go on?' }, when: (s) => s.input.id === 't1' })
+    .output((s) => s.results.save.id);
+  const saveAll = chain('save_all', { input: z.object({ ids: z.array(z.string()) }) })
+    .forEach('each', (ref) => ({ over: ref('input', 'ids'), chain: saveOne, input: (item) => ({ id: item() }) }))
+    .build();
+
+  it.each(['checkpoint', 'run store'] as const)(
+    'after a resume (%s): the failure undoes items 0 and 1 too',
+    async (how) => {
+      const calls: string[] = [];
+      const invoker = functionInvoker([save, unsave], {
+        save: ({ id }) => {
+          calls.push(`save:${id}`);
+          if (id === 't2') throw Object.assign(new Error('refused'), { status: 422 });
+          return { id };
+        },
+        unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+      });
+      const runner = createRunner({
+        invoker,
+        chains: [saveAll],
+        ...(how === 'run store' && { stores: { runs: memoryRunStore() } }),
+      });
+      open.push(runner);
+      const parked = await runner.run(saveAll, { ids: ['t0', 't1', 't2'] });
+      if (parked.status !== 'awaiting_confirmation') throw new Error(JSON.stringify(parked));
+      expect(parked.confirmation.step).toBe('each/1/ask');
+      const r = await runner.resume(parked.resumeToken, { approved: true });
+      expect(r.status === 'failed' && r.compensated).toEqual(['each/1/save', 'each/0/save']);
+      expect(calls).toEqual(['save:t0', 'save:t1', 'save:t2', 'unsave:t1', 'unsave:t0']);
+    },
+  );
+
+  it('a forEach finished before a top-level gate is undone when a step after the resume fails', async () => {
+    const calls: string[] = [];
+    const boom = defineTool({
+      name: 'boom',
+      description: 'Fails',
+      input: z.object({}),
+      output: z.object({}),
+      effect: 'destructive',
+    });
+    const invoker = functionInvoker([save, unsave, boom], {
+      save: ({ id }) => (calls.push(`save:${id}`), { id }),
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+      boom: () => {
+        calls.push('boom');
+        throw Object.assign(new Error('no'), { status: 422 });
+      },
+    });
+    const plain = chain('save_plain', { input: z.object({ id: z.string() }) })
+      .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+        compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+      })
+      .build();
+    const then = chain('save_then_boom', { input: z.object({ ids: z.array(z.string()) }) })
+      .forEach('each', (ref) => ({ over: ref('input', 'ids'), chain: plain, input: (item) => ({ id: item() }) }))
+      .tool('boom', boom, () => ({}), { confirm: { prompt: 'Sure?' } })
+      .build();
+    const runner = createRunner({ invoker, chains: [then] });
+    open.push(runner);
+    const parked = await runner.run(then, { ids: ['a', 'b'] });
+    if (parked.status !== 'awaiting_confirmation') throw new Error(parked.status);
+    const r = await runner.resume(parked.resumeToken, { approved: true });
+    expect(r.status === 'failed' && r.compensated).toEqual(['each/1/save', 'each/0/save']);
+    expect(calls).toEqual(['save:a', 'save:b', 'boom', 'unsave:b', 'unsave:a']);
+  });
+});
+
+describe('confirm on a select, compute, sleep or waitFor step', () => {
+  it('asks before the step runs (it was ignored): parks, or is answered in-process', async () => {
+    const { invoker } = tools();
+    let computed = 0;
+    const c = chain('asks_compute', { input: z.object({ n: z.number() }) })
+      .compute('double', (s) => (computed++, s.input.n * 2), { confirm: { prompt: (s) => `Double ${s.input.n}?` } })
+      .build();
+    const runner = createRunner({ invoker, chains: [c] });
+    open.push(runner);
+    const parked = await runner.run(c, { n: 4 });
+    expect(parked.status === 'awaiting_confirmation' && parked.confirmation).toMatchObject({
+      step: 'double',
+      prompt: 'Double 4?',
+    });
+    expect(computed).toBe(0);
+    if (parked.status !== 'awaiting_confirmation') return;
+    expect(await runner.resume(parked.resumeToken, { approved: true })).toMatchObject({
+      status: 'completed',
+      output: 8,
+    });
+    const declined = await runner.run(c, { n: 1 }, { confirm: () => false });
+    expect(declined).toMatchObject({ status: 'declined', step: 'double' });
+    expect(computed).toBe(1);
   });
 });

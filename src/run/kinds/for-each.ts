@@ -11,6 +11,7 @@ import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
 import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
+import { priorUnitUndo } from '../prior-undo.js';
 import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
 
 /**
@@ -82,9 +83,11 @@ class ItemRun {
       const i = this.next++;
       const kept = prior?.get(i);
       if (kept) {
-        // Finished in an earlier segment (a recovered run): not run again.
+        // Finished in an earlier segment (a recovered or resumed run): not run again, undone if the run fails.
         this.values[i] = kept.value;
         this.entries[i] = kept.trace;
+        const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, this.host.scope);
+        if (undo.length > 0) (this.undo ??= [])[i] = undo;
         continue;
       }
       this.running++;

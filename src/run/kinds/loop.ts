@@ -8,6 +8,7 @@ import { sleep } from '../../policies/abort.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
+import { priorUnitUndo } from '../prior-undo.js';
 import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry } from '../sub-run.js';
 import { deadlineIn } from './runner.js';
 
@@ -38,6 +39,8 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
     if (kept) {
       value = kept.value;
       if (kept.trace) children.push(kept.trace);
+      const undo = priorUnitUndo(host.exec, step, key, n, host.scope);
+      if (undo.length > 0) (inFlight.undo ??= []).push(...undo);
     } else {
       if (n > 1 && delayMs > 0)
         await host.bounded(
