@@ -1,6 +1,5 @@
 // What one finished tool call teaches: transition, call counters, duration, failures per session.
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
 import type { ToolTransition } from '../observe/trace.js';
 import type { FallbackAdvisor } from './fallback.js';
@@ -15,8 +14,6 @@ export interface Learners {
   readonly advisor: FallbackAdvisor;
   /** Persists what is learned, when a learning store is configured. */
   readonly learning: LearningSync | undefined;
-  /** For `tool:transition`. */
-  readonly events: RunnerEmitter;
   /** For fallback advice after a failure. */
   readonly logger: Logger | undefined;
 }
@@ -56,7 +53,6 @@ export function learn(to: Learners, call: CallLesson): void {
   if (transition) {
     to.metrics.recordTransition(transition);
     to.learning?.transition(transition);
-    if (listening(to.events, 'tool:transition')) safeEmit(to.events, 'tool:transition', transition);
   }
   to.metrics.recordCall(tool, call.mode, ok, durationMs);
   if (ok) {

@@ -4,7 +4,6 @@
 import type { Chain } from '../define/chain.js';
 import { RunAbortReason, ToolFailure } from '../errors/classify.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { listening, safeEmit } from '../observe/events.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';
@@ -115,7 +114,7 @@ export function durableRuns(
     retention?: { completedMs?: number; failedMs?: number };
   },
 ): Durable {
-  const { calls, events, logger } = parts;
+  const { calls, logger } = parts;
   const now = calls.now;
   const owner = newId();
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
@@ -396,18 +395,7 @@ export function durableRuns(
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
   };
 
-  const safeRunEnd = (result: RunResult, recovered: boolean): void => {
-    if (!listening(events, 'run:end')) return;
-    safeEmit(events, 'run:end', {
-      runId: result.runId,
-      traceId: result.trace.traceId,
-      chain: result.chain,
-      ...(result.trace.sessionId !== undefined && { sessionId: result.trace.sessionId }),
-      status: result.status,
-      recovered,
-      result,
-    });
-  };
+  const safeRunEnd = (result: RunResult, recovered: boolean): void => parts.recorder.durableRunEnded(result, recovered);
 
   /** Continues a stored run this runner now owns (taken over or claimed) from its journal. */
   const resumeStored = (
@@ -420,17 +408,7 @@ export function durableRuns(
     if (!chain || chain.fingerprint !== run.fingerprint) return endOrphan(run, chain);
     const doubt = writesInDoubt(run);
     if (doubt.length > 0) return parkInDoubt(run, chain, doubt, previousOwner);
-    if (listening(events, 'run:recovered')) {
-      safeEmit(events, 'run:recovered', {
-        runId: run.runId,
-        traceId: run.traceId,
-        chain: run.chain,
-        ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
-        previousOwner,
-        owner,
-        journaled: journaledSteps(run),
-      });
-    }
+    parts.recorder.runRecovered(run, previousOwner, owner);
     const exec = continuation(run, chain);
     if (run.cancelRequested) {
       // Cancelled while its owner was gone: no step starts, what it completed is compensated.
@@ -892,7 +870,7 @@ export function durableRuns(
       leases.hold(runId, update.leaseUntil);
       const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
       const ran = own(exec, update.deadlineAt, false, update.leaseUntil);
-      parts.recorder.runEvents?.writers.get(runId)?.push('signal:received', waiting!.step, { signal: name });
+      parts.recorder.signalReceived(runId, waiting!.step, name);
       return ran;
     },
   };

@@ -5,7 +5,7 @@ import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
-import { keepsNested } from './sub-run.js';
+import { keepsNested } from './keeps-nested.js';
 
 /**
  * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of

@@ -9,9 +9,8 @@ import { MetricsCollector } from '../guidance/metrics.js';
 import { LearningSync } from '../guidance/persist.js';
 import type { GuidanceSources } from '../guidance/suggest.js';
 import { TimingModel } from '../guidance/timing.js';
-import { createEmitter, listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
+import { createEmitter, type RunnerEmitter } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
-import { secretMask } from '../observe/redact.js';
 import { TransitionTracker } from '../observe/transitions.js';
 import { breakerPolicy } from '../policies/breaker.js';
 import { idempotencyPolicy } from '../policies/idempotency.js';
@@ -107,7 +106,7 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
     traceDetail: options.traceDetail ?? 'summary',
     redact: options.redact,
     traceIdentity: options.traceIdentity,
-    learners: { metrics, timing, advisor, learning, events, logger },
+    learners: { metrics, timing, advisor, learning, logger },
     transitions: new TransitionTracker(),
     guidance,
   });
@@ -150,56 +149,10 @@ function callPipeline(
   options: RunnerOptions,
   { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts,
 ): { call: Call; closeRateLimits: () => unknown } {
-  const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void => {
-    const rec = recorder();
-    if (rec.runEvents?.writers.has(ctx.runId)) {
-      const message = secretMask(options.redact, ctx.input, ctx.context).text(failure.message); // docs/ARCHITECTURE.md, Secrets
-      rec.stepRetried(ctx.runId, ctx.step, {
-        tool: ctx.tool.name,
-        attempt: ctx.attempt,
-        delayMs,
-        category: failure.category,
-        code: failure.code,
-        message,
-      });
-    }
-    if (listening(events, 'step:retry')) {
-      safeEmit(events, 'step:retry', {
-        runId: ctx.runId,
-        traceId: ctx.traceId,
-        ...(ctx.chain && { chain: ctx.chain }),
-        ...(ctx.step && { step: ctx.step }),
-        tool: ctx.tool.name,
-        attempt: ctx.attempt,
-        delayMs,
-        category: failure.category,
-        code: failure.code,
-        message: secretMask(options.redact, ctx.input, ctx.context).text(failure.message), // docs/ARCHITECTURE.md, Secrets
-      });
-    }
-    logger?.warn(
-      {
-        runId: ctx.runId,
-        traceId: ctx.traceId,
-        chain: ctx.chain,
-        step: ctx.step,
-        tool: ctx.tool.name,
-        attempt: ctx.attempt,
-        delayMs,
-        category: failure.category,
-        code: failure.code,
-      },
-      `retrying ${ctx.tool.name} after ${failure.category} in ${delayMs} ms`,
-    );
-  };
-  const onBreakerChange = (tool: string, change: 'opened' | 'closed', ctx: CallContext): void => {
-    const state = change === 'opened' ? 'open' : 'closed';
-    if (listening(events, 'breaker:change')) safeEmit(events, 'breaker:change', { tool, state, at: now() });
-    logger?.warn(
-      { runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state },
-      `circuit breaker of ${tool} ${change}`,
-    );
-  };
+  const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void =>
+    recorder().stepRetried(ctx, failure, delayMs);
+  const onBreakerChange = (tool: string, change: 'opened' | 'closed', ctx: CallContext): void =>
+    recorder().breakerChanged(tool, change, ctx, now());
   const rateLimits = rateLimitPolicy({
     now,
     ...(options.stores?.limiter && { store: options.stores.limiter }),

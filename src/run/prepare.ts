@@ -16,7 +16,7 @@ import { newId } from './ids.js';
 import { nestUnder } from './journal.js';
 import type { RunnerParts } from './parts.js';
 import { schemaFailure } from './pipeline.js';
-import { keepsNested } from './sub-run.js';
+import { keepsNested } from './keeps-nested.js';
 import type { ResumeOptions, RunOptions } from './types.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */

@@ -6,7 +6,7 @@ import { buildMetadata, type MetadataInput } from '../guidance/metadata.js';
 import type { GuidanceSources } from '../guidance/suggest.js';
 import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
-import { maskedErr, type SecretMask } from '../observe/redact.js';
+import { maskedErr, secretMask, type SecretMask } from '../observe/redact.js';
 import { redact, type RedactRule } from '../util/redact.js';
 import type { ResponseMetadata, RunResult } from '../observe/result.js';
 import {
@@ -18,6 +18,10 @@ import {
 } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CallSite } from './call-context.js';
+import type { Classified } from '../errors/classify.js';
+import type { CallContext } from '../policies/types.js';
+import type { StoredRun } from '../stores/run-store.js';
+import { journaledSteps } from './journal.js';
 import type { RunEventHub } from './events-log.js';
 import { iso, type StepOutcome } from './execution.js';
 
@@ -120,11 +124,6 @@ export class Recorder {
     this.transitions = options.transitions;
     this.learners = options.learners;
     this.guidance = options.guidance;
-  }
-
-  /** What one finished tool call teaches (see guidance/learn.ts). */
-  learn(lesson: CallLesson): void {
-    learn(this.learners, lesson);
   }
 
   /** The transition from the session's previous call to this one, recorded for the session. */
@@ -315,14 +314,98 @@ export class Recorder {
    */
   retryWait: ((runId: string, delayMs: number) => (() => void) | undefined) | undefined = undefined;
 
-  /** A step's failed attempt will be retried after `delayMs`: a `step:retry` run event (`message` already masked). */
-  stepRetried(
-    runId: string,
-    step: string | undefined,
-    data: { tool: string; attempt: number; delayMs: number; category: string; code: string; message: string },
-  ): void {
-    const writer = this.runEvents?.writers.get(runId);
-    if (writer && step !== undefined) writer.push('step:retry', step, data);
+  /** A call's failed attempt will be retried after `delayMs`: the `step:retry` run event and event (its message masked), and a warning. */
+  stepRetried(ctx: CallContext, failure: Classified, delayMs: number): void {
+    const writer = this.runEvents?.writers.get(ctx.runId);
+    const heard = listening(this.events, 'step:retry');
+    const tool = ctx.tool.name;
+    const { category, code } = failure;
+    if ((writer && ctx.step !== undefined) || heard) {
+      // docs/ARCHITECTURE.md, Secrets: the call's input and context leave in no text.
+      const message = secretMask(this.redact, ctx.input, ctx.context).text(failure.message);
+      if (writer && ctx.step !== undefined)
+        writer.push('step:retry', ctx.step, { tool, attempt: ctx.attempt, delayMs, category, code, message });
+      if (heard)
+        safeEmit(this.events, 'step:retry', {
+          runId: ctx.runId,
+          traceId: ctx.traceId,
+          ...(ctx.chain && { chain: ctx.chain }),
+          ...(ctx.step && { step: ctx.step }),
+          tool,
+          attempt: ctx.attempt,
+          delayMs,
+          category,
+          code,
+          message,
+        });
+    }
+    this.logger?.warn(
+      {
+        runId: ctx.runId,
+        traceId: ctx.traceId,
+        chain: ctx.chain,
+        step: ctx.step,
+        tool,
+        attempt: ctx.attempt,
+        delayMs,
+        category,
+        code,
+      },
+      `retrying ${tool} after ${category} in ${delayMs} ms`,
+    );
+  }
+
+  /** A tool's circuit breaker opened or closed (seen by the call `ctx`): `breaker:change`, and a warning. */
+  breakerChanged(tool: string, change: 'opened' | 'closed', ctx: CallContext, at: number): void {
+    const state = change === 'opened' ? 'open' : 'closed';
+    if (listening(this.events, 'breaker:change')) safeEmit(this.events, 'breaker:change', { tool, state, at });
+    this.logger?.warn(
+      { runId: ctx.runId, traceId: ctx.traceId, chain: ctx.chain, step: ctx.step, tool, breaker: state },
+      `circuit breaker of ${tool} ${change}`,
+    );
+  }
+
+  /** A durable run was taken over from `previousOwner` and continues from its journal: `run:recovered`. */
+  runRecovered(run: StoredRun, previousOwner: string, owner: string): void {
+    if (!listening(this.events, 'run:recovered')) return;
+    safeEmit(this.events, 'run:recovered', {
+      runId: run.runId,
+      traceId: run.traceId,
+      chain: run.chain,
+      ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
+      previousOwner,
+      owner,
+      journaled: journaledSteps(run),
+    });
+  }
+
+  /**
+   * A durable run's end the executor did not announce (a recovered run's, a decided or cancelled
+   * parked run's, one whose end could not be recorded): `run:end`, with `recovered`.
+   */
+  durableRunEnded(result: RunResult, recovered: boolean): void {
+    if (!listening(this.events, 'run:end')) return;
+    safeEmit(this.events, 'run:end', {
+      runId: result.runId,
+      traceId: result.trace.traceId,
+      chain: result.chain,
+      ...(result.trace.sessionId !== undefined && { sessionId: result.trace.sessionId }),
+      status: result.status,
+      recovered,
+      result,
+    });
+  }
+
+  /** A waiting run took its signal at `step`: the `signal:received` run event. */
+  signalReceived(runId: string, step: string, signal: string): void {
+    this.runEvents?.writers.get(runId)?.push('signal:received', step, { signal });
+  }
+
+  /** What one finished tool call teaches (see guidance/learn.ts), and its `tool:transition`. */
+  learn(lesson: CallLesson): void {
+    learn(this.learners, lesson);
+    if (lesson.transition && listening(this.events, 'tool:transition'))
+      safeEmit(this.events, 'tool:transition', lesson.transition);
   }
 
   /** `runner.invoke(…, { tier })` found the tool only in a higher tier. */

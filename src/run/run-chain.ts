@@ -6,7 +6,7 @@ import type { RunnerOptions } from './runner-options.js';
 import type { ToolInvoker } from '../invokers/types.js';
 import type { RunOptions } from './types.js';
 import type { RunResult } from '../observe/result.js';
-import { asksInside } from './sub-run.js';
+import { asksInside } from './keeps-nested.js';
 
 /** Options of {@link runChain}: an `invoker` (a runner is made and closed for you) or a `runner`. */
 export type RunChainOptions<C> = RunOptions<C> &
