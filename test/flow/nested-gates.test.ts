@@ -306,6 +306,34 @@ describe('items finished in an earlier segment are undone when the run fails lat
     expect(r.status === 'failed' && r.compensated).toEqual(['each/1/save', 'each/0/save']);
     expect(calls).toEqual(['save:a', 'save:b', 'boom', 'unsave:b', 'unsave:a']);
   });
+
+  it('loop iterations finished before a gate inside an iteration are undone when a later one fails', async () => {
+    const calls: string[] = [];
+    let n = 0;
+    const invoker = functionInvoker([save, unsave], {
+      save: ({ id }) => {
+        calls.push(`save:${id}`);
+        if (++n === 3) throw Object.assign(new Error('refused'), { status: 422 });
+        return { id };
+      },
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+    });
+    const again = chain('save_again', { input: z.object({ id: z.string() }) })
+      .loop('round', { chain: saveOne, input: (ref) => ({ id: ref('input', 'id') }), until: () => false, max: 3 })
+      .build();
+    const runner = createRunner({ invoker, chains: [again] });
+    open.push(runner);
+    // saveOne asks only for t1: iteration 1 saves and stops at its gate.
+    const parked = await runner.run(again, { id: 't1' });
+    if (parked.status !== 'awaiting_confirmation') throw new Error(parked.status);
+    expect(parked.confirmation.step).toBe('round/1/ask');
+    const second = await runner.resume(parked.resumeToken, { approved: true });
+    if (second.status !== 'awaiting_confirmation') throw new Error(second.status);
+    expect(second.confirmation.step).toBe('round/2/ask');
+    const r = await runner.resume(second.resumeToken, { approved: true });
+    expect(r.status === 'failed' && r.compensated).toEqual(['round/2/save', 'round/1/save']);
+    expect(calls).toEqual(['save:t1', 'save:t1', 'save:t1', 'unsave:t1', 'unsave:t1']);
+  });
 });
 
 describe('confirm on a select, compute, sleep or waitFor step', () => {
