@@ -8,6 +8,7 @@ import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
 import type { UndoUnit } from './compensate.js';
+import type { JournalEntry } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
 import { priorUnits } from './sub-run.js';
 
@@ -27,7 +28,8 @@ export function priorStepUndo(exec: Execution, step: PlannedStep, key: string, s
     const units = priorUnits(exec, key);
     if (!units) return [];
     const out: UndoUnit[] = [];
-    for (const n of [...units.keys()].sort((a, b) => a - b)) out.push(...priorUnitUndo(exec, step, key, n, scope));
+    for (const n of [...units.keys()].sort((a, b) => a - b))
+      out.push(...priorUnitUndo(exec, step, key, n, units.get(n)!, scope));
     return out;
   }
   let index = 0;
@@ -46,15 +48,24 @@ export function priorStepUndo(exec: Execution, step: PlannedStep, key: string, s
 }
 
 /**
- * The undo units of one sub-chain run `prefix` that finished earlier: rebuilt from its journaled
- * steps, with its input parsed as when it ran.
+ * The undo units of unit `n` (a `forEach` item, a `loop` iteration) of step `key`, finished in an
+ * earlier segment: rebuilt from its journaled steps, with its input parsed as when it ran.
  *
  * @example
  * ```ts
- * const units = priorUnitUndo(exec, step, 'done', 3, scope); // item 3's
+ * const units = priorUnitUndo(exec, step, 'done', 3, entry, scope); // item 3's
  * ```
  */
-export function priorUnitUndo(exec: Execution, step: PlannedStep, key: string, n: number, scope: Scope): UndoUnit[] {
+export function priorUnitUndo(
+  exec: Execution,
+  step: PlannedStep,
+  key: string,
+  n: number,
+  entry: JournalEntry,
+  scope: Scope,
+): UndoUnit[] {
+  // A collected item that failed undid its own completed steps when it failed: nothing is left to undo.
+  if (step.forEach?.collect && (entry.value as { ok?: unknown } | undefined)?.ok !== true) return [];
   const call = step.calls![0]!;
   const items = step.forEach ? inputOf((s) => step.forEach!.over.resolve(s), scope) : undefined;
   const unitScope: Scope | ItemScope = Array.isArray(items) ? { ...scope, item: items[n] } : scope;

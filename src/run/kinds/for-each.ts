@@ -86,7 +86,7 @@ class ItemRun {
         // Finished in an earlier segment (a recovered or resumed run): not run again, undone if the run fails.
         this.values[i] = kept.value;
         this.entries[i] = kept.trace;
-        const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, this.host.scope);
+        const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, kept, this.host.scope);
         if (undo.length > 0) (this.undo ??= [])[i] = undo;
         continue;
       }

@@ -39,7 +39,7 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
     if (kept) {
       value = kept.value;
       if (kept.trace) children.push(kept.trace);
-      const undo = priorUnitUndo(host.exec, step, key, n, host.scope);
+      const undo = priorUnitUndo(host.exec, step, key, n, kept, host.scope);
       if (undo.length > 0) (inFlight.undo ??= []).push(...undo);
     } else {
       if (n > 1 && delayMs > 0)
