@@ -18,7 +18,7 @@ import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type S
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
-import { nestedEnd, type NestedEnd } from './sub-run.js';
+import { nestedEnd, priorUndo, type NestedEnd } from './sub-run.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
 import { stepBody } from './step-kinds.js';
 import type { ExecutorParts, InFlight } from './step-host.js';
@@ -159,11 +159,20 @@ class Run extends Scheduler implements EndedSegment {
     return this.prefix === '' ? step.id : this.prefix + step.id;
   }
   undoUnits(): UndoUnit[] {
-    const { plan, scope, nestedUndo } = this;
-    const { results } = this.exec;
+    const { plan, scope, nestedUndo, exec } = this;
+    const { results } = exec;
     let units: UndoUnit[] | undefined;
     for (const step of plan) {
-      const nested = nestedUndo?.[step.index];
+      let nested = nestedUndo?.[step.index];
+      // A step that ran chains in an earlier segment (a recovered run): its units come from the journal.
+      if (
+        nested === undefined &&
+        step.calls !== undefined &&
+        exec.priorNested !== undefined &&
+        step.id in results &&
+        exec.done.includes(step.id)
+      )
+        nested = priorUndo(exec, step, this.stepKey(step), scope);
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results)
         (units ??= []).push({ step, id: this.stepKey(step), scope });

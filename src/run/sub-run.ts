@@ -6,6 +6,7 @@ import type { Chain } from '../define/chain.js';
 import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
+import type { ItemScope } from '../define/spec.js';
 import type { StepCommon } from '../define/step-common.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
@@ -13,6 +14,7 @@ import type { TraceStep } from '../observe/trace.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
+import type { UndoUnit } from './compensate.js';
 import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import { askInProcess, gateQuestion } from './gate.js';
@@ -325,4 +327,121 @@ export function gated(
   const question = gateQuestion(host, step, confirm);
   if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
   return askInProcess(host, step, question).then((yes) => (yes ? run() : { kind: 'declined' as const }));
+}
+
+/**
+ * What a step that runs chains (`chain`, `forEach`, `branch`, `loop`) would have to undo of the
+ * units it finished in an earlier segment of a recovered run, rebuilt from the journal: each
+ * journaled unit's completed steps with `compensate` (nested ones included), oldest first — what its
+ * sub-chain's run handed the step when it ran in that segment. `key` is the step's id as the journal
+ * names it; `scope` its run's. A collected item that failed undid its own steps then: it has none.
+ *
+ * @example
+ * ```ts
+ * const units = priorUndo(exec, step, 'done', scope); // done/0/save, done/1/save, …
+ * ```
+ */
+export function priorUndo(exec: Execution, step: PlannedStep, key: string, scope: Scope): UndoUnit[] {
+  const units: UndoUnit[] = [];
+  const kept = priorUnits(exec, key);
+  if (step.forEach !== undefined) {
+    if (kept === undefined) return units;
+    let items: unknown;
+    try {
+      items = step.forEach.over.resolve(scope);
+    } catch {
+      return units;
+    }
+    if (!Array.isArray(items)) return units;
+    for (const i of [...kept.keys()].sort((a, b) => a - b))
+      units.push(...itemUndo(exec, step, key, scope, items, i, kept.get(i)!));
+    return units;
+  }
+  const calls = step.calls;
+  if (calls === undefined) return units;
+  if (step.loop !== undefined) {
+    if (kept === undefined) return units;
+    for (const n of [...kept.keys()].sort((a, b) => a - b))
+      units.push(...journaledUndo(exec, calls[0]!.chain as Chain, `${key}/${n}`, () => calls[0]!.resolveInput(scope)));
+    return units;
+  }
+  let index = 0;
+  if (step.branch !== undefined) {
+    const { on, names } = step.branch;
+    try {
+      const value = on(scope);
+      index = typeof value === 'string' ? names.indexOf(value) : -1;
+    } catch {
+      return units;
+    }
+    if (index < 0) index = names.length; // its `default` (without one the step failed: it is not done)
+  }
+  const call = calls[index];
+  if (call === undefined) return units;
+  return journaledUndo(exec, call.chain as Chain, key, () => call.resolveInput(scope));
+}
+
+/**
+ * The undo units of item `i` of the forEach step `key` journaled in an earlier segment (`entry`, its
+ * journal entry); none for a collected item that failed.
+ *
+ * @example
+ * ```ts
+ * const units = itemUndo(exec, step, 'done', scope, items, 3, kept);
+ * ```
+ */
+export function itemUndo(
+  exec: Execution,
+  step: PlannedStep,
+  key: string,
+  scope: Scope,
+  items: readonly unknown[],
+  i: number,
+  entry: JournalEntry,
+): UndoUnit[] {
+  if (step.forEach!.collect && (entry.value as { ok?: unknown } | undefined)?.ok !== true) return [];
+  const call = step.calls![0]!;
+  const itemScope: ItemScope = { input: scope.input, context: scope.context, results: scope.results, item: items[i] };
+  return journaledUndo(exec, call.chain as Chain, `${key}/${i}`, () => call.resolveInput(itemScope));
+}
+
+/**
+ * The completed steps with `compensate` of the sub-chain run `prefix` of an earlier segment, from its
+ * journaled steps, with the scope its run had (its input rebuilt by `input`); oldest first, each
+ * nested step's units before its own. A unit whose input can no longer be built has none.
+ *
+ * @example
+ * ```ts
+ * const units = journaledUndo(exec, pollChain, 'poll/2', () => call.resolveInput(scope));
+ * ```
+ */
+export function journaledUndo(exec: Execution, chain: Chain, prefix: string, input: () => unknown): UndoUnit[] {
+  const entries = exec.priorNested?.get(prefix);
+  if (entries === undefined) return [];
+  let raw: unknown;
+  try {
+    raw = input();
+  } catch {
+    return [];
+  }
+  const parsed = parseSchema(chain.input, raw);
+  if (!parsed.success) return [];
+  let context = exec.context;
+  if (chain.context) {
+    const ctx = parseSchema(chain.context, context);
+    if (!ctx.success) return [];
+    context = ctx.data as Record<string, unknown>;
+  }
+  const results = Object.create(null) as Record<string, unknown>;
+  const start = prefix.length + 1;
+  for (const e of entries) if (e.skipped !== true) results[e.step.slice(start)] = e.value;
+  const scope: Scope = { input: parsed.data, context, results };
+  const units: UndoUnit[] = [];
+  for (const step of chain.plan) {
+    if (!(step.id in results)) continue;
+    const id = `${prefix}/${step.id}`;
+    if (step.calls !== undefined) units.push(...priorUndo(exec, step, id, scope));
+    if (step.compensate !== undefined) units.push({ step, id, scope });
+  }
+  return units;
 }

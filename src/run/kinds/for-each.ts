@@ -11,7 +11,16 @@ import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
 import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
-import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
+import {
+  gated,
+  itemUndo,
+  journalUnit,
+  nestedInput,
+  priorUnits,
+  runNested,
+  unitEntry,
+  unitFailure,
+} from '../sub-run.js';
 
 /**
  * Runs a forEach step (the `forEach` entry of the runner table): never more than `concurrency` items
@@ -82,9 +91,11 @@ class ItemRun {
       const i = this.next++;
       const kept = prior?.get(i);
       if (kept) {
-        // Finished in an earlier segment (a recovered run): not run again.
+        // Finished in an earlier segment (a recovered run): not run again, but undone if the run fails.
         this.values[i] = kept.value;
         this.entries[i] = kept.trace;
+        const undo = itemUndo(this.host.exec, this.step, this.key, this.host.scope, items, i, kept);
+        if (undo.length > 0) (this.undo ??= [])[i] = undo;
         continue;
       }
       this.running++;

@@ -8,7 +8,7 @@ import { sleep } from '../../policies/abort.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';
 import type { InFlight, StepHost } from '../step-host.js';
-import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry } from '../sub-run.js';
+import { gated, journalUnit, journaledUndo, nestedInput, priorUnits, runNested, unitEntry } from '../sub-run.js';
 import { deadlineIn } from './runner.js';
 
 /**
@@ -36,8 +36,11 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
     let value: unknown;
     const kept = prior?.get(n);
     if (kept) {
+      // Finished in an earlier segment (a recovered run): not run again, but undone if the run fails.
       value = kept.value;
       if (kept.trace) children.push(kept.trace);
+      const undo = journaledUndo(host.exec, call.chain as Chain, id, () => call.resolveInput(host.scope));
+      if (undo.length > 0) (inFlight.undo ??= []).push(...undo);
     } else {
       if (n > 1 && delayMs > 0)
         await host.bounded(
