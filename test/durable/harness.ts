@@ -15,6 +15,8 @@ export type Msg = {
   runIds?: string[];
   statuses?: string[];
   pid?: number;
+  /** A run parked `waiting`: when it is due (epoch ms). */
+  until?: number;
 };
 
 /** One worker process: its messages, and a way to wait for one. */

@@ -1,8 +1,18 @@
 // Compensation reaches into sub-chains: a run that fails undoes the completed steps with `compensate`
 // of its `chain`, `forEach`, `branch` and `loop` steps too, newest first, each once (§12, issue 21).
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, memoryRunStore, defineTool, functionInvoker, ref, runChain } from 'chainkit';
+import {
+  createRunner,
+  defineChain,
+  memoryRunStore,
+  defineTool,
+  functionInvoker,
+  ref,
+  runChain,
+  type Chain,
+  type Runner,
+} from 'chainkit';
 import { http } from '../helpers.js';
 
 const list = defineTool({
@@ -255,5 +265,208 @@ describe('compensation inside sub-chains', () => {
     } finally {
       await runner.close();
     }
+  });
+});
+
+/**
+ * A durable run whose owner dies at `hangAt` (that call never answers), then recovered by an heir
+ * whose `boom` fails: the calls before the crash, the calls after it, the heir's result.
+ */
+async function crashThenFail(c: Chain, input: unknown, hangAt: string, bad: string[] = []) {
+  let t = 1_000_000;
+  const now = (): number => t;
+  const runs = memoryRunStore({ now });
+  const calls: string[] = [];
+  let dead = true;
+  let hung = false;
+  const seen = new Map<string, number>();
+  // `hangAt` names a call (`save t2`), or its n-th time (`check l#2`).
+  const hang = (name: string): boolean => {
+    const n = (seen.get(name) ?? 0) + 1;
+    seen.set(name, n);
+    return dead && (name === hangAt || `${name}#${n}` === hangAt) && (hung = true);
+  };
+  const never = new Promise<never>(() => {});
+  const invoker = functionInvoker({
+    list: ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+    save: ({ id }: { id: string }) => (hang(`save ${id}`) ? never : (calls.push(`save ${id}`), { id })),
+    unsave: ({ id }: { id: string }) => (hang(`unsave ${id}`) ? never : (calls.push(`unsave ${id}`), { ok: true })),
+    check: ({ id }: { id: string }) => {
+      if (hang(`check ${id}`)) return never;
+      if (bad.includes(id)) throw http(403, `no ${id}`);
+      return { ok: true };
+    },
+    reserve: () => (calls.push('reserve'), { id: 'r1' }),
+    release: ({ id }: { id: string }) => (calls.push(`release ${id}`), { ok: true }),
+    boom: () => {
+      if (hang('boom')) return never;
+      throw http(403, 'boom');
+    },
+  });
+  const make = (): Runner => {
+    const r = createRunner({ invoker, chains: [c], stores: { runs }, now, leaseMs: 1_000 });
+    open.push(r);
+    return r;
+  };
+  const owner = make();
+  void owner.run(c, input as never, { runId: 'crash' });
+  for (let i = 0; i < 400 && !hung; i++) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50)); // what runs beside the hung call ends and is journaled
+  const before = [...calls];
+  dead = false;
+  t += 5_000; // the owner is gone: its lease expired
+  const heir = make();
+  const [result] = await heir.recover();
+  return { before, after: calls.slice(before.length), result };
+}
+
+const open: Runner[] = [];
+afterEach(async () => {
+  for (const r of open.splice(0)) await r.close();
+});
+
+describe('compensation of a recovered run', () => {
+  const fanOut = defineChain({
+    name: 'fan_out_recovered',
+    input: z.object({ n: z.number() }),
+    timeoutMs: 60_000,
+    steps: [
+      { id: 'reserve', tool: reserve, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+      { id: 'find', tool: list, input: { n: ref('input', 'n') } },
+      {
+        id: 'done',
+        forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') }, concurrency: 2 },
+      },
+      { id: 'fail', tool: boom, input: () => ({}) },
+    ],
+  });
+
+  it('a forEach finished before the crash: a later failure after recovery undoes its items (newest first, once each)', async () => {
+    const r = await crashThenFail(fanOut, { n: 3 }, 'boom');
+    expect(r.before).toEqual(['reserve', 'save t0', 'save t1', 'save t2']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.error).toMatchObject({ step: 'fail' });
+    expect(r.result.compensated).toEqual(['done/2/save', 'done/1/save', 'done/0/save', 'reserve']);
+    expect(r.after).toEqual(['unsave t2', 'unsave t1', 'unsave t0', 'release r1']);
+  });
+
+  it('recovered mid-forEach: the items finished before the crash are undone with those finished after it', async () => {
+    // Items 0, 1 and 3 finish before the crash; item 2 dies in its read, its write journaled (not called again).
+    const r = await crashThenFail(fanOut, { n: 4 }, 'check t2');
+    expect(r.before).toEqual(['reserve', 'save t0', 'save t1', 'save t2', 'save t3']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.compensated).toEqual(['done/3/save', 'done/2/save', 'done/1/save', 'done/0/save', 'reserve']);
+    expect(r.after).toEqual(['unsave t3', 'unsave t2', 'unsave t1', 'unsave t0', 'release r1']);
+  });
+
+  it('killed while undoing the items: the next owner undoes the rest, the undo in flight again, none done twice', async () => {
+    const r = await crashThenFail(fanOut, { n: 3 }, 'unsave t1');
+    expect(r.before).toEqual(['reserve', 'save t0', 'save t1', 'save t2', 'unsave t2']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.compensated).toEqual(['done/2/save', 'done/1/save', 'done/0/save', 'reserve']);
+    expect(r.after).toEqual(['unsave t1', 'unsave t0', 'release r1']);
+  });
+
+  it('a collected item that failed before the crash undid its own steps then: recovery does not undo them again', async () => {
+    const c = defineChain({
+      name: 'collect_recovered',
+      input: z.object({}),
+      timeoutMs: 60_000,
+      steps: [
+        { id: 'find', tool: list, input: { n: 3 } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: saveOne,
+            input: { id: ref('item', 'id') },
+            onItemError: 'collect',
+          },
+        },
+        { id: 'fail', tool: boom, input: () => ({}) },
+      ],
+    });
+    const r = await crashThenFail(c, {}, 'boom', ['t1']);
+    expect(r.before).toEqual(['save t0', 'save t1', 'unsave t1', 'save t2']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.compensated).toEqual(['done/2/save', 'done/0/save']);
+    expect(r.after).toEqual(['unsave t2', 'unsave t0']);
+  });
+
+  it('recovered mid-loop: the iterations finished before the crash are undone with those run after it', async () => {
+    const c = defineChain({
+      name: 'loop_recovered',
+      input: z.object({}),
+      timeoutMs: 60_000,
+      steps: [
+        {
+          id: 'poll',
+          loop: { chain: saveOne, input: { id: 'l' }, until: (_out: unknown, n: number) => n === 3, max: 5 },
+        },
+        { id: 'fail', tool: boom, input: () => ({}) },
+      ],
+    } as never);
+    // Iteration 1 finishes before the crash; iteration 2 dies in its read, its write journaled.
+    const r = await crashThenFail(c as never, {}, 'check l#2');
+    expect(r.before).toEqual(['save l', 'save l']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.compensated).toEqual(['poll/3/save', 'poll/2/save', 'poll/1/save']);
+    expect(r.after).toEqual(['save l', 'unsave l', 'unsave l', 'unsave l']);
+  });
+
+  it('`chain`, `branch` and `loop` steps finished before the crash: a later failure after recovery undoes their steps', async () => {
+    const inner = defineChain({
+      name: 'inner_recovered',
+      input: z.object({}),
+      steps: [
+        { id: 'find', tool: list, input: { n: 2 } },
+        { id: 'each', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') } } },
+      ],
+    });
+    const one = (id: string) =>
+      defineChain({
+        name: `one_recovered_${id}`,
+        input: z.object({ n: z.number() }),
+        steps: [
+          { id: 'save', tool: save, input: { id }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } },
+        ],
+      });
+    const c = defineChain({
+      name: 'nested_recovered',
+      input: z.object({ kind: z.enum(['a', 'b']) }),
+      timeoutMs: 60_000,
+      steps: [
+        { id: 'audit', chain: inner, input: {} },
+        {
+          id: 'pick',
+          branch: {
+            on: (s: { input: { kind: string } }) => s.input.kind,
+            cases: { a: { chain: one('a'), input: () => ({ n: 1 }) }, b: { chain: one('b'), input: () => ({ n: 1 }) } },
+          },
+        },
+        {
+          id: 'poll',
+          loop: { chain: one('l'), input: () => ({ n: 1 }), until: (_out: unknown, n: number) => n === 2, max: 5 },
+        },
+        { id: 'fail', tool: boom, input: () => ({}) },
+      ],
+    } as never);
+    const r = await crashThenFail(c as never, { kind: 'b' }, 'boom');
+    expect(r.before).toEqual(['save t0', 'save t1', 'save b', 'save l', 'save l']);
+    expect(r.result?.status).toBe('failed');
+    if (r.result?.status !== 'failed') return;
+    expect(r.result.compensated).toEqual([
+      'poll/2/save',
+      'poll/1/save',
+      'pick/save',
+      'audit/each/1/save',
+      'audit/each/0/save',
+    ]);
+    expect(r.after).toEqual(['unsave l', 'unsave l', 'unsave b', 'unsave t1', 'unsave t0']);
   });
 });
