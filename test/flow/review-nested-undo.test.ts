@@ -1,7 +1,16 @@
 // Review: undo of sub-chain units finished before a nested gate, on cancel and on collected failures.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, ref, type Runner } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineTool,
+  functionInvoker,
+  memoryCheckpointStore,
+  memoryRunStore,
+  ref,
+  type Runner,
+} from 'chainkit';
 
 const save = defineTool({
   name: 'save',
@@ -136,5 +145,33 @@ describe('review: a collected item failure, then a gate, then a failure after th
       expect(calls.filter((c) => c === 'unsave:t0')).toHaveLength(1);
       expect(calls.filter((c) => c === 'unsave:t1')).toHaveLength(1);
     }
+  });
+});
+
+describe('review: a collected failed item is not undone again by another instance', () => {
+  it('resumed on a second runner (shared checkpoints, its own idempotency store): unsave:t0 is called once', async () => {
+    const { calls, invoker } = tools(['t0', 'boom']);
+    const all = chain('r_collect_two', { input: z.object({ ids: z.array(z.string()) }) })
+      .forEach('each', (ref) => ({
+        over: ref('input', 'ids'),
+        chain: saveOne,
+        input: (item) => ({ id: item() }),
+        onItemError: 'collect',
+      }))
+      .tool('last', fail, () => ({ id: 'boom' }), { when: () => true })
+      .build();
+    const checkpoints = memoryCheckpointStore();
+    const secret = 's'.repeat(32);
+    const a = createRunner({ invoker, chains: [all], secret, stores: { checkpoints } });
+    const b = createRunner({ invoker, chains: [all], secret, stores: { checkpoints } });
+    open.push(a, b);
+    const parked = await a.run(all, { ids: ['t0', 't1'] });
+    if (parked.status !== 'awaiting_confirmation') throw new Error(JSON.stringify(parked));
+    expect(calls).toEqual(['save:t0', 'fail:t0', 'unsave:t0', 'save:t1']);
+    const r = await b.resume(parked.resumeToken, { approved: true });
+    expect(r.status).toBe('failed');
+    // t0's save was undone when t0 failed (in the first segment); only t1's is left to undo.
+    expect(calls.filter((c) => c === 'unsave:t0')).toHaveLength(1);
+    expect(r.status === 'failed' && r.compensated).toEqual(['each/1/save']);
   });
 });
