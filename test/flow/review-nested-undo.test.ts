@@ -175,3 +175,54 @@ describe('review: a collected failed item is not undone again by another instanc
     expect(r.status === 'failed' && r.compensated).toEqual(['each/1/save']);
   });
 });
+
+describe('review: a failure outranks a gate inside an item', () => {
+  it('the item parked at its gate had saved: its save is undone when another item fails the step', async () => {
+    const { calls, invoker } = tools(['t0']);
+    const slowFail = defineTool({
+      name: 'slow_fail',
+      description: 'Fails after a while',
+      input: z.object({ id: z.string() }),
+      output: z.object({ id: z.string() }),
+      idempotent: true,
+    });
+    const inv = functionInvoker([save, unsave, fail, slowFail], {
+      save: ({ id }) => (calls.push(`save:${id}`), { id }),
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+      fail: ({ id }) => (calls.push(`fail:${id}`), { id }),
+      slow_fail: async ({ id }) => {
+        await new Promise((r) => setTimeout(r, 30));
+        calls.push(`slow_fail:${id}`);
+        if (id === 't0') throw Object.assign(new Error('refused'), { status: 422 });
+        return { id };
+      },
+    });
+    void invoker;
+    // t0: fails slowly; t1: saves then parks at its gate.
+    const one = chain('r_outrank_one', { input: z.object({ id: z.string() }) })
+      .tool('first', slowFail, (ref) => ({ id: ref('input', 'id') }), { when: (s) => s.input.id === 't0' })
+      .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+        compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+        when: (s) => s.input.id === 't1',
+      })
+      .compute('ask', () => true, { confirm: { prompt: 'Go on?' }, when: (s) => s.input.id === 't1' })
+      .build();
+    const all = chain('r_outrank_all', { input: z.object({ ids: z.array(z.string()) }) })
+      .forEach('each', (ref) => ({
+        over: ref('input', 'ids'),
+        chain: one,
+        input: (item) => ({ id: item() }),
+        concurrency: 2,
+      }))
+      .build();
+    for (const store of [undefined, memoryRunStore()]) {
+      calls.length = 0;
+      const runner = createRunner({ invoker: inv, chains: [all], ...(store && { stores: { runs: store } }) });
+      open.push(runner);
+      const r = await runner.run(all, { ids: ['t0', 't1'] });
+      expect(r.status === 'failed' && r.error.step).toBe('each/0/first');
+      expect(calls).toContain('save:t1');
+      expect(calls.filter((c) => c.startsWith('unsave:'))).toEqual(['unsave:t1']);
+    }
+  });
+});
