@@ -31,7 +31,7 @@ const one = chain('rr_one', { input: z.object({ id: z.string() }) })
   })
   .compute('ask', () => true, { confirm: { prompt: 'Go on?' }, when: (s) => s.input.id === 't1' })
   .tool('mark', mark, (ref) => ({ id: ref('save', 'id') }), { when: () => true })
-  .output((s) => s.results.mark.id);
+  .output((s) => s.results.mark?.id);
 const all = chain('rr_all', { input: z.object({ ids: z.array(z.string()) }), timeoutMs: 60_000 })
   .forEach('each', (ref) => ({ over: ref('input', 'ids'), chain: one, input: (item) => ({ id: item() }) }))
   .build();

@@ -30,7 +30,7 @@ const saveOne = chain('rw_save_one', { input: z.object({ id: z.string() }) })
   .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
     compensate: { tool: unsave, input: { id: ref('save', 'id') } },
   })
-  .waitFor('review', { signal: 'review', schema: Review, timeoutMs: 60_000 }, { when: (s) => s.input.id === 't1' })
+  .waitFor('review', { signal: 'review', schema: Review, timeoutMs: 60_000 }, { when: (s: { input: { id: string } }) => s.input.id === 't1' })
   .output((s) => s.results.save.id);
 const all = chain('rw_all', { input: z.object({ ids: z.array(z.string()) }), timeoutMs: 60_000 })
   .forEach('each', (ref) => ({ over: ref('input', 'ids'), chain: saveOne, input: (item) => ({ id: item() }) }))
