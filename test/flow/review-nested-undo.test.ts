@@ -226,3 +226,55 @@ describe('review: a failure outranks a gate inside an item', () => {
     }
   });
 });
+
+describe('review: cancel of a run parked at a gate two levels down', () => {
+  it('forEach inside forEach: every save before the gate is undone once (finished and unfinished items)', async () => {
+    const { calls, invoker } = tools();
+    const inner = chain('r_deep_inner', { input: z.object({ ids: z.array(z.string()) }) })
+      .forEach('inner', (ref) => ({ over: ref('input', 'ids'), chain: saveOne, input: (item) => ({ id: item() }) }))
+      .build();
+    const outer = chain('r_deep_outer', { input: z.object({ groups: z.array(z.array(z.string())) }) })
+      .forEach('each', (ref) => ({ over: ref('input', 'groups'), chain: inner, input: (item) => ({ ids: item() }) }))
+      .build();
+    for (const store of [undefined, memoryRunStore()]) {
+      calls.length = 0;
+      const runner = createRunner({ invoker, chains: [outer], stores: { runs: store ?? memoryRunStore() } });
+      open.push(runner);
+      const runId = `r-deep-${store ? 'a' : 'b'}`;
+      const parked = await runner.run(outer, { groups: [['a'], ['t0', 't1', 't2']] }, { runId });
+      if (parked.status !== 'awaiting_confirmation') throw new Error(JSON.stringify(parked));
+      expect(parked.confirmation.step).toBe('each/1/inner/1/ask');
+      expect(calls).toEqual(['save:a', 'fail:a', 'save:t0', 'fail:t0', 'save:t1']);
+      expect(await runner.cancel(runId)).toBe('cancelled');
+      expect(calls.filter((c) => c.startsWith('unsave:')).sort()).toEqual(['unsave:a', 'unsave:t0', 'unsave:t1']);
+    }
+  });
+
+  it('a loop iteration waiting, cancelled: the iterations before and the waiting one’s save are undone', async () => {
+    const calls: string[] = [];
+    let t = 1_700_000_000_000;
+    const invoker = functionInvoker([save, unsave], {
+      save: ({ id }) => (calls.push(`save:${id}`), { id }),
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+    });
+    const iter = chain('r_loop_iter', { input: z.object({ id: z.string() }) })
+      .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+        compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+      })
+      .sleep('nap', 5_000)
+      .build();
+    const looped = chain('r_loop', { input: z.object({ id: z.string() }), timeoutMs: 60_000 })
+      .loop('round', { chain: iter, input: (ref) => ({ id: ref('input', 'id') }), until: () => false, max: 3 })
+      .build();
+    const now = () => t;
+    const runner = createRunner({ invoker, chains: [looped], stores: { runs: memoryRunStore({ now }) }, now });
+    open.push(runner);
+    const parked = await runner.run(looped, { id: 'x' }, { runId: 'r-loop-1' });
+    expect(parked).toMatchObject({ status: 'waiting', waiting: { step: 'round/1/nap' } });
+    t += 5_001;
+    const [second] = await runner.recover();
+    expect(second).toMatchObject({ status: 'waiting', waiting: { step: 'round/2/nap' } });
+    expect(await runner.cancel('r-loop-1')).toBe('cancelled');
+    expect(calls).toEqual(['save:x', 'save:x', 'unsave:x', 'unsave:x']);
+  });
+});
