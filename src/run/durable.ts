@@ -850,7 +850,7 @@ export function durableRuns(
       const t = now();
       // Past its timeout the wait is over: recovery fails the run, no late signal continues it.
       if (waiting?.until !== undefined && waiting.until <= t) return 'not_waiting';
-      const accepted = signalPayload(chain, waiting, name, payload, runId);
+      const accepted = signalPayload(continuation(run, chain), waiting, name, payload, runId);
       if (!accepted) return 'not_waiting';
       const parkedAt = (run.result as { trace?: { endedAt?: string } } | undefined)?.trace?.endedAt;
       const startedAt = parkedAt ?? new Date(t).toISOString();

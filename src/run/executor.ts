@@ -14,7 +14,16 @@ import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from '../pol
 import type { CallContext } from '../policies/types.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
-import { describeThrown, DONE, isThenable, ok, StepError, type Execution, type StepOutcome } from './execution.js';
+import {
+  describeThrown,
+  DONE,
+  isThenable,
+  PENDING,
+  ok,
+  StepError,
+  type Execution,
+  type StepOutcome,
+} from './execution.js';
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
@@ -166,8 +175,13 @@ class Run extends Scheduler implements EndedSegment {
     for (const step of plan) {
       let nested = nestedUndo?.[step.index];
       // A step running chains done in an earlier segment: what its chains did is known from the journal.
-      if (nested === undefined && step.calls !== undefined && this.exec.done.includes(step.id))
-        nested = priorStepUndo(this.exec, step, this.stepKey(step), scope);
+      // One not started in this segment (it was parked at a gate or wait inside, or in flight at a
+      // crash, and the run ends before it runs again): what its chains completed then, too.
+      if (nested === undefined && step.calls !== undefined && this.exec.priorNested !== undefined) {
+        if (this.exec.done.includes(step.id)) nested = priorStepUndo(this.exec, step, this.stepKey(step), scope);
+        else if (this.state[step.index] === PENDING)
+          nested = priorStepUndo(this.exec, step, this.stepKey(step), scope, true);
+      }
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results)
         (units ??= []).push({ step, id: this.stepKey(step), scope });

@@ -8,28 +8,34 @@ import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
 import type { UndoUnit } from './compensate.js';
-import type { JournalEntry } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
 import { priorUnits } from './sub-run.js';
 
 /**
- * The undo units inside step `key` (a `chain`, `forEach`, `branch` or `loop` step done in an
- * earlier segment), oldest first: each sub-chain's steps in plan order, deeper ones first.
+ * The undo units inside step `key` (a `chain`, `forEach`, `branch` or `loop` step) of what an
+ * earlier segment finished, oldest first: each sub-chain's steps in plan order, deeper ones first.
+ * A step done in that segment gives its finished items or iterations (a collected failure is left
+ * out: it was undone as it failed); with `partial`, a step that had not finished there (parked at a
+ * gate or a wait inside it, or in flight at a crash) also gives the steps its unfinished items,
+ * iterations or sub-chain had completed.
  *
  * @example
  * ```ts
  * const units = priorStepUndo(exec, step, 'done', scope); // done/0/save, done/1/save, …
  * ```
  */
-export function priorStepUndo(exec: Execution, step: PlannedStep, key: string, scope: Scope): UndoUnit[] {
+export function priorStepUndo(
+  exec: Execution,
+  step: PlannedStep,
+  key: string,
+  scope: Scope,
+  partial = false,
+): UndoUnit[] {
   const calls = step.calls;
   if (!calls || exec.priorNested === undefined) return [];
   if (step.forEach || step.loop) {
-    const units = priorUnits(exec, key);
-    if (!units) return [];
     const out: UndoUnit[] = [];
-    for (const n of [...units.keys()].sort((a, b) => a - b))
-      out.push(...priorUnitUndo(exec, step, key, n, units.get(n)!, scope));
+    for (const n of priorIndexes(exec, step, key, 0, partial)) out.push(...priorUnitUndo(exec, step, key, n, scope));
     return out;
   }
   let index = 0;
@@ -48,24 +54,56 @@ export function priorStepUndo(exec: Execution, step: PlannedStep, key: string, s
 }
 
 /**
- * The undo units of unit `n` (a `forEach` item, a `loop` iteration) of step `key`, finished in an
- * earlier segment: rebuilt from its journaled steps, with its input parsed as when it ran.
+ * The items (iterations) of step `key`, from index `from`, whose earlier-segment work a failure
+ * undoes, in order: those that finished ok and, with `partial`, those that had not finished but
+ * completed steps. A collected failure (`{ ok: false }`) undid its own steps as it failed.
  *
  * @example
  * ```ts
- * const units = priorUnitUndo(exec, step, 'done', 3, entry, scope); // item 3's
+ * for (const n of priorIndexes(exec, step, 'done', 3, true)) units.push(...priorUnitUndo(exec, step, 'done', n, scope));
  * ```
  */
-export function priorUnitUndo(
+export function priorIndexes(
   exec: Execution,
   step: PlannedStep,
   key: string,
-  n: number,
-  entry: JournalEntry,
-  scope: Scope,
-): UndoUnit[] {
-  // A collected item that failed undid its own completed steps when it failed: nothing is left to undo.
-  if (step.forEach?.collect && (entry.value as { ok?: unknown } | undefined)?.ok !== true) return [];
+  from: number,
+  partial: boolean,
+): number[] {
+  const units = priorUnits(exec, key);
+  const collect = step.forEach?.collect === true;
+  const out = new Set<number>();
+  for (const [n, unit] of units ?? []) {
+    if (n < from) continue;
+    if (collect && (unit.value as { ok?: unknown } | undefined)?.ok === false) continue;
+    out.add(n);
+  }
+  if (partial && exec.priorNested !== undefined) {
+    // An unfinished item's steps are filed under `key/n` (no unit `key/n` of its own).
+    const head = `${key}/`;
+    for (const prefix of exec.priorNested.keys()) {
+      if (!prefix.startsWith(head)) continue;
+      // `key/n` itself, or deeper (`key/n/inner`: a step running chains inside item n).
+      const slash = prefix.indexOf('/', head.length);
+      const rest = prefix.slice(head.length, slash < 0 ? undefined : slash);
+      if (!/^\d+$/.test(rest)) continue;
+      const n = Number(rest);
+      if (n >= from && !units?.has(n)) out.add(n);
+    }
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * The undo units of one sub-chain run `prefix` that finished earlier: rebuilt from its journaled
+ * steps, with its input parsed as when it ran.
+ *
+ * @example
+ * ```ts
+ * const units = priorUnitUndo(exec, step, 'done', 3, scope); // item 3's
+ * ```
+ */
+export function priorUnitUndo(exec: Execution, step: PlannedStep, key: string, n: number, scope: Scope): UndoUnit[] {
   const call = step.calls![0]!;
   const items = step.forEach ? inputOf((s) => step.forEach!.over.resolve(s), scope) : undefined;
   const unitScope: Scope | ItemScope = Array.isArray(items) ? { ...scope, item: items[n] } : scope;
@@ -81,9 +119,18 @@ function inputOf(resolve: (scope: Scope) => unknown, scope: Scope): unknown {
   }
 }
 
+/**
+ * The undo units of the sub-chain run `prefix` from its entries of an earlier segment: its completed
+ * steps with `compensate` in plan order, each after what its own sub-chains completed.
+ *
+ * @example
+ * ```ts
+ * const units = priorRunUndo(exec, saveOne, 'done/3', { id: 't3' }, scope);
+ * ```
+ */
 function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: unknown, parent: Scope): UndoUnit[] {
-  const entries = exec.priorNested?.get(prefix);
-  if (!entries || entries.length === 0) return [];
+  const entries = exec.priorNested?.get(prefix) ?? [];
+  if (entries.length === 0 && !filedBelow(exec, prefix)) return [];
   const input = parseSchema(chain.input, rawInput);
   let context = parent.context as unknown;
   if (chain.context) {
@@ -101,10 +148,21 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
   const scope: Scope = { input: input.success ? input.data : rawInput, context, results };
   const units: UndoUnit[] = [];
   for (const step of chain.plan) {
-    if (!done.has(step.id)) continue;
     const id = `${prefix}/${step.id}`;
+    // A step running chains that had not finished (the one parked at a gate or wait, or in flight): what its chains completed.
+    if (!done.has(step.id)) {
+      if (step.calls) units.push(...priorStepUndo(exec, step, id, scope, true));
+      continue;
+    }
     if (step.calls) units.push(...priorStepUndo(exec, step, id, scope));
     if (step.compensate && step.id in results) units.push({ step, id, scope });
   }
   return units;
+}
+
+/** Whether steps deeper than `prefix`'s own (`prefix/inner/0/save`) were filed from an earlier segment. */
+function filedBelow(exec: Execution, prefix: string): boolean {
+  const head = `${prefix}/`;
+  for (const key of exec.priorNested?.keys() ?? []) if (key.startsWith(head)) return true;
+  return false;
 }

@@ -101,12 +101,9 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     ...base,
   });
 
-  let result: RunResult;
-  if (stop.outcome.kind === 'failed') {
-    result = failed(stop.outcome.error);
-    const undone = exec.compensating
-      ? priorUndos(result as Extract<RunResult, { status: 'failed' }>, exec.compensating.undone)
-      : undefined;
+  /** A failed run undoes what it completed (newest first), but for what an earlier owner undid already. */
+  const compensate = async (result: Extract<RunResult, { status: 'failed' }>): Promise<void> => {
+    const undone = exec.compensating ? priorUndos(result, exec.compensating.undone) : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
     const undo = exec.interrupted?.()
       ? []
@@ -114,15 +111,13 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
           .undoUnits()
           .filter((unit) => !undone?.has(unit.id))
           .reverse();
-    await compensateRun(
-      calls,
-      recorder,
-      run,
-      undo,
-      result as Extract<RunResult, { status: 'failed' }>,
-      run.abort.reason,
-      exec.undoJournal,
-    );
+    await compensateRun(calls, recorder, run, undo, result, run.abort.reason, exec.undoJournal);
+  };
+
+  let result: RunResult;
+  if (stop.outcome.kind === 'failed') {
+    result = failed(stop.outcome.error);
+    await compensate(result as Extract<RunResult, { status: 'failed' }>);
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: plan[stop.index]!.id, ...base };
   } else if (stop.outcome.kind === 'wait') {
@@ -139,6 +134,8 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     };
   } else {
     result = await parkAtGate(run, run.doneIds(), plan[stop.index]!, stop.outcome, base, failed);
+    // No checkpoint (the store failed, or cannot keep a value): no token, the run failed — undo what it did.
+    if (result.status === 'failed') await compensate(result);
   }
   settleTrace(trace, result.status, result.status === 'failed' ? result.error : undefined);
   return result;

@@ -3,6 +3,8 @@
 // and the continuation are the durable side's (run/durable.ts).
 import type { Chain } from '../define/chain.js';
 import type { PlannedStep } from '../define/step-kinds.js';
+import type { Scope } from '../define/ref.js';
+import type { Execution } from './execution.js';
 import { parseSchema, type SchemaIssue } from '../define/schema.js';
 import type { RunResult, RunWaiting } from '../observe/result.js';
 
@@ -35,24 +37,25 @@ export class SignalRefused extends Error {
 }
 
 /**
- * Checks a signal's name and payload against the step the run waits at; throws {@link SignalRefused}
- * for a payload its schema refuses. Returns the parsed payload, or `undefined` when the run does not
- * wait for this signal.
+ * Checks a signal's name and payload against the step the run waits at (found through the run's
+ * journal, `exec`: inside a branch, the case that ran); throws {@link SignalRefused} for a payload
+ * its schema refuses. Returns the parsed payload, or `undefined` when the run does not wait for this signal.
  *
  * @example
  * ```ts
- * const parsed = signalPayload(chain, waiting, 'review', { ok: true }, runId);
+ * const parsed = signalPayload(continuation(run, chain), waiting, 'review', { ok: true }, runId);
  * ```
  */
 export function signalPayload(
-  chain: Chain,
+  exec: Execution,
   waiting: RunWaiting | undefined,
   name: string,
   payload: unknown,
   runId: string,
 ): { value: unknown; index: number } | undefined {
   if (!waiting || waiting.signal === undefined || waiting.signal !== name) return undefined;
-  const step = plannedAt(chain, waiting.step.split('/'));
+  const top: Scope = { input: exec.input, context: exec.context, results: exec.results };
+  const step = plannedAt(exec, exec.chain, waiting.step.split('/'), '', top);
   const spec = step?.waitFor;
   if (!spec) return undefined;
   const parsed = parseSchema(spec.schema, payload);
@@ -68,17 +71,77 @@ export function signalPayload(
 }
 
 /**
- * The planned step a (prefixed) step id names: `review`, or inside sub-chains `audit/review`,
- * `done/3/review` (a `forEach` item), `poll/2/review` (a `loop` iteration), `notify/send` (a branch case).
+ * The planned step a (prefixed) step id names in a run: `review`, or inside sub-chains `audit/review`,
+ * `done/3/review` (a `forEach` item), `poll/2/review` (a `loop` iteration), `notify/review` (in the
+ * branch case that ran: its \`on\` applied again to the scope rebuilt from the journal).
  */
-function plannedAt(chain: Chain, path: readonly string[]): PlannedStep | undefined {
+function plannedAt(
+  exec: Execution,
+  chain: Chain,
+  path: readonly string[],
+  prefix: string,
+  scope: Scope,
+): PlannedStep | undefined {
   const step = chain.plan.find((p) => p.id === path[0]);
   if (!step || path.length === 1) return step;
-  // Items and iterations carry their number after the step's id; a branch's case is not named: try each.
-  const rest = step.forEach || step.loop ? path.slice(2) : path.slice(1);
-  for (const call of step.calls ?? []) {
-    const found = plannedAt(call.chain as Chain, rest);
-    if (found) return found;
+  const calls = step.calls;
+  if (!calls) return undefined;
+  const key = prefix === '' ? step.id : `${prefix}/${step.id}`;
+  let index = 0;
+  let unit = scope;
+  let rest = path.slice(1);
+  let at = key;
+  if (step.forEach || step.loop) {
+    // Items and iterations carry their number after the step's id.
+    at = `${key}/${path[1]}`;
+    rest = path.slice(2);
+    if (step.forEach) {
+      const items = attempt(() => step.forEach!.over.resolve(scope));
+      unit = { ...scope, item: Array.isArray(items) ? items[Number(path[1])] : undefined } as Scope;
+    }
+  } else if (step.branch) {
+    const { on, names } = step.branch;
+    const value = attempt(() => on(scope));
+    index = typeof value === 'string' ? names.indexOf(value) : -1;
+    if (index < 0) index = names.length; // its `default`
   }
-  return undefined;
+  const call = calls[index];
+  if (!call) return undefined;
+  const sub = call.chain as Chain;
+  return plannedAt(
+    exec,
+    sub,
+    rest,
+    at,
+    nestedScope(
+      exec,
+      sub,
+      at,
+      attempt(() => call.resolveInput(unit)),
+      scope,
+    ),
+  );
+}
+
+/** The scope sub-chain run `at` had: its input parsed as when it ran, its results from its journaled steps. */
+function nestedScope(exec: Execution, chain: Chain, at: string, input: unknown, parent: Scope): Scope {
+  const parsed = parseSchema(chain.input, input);
+  let context = parent.context as unknown;
+  if (chain.context) {
+    const ctx = parseSchema(chain.context, context);
+    if (ctx.success) context = ctx.data;
+  }
+  const results = Object.create(null) as Record<string, unknown>;
+  for (const e of exec.priorNested?.get(at) ?? [])
+    if (e.skipped !== true) results[e.step.slice(at.length + 1)] = e.value;
+  return { input: parsed.success ? parsed.data : input, context, results };
+}
+
+/** A mapping applied again; one that throws now gives `undefined`. */
+function attempt(fn: () => unknown): unknown {
+  try {
+    return fn();
+  } catch {
+    return undefined;
+  }
 }

@@ -11,7 +11,7 @@ import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
 import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
-import { priorUnitUndo } from '../prior-undo.js';
+import { priorIndexes, priorUnitUndo } from '../prior-undo.js';
 import { gated, journalUnit, nestedInput, priorUnits, runNested, unitEntry, unitFailure } from '../sub-run.js';
 
 /**
@@ -86,8 +86,11 @@ class ItemRun {
         // Finished in an earlier segment (a recovered or resumed run): not run again, undone if the run fails.
         this.values[i] = kept.value;
         this.entries[i] = kept.trace;
-        const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, kept, this.host.scope);
-        if (undo.length > 0) (this.undo ??= [])[i] = undo;
+        // A collected failure undid its own steps as it failed: not again.
+        if (!this.collect || (kept.value as { ok?: unknown } | undefined)?.ok !== false) {
+          const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, this.host.scope);
+          if (undo.length > 0) (this.undo ??= [])[i] = undo;
+        }
         continue;
       }
       this.running++;
@@ -182,6 +185,13 @@ class ItemRun {
     const children: TraceStep[] = [];
     for (const e of this.entries) if (e !== undefined) children.push(e);
     this.inFlight.children = children;
+    // Stopped before every item was looked at (a cancel, a deadline, a failure, a gate): what an
+    // earlier segment finished, or began, in the items not reached is undone too if the run fails.
+    if (this.next < this.items.length && this.host.exec.priorNested !== undefined)
+      for (const i of priorIndexes(this.host.exec, this.step, this.key, this.next, true)) {
+        const undo = priorUnitUndo(this.host.exec, this.step, this.key, i, this.host.scope);
+        if (undo.length > 0) (this.undo ??= [])[i] = undo;
+      }
     // Items that completed are undone if the run fails, this step's own failure included; in item order.
     if (this.undo !== undefined) {
       const units: UndoUnit[] = [];

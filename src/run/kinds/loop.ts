@@ -39,7 +39,7 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
     if (kept) {
       value = kept.value;
       if (kept.trace) children.push(kept.trace);
-      const undo = priorUnitUndo(host.exec, step, key, n, kept, host.scope);
+      const undo = priorUnitUndo(host.exec, step, key, n, host.scope);
       if (undo.length > 0) (inFlight.undo ??= []).push(...undo);
     } else {
       if (n > 1 && delayMs > 0)
@@ -57,10 +57,10 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       );
       const entry = unitEntry(n, id, end, started, host.calls.now());
       children.push(entry);
+      // Iterations that completed (or stopped at a gate or wait inside) are undone if the run fails later, this loop included.
+      if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
       if (end.outcome.kind !== 'ok') return end.outcome;
       value = end.outcome.value;
-      // Iterations that completed are undone (newest first) if the run fails later, this loop included.
-      if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
       if (host.exec.journal !== undefined || host.exec.kept !== undefined) {
         const answer = await journalUnit(host.exec, { step: id, value, trace: entry });
         if (answer === false)

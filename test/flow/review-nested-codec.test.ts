@@ -1,0 +1,75 @@
+// Review: a gate inside a sub-chain whose checkpoint holds a value the codec refuses.
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { chain, createRunner, defineTool, functionInvoker, ref, type Runner } from 'chainkit';
+
+const save = defineTool({
+  name: 'save',
+  description: 'Save a thing',
+  input: z.object({ id: z.string() }),
+  output: z.object({ id: z.string() }),
+  idempotent: true,
+});
+const unsave = defineTool({
+  name: 'unsave',
+  description: 'Undo a save',
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+  idempotent: true,
+});
+const open: Runner[] = [];
+afterEach(async () => {
+  for (const r of open.splice(0)) await r.close();
+});
+
+describe('review: a nested gate whose checkpoint the codec refuses', () => {
+  it('fails clearly, hands out no token, and undoes the items saved before', async () => {
+    const calls: string[] = [];
+    const invoker = functionInvoker([save, unsave], {
+      save: ({ id }) => (calls.push(`save:${id}`), { id }),
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+    });
+    const one = chain('rc_one', { input: z.object({ id: z.string() }) })
+      .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+        compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+      })
+      .compute('odd', () => new Map([['a', 1]]))
+      .compute('ask', () => true, { confirm: { prompt: 'Go on?' }, when: (s) => s.input.id === 't1' })
+      .output((s) => s.results.save.id);
+    const all = chain('rc_all', { input: z.object({ ids: z.array(z.string()) }) })
+      .forEach('each', (ref) => ({ over: ref('input', 'ids'), chain: one, input: (item) => ({ id: item() }) }))
+      .build();
+    const runner = createRunner({ invoker, chains: [all] });
+    open.push(runner);
+    const r = await runner.run(all, { ids: ['t0', 't1'] });
+    expect(r.status).toBe('failed');
+    expect('resumeToken' in r).toBe(false);
+    if (r.status !== 'failed') return;
+    expect(r.error.step).toBe('each/1/ask');
+    expect(r.error.message).toMatch(/Map|keep|encode/i);
+    // The saves before the refused gate: left done, or undone? A failed run undoes its completed steps.
+    expect(calls.filter((c) => c.startsWith('unsave:')).sort()).toEqual(['unsave:t0', 'unsave:t1']);
+  });
+});
+
+describe('review (baseline): a top-level gate whose checkpoint the codec refuses', () => {
+  it('undoes the steps completed before', async () => {
+    const calls: string[] = [];
+    const invoker = functionInvoker([save, unsave], {
+      save: ({ id }) => (calls.push(`save:${id}`), { id }),
+      unsave: ({ id }) => (calls.push(`unsave:${id}`), { ok: true }),
+    });
+    const c = chain('rc_top', { input: z.object({ id: z.string() }) })
+      .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
+        compensate: { tool: unsave, input: { id: ref('save', 'id') } },
+      })
+      .compute('odd', () => new Map([['a', 1]]))
+      .compute('ask', () => true, { confirm: { prompt: 'Go on?' }, when: () => true })
+      .build();
+    const runner = createRunner({ invoker, chains: [c] });
+    open.push(runner);
+    const r = await runner.run(c, { id: 'a' });
+    expect(r.status).toBe('failed');
+    expect(calls.filter((x) => x.startsWith('unsave:'))).toEqual(['unsave:a']);
+  });
+});
