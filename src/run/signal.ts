@@ -73,7 +73,7 @@ export function signalPayload(
 /**
  * The planned step a (prefixed) step id names in a run: `review`, or inside sub-chains `audit/review`,
  * `done/3/review` (a `forEach` item), `poll/2/review` (a `loop` iteration), `notify/review` (in the
- * branch case that ran: its \`on\` applied again to the scope rebuilt from the journal).
+ * branch case that ran: its `on` applied again to the scope rebuilt from the journal).
  */
 function plannedAt(
   exec: Execution,
