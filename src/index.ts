@@ -80,7 +80,7 @@ export type {
   WhereOf,
 } from './define/infer.js';
 export type { CheckedSteps } from './define/ref-check.js';
-export type { Schema, SchemaInput, SchemaOutput, StandardSchemaV1 } from './define/schema.js';
+export type { Schema, SchemaInput, SchemaIssue, SchemaOutput, StandardSchemaV1 } from './define/schema.js';
 
 // Running
 export { createRunner } from './run/runner.js';
