@@ -108,12 +108,18 @@ export function asAiSdkTool<I, C, O, TContext = unknown>(
   return tool;
 }
 
-/** The SDK's tool context: v7's `context`, else v6's `experimental_context` (typed by the caller's `context` function, as the SDK types neither). */
+/**
+ * The SDK's tool context: v7's `context`, else v6's `experimental_context`
+ * (typed by the caller's `context` function, as the SDK types neither).
+ */
 function toolContext<TContext>(o: AiSdkToolCallOptions<TContext>): TContext {
   return (o.context !== undefined ? o.context : o.experimental_context) as TContext;
 }
 
-/** Whether the conversation holds an approval of this tool call (the SDK executes approved calls only, but a gate newly reached must not pass unasked). */
+/**
+ * Whether the conversation holds an approval of this tool call (the SDK executes
+ * approved calls only, but a gate newly reached must not pass unasked).
+ */
 function approvedIn(messages: readonly ModelMessage[], toolCallId: string): boolean {
   const approvals = new Set<string>();
   for (const m of messages) {

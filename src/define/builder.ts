@@ -420,13 +420,19 @@ export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
   input: (item: LooseItemRef) => M & NoExtra<M, ChainIn<C>> & ItemChecked<M, ElementOf<RefValue<F>>, ChainIn<C>>;
   /** How many items run at once (default 1). */
   concurrency?: number;
-  /** `'fail'` (default) stops at the first failed item; `'collect'` runs every item and yields `{ ok, value } | { ok: false, error }`. */
+  /**
+   * `'fail'` (default) stops at the first failed item; `'collect'`
+   * runs every item and yields `{ ok, value } | { ok: false, error }`.
+   */
   onItemError?: E;
 }
 
 /** `item(path)` as the callback receives it; {@link ItemChecked} checks the paths against the element type. */
 type LooseItemRef = <P extends string = ''>(path?: P) => Ref<any, 'item', P>;
-/** The item refs of a forEach input mapping checked against the element `El` and the fields of `In`: a message type where one is wrong. */
+/**
+ * The item refs of a forEach input mapping checked against the element
+ * `El` and the fields of `In`: a message type where one is wrong.
+ */
 type ItemChecked<M, El, In> = {
   [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string>
     ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown>

@@ -92,7 +92,8 @@ export type RefPath<T, P extends string, Source extends string> = string extends
       ? E
       : P;
 /**
- * The value at a path already checked by {@link RefPath}: `any` when it does not exist (the path argument carries the error).
+ * The value at a path already checked by {@link RefPath}: `any`
+ * when it does not exist (the path argument carries the error).
  *
  * @example
  * ```ts
@@ -253,7 +254,10 @@ type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
         : Awaited<V>
       : FlowValueOf<H>;
 
-/** What the steps that run chains yield (§12): a sub-chain's output, an array per forEach, a union per branch, a loop's last output. */
+/**
+ * What the steps that run chains yield (§12): a sub-chain's output,
+ * an array per forEach, a union per branch, a loop's last output.
+ */
 type FlowValueOf<H> = H extends { readonly chain: infer C }
   ? ChainOutputOf<C>
   : H extends { readonly forEach: { readonly chain: infer C } }

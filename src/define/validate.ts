@@ -1,4 +1,5 @@
-// Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps, resolvers, fingerprint.
+// Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps,
+// resolvers, fingerprint.
 // Each step's kind is checked by its planner (define/step-kinds.ts); this file checks what every kind shares.
 import { sha256, toHex } from '../util/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';

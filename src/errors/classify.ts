@@ -287,8 +287,10 @@ const byCodeWords: Classifier = (error) => {
 };
 
 /**
- * The built-in classifiers, in the order the [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors, after errors that declare their `category`;
- * last, the words of an unknown code (`user_not_found` → not_found), as for in-band codes.
+ * The built-in classifiers, in the order the
+ * [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors,
+ * after errors that declare their `category`; last, the words of an unknown code
+ * (`user_not_found` → not_found), as for in-band codes.
  *
  * @example
  * ```ts

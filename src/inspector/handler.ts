@@ -16,7 +16,10 @@ export type InspectorAction = 'read' | 'decide' | 'cancel' | 'signal' | 'rerun';
 
 /** Options of `inspector(runner, options)`. */
 export interface InspectorOptions {
-  /** Where the inspector is mounted, e.g. `'/ops/chains'` (requests outside it get a 404 and, through `toNodeHandler`, go to `next`). */
+  /**
+   * Where the inspector is mounted, e.g. `'/ops/chains'` (requests
+   * outside it get a 404 and, through `toNodeHandler`, go to `next`).
+   */
   basePath: string;
   /**
    * Called for every request, with what it asks to do; required. `true` lets it through; `false`
@@ -37,7 +40,9 @@ export interface InspectorOptions {
   csrfSecret?: string;
   /** The `redact` rule given to `createRunner` (more keys to hide), applied to everything the page gets. */
   redact?: RedactRule;
-  /** Shows identity keys (user ids, emails) as `createRunner({ traceIdentity: true })` does in traces. Default `false`. */
+  /**
+   * Shows identity keys (user ids, emails) as `createRunner({ traceIdentity: true })` does in traces. Default `false`.
+   */
   traceIdentity?: boolean;
 }
 
@@ -156,7 +161,10 @@ class LiveHub {
   }
 }
 
-/** The `text/event-stream` telling one page that runs changed (`changed`: at once, then at most every 100 ms), until the page goes away. */
+/**
+ * The `text/event-stream` telling one page that runs changed (`changed`:
+ * at once, then at most every 100 ms), until the page goes away.
+ */
 function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let close: (() => void) | undefined;
@@ -231,7 +239,9 @@ async function readBody(request: Request): Promise<Record<string, unknown> | und
   }
 }
 
-/** Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token. */
+/**
+ * Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token.
+ */
 function crossSite(request: Request, url: URL): boolean {
   const site = request.headers.get('sec-fetch-site');
   if (site !== null && site !== 'same-origin' && site !== 'none') return true;
@@ -342,7 +352,8 @@ export function createInspector(
       case 'signal': {
         if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255)
           return problem(400, 'Expected `name`: the signal to send.');
-        // A payload the step's schema refuses (runner.signal's SignalRefused) is the sender's mistake: the run keeps waiting.
+        // A payload the step's schema refuses (runner.signal's
+        // SignalRefused) is the sender's mistake: the run keeps waiting.
         const r = await runner
           .signal(runId, body.name, body.payload)
           .catch((e: unknown) =>

@@ -17,7 +17,9 @@ const MARK: Record<TraceStep['status'], string> = {
 export interface FormatTraceOptions {
   /** Width of the bar area in characters. Default 40. */
   width?: number;
-  /** Nested entries (sub-chain steps, `forEach` items, `loop` iterations) shown per step before `… n more`. Default 20. */
+  /**
+   * Nested entries (sub-chain steps, `forEach` items, `loop` iterations) shown per step before `… n more`. Default 20.
+   */
   maxChildren?: number;
 }
 

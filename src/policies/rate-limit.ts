@@ -1,7 +1,8 @@
 // Rate limits per tool: fixed windows (at most `limit` attempts start per `intervalMs`, windows
 // counted from the limiter's creation), per tool or per user, with `maxConcurrent` and a bounded queue.
 // Written by hand for the in-process case: bottleneck passes every job through several
-// setTimeout(0) hops, milliseconds per job, far above what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
+// setTimeout(0) hops, milliseconds per job, far above what chainkit may add to a call. Shared limits
+// across processes plug in as a LimiterStore.
 import type { RateLimitKeyCall, RateLimitSpec, Tool } from '../define/tool.js';
 import { classifyError, RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { abortAtDeadline, type AbortScope } from './abort.js';

@@ -32,7 +32,10 @@ function outcomeUnknown(failure: Classified): boolean {
   return failure.category === 'timeout' || (failure.category === 'network' && CUT_OFF.has(failure.code));
 }
 
-/** The failure of a write whose outcome is unknown: not retried, and said so (docs/guides/policies.md, no blind retry of a write). */
+/**
+ * The failure of a write whose outcome is unknown: not retried, and
+ * said so (docs/guides/policies.md, no blind retry of a write).
+ */
 function unknownOutcome(ctx: CallContext, failure: ToolFailure): ToolFailure {
   const { info } = failure;
   return new ToolFailure({
@@ -49,7 +52,10 @@ export interface RetryPolicyOptions {
   classifiers?: readonly Classifier[];
   /** Called before each wait (for `step:retry` events and logs). */
   onRetry?: (ctx: CallContext, failure: Classified, delayMs: number) => void;
-  /** Called as each wait starts (a durable run shows `retrying`); what it returns is called when the wait ends, however it ends. */
+  /**
+   * Called as each wait starts (a durable run shows `retrying`);
+   * what it returns is called when the wait ends, however it ends.
+   */
   onWait?: (ctx: CallContext, delayMs: number) => (() => void) | undefined;
 }
 

@@ -1,6 +1,8 @@
 /**
  * chainkit/postgres: durable runs, confirmation checkpoints and idempotency on PostgreSQL, so a run
- * survives the death of the process running it ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)) on the database an app already runs.
+ * survives the death of the process running it
+ * ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md))
+ * on the database an app already runs.
  *
  * ## Set-up
  *
@@ -70,7 +72,9 @@ export interface PostgresStoresOptions {
   pendingWaitMs?: number;
   /** Poll interval while waiting. Default 50 ms. */
   pollMs?: number;
-  /** Pending checkpoints kept per trusted context (per user); past it, that context's oldest are deleted. Default 100. */
+  /**
+   * Pending checkpoints kept per trusted context (per user); past it, that context's oldest are deleted. Default 100.
+   */
   maxPendingPerContext?: number;
   /** How often, at most, expired rows are deleted (in the background of a write). `Infinity`: never. Default 60 s. */
   sweepIntervalMs?: number;
@@ -91,9 +95,15 @@ export interface PostgresStores {
   runs: RunStore;
   checkpoints: CheckpointStore;
   idempotency: IdempotencyStore;
-  /** Creates the schema and tables unless they exist (otherwise done on first use). Safe to call from many processes at once. */
+  /**
+   * Creates the schema and tables unless they exist (otherwise
+   * done on first use). Safe to call from many processes at once.
+   */
   migrate(): Promise<void>;
-  /** Waits for what the stores started (a background sweep), at most 1 s: a silent database never hangs it. The pool stays open: it is yours. */
+  /**
+   * Waits for what the stores started (a background sweep), at most 1 s:
+   * a silent database never hangs it. The pool stays open: it is yours.
+   */
   close(): Promise<void>;
 }
 

@@ -73,7 +73,10 @@ export interface RedisStores {
   metrics: LearningStore;
   /** Rate limits shared by every process (bottleneck's Redis clustering). */
   limiter: LimiterStore;
-  /** Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)): `journal(…, complete)` keeps results in `idempotency`, in the same round trip. */
+  /**
+   * Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)):
+   * `journal(…, complete)` keeps results in `idempotency`, in the same round trip.
+   */
   runs: RunStore;
 }
 

@@ -305,7 +305,8 @@ export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptio
   checkOptions('redisLimiterStore options', REDIS_LIMITER_OPTIONS, options);
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
   const now = options.now ?? Date.now;
-  // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
+  // Opened on first use. Eager: bottleneck waits for 'ready',
+  // which a lazyConnect client (the option is copied) never emits.
   let conn: Bottleneck.IORedisConnection | undefined;
   const connection = (): Bottleneck.IORedisConnection => {
     if (!conn) {

@@ -1,4 +1,5 @@
-// The Lua scripts of the Redis run store (src/redis/runs.ts): each claim, journal write, finish and listing is one atomic script.
+// The Lua scripts of the Redis run store (src/redis/runs.ts): each
+// claim, journal write, finish and listing is one atomic script.
 
 // The listing indexes (runner.listRuns): per status, and per status and chain, sorted sets of run ids
 // scored by start time, moved in the same script as the status. A member whose run expired or moved
@@ -46,9 +47,11 @@ local function index_expire(prefix, id, chain, status, now, keepMs)
 end
 `;
 
-// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash, startedAt, index prefix, run key prefix.
+// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint,
+// context hash, startedAt, index prefix, run key prefix.
 // Records a new run, or reports the existing one (taken over when its lease ended before now). A run
-// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
+// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not
+// taken over.
 export const CREATE = `local ARGV_RUN = ARGV[12]
 ${INDEX}
 local st = redis.call('HGET', KEYS[1], 'status')
@@ -82,7 +85,8 @@ if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1`;
 
-// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run ids… Renews only the owner's runs in flight; returns their ids.
+// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run
+// ids… Renews only the owner's runs in flight; returns their ids.
 export const RENEW = `
 local out = {}
 for i = 4, #ARGV do
@@ -96,7 +100,8 @@ for i = 4, #ARGV do
 end
 return out`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now, index prefix, run key prefix, journal entries….
+// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0:
+// kept until deleted), runId, now, index prefix, run key prefix, journal entries….
 export const FINISH = `local ARGV_RUN = ARGV[8]
 ${INDEX}
 ${EXPIRY}
@@ -120,7 +125,8 @@ if f[3] then index_move(ARGV[7], ARGV[5], f[3], f[4] or '0', 'running', ARGV[2],
 if f[3] and keep then index_expire(ARGV[7], ARGV[5], f[3], ARGV[2], ARGV[6], keep) end
 return 1`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId, index prefix, run key prefix.
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil,
+// approved gate, deadlineAt, runId, index prefix, run key prefix.
 export const REOPEN = `local ARGV_RUN = ARGV[7]
 ${INDEX}
 if redis.call('HGET', KEYS[1], 'status') ~= 'awaiting_confirmation' then return 0 end
@@ -266,8 +272,10 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
 return 1`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked status, journal entry ('' for none).
-// Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled: exactly one taker wins.
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked
+// status, journal entry ('' for none).
+// Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled:
+// exactly one taker wins.
 export const TAKE_PARKED = `local ARGV_RUN = ARGV[6]
 ${INDEX}
 if ARGV[7] == 'running' or redis.call('HGET', KEYS[1], 'status') ~= ARGV[7] then return 0 end

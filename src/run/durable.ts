@@ -56,7 +56,10 @@ export interface RunInfo {
 
 /** Default lease: how long an owner's silence counts as its death. */
 const DEFAULT_LEASE_MS = 30_000;
-/** Default retention of an ended run (`retention.completedMs`, `retention.failedMs`): its result kept for callers retrying its run id. */
+/**
+ * Default retention of an ended run (`retention.completedMs`,
+ * `retention.failedMs`): its result kept for callers retrying its run id.
+ */
 const RETENTION_MS = 24 * 3_600_000;
 /** Runs claimed per `recover()` call. */
 const DEFAULT_RECOVER_LIMIT = 100;
@@ -92,7 +95,10 @@ export interface Durable {
    * exactly once with the payload journaled as the step's result, then continued.
    */
   signal(runId: string, name: string, payload: unknown): Promise<SignalResult>;
-  /** Cancels a run parked `waiting`: taken exactly once, it ends `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first. */
+  /**
+   * Cancels a run parked `waiting`: taken exactly once, it ends
+   * `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first.
+   */
   cancelWaiting(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
 }
 
@@ -120,7 +126,10 @@ export function durableRuns(
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const completedMs = options.retention?.completedMs ?? RETENTION_MS;
   const failedMs = options.retention?.failedMs ?? RETENTION_MS;
-  /** How long the store keeps a run that ended (or parked) so: its kind's retention; a parked run until its token expires. */
+  /**
+   * How long the store keeps a run that ended (or parked) so:
+   * its kind's retention; a parked run until its token expires.
+   */
   const keepFor = (status: RunResult['status']): number =>
     status === 'failed' ? failedMs : status === 'awaiting_confirmation' ? parts.gates.confirmationTtlMs : completedMs;
   let poll: ReturnType<typeof setInterval> | undefined;
@@ -207,7 +216,8 @@ export function durableRuns(
       }
       return false;
     };
-    // A plain write is journaled as started before it is called: whoever finds it with no outcome parks the run in doubt.
+    // A plain write is journaled as started before it is called:
+    // whoever finds it with no outcome parks the run in doubt.
     exec.beforeWrite = async (ctx) => {
       const started: JournalEntry = {
         step: ctx.step!,
@@ -317,7 +327,10 @@ export function durableRuns(
     return takeWaiting(run, chain, step, error);
   };
 
-  /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates instead. */
+  /**
+   * Takes a waiting run for this runner (exactly once) and
+   * continues it; with `error`, it fails and compensates instead.
+   */
   const takeWaiting = async (
     run: StoredRun,
     chain: Chain,
@@ -518,7 +531,10 @@ export function durableRuns(
     return result;
   };
 
-  /** Takes a run in doubt for this runner with `entry` (the decision) journaled in the same write; `false` if another decision took it first. */
+  /**
+   * Takes a run in doubt for this runner with `entry` (the decision)
+   * journaled in the same write; `false` if another decision took it first.
+   */
   const takeInDoubt = async (
     run: StoredRun,
     chain: Chain,
@@ -542,11 +558,15 @@ export function durableRuns(
   /** The chains this runner can continue: what a claim is filtered by. */
   const claimFilter = (t: number): ClaimFilter => ({
     chains: [...parts.chains.values()].map((c) => ({ name: c.name, fingerprint: c.fingerprint })),
-    // Runs nobody here can continue are ended once their deadline is well past (their own runners had a lease's worth of polls first).
+    // Runs nobody here can continue are ended once their deadline is
+    // well past (their own runners had a lease's worth of polls first).
     orphanedBefore: t - Math.max(ORPHAN_GRACE_MS, 2 * leaseMs),
   });
 
-  /** Claims expired runs this runner can continue and starts them, and wakes its waiting runs whose time came; resolves with their results' promises (`undefined`: taken by another first). */
+  /**
+   * Claims expired runs this runner can continue and starts them, and wakes its waiting runs
+   * whose time came; resolves with their results' promises (`undefined`: taken by another first).
+   */
   const claimAndStart = async (): Promise<Promise<RunResult | undefined>[]> => {
     const t = now();
     const until = t + leaseMs;
@@ -721,7 +741,8 @@ export function durableRuns(
       const first = doubt[0];
       const step = first?.step ?? '';
       const mark = { retry: decision.retry, by: decision.by, at: now() };
-      // Refused: the decision is also the compensation's start, so a runner that dies while undoing leaves a run that is only undone.
+      // Refused: the decision is also the compensation's start, so a
+      // runner that dies while undoing leaves a run that is only undone.
       const error = decision.retry
         ? undefined
         : cancelled !== undefined
@@ -919,7 +940,8 @@ const ORPHAN_GRACE_MS = 60_000;
 
 /**
  * Waits shorter than this are not shown as `retrying`: marking and unmarking cost two store writes
- * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before anyone listing runs would see it.
+ * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before
+ * anyone listing runs would see it.
  */
 const RETRYING_MIN_MS = 1_000;
 

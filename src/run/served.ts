@@ -3,7 +3,10 @@ import { isChain, type Chain } from '../define/chain.js';
 import { DefinitionError, type DefinitionIssue } from '../errors/definition-error.js';
 import type { ToolInvoker } from '../invokers/types.js';
 
-/** The names of the tools a chain calls: its steps' tools, their `compensate` tools, and those of chains nested in its plan. */
+/**
+ * The names of the tools a chain calls: its steps' tools, their
+ * `compensate` tools, and those of chains nested in its plan.
+ */
 function toolsOf(chain: Chain, into: Set<string>, seen: Set<Chain>): Set<string> {
   if (seen.has(chain)) return into;
   seen.add(chain);

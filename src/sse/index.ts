@@ -1,7 +1,8 @@
 /**
- * chainkit/sse: a run's events as Server-Sent Events, for a browser (`EventSource`) or any HTTP
- * client ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)). Each event goes out with `id:` its seq, so a browser that
- * reconnects sends `Last-Event-ID` and the watch goes on from there: no gap, no duplicate.
+ * chainkit/sse: a run's events as Server-Sent Events, for a browser (`EventSource`) or any HTTP client
+ * ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)). Each event goes
+ * out with `id:` its seq, so a browser that reconnects sends `Last-Event-ID` and the watch goes
+ * on from there: no gap, no duplicate.
  *
  * @example
  * ```ts

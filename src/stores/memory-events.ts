@@ -61,7 +61,8 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
     }
     return log;
   };
-  // Retentions are usually equal, so retention order is expiry order: drop expired ones from the front, then the excess.
+  // Retentions are usually equal, so retention order is expiry
+  // order: drop expired ones from the front, then the excess.
   const trim = (): void => {
     const t = now();
     for (const id of ended.keys()) {

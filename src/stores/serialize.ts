@@ -11,8 +11,8 @@ const TAG = '$ck';
 /**
  * A checkpoint holds a value the stores cannot keep (a function, a symbol, a cycle, a class
  * instance such as a Map, …). Category `validation`, code `checkpoint_unserializable`: the run
- * fails before a resume token is handed out. It is a `StoreFailure` (chainkit's own store error) so store guards pass it
- * through unchanged; `info` carries the classification.
+ * fails before a resume token is handed out. It is a `StoreFailure` (chainkit's own store
+ * error) so store guards pass it through unchanged; `info` carries the classification.
  *
  * @example
  * ```ts

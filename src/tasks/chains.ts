@@ -206,7 +206,10 @@ export interface TaskSummary {
   total: number;
   completed: number;
   pending: number;
-  /** Percentage done: completed / total × 100, rounded to one decimal (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks. */
+  /**
+   * Percentage done: completed / total × 100, rounded to one decimal
+   * (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks.
+   */
   completion_rate: number;
   by_priority: Record<'low' | 'medium' | 'high', number>;
   by_status: { completed: number; pending: number };

@@ -144,7 +144,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
   }) as MockInvoker;
 
   Object.defineProperty(invoker, 'calls', { get: () => calls });
-  // The tools it stands in for (given, or else scripted): a runner refuses a chain needing another before its first step.
+  // The tools it stands in for (given, or else scripted): a
+  // runner refuses a chain needing another before its first step.
   const served = Array.isArray(scriptOrTools)
     ? new Set((scriptOrTools as readonly Tool[]).map((t) => t.name))
     : undefined;

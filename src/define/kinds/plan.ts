@@ -10,7 +10,10 @@ export type OutputSchema = Schema | null | undefined;
 /** What the plan compiler lends a planner for one chain: the issue list and its ref and mapping checks. */
 export interface PlanContext {
   readonly issues: IssueList;
-  /** Checks a ref made in step `stepIndex` (or in its own `compensate`, with `allowSelf`) and returns the schema it points at. */
+  /**
+   * Checks a ref made in step `stepIndex` (or in its own `compensate`,
+   * with `allowSelf`) and returns the schema it points at.
+   */
   checkRef(r: Ref, at: string, stepIndex: number, allowSelf?: boolean): OutputSchema;
   /**
    * Checks a tool-input mapping against the tool's input schema (adding the refs it reads to `refs`)
