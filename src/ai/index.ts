@@ -79,11 +79,14 @@ export interface AiSdkChainTool<I, TContext = unknown> {
  *   tools: { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId } }) },
  * });
  * // result.content has a tool-approval-request: ask the user, then call generateText again with
- * // [...messages, ...result.response.messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] }]
+ * // [...messages, ...result.response.messages,
+ * //   { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] }]
  *
  * // The context per request: AI SDK v7 passes the tool's `toolsContext` entry (typed from the
  * // function's parameter); v6 passes `experimental_context` instead.
- * const tools = { task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }) };
+ * const tools = {
+ *   task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }),
+ * };
  * await generateText({ model, prompt: 'How am I doing?', tools, toolsContext: { task_summary: { userId } } });
  * ```
  */

@@ -75,8 +75,15 @@ const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
  *   context: z.object({ userId: z.uuid() }),
  *   steps: [
  *     { id: 'find', tool: listTasks, input: { user_id: ref('context', 'userId'), status: 'all' } },
- *     { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
- *     { id: 'update', tool: updateTask, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
+ *     {
+ *       id: 'target',
+ *       select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' },
+ *     },
+ *     {
+ *       id: 'update',
+ *       tool: updateTask,
+ *       input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') },
+ *     },
  *   ],
  *   output: (s) => s.results.update,
  * });

@@ -80,8 +80,9 @@ type GetIn<T, K extends string> = T extends null | undefined
  *
  * @example
  * ```ts
- * type Ok = RefPath<{ tasks: { title: string }[] }, 'tasks.0.title', 'input'>;  // 'tasks.0.title'
- * type No = RefPath<{ tasks: { title: string }[] }, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
+ * type Tasks = { tasks: { title: string }[] };
+ * type Ok = RefPath<Tasks, 'tasks.0.title', 'input'>;  // 'tasks.0.title'
+ * type No = RefPath<Tasks, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
  * ```
  */
 export type RefPath<T, P extends string, Source extends string> = string extends P
@@ -165,7 +166,10 @@ export type ElementOf<V> = IsAny<V> extends true ? any : NonNullable<V> extends 
  *
  * @example
  * ```ts
- * const m: MappingOf<{ user_id: string; status?: 'all' | 'pending' }> = { user_id: ref('context', 'userId'), status: 'all' };
+ * const m: MappingOf<{ user_id: string; status?: 'all' | 'pending' }> = {
+ *   user_id: ref('context', 'userId'),
+ *   status: 'all',
+ * };
  * ```
  */
 export type MappingOf<In> = { [K in keyof In]: FieldValue<In[K]> };
@@ -186,7 +190,10 @@ type FieldValue<V> =
  *
  * @example
  * ```ts
- * const w: WhereOf<{ title: string; done: boolean }> = { title: { contains: ref('input', 'match') }, done: { equals: false } };
+ * const w: WhereOf<{ title: string; done: boolean }> = {
+ *   title: { contains: ref('input', 'match') },
+ *   done: { equals: false },
+ * };
  * ```
  */
 export type WhereOf<X> = unknown extends X

@@ -150,7 +150,8 @@ type WhereFieldError<K, X> = unknown extends X
  *
  * @example
  * ```ts
- * type Ok = CheckedSteps<[{ id: 'a'; tool: typeof search; input: { query: Ref<any, 'input', 'q'> } }], { q: string }, {}, {}>; // unknown
+ * type Steps = [{ id: 'a'; tool: typeof search; input: { query: Ref<any, 'input', 'q'> } }];
+ * type Ok = CheckedSteps<Steps, { q: string }, {}, {}>; // unknown
  * ```
  */
 export type CheckedSteps<Steps extends readonly unknown[], I, C, R> = [StepErrors<Steps[number], I, C, R>] extends [

@@ -16,7 +16,7 @@ export type ToolEffect = 'read' | 'write' | 'destructive';
  *
  * @example
  * ```ts
- * rateLimit: { limit: 100, intervalMs: 60_000, per: 'user' }                                          // per context.userId
+ * rateLimit: { limit: 100, intervalMs: 60_000, per: 'user' } // per context.userId
  * rateLimit: { limit: 1000, intervalMs: 60_000, key: (call) => String(call.context.tenantId ?? '') } // per tenant
  * ```
  */

@@ -232,8 +232,17 @@ export interface CodeRule {
  *
  * @example
  * ```ts
- * const billingErrors = codeClassifier({ card_declined: { category: 'invalid_input', userMessage: 'Your card was declined.' }, ledger_locked: 'conflict' });
- * const charge = defineTool({ name: 'charge', description: 'Charge a card', input, output, classifiers: [billingErrors] });
+ * const billingErrors = codeClassifier({
+ *   card_declined: { category: 'invalid_input', userMessage: 'Your card was declined.' },
+ *   ledger_locked: 'conflict',
+ * });
+ * const charge = defineTool({
+ *   name: 'charge',
+ *   description: 'Charge a card',
+ *   input,
+ *   output,
+ *   classifiers: [billingErrors],
+ * });
  * ```
  */
 export function codeClassifier(codes: Readonly<Record<string, ErrorCategory | CodeRule>>): Classifier {

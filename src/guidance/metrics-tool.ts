@@ -84,7 +84,10 @@ function topRows(
  * @example
  * ```ts
  * const metrics = metricsTool(runner);
- * const tools = [...registry.toJSONSchema('complex'), { name: metrics.name, description: metrics.description, parameters: metrics.parameters }];
+ * const tools = [
+ *   ...registry.toJSONSchema('complex'),
+ *   { name: metrics.name, description: metrics.description, parameters: metrics.parameters },
+ * ];
  * // when the model calls it:
  * const answer = metrics.execute({ view: 'common_chains', limit: 5 });
  * ```

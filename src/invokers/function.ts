@@ -37,7 +37,9 @@ export type ToolResultOf<T> = ToolOutput<T> | ToolErrorResult | Promise<ToolOutp
  *
  * @example
  * ```ts
- * const impls: ToolImplementations<[typeof getWeather]> = { get_weather: async ({ city }) => ({ celsius: city.length }) };
+ * const impls: ToolImplementations<[typeof getWeather]> = {
+ *   get_weather: async ({ city }) => ({ celsius: city.length }),
+ * };
  * ```
  */
 export type ToolImplementations<Tools extends readonly Tool[]> = {

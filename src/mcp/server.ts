@@ -50,7 +50,11 @@ const HOW_TO_CONFIRM = `Ask the user this question. Then call ${CONFIRM_TOOL} wi
  * @example
  * ```ts
  * const runner = createRunner({ invoker, chains: taskChains });
- * const server = serveChains(runner, taskChains, { name: 'tasks', version: '1.0.0', context: (extra) => ({ userId: extra.authInfo?.clientId }) });
+ * const server = serveChains(runner, taskChains, {
+ *   name: 'tasks',
+ *   version: '1.0.0',
+ *   context: (extra) => ({ userId: extra.authInfo?.clientId }),
+ * });
  * await server.connect(new StdioServerTransport());
  * ```
  */

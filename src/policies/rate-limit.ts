@@ -241,7 +241,11 @@ const MEMORY_LIMITER_OPTIONS = z.object(
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) },
+ * });
  * ```
  */
 export function memoryLimiterStore(
@@ -288,7 +292,8 @@ const ANONYMOUS = 'anonymous';
  *
  * @example
  * ```ts
- * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx); // 'acme' (or 'anonymous')
+ * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx);
+ * // 'acme' (or 'anonymous')
  * ```
  */
 function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | undefined {

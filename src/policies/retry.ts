@@ -25,7 +25,8 @@ const CUT_OFF: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SO
  * @example
  * ```ts
  * outcomeUnknown({ category: 'network', code: 'ECONNRESET', message: 'read ECONNRESET' }); // true
- * outcomeUnknown({ category: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }); // false: nothing was sent
+ * outcomeUnknown({ category: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' });
+ * // false: nothing was sent
  * ```
  */
 function outcomeUnknown(failure: Classified): boolean {

@@ -29,7 +29,12 @@ const conflict = (message: string): Error => Object.assign(new Error(message), {
  *
  * @example
  * ```ts
- * const idempotency = postgresIdempotencyStore(db, { ttlMs: 86_400_000, pendingTtlMs: 60_000, pendingWaitMs: 30_000, pollMs: 50 });
+ * const idempotency = postgresIdempotencyStore(db, {
+ *   ttlMs: 86_400_000,
+ *   pendingTtlMs: 60_000,
+ *   pendingWaitMs: 30_000,
+ *   pollMs: 50,
+ * });
  * ```
  */
 export function postgresIdempotencyStore(db: Db, timing: PostgresIdempotencyTiming): IdempotencyStore {

@@ -36,7 +36,13 @@
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
  * const stores = postgresStores(pool, { schema: 'chainkit' });
  * await stores.migrate(); // optional: otherwise on first use
- * const runner = createRunner({ invoker, chains, secret: process.env.CHAINKIT_SECRET, stores, recover: { intervalMs: 5_000 } });
+ * const runner = createRunner({
+ *   invoker,
+ *   chains,
+ *   secret: process.env.CHAINKIT_SECRET,
+ *   stores,
+ *   recover: { intervalMs: 5_000 },
+ * });
  * // …
  * await runner.close();
  * await pool.end();

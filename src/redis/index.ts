@@ -189,7 +189,11 @@ const REDIS_STORES_OPTIONS = z.object(
  * import Redis from 'ioredis';
  * import { redisStores } from 'chainkit/redis';
  * const redis = new Redis('redis://127.0.0.1:6379');
- * const runner = createRunner({ invoker, secret: process.env.CHAINKIT_SECRET, stores: redisStores(redis, { prefix: 'myapp' }) });
+ * const runner = createRunner({
+ *   invoker,
+ *   secret: process.env.CHAINKIT_SECRET,
+ *   stores: redisStores(redis, { prefix: 'myapp' }),
+ * });
  * ```
  */
 export function redisStores(redis: RedisClient, options: RedisStoresOptions): RedisStores {

@@ -298,7 +298,11 @@ const REDIS_LIMITER_OPTIONS = z.object(
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker, tools, stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) },
+ * });
  * ```
  */
 export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptions): RedisLimiterStore {

@@ -952,7 +952,14 @@ const RETRYING_MIN_MS = 1_000;
  *
  * @example
  * ```ts
- * parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, Date.now, (id) => leases.get(id) !== undefined, bounded, warn);
+ * parts.recorder.retryWait = retryWaits(
+ *   store.markRetrying.bind(store),
+ *   owner,
+ *   Date.now,
+ *   (id) => leases.get(id) !== undefined,
+ *   bounded,
+ *   warn,
+ * );
  * ```
  */
 function retryWaits(

@@ -236,7 +236,8 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
  *
  * @example
  * ```ts
- * type M = ContextRequired<{ userId: string }>; // 'context { userId: string } is required: run(chain, input, { context })'
+ * type M = ContextRequired<{ userId: string }>;
+ * // 'context { userId: string } is required: run(chain, input, { context })'
  * ```
  */
 type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;

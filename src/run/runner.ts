@@ -42,7 +42,10 @@ const CLOSE_WAIT_MS = 4_500;
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker: functionInvoker({ get_weather: async ({ city }) => ({ celsius: 21 }) }), tools: [getWeather] });
+ * const runner = createRunner({
+ *   invoker: functionInvoker({ get_weather: async ({ city }) => ({ celsius: 21 }) }),
+ *   tools: [getWeather],
+ * });
  * const result = await runner.run(chain, { city: 'Oslo' }, { context: { userId } });
  * if (result.status === 'completed') console.log(result.output);
  * await runner.close();

@@ -19,7 +19,11 @@ export type SignalResult<O = unknown> = RunResult<O> | 'not_found' | 'not_waitin
  *
  * @example
  * ```ts
- * try { await runner.signal(runId, 'review', { ok: 'yes' }); } catch (e) { if (e instanceof SignalRefused) console.log(e.issues); }
+ * try {
+ *   await runner.signal(runId, 'review', { ok: 'yes' });
+ * } catch (e) {
+ *   if (e instanceof SignalRefused) console.log(e.issues);
+ * }
  * ```
  */
 export class SignalRefused extends Error {

@@ -74,7 +74,8 @@ export type DecideResult<O = unknown> = RunResult<O> | 'not_found' | 'not_parked
  *
  * @example
  * ```ts
- * type A = RunOptionsArgs<{ userId: string }>; // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
+ * type A = RunOptionsArgs<{ userId: string }>;
+ * // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
  * ```
  */
 export type RunOptionsArgs<CIn> = undefined extends CIn

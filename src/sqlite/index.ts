@@ -77,7 +77,11 @@ function openFile(path: string): SqliteDatabase {
  * ```ts
  * import { DatabaseSync } from 'node:sqlite';
  * import { sqliteLearningStore } from 'chainkit/sqlite';
- * const runner = createRunner({ invoker, tools, stores: { metrics: sqliteLearningStore(new DatabaseSync('./chainkit-learning.db')) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { metrics: sqliteLearningStore(new DatabaseSync('./chainkit-learning.db')) },
+ * });
  * await runner.ready; // timing and suggestions resume where the last run left off
  * ```
  */

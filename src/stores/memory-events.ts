@@ -40,7 +40,9 @@ const EVENT_LOG_OPTIONS = z.object(
  * @example
  * ```ts
  * const events = memoryEventLog({ maxEventsPerRun: 1000 });
- * await events.append(runId, [encodeRunValue({ at: Date.now(), type: 'run:start', data: { chain: 'c', resumed: false } })]);
+ * await events.append(runId, [
+ *   encodeRunValue({ at: Date.now(), type: 'run:start', data: { chain: 'c', resumed: false } }),
+ * ]);
  * ```
  */
 export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog {

@@ -127,7 +127,9 @@ export const findAndUpdate = defineChain({
  * @example
  * ```ts
  * const r = await runner.run(findAndDelete, { match: 'groceries' }, { context: { userId } });
- * if (r.status === 'awaiting_confirmation') await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * if (r.status === 'awaiting_confirmation') {
+ *   await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * }
  * ```
  */
 export const findAndDelete = defineChain({
@@ -320,7 +322,9 @@ const completeEach = {
  * @example
  * ```ts
  * const r = await runner.run(completeAll, { match: 'groceries' }, { context: { userId } });
- * if (r.status === 'awaiting_confirmation') await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * if (r.status === 'awaiting_confirmation') {
+ *   await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * }
  * ```
  */
 export const completeAll = defineChain({

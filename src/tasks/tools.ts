@@ -35,7 +35,13 @@ export const TASK_NOT_FOUND_MESSAGE = "I couldn't find that task. Would you like
  *
  * @example
  * ```ts
- * const archiveTask = defineTool({ name: 'archive_task', description: 'Archive a task', input, output, classifiers: [taskErrors] });
+ * const archiveTask = defineTool({
+ *   name: 'archive_task',
+ *   description: 'Archive a task',
+ *   input,
+ *   output,
+ *   classifiers: [taskErrors],
+ * });
  * ```
  */
 export const taskErrors = codeClassifier({

@@ -38,7 +38,9 @@ export type TypedMockFunction<T> = (input: ToolInput<T>, call: ToolCall) => Tool
  *
  * @example
  * ```ts
- * const script: TypedMockScript<[typeof listTasks]> = { list_tasks: [{ error: new Error('busy') }, { ok: { tasks: [] } }] };
+ * const script: TypedMockScript<[typeof listTasks]> = {
+ *   list_tasks: [{ error: new Error('busy') }, { ok: { tasks: [] } }],
+ * };
  * ```
  */
 export type TypedMockScript<Tools extends readonly Tool[]> = {
