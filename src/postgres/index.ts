@@ -118,7 +118,8 @@ const POSTGRES_STORES_OPTIONS = z.object(
     schema: z
       .custom<string>(
         (v) => typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v),
-        'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.',
+        'Expected `schema` to be a plain identifier: ' +
+          'letters, digits and `_`, not starting with a digit, at most 63 characters.',
       )
       .optional(),
     idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),

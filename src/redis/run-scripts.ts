@@ -5,7 +5,9 @@
 // scored by start time, moved in the same script as the status. A member whose run expired or moved
 // on is dropped when a listing meets it, and each finish prunes a few of the oldest: never a scan.
 const INDEX = `
-local function idx(prefix, status, chain) return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain end
+local function idx(prefix, status, chain)
+  return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain
+end
 local function index_move(prefix, id, chain, started, from, to, keepMs)
   if from then
     local a, b = idx(prefix, from, chain)
@@ -57,7 +59,8 @@ ${INDEX}
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
+  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3],
+    'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
   index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
   return 'created'
@@ -130,7 +133,8 @@ return 1`;
 export const REOPEN = `local ARGV_RUN = ARGV[7]
 ${INDEX}
 if redis.call('HGET', KEYS[1], 'status') ~= 'awaiting_confirmation' then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'gate', ARGV[3], 'deadline', ARGV[4])
+redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2],
+  'gate', ARGV[3], 'deadline', ARGV[4])
 redis.call('HDEL', KEYS[1], 'result', 'ended')
 local f = redis.call('HMGET', KEYS[1], 'chain', 'started')
 if f[1] then index_move(ARGV[6], ARGV[5], f[1], f[2] or '0', 'awaiting_confirmation', 'running', nil) end
@@ -160,7 +164,8 @@ for page = 1, 20 do
       redis.call('ZREM', KEYS[1], id)
     elseif tonumber(f[2]) >= tonumber(ARGV[2]) then
       redis.call('ZADD', KEYS[1], f[2], id)
-    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')] and not (orphan and tonumber(f[5]) < orphan) then
+    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')]
+      and not (orphan and tonumber(f[5]) < orphan) then
       offset = offset + 1
     else
       redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
@@ -228,7 +233,8 @@ table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end ret
 local out = {}
 for i = 1, math.min(limit, #cands) do
   local id = cands[i][2]
-  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'),
+    redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
 end
 return {out, #cands > limit and 1 or 0}`;
 
