@@ -343,7 +343,8 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     // e.g. a structure too deep to serialize hung somewhere on a step.
     issues.add(
       'steps',
-      `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); keep step definitions to shallow, plain data.`,
+      `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); ` +
+        'keep step definitions to shallow, plain data.',
     );
   }
   return { plan, fingerprint };

@@ -95,7 +95,8 @@ const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
  * ```
  */
 export const STEP_BACK_ADVICE =
-  'Several calls failed in this session. Step back: re-check what the user asked for, and consider another approach or asking the user before calling more tools.';
+  'Several calls failed in this session. Step back: re-check what the user asked for, ' +
+  'and consider another approach or asking the user before calling more tools.';
 
 interface SessionState {
   failures: { tool: string; category: ErrorCategory }[];

@@ -4,9 +4,12 @@ import type { AdviceStats, ChainSummary, CommonChain, MetricsCollector, Transiti
 
 const NAME = 'chainkit_metrics';
 const DESCRIPTION =
-  'Read-only: what this system learned from past tool use. `view: "common_chains"` lists tool sequences that often succeed together; ' +
-  '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, how often and how successfully; ' +
-  '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. Changes nothing.';
+  'Read-only: what this system learned from past tool use. ' +
+  '`view: "common_chains"` lists tool sequences that often succeed together; ' +
+  '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, ' +
+  'how often and how successfully; ' +
+  '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. ' +
+  'Changes nothing.';
 
 const Input = z
   .object({

@@ -57,7 +57,8 @@ const MAX_BODY = 64 * 1024;
 
 /** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
 export const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': CSP,
@@ -272,7 +273,8 @@ export function createInspector(
     throw new TypeError('Expected inspector options { basePath, authorize }.');
   if (typeof options.authorize !== 'function') {
     throw new TypeError(
-      'The inspector needs `authorize(request, action)`: it shows runs and acts on them, so it refuses to be built without a check of who asks (return true to let a request through).',
+      'The inspector needs `authorize(request, action)`: it shows runs and acts on them, ' +
+        'so it refuses to be built without a check of who asks (return true to let a request through).',
     );
   }
   const base = normalizeBase(options.basePath);

@@ -90,7 +90,9 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
         new ToolFailure({
           category: 'circuit_open',
           code: 'circuit_open',
-          message: `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+          message:
+            `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; ` +
+            `retry in ${decision.retryAfterMs} ms.`,
           retryAfterMs: decision.retryAfterMs,
         }),
       );

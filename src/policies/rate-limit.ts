@@ -352,13 +352,17 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
       ? new LimiterRefusal({
           category: 'queue_full',
           code: 'queue_full',
-          message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); the call was not queued.`,
+          message:
+            `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); ` +
+            'the call was not queued.',
           retryAfterMs: spec.intervalMs,
         })
       : new LimiterRefusal({
           category: 'rate_limited',
           code: 'rate_limit_wait',
-          message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`,
+          message:
+            `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) ` +
+            'comes after the deadline.',
           retryAfterMs: Math.max(0, Math.ceil(r.waitMs)),
         });
 

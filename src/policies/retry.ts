@@ -41,7 +41,10 @@ function unknownOutcome(ctx: CallContext, failure: ToolFailure): ToolFailure {
   const { info } = failure;
   return new ToolFailure({
     ...info,
-    message: `${info.message} The outcome is unknown: ${ctx.tool.effect} tool ${ctx.tool.name} may have taken effect, so it was not retried. Check before calling it again, or declare the tool \`idempotent: true\` if it honours ToolCall.idempotencyKey.`,
+    message:
+      `${info.message} The outcome is unknown: ${ctx.tool.effect} tool ${ctx.tool.name} may have taken effect, ` +
+      'so it was not retried. Check before calling it again, ' +
+      'or declare the tool `idempotent: true` if it honours ToolCall.idempotencyKey.',
     outcomeUnknown: true,
   });
 }

@@ -318,7 +318,9 @@ export function durableRuns(
             {
               category: 'timeout',
               code: 'wait_timeout',
-              message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
+              message:
+                `Step ${step} waited for signal '${waiting.signal}' past its timeout` +
+                `${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
             },
             { step, userMessage: 'This waited too long for an answer and was stopped.' },
             calls.retryTable,
@@ -402,7 +404,8 @@ export function durableRuns(
       calls,
       'unavailable',
       'store_unavailable',
-      `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`,
+      `Run ${result.runId} ran to its end, but the run store did not record it; ` +
+        'a runner will finish it from its journal.',
     );
     settleTrace(result.trace, 'failed', body.error);
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
@@ -458,7 +461,8 @@ export function durableRuns(
         calls,
         'timeout',
         'deadline_exceeded',
-        `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`,
+        `Run ${run.runId} passed its deadline with no runner able to continue it; ` +
+          `${why}, so its completed steps could not be compensated.`,
       ),
     );
     return bounded('finish', now() + STORE_WAIT_MS, () =>
@@ -515,7 +519,8 @@ export function durableRuns(
     }
     logger?.warn(
       { runId, traceId: run.traceId, chain: run.chain, step: first.step, tool: first.tool, owner, previousOwner },
-      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })`,
+      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight ` +
+        'when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })',
     );
     const log = parts.recorder.runEvents;
     if (log) {
@@ -542,7 +547,8 @@ export function durableRuns(
   ): Promise<{ leaseUntil: number; deadlineAt: number } | false> => {
     if (!store.takeParked)
       throw new TypeError(
-        'Deciding a run in doubt needs a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).',
+        'Deciding a run in doubt needs a run store with takeParked(): ' +
+          'memoryRunStore(), redisStores(...) or postgresStores(...).',
       );
     const t = now();
     // The run waited for a person: its decision starts a new segment, with the chain's whole time budget.
@@ -734,7 +740,8 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${run.runId} is in doubt, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${run.runId} is in doubt, and this runner cannot continue it: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const doubt = writesInDoubt(run);
@@ -750,7 +757,9 @@ export function durableRuns(
               {
                 category: 'cancelled',
                 code: 'run_cancelled',
-                message: `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; step ${step}, in doubt, was not called again.`,
+                message:
+                  `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; ` +
+                  `step ${step}, in doubt, was not called again.`,
               },
               { step, ...(first && { tool: first.tool }) },
               calls.retryTable,
@@ -759,13 +768,16 @@ export function durableRuns(
               {
                 category: 'unknown',
                 code: 'outcome_unknown',
-                message: `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
+                message:
+                  `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; ` +
+                  `whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
               },
               {
                 step,
                 ...(first && { tool: first.tool }),
                 userMessage:
-                  'It is not known whether this step took effect, so it was not repeated. Check it before trying again.',
+                  'It is not known whether this step took effect, so it was not repeated. ' +
+                  'Check it before trying again.',
               },
               calls.retryTable,
             );
@@ -834,7 +846,8 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const step = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting.step ?? '';
@@ -864,7 +877,8 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${runId} waits for a signal, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${runId} waits for a signal, and this runner cannot continue it: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;

@@ -140,6 +140,8 @@ export function schemaFailure(
   return {
     category,
     code,
-    message: `${what}${where}: ${first?.message ?? 'invalid'}${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.`,
+    message:
+      `${what}${where}: ${first?.message ?? 'invalid'}` +
+      `${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.`,
   };
 }

@@ -179,12 +179,14 @@ export function checkRunnerOptions(options: RunnerOptions): {
   if (runs === undefined && options.retention !== undefined)
     issues.add(
       'retention',
-      'Retention applies to durable runs: it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).',
+      'Retention applies to durable runs: ' +
+        'it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).',
     );
   if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined))
     issues.add(
       options.recover !== undefined ? 'recover' : 'leaseMs',
-      'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).',
+      'Durable runs need `stores.runs` ' +
+        '(redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).',
     );
   issues.throwIfAny('runner options');
   return {

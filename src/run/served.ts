@@ -42,7 +42,11 @@ export function servedCheck(invoker: ToolInvoker): (chain: Chain, path: string) 
     if (missing.length === 0) return undefined;
     return {
       path,
-      message: `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ${missing.join(', ')}. Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} (e.g. functionInvoker(tools, { ${missing[0]}: … })).`,
+      message:
+        `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ` +
+        `${missing.join(', ')}. ` +
+        `Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} ` +
+        `(e.g. functionInvoker(tools, { ${missing[0]}: … })).`,
     };
   };
 }

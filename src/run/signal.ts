@@ -64,7 +64,8 @@ export function signalPayload(
     const first = parsed.error.issues[0];
     const where = first?.path && first.path.length > 0 ? ` at ${first.path.map(String).join('.')}` : '';
     throw new SignalRefused(
-      `Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ${first?.message ?? 'invalid'}. The run keeps waiting.`,
+      `Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ` +
+        `${first?.message ?? 'invalid'}. The run keeps waiting.`,
       parsed.error.issues,
     );
   }

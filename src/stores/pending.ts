@@ -117,7 +117,11 @@ export function stillUnknown(info: Classified, pendingTtlMs: number): ToolFailur
   return new ToolFailure({
     ...info,
     outcomeUnknown: true,
-    message: `${info.message} A call with the same idempotency key is still waiting for its answer: until it comes (then this key returns it) or for up to ${lasts} after that call failed (pendingTtlMs), the key fails at once like this. To go on sooner, check whether it took effect, then run again with another runId or idempotencyKey.`,
+    message:
+      `${info.message} A call with the same idempotency key is still waiting for its answer: ` +
+      `until it comes (then this key returns it) or for up to ${lasts} after that call failed (pendingTtlMs), ` +
+      'the key fails at once like this. ' +
+      'To go on sooner, check whether it took effect, then run again with another runId or idempotencyKey.',
   });
 }
 

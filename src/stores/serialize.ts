@@ -26,7 +26,9 @@ export class CheckpointEncodeError extends StoreFailure {
     super({
       category: 'validation',
       code: 'checkpoint_unserializable',
-      message: `The checkpoint cannot be stored: ${path} ${what}. Step results kept across a confirmation must be JSON values, Dates or BigInts.`,
+      message:
+        `The checkpoint cannot be stored: ${path} ${what}. ` +
+        'Step results kept across a confirmation must be JSON values, Dates or BigInts.',
     });
     this.path = path;
   }

@@ -331,7 +331,8 @@ export const completeAll = defineChain({
   name: 'complete_all',
   version: '1',
   description:
-    'Mark every pending task (or every one whose title contains `match`) as done; asks first when more than 10 would change',
+    'Mark every pending task (or every one whose title contains `match`) as done; ' +
+    'asks first when more than 10 would change',
   keywords: ['complete all', 'done', 'finish everything', 'check off all', 'overdue'],
   useCases: ['Complete all my grocery tasks', 'Mark everything as done'],
   input: z.object({ match: z.string().min(1).optional() }),
@@ -346,7 +347,8 @@ export const completeAll = defineChain({
       when: (s) => s.results.targets.length > COMPLETE_ALL_CONFIRM_OVER,
       confirm: {
         prompt: (s) =>
-          `Mark all ${s.results.targets.length} ${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
+          `Mark all ${s.results.targets.length} ` +
+          `${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
         details: (s) => ({
           count: s.results.targets.length,
           titles: (s.results.targets as Task[]).slice(0, 20).map((t) => t.title),

@@ -110,7 +110,8 @@ export const listTasks = defineTool({
 export const addTask = defineTool({
   name: 'add_task',
   description:
-    'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
+    'Add a task for a user ' +
+    '(an identical task added by the same user within the hour is returned instead of duplicated)',
   input: z.object({
     user_id: z.uuid(),
     title,

@@ -131,7 +131,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     if (typeof answer === 'function') return answer(call.input, call);
     if (typeof answer !== 'object' || answer === null || !('ok' in answer || 'error' in answer || 'hang' in answer)) {
       throw new TypeError(
-        `Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; got ${JSON.stringify(answer)}.`,
+        `Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; ` +
+          `got ${JSON.stringify(answer)}.`,
       );
     }
     if ('hang' in answer) {

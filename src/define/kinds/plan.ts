@@ -147,7 +147,8 @@ export function planCall(
   if (input === undefined && passInput) return { call: { chain, resolveInput: (s) => s.input }, usesScope: false };
   issues.add(
     `${at}.input`,
-    `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, or a function of the scope.`,
+    `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, ` +
+      'or a function of the scope.',
   );
   return { call: undefined, usesScope: false };
 }
