@@ -117,7 +117,9 @@ export function defineChain<
 > {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();
-  const subject = `chain '${typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name)}'`;
+  const nameText =
+    typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name);
+  const subject = `chain '${nameText}'`;
   let compiled: ReturnType<typeof compilePlan>;
   try {
     compiled = compilePlan(spec as unknown as ChainSpec<Schema, Schema, unknown>, issues);

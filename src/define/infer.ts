@@ -123,16 +123,25 @@ type Check<T, S extends readonly string[], At extends string, Source extends str
 /** The segments valid after a value of type `N` (any member of a union): fields, or indices and `length` of arrays. */
 type KeysOf<N> = N extends readonly unknown[] ? `${number}` | 'length' : N extends Leaf ? never : keyof N & string;
 /** Where a path stopped, for messages: `step contact`, `the input`, `tasks.0 in the input`. */
-type Where<
-  At extends string,
-  Source extends string,
-> = `${At extends '' ? '' : `${At} in `}${Source extends 'input' | 'context' | 'item' ? `the ${Source}` : `step ${Source}`}`;
+type Where<At extends string, Source extends string> = `${AtIn<At>}${SourceName<Source>}`;
+type AtIn<At extends string> = At extends '' ? '' : `${At} in `;
+type SourceName<Source extends string> = Source extends 'input' | 'context' | 'item'
+  ? `the ${Source}`
+  : `step ${Source}`;
+type AtDot<At extends string> = At extends '' ? '' : `${At}.`;
+type LeafKind<N> = N extends string
+  ? 'a string'
+  : N extends number
+    ? 'a number'
+    : N extends boolean
+      ? 'a boolean'
+      : 'a value without fields';
 type Miss<N, H extends string, At extends string, Source extends string> = [N] extends [never]
   ? `'${H}' cannot be read: ${Where<At, Source>} is null or undefined`
   : [N] extends [readonly unknown[]]
-    ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${At extends '' ? '' : `${At}.`}0.${H})`
+    ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${AtDot<At>}0.${H})`
     : [N] extends [Leaf]
-      ? `'${H}' is not a field: ${Where<At, Source>} is ${N extends string ? 'a string' : N extends number ? 'a number' : N extends boolean ? 'a boolean' : 'a value without fields'}`
+      ? `'${H}' is not a field: ${Where<At, Source>} is ${LeafKind<N>}`
       : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
 /** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
 type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void

@@ -390,7 +390,8 @@ function schemaText(schema: unknown): string {
   if (text === undefined) {
     try {
       // A Standard Schema without JSON Schema renders as `{}`: its vendor still tells two apart.
-      text = `${isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
+      const vendor = isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`;
+      text = `${vendor}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
     } catch {
       text = 'schema';
     }

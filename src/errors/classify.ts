@@ -130,10 +130,8 @@ const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
     /\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i,
     'invalid_input',
   ],
-  [
-    /\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i,
-    'network',
-  ],
+  [/\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b/i, 'network'],
+  [/\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
   [

@@ -133,7 +133,8 @@ export class FallbackAdvisor {
   private readonly opts: Required<FallbackOptions>;
 
   constructor(rules: readonly FallbackRule[] = [], options: FallbackOptions = {}) {
-    for (const r of [...DEFAULT_FALLBACKS, ...rules]) this.rules.set(`${r.tool}\u0000${r.category}`, r.advice); // user rules win
+    // user rules win
+    for (const r of [...DEFAULT_FALLBACKS, ...rules]) this.rules.set(`${r.tool}\u0000${r.category}`, r.advice);
     this.opts = { consecutive: 2, stepBack: 5, historyCap: 20, maxSessions: 10_000, ...options };
     this.sessions = new BoundedLru(this.opts.maxSessions);
   }

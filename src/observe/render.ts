@@ -66,8 +66,10 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
     const bar = `${' '.repeat(from)}${'█'.repeat(len)}`.padEnd(width);
     const attempts = s.attempts > 1 ? ` ×${s.attempts}` : '';
     const err = s.error ? `  ${s.error.category}/${s.error.code}` : '';
+    const id = `${'  '.repeat(depth)}${s.id}`.padEnd(idW);
+    const tool = (s.tool ?? '').padEnd(toolW);
     lines.push(
-      `${String(s.stepNumber).padStart(2)} ${`${'  '.repeat(depth)}${s.id}`.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`,
+      `${String(s.stepNumber).padStart(2)} ${id} ${tool} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`,
     );
   }
   return lines.join('\n');

@@ -77,8 +77,11 @@ export interface ToolTransition {
  * IDENTITY_KEY.test('task_id'); // false
  * ```
  */
-export const IDENTITY_KEY =
-  /^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$/i;
+export const IDENTITY_KEY = new RegExp(
+  String.raw`^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|` +
+    String.raw`e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$`,
+  'i',
+);
 
 /**
  * Sets a finished trace's status from its run's — `partial` for a failed run with completed

@@ -71,7 +71,8 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   function giveBack(ctx: CallContext): void {
     const tool = ctx.tool.name;
     if (!store.release) {
-      report(() => store.failure(tool, now(), threshold, openMs), ctx); // a store without `release`: reopen, as for a lost probe
+      // a store without `release`: reopen, as for a lost probe
+      report(() => store.failure(tool, now(), threshold, openMs), ctx);
       return;
     }
     try {

@@ -180,8 +180,9 @@ export function durableRuns(
     lease.stop = events ? events.open(runId).stopper : new AbortController();
     const stops = [lease.stop.signal];
     if (exec.signal) stops.push(exec.signal);
+    // any: Node 20.3+
     exec.signal =
-      stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
+      stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops);
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;

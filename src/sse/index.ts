@@ -84,7 +84,8 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
       if (heartbeatMs > 0) {
         heartbeat = setInterval(() => {
           try {
-            if ((controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n')); // a client that reads nothing gets no pile of them
+            // a client that reads nothing gets no pile of them
+            if ((controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n'));
           } catch {
             stop(); // closed meanwhile
           }

@@ -137,10 +137,8 @@ function encode(value: unknown, out: string[], path: (string | number)[], seen: 
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null) {
       const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
-      throw new CheckpointEncodeError(
-        pathOf(path),
-        `is ${typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype'}, not plain data`,
-      );
+      const what = typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype';
+      throw new CheckpointEncodeError(pathOf(path), `is ${what}, not plain data`);
     }
     if (Object.getOwnPropertySymbols(obj).length > 0) throw new CheckpointEncodeError(pathOf(path), 'has symbol keys');
     const keys = Object.keys(obj);

@@ -115,7 +115,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     const entry: MockCall = { tool: call.tool, input: call.input, attempt: call.attempt, at: Date.now() };
     if (call.idempotencyKey !== undefined) entry.idempotencyKey = call.idempotencyKey;
     calls.push(entry);
-    const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined; // a tool named `toString` is not scripted by Object
+    // a tool named `toString` is not scripted by Object
+    const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined;
     if (spec === undefined)
       throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
     if (typeof spec === 'function') return spec(call.input, call);
