@@ -79,11 +79,14 @@ export interface AiSdkChainTool<I, TContext = unknown> {
  *   tools: { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId } }) },
  * });
  * // result.content has a tool-approval-request: ask the user, then call generateText again with
- * // [...messages, ...result.response.messages, { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] }]
+ * // [...messages, ...result.response.messages,
+ * //   { role: 'tool', content: [{ type: 'tool-approval-response', approvalId, approved: true }] }]
  *
  * // The context per request: AI SDK v7 passes the tool's `toolsContext` entry (typed from the
  * // function's parameter); v6 passes `experimental_context` instead.
- * const tools = { task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }) };
+ * const tools = {
+ *   task_summary: asAiSdkTool(runner, taskSummary, { context: (c: { userId: string }) => ({ userId: c.userId }) }),
+ * };
  * await generateText({ model, prompt: 'How am I doing?', tools, toolsContext: { task_summary: { userId } } });
  * ```
  */
@@ -108,12 +111,18 @@ export function asAiSdkTool<I, C, O, TContext = unknown>(
   return tool;
 }
 
-/** The SDK's tool context: v7's `context`, else v6's `experimental_context` (typed by the caller's `context` function, as the SDK types neither). */
+/**
+ * The SDK's tool context: v7's `context`, else v6's `experimental_context`
+ * (typed by the caller's `context` function, as the SDK types neither).
+ */
 function toolContext<TContext>(o: AiSdkToolCallOptions<TContext>): TContext {
   return (o.context !== undefined ? o.context : o.experimental_context) as TContext;
 }
 
-/** Whether the conversation holds an approval of this tool call (the SDK executes approved calls only, but a gate newly reached must not pass unasked). */
+/**
+ * Whether the conversation holds an approval of this tool call (the SDK executes
+ * approved calls only, but a gate newly reached must not pass unasked).
+ */
 function approvedIn(messages: readonly ModelMessage[], toolCallId: string): boolean {
   const approvals = new Set<string>();
   for (const m of messages) {

@@ -31,7 +31,11 @@ import type { Tool, ToolOutput } from './tool.js';
  *
  * @example
  * ```ts
- * chain('rename', { input: z.object({ match: z.string() }), context: z.object({ userId: z.string() }), timeoutMs: 7000 });
+ * chain('rename', {
+ *   input: z.object({ match: z.string() }),
+ *   context: z.object({ userId: z.string() }),
+ *   timeoutMs: 7000,
+ * });
  * ```
  */
 export interface ChainOptions<IS extends Schema, CS extends Schema | undefined = undefined> {
@@ -121,7 +125,11 @@ export interface ComputeOptions<S> extends StepOptions<S> {
  *
  * @example
  * ```ts
- * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+ * .select('target', (ref) => ({
+ *   from: ref('find', 'tasks'),
+ *   where: { title: { contains: ref('input', 'match') } },
+ *   expect: 'one',
+ * }))
  * ```
  */
 export interface SelectSpec<F, E, S> {
@@ -193,7 +201,11 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    *
    * @example
    * ```ts
-   * .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+   * .select('target', (ref) => ({
+   *   from: ref('find', 'tasks'),
+   *   where: { title: { contains: ref('input', 'match') } },
+   *   expect: 'one',
+   * }))
    * ```
    */
   select<
@@ -256,7 +268,12 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    *
    * @example
    * ```ts
-   * .forEach('done', (ref) => ({ over: ref('find', 'tasks'), chain: completeOne, input: (item) => ({ task_id: item('task_id') }), concurrency: 4 }))
+   * .forEach('done', (ref) => ({
+   *   over: ref('find', 'tasks'),
+   *   chain: completeOne,
+   *   input: (item) => ({ task_id: item('task_id') }),
+   *   concurrency: 4,
+   * }))
    * ```
    */
   forEach<
@@ -306,7 +323,13 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
    *
    * @example
    * ```ts
-   * .loop('poll', { chain: checkExport, input: (ref) => ({ id: ref('input', 'exportId') }), until: (out) => out.ready, max: 20, delayMs: 2_000 })
+   * .loop('poll', {
+   *   chain: checkExport,
+   *   input: (ref) => ({ id: ref('input', 'exportId') }),
+   *   until: (out) => out.ready,
+   *   max: 20,
+   *   delayMs: 2_000,
+   * })
    * ```
    */
   loop<
@@ -404,7 +427,11 @@ export type ItemRef<T> = <P extends string = ''>(
  *
  * @example
  * ```ts
- * .forEach('done', (ref) => ({ over: ref('find', 'tasks'), chain: completeOne, input: (item) => ({ task_id: item('task_id') }) }))
+ * .forEach('done', (ref) => ({
+ *   over: ref('find', 'tasks'),
+ *   chain: completeOne,
+ *   input: (item) => ({ task_id: item('task_id') }),
+ * }))
  * ```
  */
 export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
@@ -420,13 +447,19 @@ export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
   input: (item: LooseItemRef) => M & NoExtra<M, ChainIn<C>> & ItemChecked<M, ElementOf<RefValue<F>>, ChainIn<C>>;
   /** How many items run at once (default 1). */
   concurrency?: number;
-  /** `'fail'` (default) stops at the first failed item; `'collect'` runs every item and yields `{ ok, value } | { ok: false, error }`. */
+  /**
+   * `'fail'` (default) stops at the first failed item; `'collect'`
+   * runs every item and yields `{ ok, value } | { ok: false, error }`.
+   */
   onItemError?: E;
 }
 
 /** `item(path)` as the callback receives it; {@link ItemChecked} checks the paths against the element type. */
 type LooseItemRef = <P extends string = ''>(path?: P) => Ref<any, 'item', P>;
-/** The item refs of a forEach input mapping checked against the element `El` and the fields of `In`: a message type where one is wrong. */
+/**
+ * The item refs of a forEach input mapping checked against the element
+ * `El` and the fields of `In`: a message type where one is wrong.
+ */
 type ItemChecked<M, El, In> = {
   [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string>
     ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown>
@@ -454,7 +487,10 @@ type CheckedCase<K, I> = K extends { chain: infer C; input: infer M }
  *
  * @example
  * ```ts
- * .branch('notify', (ref) => ({ on: ref('input', 'channel'), cases: { email: emailChain, sms: { chain: smsChain, input: { to: ref('input', 'phone') } } } }))
+ * .branch('notify', (ref) => ({
+ *   on: ref('input', 'channel'),
+ *   cases: { email: emailChain, sms: { chain: smsChain, input: { to: ref('input', 'phone') } } },
+ * }))
  * ```
  */
 export interface BranchSpec<Cases, D, S, I = unknown> {
@@ -630,7 +666,11 @@ class Builder {
  *   context: z.object({ userId: z.uuid() }),
  * })
  *   .tool('find', listTasks, (ref) => ({ user_id: ref('context', 'userId'), status: 'all' }))
- *   .select('target', (ref) => ({ from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' }))
+ *   .select('target', (ref) => ({
+ *     from: ref('find', 'tasks'),
+ *     where: { title: { contains: ref('input', 'match') } },
+ *     expect: 'one',
+ *   }))
  *   .tool('delete', deleteTask, (ref) => ({ user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') }), {
  *     confirm: { prompt: (s) => `Delete '${s.results.target.title}'?` },
  *   })

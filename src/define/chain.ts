@@ -75,8 +75,15 @@ const DEFAULT_CHAIN_TIMEOUT_MS = 60_000;
  *   context: z.object({ userId: z.uuid() }),
  *   steps: [
  *     { id: 'find', tool: listTasks, input: { user_id: ref('context', 'userId'), status: 'all' } },
- *     { id: 'target', select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' } },
- *     { id: 'update', tool: updateTask, input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') } },
+ *     {
+ *       id: 'target',
+ *       select: { from: ref('find', 'tasks'), where: { title: { contains: ref('input', 'match') } }, expect: 'one' },
+ *     },
+ *     {
+ *       id: 'update',
+ *       tool: updateTask,
+ *       input: { user_id: ref('context', 'userId'), task_id: ref('target', 'task_id'), title: ref('input', 'title') },
+ *     },
  *   ],
  *   output: (s) => s.results.update,
  * });
@@ -110,7 +117,9 @@ export function defineChain<
 > {
   if (typeof spec !== 'object' || spec === null) throw new TypeError('Expected a chain spec object.');
   const issues = new IssueList();
-  const subject = `chain '${typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name)}'`;
+  const nameText =
+    typeof spec.name === 'string' ? spec.name : typeof spec.name === 'object' ? 'object' : String(spec.name);
+  const subject = `chain '${nameText}'`;
   let compiled: ReturnType<typeof compilePlan>;
   try {
     compiled = compilePlan(spec as unknown as ChainSpec<Schema, Schema, unknown>, issues);

@@ -80,8 +80,9 @@ type GetIn<T, K extends string> = T extends null | undefined
  *
  * @example
  * ```ts
- * type Ok = RefPath<{ tasks: { title: string }[] }, 'tasks.0.title', 'input'>;  // 'tasks.0.title'
- * type No = RefPath<{ tasks: { title: string }[] }, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
+ * type Tasks = { tasks: { title: string }[] };
+ * type Ok = RefPath<Tasks, 'tasks.0.title', 'input'>;  // 'tasks.0.title'
+ * type No = RefPath<Tasks, 'tasks.0.titel', 'input'>;  // "'titel' is not a field of tasks.0 in the input: title"
  * ```
  */
 export type RefPath<T, P extends string, Source extends string> = string extends P
@@ -92,7 +93,8 @@ export type RefPath<T, P extends string, Source extends string> = string extends
       ? E
       : P;
 /**
- * The value at a path already checked by {@link RefPath}: `any` when it does not exist (the path argument carries the error).
+ * The value at a path already checked by {@link RefPath}: `any`
+ * when it does not exist (the path argument carries the error).
  *
  * @example
  * ```ts
@@ -121,16 +123,25 @@ type Check<T, S extends readonly string[], At extends string, Source extends str
 /** The segments valid after a value of type `N` (any member of a union): fields, or indices and `length` of arrays. */
 type KeysOf<N> = N extends readonly unknown[] ? `${number}` | 'length' : N extends Leaf ? never : keyof N & string;
 /** Where a path stopped, for messages: `step contact`, `the input`, `tasks.0 in the input`. */
-type Where<
-  At extends string,
-  Source extends string,
-> = `${At extends '' ? '' : `${At} in `}${Source extends 'input' | 'context' | 'item' ? `the ${Source}` : `step ${Source}`}`;
+type Where<At extends string, Source extends string> = `${AtIn<At>}${SourceName<Source>}`;
+type AtIn<At extends string> = At extends '' ? '' : `${At} in `;
+type SourceName<Source extends string> = Source extends 'input' | 'context' | 'item'
+  ? `the ${Source}`
+  : `step ${Source}`;
+type AtDot<At extends string> = At extends '' ? '' : `${At}.`;
+type LeafKind<N> = N extends string
+  ? 'a string'
+  : N extends number
+    ? 'a number'
+    : N extends boolean
+      ? 'a boolean'
+      : 'a value without fields';
 type Miss<N, H extends string, At extends string, Source extends string> = [N] extends [never]
   ? `'${H}' cannot be read: ${Where<At, Source>} is null or undefined`
   : [N] extends [readonly unknown[]]
-    ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${At extends '' ? '' : `${At}.`}0.${H})`
+    ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${AtDot<At>}0.${H})`
     : [N] extends [Leaf]
-      ? `'${H}' is not a field: ${Where<At, Source>} is ${N extends string ? 'a string' : N extends number ? 'a number' : N extends boolean ? 'a boolean' : 'a value without fields'}`
+      ? `'${H}' is not a field: ${Where<At, Source>} is ${LeafKind<N>}`
       : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
 /** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
 type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void
@@ -164,7 +175,10 @@ export type ElementOf<V> = IsAny<V> extends true ? any : NonNullable<V> extends 
  *
  * @example
  * ```ts
- * const m: MappingOf<{ user_id: string; status?: 'all' | 'pending' }> = { user_id: ref('context', 'userId'), status: 'all' };
+ * const m: MappingOf<{ user_id: string; status?: 'all' | 'pending' }> = {
+ *   user_id: ref('context', 'userId'),
+ *   status: 'all',
+ * };
  * ```
  */
 export type MappingOf<In> = { [K in keyof In]: FieldValue<In[K]> };
@@ -185,7 +199,10 @@ type FieldValue<V> =
  *
  * @example
  * ```ts
- * const w: WhereOf<{ title: string; done: boolean }> = { title: { contains: ref('input', 'match') }, done: { equals: false } };
+ * const w: WhereOf<{ title: string; done: boolean }> = {
+ *   title: { contains: ref('input', 'match') },
+ *   done: { equals: false },
+ * };
  * ```
  */
 export type WhereOf<X> = unknown extends X
@@ -253,7 +270,10 @@ type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
         : Awaited<V>
       : FlowValueOf<H>;
 
-/** What the steps that run chains yield (§12): a sub-chain's output, an array per forEach, a union per branch, a loop's last output. */
+/**
+ * What the steps that run chains yield (§12): a sub-chain's output,
+ * an array per forEach, a union per branch, a loop's last output.
+ */
 type FlowValueOf<H> = H extends { readonly chain: infer C }
   ? ChainOutputOf<C>
   : H extends { readonly forEach: { readonly chain: infer C } }

@@ -105,7 +105,8 @@ export function fn<T = (...args: never[]) => unknown>(field: string, shape = 'a 
  *
  * @example
  * ```ts
- * optionIssues(retryRule, { retries: -1 }); // [{ path: 'retries', message: 'Expected `retries` to be a non-negative integer.' }]
+ * optionIssues(retryRule, { retries: -1 });
+ * // [{ path: 'retries', message: 'Expected `retries` to be a non-negative integer.' }]
  * ```
  */
 export const retryRule = z.preprocess(
@@ -152,7 +153,10 @@ export function optionIssues(schema: z.ZodType, value: unknown, prefix = ''): Op
  *
  * @example
  * ```ts
- * const OPTIONS = z.object({ maxEntries: integer('maxEntries', 1).optional() }, { error: 'Expected an options object.' });
+ * const OPTIONS = z.object(
+ *   { maxEntries: integer('maxEntries', 1).optional() },
+ *   { error: 'Expected an options object.' },
+ * );
  * checkOptions('memoryCheckpointStore options', OPTIONS, options); // throws DefinitionError listing each bad field
  * ```
  */

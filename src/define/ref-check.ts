@@ -15,7 +15,10 @@ declare const refPathError: unique symbol;
  */
 type PathError<M extends string> = { readonly [refPathError]: M };
 
-/** The value type a source names: the input, the context, or a step's result (`any` for an unknown step: `defineChain` reports it). */
+/**
+ * The value type a source names: the input, the context, or a step's
+ * result (`any` for an unknown step: `defineChain` reports it).
+ */
 type SourceValue<S extends string, I, C, R> = S extends 'input'
   ? I
   : S extends 'context'
@@ -46,7 +49,10 @@ type CheckMapping<M, I, C, R> = unknown extends M
       ? unknown
       : { readonly [K in keyof M]: CheckMapping<M[K], I, C, R> };
 
-/** A select step's `from` and `where`: the path of `from`, each `where` field against the items' fields, and the refs in matchers. */
+/**
+ * A select step's `from` and `where`: the path of `from`, each
+ * `where` field against the items' fields, and the refs in matchers.
+ */
 type CheckSelect<Sel, I, C, R> = Sel extends { readonly from: infer F }
   ? { readonly from: CheckRef<F, I, C, R> } & (Sel extends { readonly where: infer W }
       ? W extends Plain
@@ -144,7 +150,8 @@ type WhereFieldError<K, X> = unknown extends X
  *
  * @example
  * ```ts
- * type Ok = CheckedSteps<[{ id: 'a'; tool: typeof search; input: { query: Ref<any, 'input', 'q'> } }], { q: string }, {}, {}>; // unknown
+ * type Steps = [{ id: 'a'; tool: typeof search; input: { query: Ref<any, 'input', 'q'> } }];
+ * type Ok = CheckedSteps<Steps, { q: string }, {}, {}>; // unknown
  * ```
  */
 export type CheckedSteps<Steps extends readonly unknown[], I, C, R> = [StepErrors<Steps[number], I, C, R>] extends [

@@ -109,7 +109,8 @@ export function isZodSchema(value: unknown): value is $ZodType {
  */
 export function isSchema(value: unknown): value is Schema {
   if (isZodSchema(value)) return true;
-  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false; // arktype types are functions
+  // arktype types are functions
+  if ((typeof value !== 'object' && typeof value !== 'function') || value === null) return false;
   const std = (value as { '~standard'?: { version?: unknown; validate?: unknown } })['~standard'];
   return typeof std === 'object' && std !== null && std.version === 1 && typeof std.validate === 'function';
 }

@@ -15,7 +15,10 @@ import { loopPlanner, type LoopPlan, type LoopStep } from './kinds/loop.js';
 import { sleepPlanner, type SleepPlan, type SleepStep } from './kinds/sleep.js';
 import { waitForPlanner, type WaitForPlan, type WaitForStep } from './kinds/wait-for.js';
 
-/** The planner of each step kind, keyed by the spec field that names the kind; the order is the one messages list them in. */
+/**
+ * The planner of each step kind, keyed by the spec field that
+ * names the kind; the order is the one messages list them in.
+ */
 export const STEP_PLANNERS = {
   tool: toolPlanner,
   select: selectPlanner,

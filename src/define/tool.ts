@@ -16,14 +16,17 @@ export type ToolEffect = 'read' | 'write' | 'destructive';
  *
  * @example
  * ```ts
- * rateLimit: { limit: 100, intervalMs: 60_000, per: 'user' }                                          // per context.userId
+ * rateLimit: { limit: 100, intervalMs: 60_000, per: 'user' } // per context.userId
  * rateLimit: { limit: 1000, intervalMs: 60_000, key: (call) => String(call.context.tenantId ?? '') } // per tenant
  * ```
  */
 export interface RateLimitSpec {
   limit: number;
   intervalMs: number;
-  /** `'global'`: one limit for the tool; `'user'`: one per `context.userId` (sugar for `key: (call) => call.context.userId`). */
+  /**
+   * `'global'`: one limit for the tool; `'user'`: one per
+   * `context.userId` (sugar for `key: (call) => call.context.userId`).
+   */
   per?: 'global' | 'user';
   /**
    * One limit per key this returns for a call (instead of `per`). A call it gives no non-empty
@@ -87,7 +90,9 @@ export interface ToolSpec<I extends Schema, O extends Schema, N extends string =
   /** Prior for timing estimates. */
   expectedDurationMs?: number;
   rateLimit?: RateLimitSpec;
-  /** Overrides the retry rule of the transient categories (internal, unavailable, network), or `false` for no retries. */
+  /**
+   * Overrides the retry rule of the transient categories (internal, unavailable, network), or `false` for no retries.
+   */
   retry?: Partial<RetryRule> | false;
   suggests?: readonly ToolSuggestion[];
   /** Tools or chains (by name) that can do the same job: offered as alternatives when this one fails. */
@@ -95,7 +100,8 @@ export interface ToolSpec<I extends Schema, O extends Schema, N extends string =
   /**
    * How this tool's backend names its failures: classifiers tried first on what it throws and on
    * its in-band error results (`{ status: 'error', error: code }`), before the runner's and the
-   * built-in ones. A domain's own error codes go here, e.g. `classifiers: [codeClassifier({ card_declined: 'invalid_input' })]`.
+   * built-in ones. A domain's own error codes go here, e.g.
+   * `classifiers: [codeClassifier({ card_declined: 'invalid_input' })]`.
    */
   classifiers?: readonly Classifier[];
 }
@@ -113,7 +119,10 @@ export interface Tool<I = any, O = any, N extends string = string, In = I> {
   readonly effect: ToolEffect;
   /** The tool honours `ToolCall.idempotencyKey`: a timed-out write may be retried. */
   readonly idempotent: boolean;
-  /** The key of a write/destructive call (never throws: falls back to `${runId}:${step}`); see {@link ToolSpec.idempotencyKey}. */
+  /**
+   * The key of a write/destructive call (never throws: falls back
+   * to `${runId}:${step}`); see {@link ToolSpec.idempotencyKey}.
+   */
   readonly idempotencyKey?: (input: I, call: IdempotencyKeyCall) => string;
   readonly idempotencyTtlMs?: number;
   readonly timeoutMs: number;

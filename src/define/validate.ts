@@ -1,4 +1,5 @@
-// Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps, resolvers, fingerprint.
+// Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps,
+// resolvers, fingerprint.
 // Each step's kind is checked by its planner (define/step-kinds.ts); this file checks what every kind shares.
 import { sha256, toHex } from '../util/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';
@@ -342,7 +343,8 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     // e.g. a structure too deep to serialize hung somewhere on a step.
     issues.add(
       'steps',
-      `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); keep step definitions to shallow, plain data.`,
+      `The chain could not be fingerprinted (${error instanceof Error ? error.message : 'unreadable value'}); ` +
+        'keep step definitions to shallow, plain data.',
     );
   }
   return { plan, fingerprint };
@@ -388,7 +390,8 @@ function schemaText(schema: unknown): string {
   if (text === undefined) {
     try {
       // A Standard Schema without JSON Schema renders as `{}`: its vendor still tells two apart.
-      text = `${isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
+      const vendor = isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`;
+      text = `${vendor}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
     } catch {
       text = 'schema';
     }

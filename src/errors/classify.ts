@@ -130,10 +130,8 @@ const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
     /\bsyntax|\bmalformed\b|\binvalid argument|\bmissing required\b|\bunexpected token\b|\bparse error/i,
     'invalid_input',
   ],
-  [
-    /\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b|\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i,
-    'network',
-  ],
+  [/\bECONNREFUSED\b|\bconnection refused\b|\bECONNRESET\b|\bENOTFOUND\b/i, 'network'],
+  [/\bconnection (?:was )?reset\b|\bnetwork|\bDNS\b|\bcould not resolve\b/i, 'network'],
   [/\bout of memory\b|\bquota|\bresource[ _]exhausted\b|\bno space left\b|\bdisk (?:is )?full\b/i, 'unavailable'],
   // Something this tool depends on failed: transient from the caller's side.
   [
@@ -232,8 +230,17 @@ export interface CodeRule {
  *
  * @example
  * ```ts
- * const billingErrors = codeClassifier({ card_declined: { category: 'invalid_input', userMessage: 'Your card was declined.' }, ledger_locked: 'conflict' });
- * const charge = defineTool({ name: 'charge', description: 'Charge a card', input, output, classifiers: [billingErrors] });
+ * const billingErrors = codeClassifier({
+ *   card_declined: { category: 'invalid_input', userMessage: 'Your card was declined.' },
+ *   ledger_locked: 'conflict',
+ * });
+ * const charge = defineTool({
+ *   name: 'charge',
+ *   description: 'Charge a card',
+ *   input,
+ *   output,
+ *   classifiers: [billingErrors],
+ * });
  * ```
  */
 export function codeClassifier(codes: Readonly<Record<string, ErrorCategory | CodeRule>>): Classifier {
@@ -287,8 +294,10 @@ const byCodeWords: Classifier = (error) => {
 };
 
 /**
- * The built-in classifiers, in the order the [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors, after errors that declare their `category`;
- * last, the words of an unknown code (`user_not_found` → not_found), as for in-band codes.
+ * The built-in classifiers, in the order the
+ * [policies guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/policies.md) gives under Errors,
+ * after errors that declare their `category`; last, the words of an unknown code
+ * (`user_not_found` → not_found), as for in-band codes.
  *
  * @example
  * ```ts

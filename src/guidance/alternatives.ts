@@ -22,8 +22,11 @@ const MAX_SUGGESTED_TIMEOUT_MS = 120_000;
  *
  * @example
  * ```ts
- * alternativesFor(guidance, { category: 'timeout', tool: 'search', context: { inputSize: 24_000, timeoutMs: 5000 }, … });
- * // [{ suggestion: 'tool:quick_search', … }, { suggestion: 'split_input', … }, { suggestion: 'increase_timeout:10000', … }]
+ * alternativesFor(guidance, {
+ *   category: 'timeout', tool: 'search', context: { inputSize: 24_000, timeoutMs: 5000 }, …
+ * });
+ * // [{ suggestion: 'tool:quick_search', … }, { suggestion: 'split_input', … },
+ * //   { suggestion: 'increase_timeout:10000', … }]
  * ```
  */
 export function alternativesFor(src: GuidanceSources, error: ChainErrorInfo): Alternative[] {

@@ -95,7 +95,8 @@ const DEFAULT_FALLBACKS: readonly FallbackRule[] = Object.freeze([
  * ```
  */
 export const STEP_BACK_ADVICE =
-  'Several calls failed in this session. Step back: re-check what the user asked for, and consider another approach or asking the user before calling more tools.';
+  'Several calls failed in this session. Step back: re-check what the user asked for, ' +
+  'and consider another approach or asking the user before calling more tools.';
 
 interface SessionState {
   failures: { tool: string; category: ErrorCategory }[];
@@ -132,7 +133,8 @@ export class FallbackAdvisor {
   private readonly opts: Required<FallbackOptions>;
 
   constructor(rules: readonly FallbackRule[] = [], options: FallbackOptions = {}) {
-    for (const r of [...DEFAULT_FALLBACKS, ...rules]) this.rules.set(`${r.tool}\u0000${r.category}`, r.advice); // user rules win
+    // user rules win
+    for (const r of [...DEFAULT_FALLBACKS, ...rules]) this.rules.set(`${r.tool}\u0000${r.category}`, r.advice);
     this.opts = { consecutive: 2, stepBack: 5, historyCap: 20, maxSessions: 10_000, ...options };
     this.sessions = new BoundedLru(this.opts.maxSessions);
   }

@@ -13,14 +13,24 @@ export type TierLevel = 'simple' | 'medium' | 'complex';
 export const TIER_LEVELS: readonly TierLevel[] = ['simple', 'medium', 'complex'];
 
 // Whole-message greetings, thanks and small talk: nothing to call.
-const GREETING =
-  /^(?:(?:hi|hello|hey|hiya|yo|howdy|greetings|good (?:morning|afternoon|evening|night)|thanks?(?: you)?(?: so much| a lot)?|thx|ty|cheers|bye|goodbye|see you|ok(?:ay)?|cool|great|nice|how are you(?: doing)?|what'?s up|sup)\b[\s,!.?]*)+(?:there|everyone|all|again|friend|bot)?[\s!.?]*$/;
+const GREETING = new RegExp(
+  String.raw`^(?:(?:hi|hello|hey|hiya|yo|howdy|greetings|good (?:morning|afternoon|evening|night)|` +
+    String.raw`thanks?(?: you)?(?: so much| a lot)?|thx|ty|cheers|bye|goodbye|see you|ok(?:ay)?|cool|great|nice|` +
+    String.raw`how are you(?: doing)?|what'?s up|sup)\b[\s,!.?]*)+(?:there|everyone|all|again|friend|bot)?[\s!.?]*$`,
+);
 // Verbs that ask a tool to do or fetch something.
-const ACTION =
-  /\b(?:add|create|make|new|update|rename|change|edit|set|move|complete|finish|mark|check off|tick off|delete|remove|drop|cancel|archive|find|search|look ?up|show|list|get|fetch|open|read|send|email|book|schedule|assign|sort|filter|count|summari[sz]e|export|import|copy|merge|compare)\b/g;
+const ACTION = new RegExp(
+  String.raw`\b(?:add|create|make|new|update|rename|change|edit|set|move|complete|finish|mark|check off|tick off|` +
+    String.raw`delete|remove|drop|cancel|archive|find|search|look ?up|show|list|get|fetch|open|read|send|email|book|` +
+    String.raw`schedule|assign|sort|filter|count|summari[sz]e|export|import|copy|merge|compare)\b`,
+  'g',
+);
 // Words that announce a plan or a sequence of actions, or work over many items.
-const PLAN =
-  /\b(?:plan|organi[sz]e|reorgani[sz]e|clean ?up|prioriti[sz]e|step by step|workflow|then|after that|afterwards|and also|as well as|followed by|first\b.*\b(?:next|second|finally)|every|each|all (?:of )?(?:my|the)|in bulk|batch)\b|;/;
+const PLAN = new RegExp(
+  String.raw`\b(?:plan|organi[sz]e|reorgani[sz]e|clean ?up|prioriti[sz]e|step by step|workflow|then|after that|` +
+    String.raw`afterwards|and also|as well as|followed by|first\b.*\b(?:next|second|finally)|every|each|` +
+    String.raw`all (?:of )?(?:my|the)|in bulk|batch)\b|;`,
+);
 // A question about the user's own data is a named lookup.
 const OWN_DATA = /\b(?:my|mine|our)\b/;
 const QUESTION =

@@ -43,7 +43,10 @@ export interface CallLesson {
  *
  * @example
  * ```ts
- * learn(learners, { tool: 'list_tasks', mode: 'direct', session, runId, transition: undefined, started, ended, error: undefined, complexity: 1 });
+ * learn(learners, {
+ *   tool: 'list_tasks', mode: 'direct', session, runId,
+ *   transition: undefined, started, ended, error: undefined, complexity: 1,
+ * });
  * ```
  */
 export function learn(to: Learners, call: CallLesson): void {

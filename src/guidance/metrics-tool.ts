@@ -4,9 +4,12 @@ import type { AdviceStats, ChainSummary, CommonChain, MetricsCollector, Transiti
 
 const NAME = 'chainkit_metrics';
 const DESCRIPTION =
-  'Read-only: what this system learned from past tool use. `view: "common_chains"` lists tool sequences that often succeed together; ' +
-  '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, how often and how successfully; ' +
-  '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. Changes nothing.';
+  'Read-only: what this system learned from past tool use. ' +
+  '`view: "common_chains"` lists tool sequences that often succeed together; ' +
+  '`view: "transitions"` gives, for each tool (or only `from`), which tools were called next, ' +
+  'how often and how successfully; ' +
+  '`view: "summary"` gives both, with entry and terminal tools and how often fallback advice was given. ' +
+  'Changes nothing.';
 
 const Input = z
   .object({
@@ -84,7 +87,10 @@ function topRows(
  * @example
  * ```ts
  * const metrics = metricsTool(runner);
- * const tools = [...registry.toJSONSchema('complex'), { name: metrics.name, description: metrics.description, parameters: metrics.parameters }];
+ * const tools = [
+ *   ...registry.toJSONSchema('complex'),
+ *   { name: metrics.name, description: metrics.description, parameters: metrics.parameters },
+ * ];
  * // when the model calls it:
  * const answer = metrics.execute({ view: 'common_chains', limit: 5 });
  * ```

@@ -84,7 +84,8 @@ const METRICS_OPTIONS = z.object(
  * @example
  * ```ts
  * runner.metrics.transitionsFrom('list_tasks'); // { update_task: { count: 12, successRate: 0.92, avgGapMs: 840 } }
- * runner.metrics.chainSummary().commonChains;   // [{ tools: ['list_tasks', 'update_task', 'list_tasks'], occurrences: 7, … }]
+ * runner.metrics.chainSummary().commonChains;
+ * // [{ tools: ['list_tasks', 'update_task', 'list_tasks'], occurrences: 7, … }]
  * ```
  */
 export class MetricsCollector {

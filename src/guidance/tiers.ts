@@ -52,7 +52,9 @@ export interface ToolRegistryOptions {
  *
  * @example
  * ```ts
- * const registry = createToolRegistry([...taskTools], { tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task', 'complete_task'], complex: 'all' } });
+ * const registry = createToolRegistry([...taskTools], {
+ *   tiers: { simple: ['list_tasks'], medium: ['list_tasks', 'add_task', 'complete_task'], complex: 'all' },
+ * });
  * registry.toJSONSchema('simple'); // [{ name: 'list_tasks', description: …, parameters: { type: 'object', … } }]
  * registry.forIntent('Add a task to buy milk'); // the medium tier's 3 tools
  * ```

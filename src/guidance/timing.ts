@@ -96,8 +96,8 @@ function quantile(sorted: ArrayLike<number>, q: number): number {
  *
  * @example
  * ```ts
- * runner.timing.estimate('list_tasks');              // { estimatedDurationMs: 148, confidence: 'medium', source: 'learned', … }
- * const data = runner.timing.export();               // JSON: seed another deployment
+ * runner.timing.estimate('list_tasks'); // { estimatedDurationMs: 148, confidence: 'medium', source: 'learned', … }
+ * const data = runner.timing.export();  // JSON: seed another deployment
  * otherRunner.timing.import(data);
  * ```
  */

@@ -48,5 +48,6 @@ export function checkCsrf(secret: string, token: string | null, cookieHeader: st
 
 /** The Set-Cookie header value for `nonce`, scoped to the inspector's path. */
 export function csrfCookie(nonce: string, path: string, secure: boolean): string {
-  return `${CSRF_COOKIE}=${nonce}; Path=${path === '' ? '/' : path}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
+  const cookiePath = path === '' ? '/' : path;
+  return `${CSRF_COOKIE}=${nonce}; Path=${cookiePath}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 }

@@ -16,7 +16,10 @@ export type InspectorAction = 'read' | 'decide' | 'cancel' | 'signal' | 'rerun';
 
 /** Options of `inspector(runner, options)`. */
 export interface InspectorOptions {
-  /** Where the inspector is mounted, e.g. `'/ops/chains'` (requests outside it get a 404 and, through `toNodeHandler`, go to `next`). */
+  /**
+   * Where the inspector is mounted, e.g. `'/ops/chains'` (requests
+   * outside it get a 404 and, through `toNodeHandler`, go to `next`).
+   */
   basePath: string;
   /**
    * Called for every request, with what it asks to do; required. `true` lets it through; `false`
@@ -37,7 +40,9 @@ export interface InspectorOptions {
   csrfSecret?: string;
   /** The `redact` rule given to `createRunner` (more keys to hide), applied to everything the page gets. */
   redact?: RedactRule;
-  /** Shows identity keys (user ids, emails) as `createRunner({ traceIdentity: true })` does in traces. Default `false`. */
+  /**
+   * Shows identity keys (user ids, emails) as `createRunner({ traceIdentity: true })` does in traces. Default `false`.
+   */
   traceIdentity?: boolean;
 }
 
@@ -52,7 +57,8 @@ const MAX_BODY = 64 * 1024;
 
 /** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
 export const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': CSP,
@@ -156,7 +162,10 @@ class LiveHub {
   }
 }
 
-/** The `text/event-stream` telling one page that runs changed (`changed`: at once, then at most every 100 ms), until the page goes away. */
+/**
+ * The `text/event-stream` telling one page that runs changed (`changed`:
+ * at once, then at most every 100 ms), until the page goes away.
+ */
 function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let close: (() => void) | undefined;
@@ -231,7 +240,9 @@ async function readBody(request: Request): Promise<Record<string, unknown> | und
   }
 }
 
-/** Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token. */
+/**
+ * Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token.
+ */
 function crossSite(request: Request, url: URL): boolean {
   const site = request.headers.get('sec-fetch-site');
   if (site !== null && site !== 'same-origin' && site !== 'none') return true;
@@ -262,7 +273,8 @@ export function createInspector(
     throw new TypeError('Expected inspector options { basePath, authorize }.');
   if (typeof options.authorize !== 'function') {
     throw new TypeError(
-      'The inspector needs `authorize(request, action)`: it shows runs and acts on them, so it refuses to be built without a check of who asks (return true to let a request through).',
+      'The inspector needs `authorize(request, action)`: it shows runs and acts on them, ' +
+        'so it refuses to be built without a check of who asks (return true to let a request through).',
     );
   }
   const base = normalizeBase(options.basePath);
@@ -342,7 +354,8 @@ export function createInspector(
       case 'signal': {
         if (typeof body.name !== 'string' || body.name === '' || body.name.length > 255)
           return problem(400, 'Expected `name`: the signal to send.');
-        // A payload the step's schema refuses (runner.signal's SignalRefused) is the sender's mistake: the run keeps waiting.
+        // A payload the step's schema refuses (runner.signal's
+        // SignalRefused) is the sender's mistake: the run keeps waiting.
         const r = await runner
           .signal(runId, body.name, body.payload)
           .catch((e: unknown) =>

@@ -4,6 +4,8 @@
 const escapeAttr = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+const LIVE_STATUS = '<p id="live" class="live" role="status" aria-live="polite">connecting…</p>';
+
 /**
  * The page for an inspector mounted at `base`, with the action token `token`.
  *
@@ -28,7 +30,7 @@ export function pageHtml(base: string, token: string): string {
 </head>
 <body>
 <a class="skip" href="#main">Skip to content</a>
-<header class="top"><h1><a href="#/">chainkit inspector</a></h1><p id="live" class="live" role="status" aria-live="polite">connecting…</p></header>
+<header class="top"><h1><a href="#/">chainkit inspector</a></h1>${LIVE_STATUS}</header>
 <main id="main" tabindex="-1"><noscript>The inspector needs JavaScript.</noscript></main>
 </body>
 </html>

@@ -14,7 +14,8 @@ import { walk } from '../util/redact.js';
 export type Safe = (value: unknown) => unknown;
 
 /**
- * The redactor of the inspector: the trace redaction (secret keys, identity keys, `rule`) and text masking on every string.
+ * The redactor of the inspector: the trace redaction (secret
+ * keys, identity keys, `rule`) and text masking on every string.
  *
  * @example
  * ```ts

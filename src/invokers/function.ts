@@ -37,7 +37,9 @@ export type ToolResultOf<T> = ToolOutput<T> | ToolErrorResult | Promise<ToolOutp
  *
  * @example
  * ```ts
- * const impls: ToolImplementations<[typeof getWeather]> = { get_weather: async ({ city }) => ({ celsius: city.length }) };
+ * const impls: ToolImplementations<[typeof getWeather]> = {
+ *   get_weather: async ({ city }) => ({ celsius: city.length }),
+ * };
  * ```
  */
 export type ToolImplementations<Tools extends readonly Tool[]> = {
@@ -76,7 +78,10 @@ type WrongFields<A, O, Path extends string> = {
       ? never
       : `${Path extends '' ? K : `${Path}.${K}`} is missing`;
 }[keyof O & string];
-/** What an implementation of `T` returning `R` must return: `R` when it fits, else a message naming the wrong field (`ToolResultOf<T>` while `R` is not inferred yet). */
+/**
+ * What an implementation of `T` returning `R` must return: `R` when it fits, else a
+ * message naming the wrong field (`ToolResultOf<T>` while `R` is not inferred yet).
+ */
 type CheckedResult<R, T> = unknown extends R
   ? ToolResultOf<T>
   : Fits<Awaited<R>, T> extends true

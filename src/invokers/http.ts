@@ -221,7 +221,10 @@ async function readCapped(tool: string, res: Response, max: number, strict: bool
   return concatUtf8(chunks);
 }
 
-/** Decodes the chunks read as one UTF-8 text (streaming, so a character split across chunks survives); no `Buffer`, so it runs on any runtime. */
+/**
+ * Decodes the chunks read as one UTF-8 text (streaming, so a character
+ * split across chunks survives); no `Buffer`, so it runs on any runtime.
+ */
 function concatUtf8(chunks: readonly Uint8Array[]): string {
   const decoder = new TextDecoder();
   let text = '';

@@ -34,7 +34,9 @@ export interface ToolCall {
  * @example
  * ```ts
  * const names = new Set(['get_weather']);
- * const invoker: ToolInvoker = Object.assign(async (call: ToolCall) => callMyBackend(call), { serves: (tool: string) => names.has(tool) });
+ * const invoker: ToolInvoker = Object.assign(async (call: ToolCall) => callMyBackend(call), {
+ *   serves: (tool: string) => names.has(tool),
+ * });
  * ```
  */
 export interface ToolInvoker {

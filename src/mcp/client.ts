@@ -23,7 +23,10 @@ export class McpToolError extends Error {
     message: string,
     /** The error category, when the failure tells; otherwise the message is classified. */
     readonly category: ErrorCategory | undefined,
-    /** `invalid_arguments`, `unknown_tool`, `request_timeout`, `connection_closed`, `mcp_<n>`, an in-band code, or `tool_error`. */
+    /**
+     * `invalid_arguments`, `unknown_tool`, `request_timeout`,
+     * `connection_closed`, `mcp_<n>`, an in-band code, or `tool_error`.
+     */
     readonly code: string,
     /** From an in-band `retry_after` (seconds) in the error result. */
     readonly retryAfterMs?: number,
@@ -158,7 +161,10 @@ export interface ToolsFromMcpOptions {
   effects?: Record<string, ToolEffect>;
   /** Per-attempt timeout of every tool (default: chainkit's default, 10 s). */
   timeoutMs?: number;
-  /** Cancels the listing: the pending `tools/list` request is cancelled and the promise rejects with the signal's reason. */
+  /**
+   * Cancels the listing: the pending `tools/list` request is
+   * cancelled and the promise rejects with the signal's reason.
+   */
   signal?: AbortSignal;
 }
 

@@ -38,7 +38,9 @@ export interface ServeChainsOptions {
  */
 export const CONFIRM_TOOL = 'confirm_action';
 
-const HOW_TO_CONFIRM = `Ask the user this question. Then call ${CONFIRM_TOOL} with this resumeToken and approved: true if they said yes, approved: false if not. Do not approve on the user's behalf.`;
+const HOW_TO_CONFIRM =
+  `Ask the user this question. Then call ${CONFIRM_TOOL} with this resumeToken and approved: true if they said yes, ` +
+  "approved: false if not. Do not approve on the user's behalf.";
 
 /**
  * An MCP server (the SDK's `McpServer`) exposing each chain as a tool: input schema from the
@@ -50,7 +52,11 @@ const HOW_TO_CONFIRM = `Ask the user this question. Then call ${CONFIRM_TOOL} wi
  * @example
  * ```ts
  * const runner = createRunner({ invoker, chains: taskChains });
- * const server = serveChains(runner, taskChains, { name: 'tasks', version: '1.0.0', context: (extra) => ({ userId: extra.authInfo?.clientId }) });
+ * const server = serveChains(runner, taskChains, {
+ *   name: 'tasks',
+ *   version: '1.0.0',
+ *   context: (extra) => ({ userId: extra.authInfo?.clientId }),
+ * });
  * await server.connect(new StdioServerTransport());
  * ```
  */
@@ -98,7 +104,8 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
       // Resumes any of the chains: its result is the envelope with any chain's output.
       outputSchema: envelope(z.unknown()),
       description:
-        'Answer a confirmation question that a previous tool call returned (status awaiting_confirmation): approved true to go ahead, false to cancel.',
+        'Answer a confirmation question that a previous tool call returned (status awaiting_confirmation): ' +
+        'approved true to go ahead, false to cancel.',
       inputSchema: z.object({
         resumeToken: z.string().min(1).describe('The resumeToken of the awaiting_confirmation result'),
         approved: z.boolean().describe("The user's answer: true to go ahead, false to cancel"),

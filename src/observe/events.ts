@@ -12,7 +12,10 @@ export interface ChainStartEvent {
   sessionId?: string;
   resumed: boolean;
 }
-/** Emitted when a run or resume ends, whatever the outcome. A failure's `error` and `trace` are already masked (secret values removed from every text). */
+/**
+ * Emitted when a run or resume ends, whatever the outcome. A failure's `error`
+ * and `trace` are already masked (secret values removed from every text).
+ */
 export interface ChainEndEvent {
   runId: string;
   traceId: string;
@@ -307,7 +310,9 @@ export interface ItemEndRunEvent extends RunEventBase {
   step: string;
   data: { index: number; status: TraceStepStatus; latencyMs: number; error?: ChainErrorInfo };
 }
-/** A waiting run took the signal its `waitFor` step waited for (§12): `step` is that step; the payload is its result. */
+/**
+ * A waiting run took the signal its `waitFor` step waited for (§12): `step` is that step; the payload is its result.
+ */
 export interface SignalReceivedRunEvent extends RunEventBase {
   type: 'signal:received';
   step: string;

@@ -7,8 +7,11 @@ import { hides, isSecretKey, REDACTED, walk, type RedactRule } from '../util/red
 // the pair after it ("Error: password=x"). A quoted key needs a quoted or numeric value, which keeps
 // chainkit's own "at 'password': Invalid input" readable.
 const PAIR_KEY = /(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]*[:=][ \t]*/g;
-const PAIR_VALUE =
-  /"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(?:Bearer|Basic|Token|Digest)[ \t]+[^\s,;&"'<>(){}[\]]{1,1024}|[^\s,;&"'<>(){}[\]]{1,1024}/y;
+const PAIR_VALUE = new RegExp(
+  String.raw`"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|(?:Bearer|Basic|Token|Digest)[ \t]+[^\s,;&"'<>(){}[\]]{1,1024}` +
+    String.raw`|[^\s,;&"'<>(){}[\]]{1,1024}`,
+  'y',
+);
 const BEARER = /\b(Bearer[ \t]+)[A-Za-z0-9\-._~+/]{8,}=*/g;
 const URL_PASSWORD = /\b([a-z][a-z0-9+.-]{0,31}:\/\/[^\s:/?#@]{1,256}:)[^\s/?#@]{1,256}@/gi;
 // Text longer than this is cut before masking: a tool's 10 MB error message is no message.

@@ -17,7 +17,9 @@ const MARK: Record<TraceStep['status'], string> = {
 export interface FormatTraceOptions {
   /** Width of the bar area in characters. Default 40. */
   width?: number;
-  /** Nested entries (sub-chain steps, `forEach` items, `loop` iterations) shown per step before `… n more`. Default 20. */
+  /**
+   * Nested entries (sub-chain steps, `forEach` items, `loop` iterations) shown per step before `… n more`. Default 20.
+   */
   maxChildren?: number;
 }
 
@@ -64,8 +66,10 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
     const bar = `${' '.repeat(from)}${'█'.repeat(len)}`.padEnd(width);
     const attempts = s.attempts > 1 ? ` ×${s.attempts}` : '';
     const err = s.error ? `  ${s.error.category}/${s.error.code}` : '';
+    const id = `${'  '.repeat(depth)}${s.id}`.padEnd(idW);
+    const tool = (s.tool ?? '').padEnd(toolW);
     lines.push(
-      `${String(s.stepNumber).padStart(2)} ${`${'  '.repeat(depth)}${s.id}`.padEnd(idW)} ${(s.tool ?? '').padEnd(toolW)} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`,
+      `${String(s.stepNumber).padStart(2)} ${id} ${tool} ${bar} ${MARK[s.status]} ${s.latencyMs} ms${attempts}${err}`,
     );
   }
   return lines.join('\n');

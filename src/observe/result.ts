@@ -115,7 +115,10 @@ export interface ResponseMetadata {
   context: {
     chain?: string;
     tool?: string;
-    /** A chain's tool steps; for `invoke(…, { tier })`, the tools the tier offers (simple 0 by default, medium its list, complex all). */
+    /**
+     * A chain's tool steps; for `invoke(…, { tier })`, the tools the
+     * tier offers (simple 0 by default, medium its list, complex all).
+     */
     toolCount?: number;
     /** The tier of an `invoke(…, { tier })` that offered the tool (or the one asked for, when none did). */
     tier?: string;

@@ -23,7 +23,8 @@ export interface TraceStep {
   decidedBy?: string;
   /**
    * Steps that run chains (`chain`, `branch`: the sub-chain's steps; `forEach`: one entry per item,
-   * `loop`: one per iteration, each holding its sub-chain's steps). Nested ids carry the step's: `audit/find`, `done/3`.
+   * `loop`: one per iteration, each holding its sub-chain's steps). Nested ids carry the step's:
+   * `audit/find`, `done/3`.
    */
   children?: TraceStep[];
 }
@@ -48,7 +49,9 @@ export interface Trace {
   steps: TraceStep[];
   /** Every error of the trace, in step order, then the run's own if no step holds it; absent when there is none. */
   errors?: ChainErrorInfo[];
-  /** The tool tier of an `invoke(…, { tier })`: the tier that offered the tool (or the one asked for, when none did). */
+  /**
+   * The tool tier of an `invoke(…, { tier })`: the tier that offered the tool (or the one asked for, when none did).
+   */
   tier?: string;
   /** How many tools that tier offers (simple 0 by default, medium its list, complex all). */
   toolCount?: number;
@@ -74,8 +77,11 @@ export interface ToolTransition {
  * IDENTITY_KEY.test('task_id'); // false
  * ```
  */
-export const IDENTITY_KEY =
-  /^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$/i;
+export const IDENTITY_KEY = new RegExp(
+  String.raw`^(?:(?:user|owner|account|customer|member)(?:[-_]?(?:id|name))?|` +
+    String.raw`e[-_]?mail(?:[-_]?address)?|phone(?:[-_]?number)?)$`,
+  'i',
+);
 
 /**
  * Sets a finished trace's status from its run's — `partial` for a failed run with completed

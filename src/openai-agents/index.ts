@@ -34,7 +34,10 @@ export interface OpenAIAgentsToolOptions<TContext> {
  *
  * @example
  * ```ts
- * const agent = new Agent({ name: 'Tasks', tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: (c) => ({ userId: c.userId }) })] });
+ * const agent = new Agent({
+ *   name: 'Tasks',
+ *   tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: (c) => ({ userId: c.userId }) })],
+ * });
  * let result = await run(agent, 'Delete my dentist task', { context: { userId } });
  * for (const item of result.interruptions) result.state.approve(item); // after asking the user
  * result = await run(agent, result.state);

@@ -91,7 +91,8 @@ export function otelHooks(options: OtelHooksOptions = {}): Hooks {
   // Spans on which the tool's own error was recorded, so the step end does not add a second, summarised one.
   const recorded = new WeakSet<Span>();
 
-  // A nested step (`audit/find`, `done/3/complete`, §12) is a child of the closest open step span above it, else of the run's.
+  // A nested step (`audit/find`, `done/3/complete`, §12) is a child
+  // of the closest open step span above it, else of the run's.
   const parentOf = (runId: string, step?: string) => {
     const run = runs.get(runId);
     if (!run) return context.active();

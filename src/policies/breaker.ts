@@ -71,7 +71,8 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   function giveBack(ctx: CallContext): void {
     const tool = ctx.tool.name;
     if (!store.release) {
-      report(() => store.failure(tool, now(), threshold, openMs), ctx); // a store without `release`: reopen, as for a lost probe
+      // a store without `release`: reopen, as for a lost probe
+      report(() => store.failure(tool, now(), threshold, openMs), ctx);
       return;
     }
     try {
@@ -90,7 +91,9 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
         new ToolFailure({
           category: 'circuit_open',
           code: 'circuit_open',
-          message: `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; retry in ${decision.retryAfterMs} ms.`,
+          message:
+            `The circuit breaker of tool ${ctx.tool.name} is open after repeated failures; ` +
+            `retry in ${decision.retryAfterMs} ms.`,
           retryAfterMs: decision.retryAfterMs,
         }),
       );

@@ -6,7 +6,10 @@ import { callStore } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
 
-/** Starts a store write whose failure must not hide the call's outcome: a settled promise, or undefined when it answered synchronously. */
+/**
+ * Starts a store write whose failure must not hide the call's outcome:
+ * a settled promise, or undefined when it answered synchronously.
+ */
 function start(write: () => MaybePromise<void>): Promise<unknown> | undefined {
   try {
     const done = write();
@@ -128,7 +131,8 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   }
   function failed(this: Claimed, error: unknown): Promise<never> {
     const ctx = this.ctx;
-    // A write that may still take effect keeps its key claimed: a duplicate must not run it again (no blind retry of a write).
+    // A write that may still take effect keeps its key claimed: a duplicate must not run it
+    // again (no blind retry of a write).
     // So does one the run's deadline, cancel or close() cut off after the tool was reached.
     const cutOff =
       ctx.reached === true &&

@@ -1,7 +1,8 @@
 // Rate limits per tool: fixed windows (at most `limit` attempts start per `intervalMs`, windows
 // counted from the limiter's creation), per tool or per user, with `maxConcurrent` and a bounded queue.
 // Written by hand for the in-process case: bottleneck passes every job through several
-// setTimeout(0) hops, milliseconds per job, far above what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
+// setTimeout(0) hops, milliseconds per job, far above what chainkit may add to a call. Shared limits
+// across processes plug in as a LimiterStore.
 import type { RateLimitKeyCall, RateLimitSpec, Tool } from '../define/tool.js';
 import { classifyError, RunAbortReason, ToolFailure } from '../errors/classify.js';
 import { abortAtDeadline, type AbortScope } from './abort.js';
@@ -240,7 +241,11 @@ const MEMORY_LIMITER_OPTIONS = z.object(
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker, tools, stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { limiter: memoryLimiterStore(Date.now, { maxLimiters: 50_000 }) },
+ * });
  * ```
  */
 export function memoryLimiterStore(
@@ -287,7 +292,8 @@ const ANONYMOUS = 'anonymous';
  *
  * @example
  * ```ts
- * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx); // 'acme' (or 'anonymous')
+ * limitKey({ limit: 5, intervalMs: 1000, key: (call) => String(call.context.tenant ?? '') }, ctx);
+ * // 'acme' (or 'anonymous')
  * ```
  */
 function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | undefined {
@@ -346,13 +352,17 @@ export function rateLimitPolicy(options: RateLimitPolicyOptions): { policy: Poli
       ? new LimiterRefusal({
           category: 'queue_full',
           code: 'queue_full',
-          message: `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); the call was not queued.`,
+          message:
+            `Too many calls to ${ctx.tool.name} are waiting (maxQueue ${maxQueueOf(spec)}); ` +
+            'the call was not queued.',
           retryAfterMs: spec.intervalMs,
         })
       : new LimiterRefusal({
           category: 'rate_limited',
           code: 'rate_limit_wait',
-          message: `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) comes after the deadline.`,
+          message:
+            `The next ${ctx.tool.name} slot (limit ${spec.limit} per ${spec.intervalMs} ms) ` +
+            'comes after the deadline.',
           retryAfterMs: Math.max(0, Math.ceil(r.waitMs)),
         });
 

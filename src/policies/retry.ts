@@ -25,19 +25,26 @@ const CUT_OFF: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SO
  * @example
  * ```ts
  * outcomeUnknown({ category: 'network', code: 'ECONNRESET', message: 'read ECONNRESET' }); // true
- * outcomeUnknown({ category: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' }); // false: nothing was sent
+ * outcomeUnknown({ category: 'network', code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' });
+ * // false: nothing was sent
  * ```
  */
 function outcomeUnknown(failure: Classified): boolean {
   return failure.category === 'timeout' || (failure.category === 'network' && CUT_OFF.has(failure.code));
 }
 
-/** The failure of a write whose outcome is unknown: not retried, and said so (docs/guides/policies.md, no blind retry of a write). */
+/**
+ * The failure of a write whose outcome is unknown: not retried, and
+ * said so (docs/guides/policies.md, no blind retry of a write).
+ */
 function unknownOutcome(ctx: CallContext, failure: ToolFailure): ToolFailure {
   const { info } = failure;
   return new ToolFailure({
     ...info,
-    message: `${info.message} The outcome is unknown: ${ctx.tool.effect} tool ${ctx.tool.name} may have taken effect, so it was not retried. Check before calling it again, or declare the tool \`idempotent: true\` if it honours ToolCall.idempotencyKey.`,
+    message:
+      `${info.message} The outcome is unknown: ${ctx.tool.effect} tool ${ctx.tool.name} may have taken effect, ` +
+      'so it was not retried. Check before calling it again, ' +
+      'or declare the tool `idempotent: true` if it honours ToolCall.idempotencyKey.',
     outcomeUnknown: true,
   });
 }
@@ -49,7 +56,10 @@ export interface RetryPolicyOptions {
   classifiers?: readonly Classifier[];
   /** Called before each wait (for `step:retry` events and logs). */
   onRetry?: (ctx: CallContext, failure: Classified, delayMs: number) => void;
-  /** Called as each wait starts (a durable run shows `retrying`); what it returns is called when the wait ends, however it ends. */
+  /**
+   * Called as each wait starts (a durable run shows `retrying`);
+   * what it returns is called when the wait ends, however it ends.
+   */
   onWait?: (ctx: CallContext, delayMs: number) => (() => void) | undefined;
 }
 

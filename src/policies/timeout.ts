@@ -24,7 +24,10 @@ class Attempt extends AbortScope {
     super();
   }
 
-  /** The tool answered: in time, or late (the attempt timed out or was aborted), then only the idempotency policy hears it. */
+  /**
+   * The tool answered: in time, or late (the attempt timed out
+   * or was aborted), then only the idempotency policy hears it.
+   */
   answered(value: unknown): void {
     if (this.settle()) this.resolve(value);
     else this.ctx.lateAnswer?.(value);

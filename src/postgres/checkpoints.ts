@@ -20,7 +20,8 @@ export function postgresCheckpointStore(db: Db, maxPerContext: number): Checkpoi
   const save = db.sql(`
 WITH up AS (
   INSERT INTO ${s}.checkpoints AS c (id, context_hash, data, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)
-  ON CONFLICT (id) DO UPDATE SET context_hash = EXCLUDED.context_hash, data = EXCLUDED.data, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+  ON CONFLICT (id) DO UPDATE SET context_hash = EXCLUDED.context_hash, data = EXCLUDED.data,
+    created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
 ), unused AS (DELETE FROM ${s}.checkpoints_used WHERE id = $1)
 DELETE FROM ${s}.checkpoints WHERE id IN (
   SELECT id FROM ${s}.checkpoints WHERE context_hash = $2 AND id <> $1 AND expires_at > $6

@@ -82,10 +82,14 @@ export class Db {
     const s = this.s;
     // Expired rows of every table, a bounded batch each; rows another session holds are skipped, never waited for.
     this.sweepStatement = this.sql(`
-WITH i AS (DELETE FROM ${s}.idempotency WHERE key IN (SELECT key FROM ${s}.idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
-c AS (DELETE FROM ${s}.checkpoints WHERE id IN (SELECT id FROM ${s}.checkpoints WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
-u AS (DELETE FROM ${s}.checkpoints_used WHERE id IN (SELECT id FROM ${s}.checkpoints_used WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
-r AS (DELETE FROM ${s}.runs WHERE run_id IN (SELECT run_id FROM ${s}.runs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
+WITH i AS (DELETE FROM ${s}.idempotency WHERE key IN
+  (SELECT key FROM ${s}.idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+c AS (DELETE FROM ${s}.checkpoints WHERE id IN
+  (SELECT id FROM ${s}.checkpoints WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+u AS (DELETE FROM ${s}.checkpoints_used WHERE id IN
+  (SELECT id FROM ${s}.checkpoints_used WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)),
+r AS (DELETE FROM ${s}.runs WHERE run_id IN
+  (SELECT run_id FROM ${s}.runs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
 DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM r)`);
   }
 

@@ -29,7 +29,12 @@ const conflict = (message: string): Error => Object.assign(new Error(message), {
  *
  * @example
  * ```ts
- * const idempotency = postgresIdempotencyStore(db, { ttlMs: 86_400_000, pendingTtlMs: 60_000, pendingWaitMs: 30_000, pollMs: 50 });
+ * const idempotency = postgresIdempotencyStore(db, {
+ *   ttlMs: 86_400_000,
+ *   pendingTtlMs: 60_000,
+ *   pendingWaitMs: 30_000,
+ *   pollMs: 50,
+ * });
  * ```
  */
 export function postgresIdempotencyStore(db: Db, timing: PostgresIdempotencyTiming): IdempotencyStore {
@@ -39,8 +44,10 @@ export function postgresIdempotencyStore(db: Db, timing: PostgresIdempotencyTimi
   const begin = db.sql(`
 WITH claim AS (
   INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'p', NULL, $3, $4, $5)
-  ON CONFLICT (key) DO UPDATE SET state = 'p', value = NULL, run_id = EXCLUDED.run_id, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-  WHERE i.expires_at <= $2 OR ($6::boolean AND i.state = 'p' AND i.run_id = EXCLUDED.run_id AND i.owner <> EXCLUDED.owner)
+  ON CONFLICT (key) DO UPDATE SET state = 'p', value = NULL, run_id = EXCLUDED.run_id, owner = EXCLUDED.owner,
+    expires_at = EXCLUDED.expires_at
+  WHERE i.expires_at <= $2
+    OR ($6::boolean AND i.state = 'p' AND i.run_id = EXCLUDED.run_id AND i.owner <> EXCLUDED.owner)
   RETURNING 1
 )
 SELECT 'n'::text AS state, NULL::text AS value FROM claim
@@ -49,11 +56,13 @@ SELECT state, value FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2 AND
   const read = db.sql(`SELECT state, value FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2`);
   const complete = db.sql(`
 INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
-ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at`);
+ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
+  expires_at = EXCLUDED.expires_at`);
   // The late answer of a write whose outcome was unknown: kept unless the key holds a result or a call in flight.
   const completeLate = db.sql(`
 INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
-ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL, expires_at = EXCLUDED.expires_at
+ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
+  expires_at = EXCLUDED.expires_at
 WHERE i.state = 'u' OR i.expires_at <= $4`);
   const release = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.

@@ -1,6 +1,8 @@
 /**
  * chainkit/postgres: durable runs, confirmation checkpoints and idempotency on PostgreSQL, so a run
- * survives the death of the process running it ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)) on the database an app already runs.
+ * survives the death of the process running it
+ * ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md))
+ * on the database an app already runs.
  *
  * ## Set-up
  *
@@ -34,7 +36,13 @@
  * const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL });
  * const stores = postgresStores(pool, { schema: 'chainkit' });
  * await stores.migrate(); // optional: otherwise on first use
- * const runner = createRunner({ invoker, chains, secret: process.env.CHAINKIT_SECRET, stores, recover: { intervalMs: 5_000 } });
+ * const runner = createRunner({
+ *   invoker,
+ *   chains,
+ *   secret: process.env.CHAINKIT_SECRET,
+ *   stores,
+ *   recover: { intervalMs: 5_000 },
+ * });
  * // …
  * await runner.close();
  * await pool.end();
@@ -70,7 +78,9 @@ export interface PostgresStoresOptions {
   pendingWaitMs?: number;
   /** Poll interval while waiting. Default 50 ms. */
   pollMs?: number;
-  /** Pending checkpoints kept per trusted context (per user); past it, that context's oldest are deleted. Default 100. */
+  /**
+   * Pending checkpoints kept per trusted context (per user); past it, that context's oldest are deleted. Default 100.
+   */
   maxPendingPerContext?: number;
   /** How often, at most, expired rows are deleted (in the background of a write). `Infinity`: never. Default 60 s. */
   sweepIntervalMs?: number;
@@ -91,9 +101,15 @@ export interface PostgresStores {
   runs: RunStore;
   checkpoints: CheckpointStore;
   idempotency: IdempotencyStore;
-  /** Creates the schema and tables unless they exist (otherwise done on first use). Safe to call from many processes at once. */
+  /**
+   * Creates the schema and tables unless they exist (otherwise
+   * done on first use). Safe to call from many processes at once.
+   */
   migrate(): Promise<void>;
-  /** Waits for what the stores started (a background sweep), at most 1 s: a silent database never hangs it. The pool stays open: it is yours. */
+  /**
+   * Waits for what the stores started (a background sweep), at most 1 s:
+   * a silent database never hangs it. The pool stays open: it is yours.
+   */
   close(): Promise<void>;
 }
 
@@ -102,7 +118,8 @@ const POSTGRES_STORES_OPTIONS = z.object(
     schema: z
       .custom<string>(
         (v) => typeof v === 'string' && /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v),
-        'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.',
+        'Expected `schema` to be a plain identifier: ' +
+          'letters, digits and `_`, not starting with a digit, at most 63 characters.',
       )
       .optional(),
     idempotencyTtlMs: integerMs('idempotencyTtlMs').optional(),

@@ -17,7 +17,8 @@ export const SCHEMA_VERSION = 5;
 export function quoteSchema(name: string): string {
   if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
     throw new TypeError(
-      'Expected `schema` to be a plain identifier: letters, digits and `_`, not starting with a digit, at most 63 characters.',
+      'Expected `schema` to be a plain identifier: ' +
+        'letters, digits and `_`, not starting with a digit, at most 63 characters.',
     );
   }
   return `"${name}"`;
@@ -99,6 +100,7 @@ CREATE TABLE IF NOT EXISTS ${s}.idempotency (
 );
 CREATE INDEX IF NOT EXISTS idempotency_expiry ON ${s}.idempotency (expires_at);
 CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value text NOT NULL);
-INSERT INTO ${s}.meta (key, value) VALUES ('version', '${SCHEMA_VERSION}') ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.meta.value::int < ${SCHEMA_VERSION};
+INSERT INTO ${s}.meta (key, value) VALUES ('version', '${SCHEMA_VERSION}')
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.meta.value::int < ${SCHEMA_VERSION};
 `;
 }

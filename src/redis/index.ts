@@ -73,7 +73,10 @@ export interface RedisStores {
   metrics: LearningStore;
   /** Rate limits shared by every process (bottleneck's Redis clustering). */
   limiter: LimiterStore;
-  /** Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)): `journal(…, complete)` keeps results in `idempotency`, in the same round trip. */
+  /**
+   * Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)):
+   * `journal(…, complete)` keeps results in `idempotency`, in the same round trip.
+   */
   runs: RunStore;
 }
 
@@ -186,7 +189,11 @@ const REDIS_STORES_OPTIONS = z.object(
  * import Redis from 'ioredis';
  * import { redisStores } from 'chainkit/redis';
  * const redis = new Redis('redis://127.0.0.1:6379');
- * const runner = createRunner({ invoker, secret: process.env.CHAINKIT_SECRET, stores: redisStores(redis, { prefix: 'myapp' }) });
+ * const runner = createRunner({
+ *   invoker,
+ *   secret: process.env.CHAINKIT_SECRET,
+ *   stores: redisStores(redis, { prefix: 'myapp' }),
+ * });
  * ```
  */
 export function redisStores(redis: RedisClient, options: RedisStoresOptions): RedisStores {

@@ -298,14 +298,19 @@ const REDIS_LIMITER_OPTIONS = z.object(
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker, tools, stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { ...redisStores(redis, { prefix: 'myapp' }), limiter: redisLimiterStore(redis, { prefix: 'myapp' }) },
+ * });
  * ```
  */
 export function redisLimiterStore(redis: RedisClient, options: RedisLimiterOptions): RedisLimiterStore {
   checkOptions('redisLimiterStore options', REDIS_LIMITER_OPTIONS, options);
   const max = options.maxLimiters ?? DEFAULT_MAX_LIMITERS;
   const now = options.now ?? Date.now;
-  // Opened on first use. Eager: bottleneck waits for 'ready', which a lazyConnect client (the option is copied) never emits.
+  // Opened on first use. Eager: bottleneck waits for 'ready',
+  // which a lazyConnect client (the option is copied) never emits.
   let conn: Bottleneck.IORedisConnection | undefined;
   const connection = (): Bottleneck.IORedisConnection => {
     if (!conn) {

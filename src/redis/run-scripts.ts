@@ -1,10 +1,13 @@
-// The Lua scripts of the Redis run store (src/redis/runs.ts): each claim, journal write, finish and listing is one atomic script.
+// The Lua scripts of the Redis run store (src/redis/runs.ts): each
+// claim, journal write, finish and listing is one atomic script.
 
 // The listing indexes (runner.listRuns): per status, and per status and chain, sorted sets of run ids
 // scored by start time, moved in the same script as the status. A member whose run expired or moved
 // on is dropped when a listing meets it, and each finish prunes a few of the oldest: never a scan.
 const INDEX = `
-local function idx(prefix, status, chain) return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain end
+local function idx(prefix, status, chain)
+  return prefix .. 'st:' .. status, prefix .. 'sc:' .. status .. ':' .. chain
+end
 local function index_move(prefix, id, chain, started, from, to, keepMs)
   if from then
     local a, b = idx(prefix, from, chain)
@@ -46,15 +49,18 @@ local function index_expire(prefix, id, chain, status, now, keepMs)
 end
 `;
 
-// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint, context hash, startedAt, index prefix, run key prefix.
+// KEYS: run hash, journal, live set. ARGV: record, owner, leaseUntil, deadlineAt, now, runId, chain, fingerprint,
+// context hash, startedAt, index prefix, run key prefix.
 // Records a new run, or reports the existing one (taken over when its lease ended before now). A run
-// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not taken over.
+// id bound to another chain or context is 'mismatch', untouched; one in flight under another fingerprint is not
+// taken over.
 export const CREATE = `local ARGV_RUN = ARGV[12]
 ${INDEX}
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3], 'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
+  redis.call('HSET', KEYS[1], 'd', ARGV[1], 'status', 'running', 'owner', ARGV[2], 'lease', ARGV[3],
+    'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
   index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
   return 'created'
@@ -82,7 +88,8 @@ if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1`;
 
-// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run ids… Renews only the owner's runs in flight; returns their ids.
+// KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run
+// ids… Renews only the owner's runs in flight; returns their ids.
 export const RENEW = `
 local out = {}
 for i = 4, #ARGV do
@@ -96,7 +103,8 @@ for i = 4, #ARGV do
 end
 return out`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now, index prefix, run key prefix, journal entries….
+// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0:
+// kept until deleted), runId, now, index prefix, run key prefix, journal entries….
 export const FINISH = `local ARGV_RUN = ARGV[8]
 ${INDEX}
 ${EXPIRY}
@@ -120,11 +128,13 @@ if f[3] then index_move(ARGV[7], ARGV[5], f[3], f[4] or '0', 'running', ARGV[2],
 if f[3] and keep then index_expire(ARGV[7], ARGV[5], f[3], ARGV[2], ARGV[6], keep) end
 return 1`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, approved gate, deadlineAt, runId, index prefix, run key prefix.
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil,
+// approved gate, deadlineAt, runId, index prefix, run key prefix.
 export const REOPEN = `local ARGV_RUN = ARGV[7]
 ${INDEX}
 if redis.call('HGET', KEYS[1], 'status') ~= 'awaiting_confirmation' then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'gate', ARGV[3], 'deadline', ARGV[4])
+redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2],
+  'gate', ARGV[3], 'deadline', ARGV[4])
 redis.call('HDEL', KEYS[1], 'result', 'ended')
 local f = redis.call('HMGET', KEYS[1], 'chain', 'started')
 if f[1] then index_move(ARGV[6], ARGV[5], f[1], f[2] or '0', 'awaiting_confirmation', 'running', nil) end
@@ -154,7 +164,8 @@ for page = 1, 20 do
       redis.call('ZREM', KEYS[1], id)
     elseif tonumber(f[2]) >= tonumber(ARGV[2]) then
       redis.call('ZADD', KEYS[1], f[2], id)
-    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')] and not (orphan and tonumber(f[5]) < orphan) then
+    elseif ARGV[8] == '1' and f[3] and not allowed[f[3] .. '|' .. (f[4] or '')]
+      and not (orphan and tonumber(f[5]) < orphan) then
       offset = offset + 1
     else
       redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
@@ -222,7 +233,8 @@ table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end ret
 local out = {}
 for i = 1, math.min(limit, #cands) do
   local id = cands[i][2]
-  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'), redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'),
+    redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
 end
 return {out, #cands > limit and 1 or 0}`;
 
@@ -266,8 +278,10 @@ if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
 redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
 return 1`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked status, journal entry ('' for none).
-// Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled: exactly one taker wins.
+// KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked
+// status, journal entry ('' for none).
+// Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled:
+// exactly one taker wins.
 export const TAKE_PARKED = `local ARGV_RUN = ARGV[6]
 ${INDEX}
 if ARGV[7] == 'running' or redis.call('HGET', KEYS[1], 'status') ~= ARGV[7] then return 0 end

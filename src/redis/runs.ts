@@ -33,7 +33,10 @@ import { z } from 'zod';
 
 /** Options of {@link redisRunStore}. */
 export interface RedisRunStoreOptions {
-  /** Namespace of every key: the same as `redisStores`' so `journal(…, complete)` writes where its idempotency store reads. */
+  /**
+   * Namespace of every key: the same as `redisStores`' so
+   * `journal(…, complete)` writes where its idempotency store reads.
+   */
   prefix: string;
   /** How long a result kept by `journal(…, complete)` lives when the call gives no TTL. Default 24 h. */
   idempotencyTtlMs?: number;
@@ -73,7 +76,10 @@ const takeParked = script(TAKE_PARKED);
 const due = script(DUE);
 const wakeAtScript = script(WAKE_AT);
 
-/** The idempotency store's encoding of a kept result; `undefined` when JSON cannot hold it (not kept, as by its own `complete`). */
+/**
+ * The idempotency store's encoding of a kept result; `undefined`
+ * when JSON cannot hold it (not kept, as by its own `complete`).
+ */
 function keepable(value: unknown): string | undefined {
   try {
     return JSON.stringify({ s: 'd', v: value });
@@ -141,7 +147,8 @@ const REDIS_RUN_STORE_OPTIONS = z.object(
  * as the Redis holding them: use AOF persistence (`appendonly yes`, `appendfsync everysec` or
  * `always`) and no eviction (`maxmemory-policy noeviction`) for runs that must survive a Redis restart.
  * Keys: `<prefix>:run:<id>` (hash), `<prefix>:run-j:<id>` (journal list), `<prefix>:runs:live`
- * (sorted set of runs in flight), `<prefix>:runs:wake` (sorted set of waiting runs by wake-up). Single-node Redis, like every chainkit script.
+ * (sorted set of runs in flight), `<prefix>:runs:wake` (sorted set of waiting runs by wake-up).
+ * Single-node Redis, like every chainkit script.
  *
  * @example
  * ```ts

@@ -75,7 +75,9 @@ export function chainToolCore<F>(
       if (unasked && out.status === 'declined') {
         return {
           ...out,
-          message: `Step ${out.step} needs the user's approval, which was not asked for this call; call the tool again to ask.`,
+          message:
+            `Step ${out.step} needs the user's approval, which was not asked for this call; ` +
+            'call the tool again to ask.',
         };
       }
       return out;

@@ -35,7 +35,8 @@ export function checkDecision(runId: unknown, decision: RunDecision): void {
   const retry = typeof d?.retry === 'boolean';
   if (gate === retry)
     throw new TypeError(
-      'Expected a decision { approved: boolean, by: string } (a gate) or { retry: boolean, by: string } (a run in doubt).',
+      'Expected a decision { approved: boolean, by: string } (a gate) ' +
+        'or { retry: boolean, by: string } (a run in doubt).',
     );
   if (typeof decision.by !== 'string' || decision.by === '' || decision.by.length > 255)
     throw new TypeError('Expected `by`: who decided, as 1 to 255 characters.');

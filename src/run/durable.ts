@@ -56,7 +56,10 @@ export interface RunInfo {
 
 /** Default lease: how long an owner's silence counts as its death. */
 const DEFAULT_LEASE_MS = 30_000;
-/** Default retention of an ended run (`retention.completedMs`, `retention.failedMs`): its result kept for callers retrying its run id. */
+/**
+ * Default retention of an ended run (`retention.completedMs`,
+ * `retention.failedMs`): its result kept for callers retrying its run id.
+ */
 const RETENTION_MS = 24 * 3_600_000;
 /** Runs claimed per `recover()` call. */
 const DEFAULT_RECOVER_LIMIT = 100;
@@ -92,7 +95,10 @@ export interface Durable {
    * exactly once with the payload journaled as the step's result, then continued.
    */
   signal(runId: string, name: string, payload: unknown): Promise<SignalResult>;
-  /** Cancels a run parked `waiting`: taken exactly once, it ends `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first. */
+  /**
+   * Cancels a run parked `waiting`: taken exactly once, it ends
+   * `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first.
+   */
   cancelWaiting(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined>;
 }
 
@@ -120,7 +126,10 @@ export function durableRuns(
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const completedMs = options.retention?.completedMs ?? RETENTION_MS;
   const failedMs = options.retention?.failedMs ?? RETENTION_MS;
-  /** How long the store keeps a run that ended (or parked) so: its kind's retention; a parked run until its token expires. */
+  /**
+   * How long the store keeps a run that ended (or parked) so:
+   * its kind's retention; a parked run until its token expires.
+   */
   const keepFor = (status: RunResult['status']): number =>
     status === 'failed' ? failedMs : status === 'awaiting_confirmation' ? parts.gates.confirmationTtlMs : completedMs;
   let poll: ReturnType<typeof setInterval> | undefined;
@@ -171,8 +180,9 @@ export function durableRuns(
     lease.stop = events ? events.open(runId).stopper : new AbortController();
     const stops = [lease.stop.signal];
     if (exec.signal) stops.push(exec.signal);
+    // any: Node 20.3+
     exec.signal =
-      stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops); // any: Node 20.3+
+      stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops);
     exec.deadlineAt = deadlineAt;
     exec.durable = { runId, owner, takeOver: true };
     exec.interrupted = () => lease.lost || lease.failed !== undefined;
@@ -207,7 +217,8 @@ export function durableRuns(
       }
       return false;
     };
-    // A plain write is journaled as started before it is called: whoever finds it with no outcome parks the run in doubt.
+    // A plain write is journaled as started before it is called:
+    // whoever finds it with no outcome parks the run in doubt.
     exec.beforeWrite = async (ctx) => {
       const started: JournalEntry = {
         step: ctx.step!,
@@ -308,7 +319,9 @@ export function durableRuns(
             {
               category: 'timeout',
               code: 'wait_timeout',
-              message: `Step ${step} waited for signal '${waiting.signal}' past its timeout${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
+              message:
+                `Step ${step} waited for signal '${waiting.signal}' past its timeout` +
+                `${waiting.until !== undefined ? ` (${new Date(waiting.until).toISOString()})` : ''}.`,
             },
             { step, userMessage: 'This waited too long for an answer and was stopped.' },
             calls.retryTable,
@@ -317,7 +330,10 @@ export function durableRuns(
     return takeWaiting(run, chain, step, error);
   };
 
-  /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates instead. */
+  /**
+   * Takes a waiting run for this runner (exactly once) and
+   * continues it; with `error`, it fails and compensates instead.
+   */
   const takeWaiting = async (
     run: StoredRun,
     chain: Chain,
@@ -389,7 +405,8 @@ export function durableRuns(
       calls,
       'unavailable',
       'store_unavailable',
-      `Run ${result.runId} ran to its end, but the run store did not record it; a runner will finish it from its journal.`,
+      `Run ${result.runId} ran to its end, but the run store did not record it; ` +
+        'a runner will finish it from its journal.',
     );
     settleTrace(result.trace, 'failed', body.error);
     return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
@@ -445,7 +462,8 @@ export function durableRuns(
         calls,
         'timeout',
         'deadline_exceeded',
-        `Run ${run.runId} passed its deadline with no runner able to continue it; ${why}, so its completed steps could not be compensated.`,
+        `Run ${run.runId} passed its deadline with no runner able to continue it; ` +
+          `${why}, so its completed steps could not be compensated.`,
       ),
     );
     return bounded('finish', now() + STORE_WAIT_MS, () =>
@@ -502,7 +520,8 @@ export function durableRuns(
     }
     logger?.warn(
       { runId, traceId: run.traceId, chain: run.chain, step: first.step, tool: first.tool, owner, previousOwner },
-      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })`,
+      `durable runs: run ${runId} parked in_doubt: step ${first.step} (${first.tool}) was in flight ` +
+        'when its runner stopped and may have taken effect; decide it with runner.decide(runId, { retry, by })',
     );
     const log = parts.recorder.runEvents;
     if (log) {
@@ -518,7 +537,10 @@ export function durableRuns(
     return result;
   };
 
-  /** Takes a run in doubt for this runner with `entry` (the decision) journaled in the same write; `false` if another decision took it first. */
+  /**
+   * Takes a run in doubt for this runner with `entry` (the decision)
+   * journaled in the same write; `false` if another decision took it first.
+   */
   const takeInDoubt = async (
     run: StoredRun,
     chain: Chain,
@@ -526,7 +548,8 @@ export function durableRuns(
   ): Promise<{ leaseUntil: number; deadlineAt: number } | false> => {
     if (!store.takeParked)
       throw new TypeError(
-        'Deciding a run in doubt needs a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).',
+        'Deciding a run in doubt needs a run store with takeParked(): ' +
+          'memoryRunStore(), redisStores(...) or postgresStores(...).',
       );
     const t = now();
     // The run waited for a person: its decision starts a new segment, with the chain's whole time budget.
@@ -542,11 +565,15 @@ export function durableRuns(
   /** The chains this runner can continue: what a claim is filtered by. */
   const claimFilter = (t: number): ClaimFilter => ({
     chains: [...parts.chains.values()].map((c) => ({ name: c.name, fingerprint: c.fingerprint })),
-    // Runs nobody here can continue are ended once their deadline is well past (their own runners had a lease's worth of polls first).
+    // Runs nobody here can continue are ended once their deadline is
+    // well past (their own runners had a lease's worth of polls first).
     orphanedBefore: t - Math.max(ORPHAN_GRACE_MS, 2 * leaseMs),
   });
 
-  /** Claims expired runs this runner can continue and starts them, and wakes its waiting runs whose time came; resolves with their results' promises (`undefined`: taken by another first). */
+  /**
+   * Claims expired runs this runner can continue and starts them, and wakes its waiting runs
+   * whose time came; resolves with their results' promises (`undefined`: taken by another first).
+   */
   const claimAndStart = async (): Promise<Promise<RunResult | undefined>[]> => {
     const t = now();
     const until = t + leaseMs;
@@ -714,14 +741,16 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${run.runId} is in doubt, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${run.runId} is in doubt, and this runner cannot continue it: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const doubt = writesInDoubt(run);
       const first = doubt[0];
       const step = first?.step ?? '';
       const mark = { retry: decision.retry, by: decision.by, at: now() };
-      // Refused: the decision is also the compensation's start, so a runner that dies while undoing leaves a run that is only undone.
+      // Refused: the decision is also the compensation's start, so a
+      // runner that dies while undoing leaves a run that is only undone.
       const error = decision.retry
         ? undefined
         : cancelled !== undefined
@@ -729,7 +758,9 @@ export function durableRuns(
               {
                 category: 'cancelled',
                 code: 'run_cancelled',
-                message: `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; step ${step}, in doubt, was not called again.`,
+                message:
+                  `The run was cancelled${cancelled ? `: ${cancelled}` : ''}; ` +
+                  `step ${step}, in doubt, was not called again.`,
               },
               { step, ...(first && { tool: first.tool }) },
               calls.retryTable,
@@ -738,13 +769,16 @@ export function durableRuns(
               {
                 category: 'unknown',
                 code: 'outcome_unknown',
-                message: `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
+                message:
+                  `Step ${step}${first ? ` (${first.tool})` : ''} was in flight when its runner stopped; ` +
+                  `whether it took effect is unknown, and ${decision.by} decided not to call it again.`,
               },
               {
                 step,
                 ...(first && { tool: first.tool }),
                 userMessage:
-                  'It is not known whether this step took effect, so it was not repeated. Check it before trying again.',
+                  'It is not known whether this step took effect, so it was not repeated. ' +
+                  'Check it before trying again.',
               },
               calls.retryTable,
             );
@@ -813,7 +847,8 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${run.runId} is waiting, and this runner cannot continue it to undo its steps: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const step = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting.step ?? '';
@@ -843,7 +878,8 @@ export function durableRuns(
       const chain = parts.chains.get(run.chain);
       if (!chain || chain.fingerprint !== run.fingerprint) {
         throw new TypeError(
-          `Run ${runId} waits for a signal, and this runner cannot continue it: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+          `Run ${runId} waits for a signal, and this runner cannot continue it: ` +
+            `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
         );
       }
       const waiting = (run.result as Extract<RunResult, { status: 'waiting' }> | undefined)?.waiting;
@@ -919,7 +955,8 @@ const ORPHAN_GRACE_MS = 60_000;
 
 /**
  * Waits shorter than this are not shown as `retrying`: marking and unmarking cost two store writes
- * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before anyone listing runs would see it.
+ * (about a millisecond each, under 0.2 % of a wait this long), and a shorter wait is over before
+ * anyone listing runs would see it.
  */
 const RETRYING_MIN_MS = 1_000;
 
@@ -930,7 +967,14 @@ const RETRYING_MIN_MS = 1_000;
  *
  * @example
  * ```ts
- * parts.recorder.retryWait = retryWaits(store.markRetrying.bind(store), owner, Date.now, (id) => leases.get(id) !== undefined, bounded, warn);
+ * parts.recorder.retryWait = retryWaits(
+ *   store.markRetrying.bind(store),
+ *   owner,
+ *   Date.now,
+ *   (id) => leases.get(id) !== undefined,
+ *   bounded,
+ *   warn,
+ * );
  * ```
  */
 function retryWaits(

@@ -35,7 +35,11 @@ export type EarlyFailure = {
  *
  * @example
  * ```ts
- * return earlyResult(parts, { chain: chain.name, runId, traceId, sessionId: undefined }, earlyFailure(calls, 'invalid_input', 'invalid_input', message));
+ * return earlyResult(
+ *   parts,
+ *   { chain: chain.name, runId, traceId, sessionId: undefined },
+ *   earlyFailure(calls, 'invalid_input', 'invalid_input', message),
+ * );
  * ```
  */
 export function earlyResult<O>(

@@ -110,7 +110,9 @@ export type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
 export type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }
   | { kind: 'failed'; error: ChainErrorInfo }
-  /** A gate; `at` and `tool` name a gated step inside a sub-chain (`done/3/delete`), which parks the run as one gate. */
+  /**
+   * A gate; `at` and `tool` name a gated step inside a sub-chain (`done/3/delete`), which parks the run as one gate.
+   */
   | { kind: 'gate'; prompt: string; details: unknown; at?: string; tool?: string }
   | { kind: 'declined' }
   /** A durable run parks `waiting`: until `until` (a sleep), or for `signal` (a waitFor; `until`: its timeout). */

@@ -45,7 +45,10 @@ export function decider(run: StoredRun): string | undefined {
   return undefined;
 }
 
-/** The execution that continues a stored run from its journal: journaled steps are done, not called again; a compensating run only undoes. */
+/**
+ * The execution that continues a stored run from its journal: journaled
+ * steps are done, not called again; a compensating run only undoes.
+ */
 export function continuation(run: StoredRun, chain: Chain): Execution {
   const results = Object.create(null) as Record<string, unknown>;
   const done: string[] = [];

@@ -72,7 +72,10 @@ export class LeaseKeeper {
     this.leases.delete(runId);
   }
 
-  /** The lease is another runner's now: the run's calls are aborted (their tools see `signal`), nothing more is called or undone. */
+  /**
+   * The lease is another runner's now: the run's calls are aborted
+   * (their tools see `signal`), nothing more is called or undone.
+   */
   lose(lease: Lease): void {
     if (lease.lost) return;
     lease.lost = true;

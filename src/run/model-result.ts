@@ -50,7 +50,8 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       const { prompt, step, tool, expiresAt } = result.confirmation;
       const instructions =
         options.howToConfirm ??
-        'Ask the user this question and do not go on until they answer; then resume with the resume token and their decision.';
+        'Ask the user this question and do not go on until they answer; ' +
+          'then resume with the resume token and their decision.';
       return {
         status: 'awaiting_confirmation',
         resumeToken: result.resumeToken,
@@ -82,7 +83,8 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
         step: result.step,
         tool: result.inDoubt[0]?.tool ?? '',
         message:
-          'A step that changes data was interrupted and may or may not have taken effect; an operator must check it before the run goes on. Do not repeat it yourself.',
+          'A step that changes data was interrupted and may or may not have taken effect; ' +
+          'an operator must check it before the run goes on. Do not repeat it yourself.',
         metadata: result.metadata,
       };
     case 'waiting': {
@@ -90,7 +92,8 @@ export function toModelResult(result: RunResult, options: ModelResultOptions = {
       const when = until !== undefined ? new Date(until).toISOString() : undefined;
       const message =
         signal !== undefined
-          ? `The run is waiting for '${signal}'${when ? ` until ${when}` : ''}; it goes on by itself once that arrives. Do not start it again.`
+          ? `The run is waiting for '${signal}'${when ? ` until ${when}` : ''}; ` +
+            'it goes on by itself once that arrives. Do not start it again.'
           : `The run is paused until ${when}; it goes on by itself. Do not start it again.`;
       return {
         status: 'waiting',

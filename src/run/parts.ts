@@ -144,7 +144,10 @@ interface PipelineParts {
   recorder: () => Recorder;
 }
 
-/** The call pipeline (docs/guides/policies.md): idempotency → retry → [per attempt: breaker → rate limit → timeout] → invoker. */
+/**
+ * The call pipeline (docs/guides/policies.md): idempotency → retry
+ * → [per attempt: breaker → rate limit → timeout] → invoker.
+ */
 function callPipeline(
   options: RunnerOptions,
   { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts,

@@ -68,7 +68,8 @@ export function invokeTool(
       // One branch when unused: no wrapper, no extra frame or allocation.
       pending = Promise.resolve(wrap === undefined ? invoker(call) : wrap(invoker, call, ctx.step));
     } catch (error) {
-      pending = Promise.resolve(error).then(rethrow); // an invoker that throws synchronously: rejected once handled (no unhandled-rejection bookkeeping)
+      // an invoker that throws synchronously: rejected once handled (no unhandled-rejection bookkeeping)
+      pending = Promise.resolve(error).then(rethrow);
     }
     return pending.then(checkOutput.bind(ctx), ctx.tool.classifiers === undefined ? fail : failed.bind(ctx));
   };
@@ -140,6 +141,8 @@ export function schemaFailure(
   return {
     category,
     code,
-    message: `${what}${where}: ${first?.message ?? 'invalid'}${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.`,
+    message:
+      `${what}${where}: ${first?.message ?? 'invalid'}` +
+      `${issues.length > 1 ? ` (and ${issues.length - 1} more issue${issues.length > 2 ? 's' : ''})` : ''}.`,
   };
 }

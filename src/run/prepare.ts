@@ -266,7 +266,9 @@ function validateContext(
   };
 }
 
-/** A resume of a run with sub-chains: what they finished before the gate, by prefix, and kept again for a later gate. */
+/**
+ * A resume of a run with sub-chains: what they finished before the gate, by prefix, and kept again for a later gate.
+ */
 function nestedFrom(cp: Checkpoint, chain: Chain): Pick<Execution, 'priorNested' | 'kept'> {
   if (!keepsNested(chain)) return {};
   const kept: JournalEntry[] = cp.nested ? [...cp.nested] : [];

@@ -295,7 +295,10 @@ export class Recorder {
     }
   }
 
-  /** A step's `call.progress`: the shared no-op unless its run records events; then each call is a `step:progress` event, `data` redacted. */
+  /**
+   * A step's `call.progress`: the shared no-op unless its run records
+   * events; then each call is a `step:progress` event, `data` redacted.
+   */
   progressOf(runId: string, step: string | undefined): (data: unknown) => void {
     const writer = this.runEvents?.writers.get(runId);
     if (!writer || step === undefined) return IGNORE_PROGRESS;
@@ -314,7 +317,10 @@ export class Recorder {
    */
   retryWait: ((runId: string, delayMs: number) => (() => void) | undefined) | undefined = undefined;
 
-  /** A call's failed attempt will be retried after `delayMs`: the `step:retry` run event and event (its message masked), and a warning. */
+  /**
+   * A call's failed attempt will be retried after `delayMs`: the
+   * `step:retry` run event and event (its message masked), and a warning.
+   */
   stepRetried(ctx: CallContext, failure: Classified, delayMs: number): void {
     const writer = this.runEvents?.writers.get(ctx.runId);
     const heard = listening(this.events, 'step:retry');

@@ -24,7 +24,9 @@ function skipReason(
   if (chain.fingerprint !== run.fingerprint)
     return {
       reason: 'chain_changed',
-      message: `it was started with another definition of chain ${run.chain} (fingerprint ${run.fingerprint}, here ${chain.fingerprint}); an instance with that definition recovers it`,
+      message:
+        `it was started with another definition of chain ${run.chain} ` +
+        `(fingerprint ${run.fingerprint}, here ${chain.fingerprint}); an instance with that definition recovers it`,
     };
   if (run.leaseUntil > now)
     return {

@@ -25,7 +25,10 @@ export interface Rerun {
   result: Promise<RunResult>;
 }
 
-/** Why `runner.rerun` did not start a run: no such run, a run that did not fail, or a chain this runner lacks (or has changed). */
+/**
+ * Why `runner.rerun` did not start a run: no such run, a run that
+ * did not fail, or a chain this runner lacks (or has changed).
+ */
 export type RerunRefusal = 'not_found' | 'not_failed' | 'unknown_chain';
 
 /**

@@ -61,8 +61,10 @@ export async function runChain<I, C, O>(
     (chain.plan.some((step) => step.step.confirm) || asksInside(chain as Chain))
   ) {
     throw new TypeError(
-      `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, so its resume token could not be used. ` +
-        'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',
+      `runChain: chain ${chain.name} has a confirmation gate, and the runner made for this call is closed after it, ` +
+        'so its resume token could not be used. ' +
+        'Pass `confirm` to answer the gate in-process, pass a long-lived `runner`, ' +
+        'or pass `secret` and a shared `stores.checkpoints` so another runner can resume it.',
     );
   }
   const runner = createRunner(runnerOptions);

@@ -39,7 +39,10 @@ export interface RunStream<O> {
  * (`createRunner({ chains })`): a `resume` or `decide` without `chain` is typed by their outputs.
  */
 export interface Runner<Chains extends readonly Chain[] = Chain[]> {
-  /** Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`, `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`. */
+  /**
+   * Typed events: `chain:start`, `chain:end`, `step:start`, `step:end`,
+   * `step:retry`, `tool:transition`, `confirmation:requested`, `hook:error`.
+   */
   readonly events: RunnerEmitter;
   /** Runs a chain. Never throws for run-time failures: the result says what happened. */
   // Typed from the chain alone (NoInfer): the input is checked against it, never widens it.
@@ -48,7 +51,10 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
     input: NoInfer<In>,
     ...options: RunOptionsArgs<NoInfer<CIn>>
   ): Promise<RunResult<O>>;
-  /** Not a way to call it: `run(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
+  /**
+   * Not a way to call it: `run(chain, input)` of a chain that declares a context is
+   * refused by this signature, with a type error naming the context and its type.
+   */
   run<I, C, O, In, CIn>(
     chain: Chain<I, C, O, In, CIn>,
     input: ContextRequired<CIn>,
@@ -122,7 +128,10 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
     input: NoInfer<In>,
     ...options: RunOptionsArgs<NoInfer<CIn>>
   ): RunStream<O>;
-  /** Not a way to call it: `stream(chain, input)` of a chain that declares a context is refused by this signature, with a type error naming the context and its type. */
+  /**
+   * Not a way to call it: `stream(chain, input)` of a chain that declares a context
+   * is refused by this signature, with a type error naming the context and its type.
+   */
   stream<I, C, O, In, CIn>(
     chain: Chain<I, C, O, In, CIn>,
     input: ContextRequired<CIn>,
@@ -227,7 +236,8 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
  *
  * @example
  * ```ts
- * type M = ContextRequired<{ userId: string }>; // 'context { userId: string } is required: run(chain, input, { context })'
+ * type M = ContextRequired<{ userId: string }>;
+ * // 'context { userId: string } is required: run(chain, input, { context })'
  * ```
  */
 type ContextRequired<CIn> = `context ${TypeText<CIn>} is required: run(chain, input, { context })`;

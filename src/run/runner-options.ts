@@ -40,7 +40,8 @@ export interface RunnerOptions {
   fallbacks?: FallbackRule[];
   /**
    * Where state lives; memory stores by default. With `runs`, every run is durable: recorded,
-   * journaled step by step, and recoverable by another instance if this one dies ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)).
+   * journaled step by step, and recoverable by another instance if this one dies
+   * ([Durable runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)).
    */
   stores?: {
     checkpoints?: CheckpointStore;
@@ -52,7 +53,9 @@ export interface RunnerOptions {
   };
   /** Durable runs: how long an owner's silence counts as its death (its lease). Default 30 s. */
   leaseMs?: number;
-  /** Durable runs: claim and continue runs whose owner died, every `intervalMs` (at most `limit` per poll, default 100). */
+  /**
+   * Durable runs: claim and continue runs whose owner died, every `intervalMs` (at most `limit` per poll, default 100).
+   */
   recover?: { intervalMs: number; limit?: number };
   /**
    * Durable runs: how long the run store keeps an ended run (its record, journal, listing entry and
@@ -69,7 +72,10 @@ export interface RunnerOptions {
   logger?: Logger;
   /** `'full'` keeps (redacted) inputs and outputs in traces. Default `'summary'`. */
   traceDetail?: 'summary' | 'full';
-  /** Keep identity fields (`user_id`, `userId`, `email`, `phone`, …) in full traces' inputs and outputs. Default `false`: shown as `'[REDACTED]'`. */
+  /**
+   * Keep identity fields (`user_id`, `userId`, `email`, `phone`, …) in full
+   * traces' inputs and outputs. Default `false`: shown as `'[REDACTED]'`.
+   */
   traceIdentity?: boolean;
   /** How long a resume token is valid. Default 15 minutes. */
   confirmationTtlMs?: number;
@@ -128,7 +134,10 @@ const RUNNER_OPTIONS = z.object({
     .optional(),
 });
 
-/** The checked options: known tools and chains by name, and the resolved numbers. Throws `DefinitionError` listing every problem. */
+/**
+ * The checked options: known tools and chains by name, and the
+ * resolved numbers. Throws `DefinitionError` listing every problem.
+ */
 export function checkRunnerOptions(options: RunnerOptions): {
   tools: Map<string, Tool>;
   chains: Map<string, Chain>;
@@ -170,12 +179,14 @@ export function checkRunnerOptions(options: RunnerOptions): {
   if (runs === undefined && options.retention !== undefined)
     issues.add(
       'retention',
-      'Retention applies to durable runs: it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).',
+      'Retention applies to durable runs: ' +
+        'it needs `stores.runs` (memoryRunStore(), redisStores(...) or postgresStores(...)).',
     );
   if (runs === undefined && (options.recover !== undefined || options.leaseMs !== undefined))
     issues.add(
       options.recover !== undefined ? 'recover' : 'leaseMs',
-      'Durable runs need `stores.runs` (redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).',
+      'Durable runs need `stores.runs` ' +
+        '(redisStores(...) or postgresStores(...) from chainkit/redis, chainkit/postgres).',
     );
   issues.throwIfAny('runner options');
   return {

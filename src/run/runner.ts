@@ -42,7 +42,10 @@ const CLOSE_WAIT_MS = 4_500;
  *
  * @example
  * ```ts
- * const runner = createRunner({ invoker: functionInvoker({ get_weather: async ({ city }) => ({ celsius: 21 }) }), tools: [getWeather] });
+ * const runner = createRunner({
+ *   invoker: functionInvoker({ get_weather: async ({ city }) => ({ celsius: 21 }) }),
+ *   tools: [getWeather],
+ * });
  * const result = await runner.run(chain, { city: 'Oslo' }, { context: { userId } });
  * if (result.status === 'completed') console.log(result.output);
  * await runner.close();
@@ -72,7 +75,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     : undefined;
   const needsRunStore = (what: string): Error =>
     new TypeError(
-      `${what} needs durable runs: createRunner({ stores: { runs } }) with memoryRunStore(), redisStores(...) or postgresStores(...).`,
+      `${what} needs durable runs: createRunner({ stores: { runs } }) ` +
+        'with memoryRunStore(), redisStores(...) or postgresStores(...).',
     );
   const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
   parts.recorder.runEvents = hub;
@@ -111,7 +115,9 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
         prepared = prepareRun(parts, chain, input, opts);
       } catch (error) {
         // A throwing getter or a hostile Proxy in the input or options: a result, never a throw.
-        const message = `The input or options of chain ${chain.name} could not be read: ${error instanceof Error ? error.message : String(error)}`;
+        const message =
+          `The input or options of chain ${chain.name} could not be read: ` +
+          `${error instanceof Error ? error.message : String(error)}`;
         const site = {
           chain: chain.name,
           runId: newId(),
@@ -240,7 +246,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
         // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
         if (run.status === 'awaiting_confirmation')
           throw new Error(
-            `Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: give it chain '${run.chain}' (the same definition) in \`chains\`.`,
+            `Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: ` +
+              `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
           );
       }
       // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.

@@ -3,7 +3,10 @@ import { isChain, type Chain } from '../define/chain.js';
 import { DefinitionError, type DefinitionIssue } from '../errors/definition-error.js';
 import type { ToolInvoker } from '../invokers/types.js';
 
-/** The names of the tools a chain calls: its steps' tools, their `compensate` tools, and those of chains nested in its plan. */
+/**
+ * The names of the tools a chain calls: its steps' tools, their
+ * `compensate` tools, and those of chains nested in its plan.
+ */
 function toolsOf(chain: Chain, into: Set<string>, seen: Set<Chain>): Set<string> {
   if (seen.has(chain)) return into;
   seen.add(chain);
@@ -39,7 +42,11 @@ export function servedCheck(invoker: ToolInvoker): (chain: Chain, path: string) 
     if (missing.length === 0) return undefined;
     return {
       path,
-      message: `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ${missing.join(', ')}. Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} (e.g. functionInvoker(tools, { ${missing[0]}: … })).`,
+      message:
+        `Chain '${chain.name}' needs ${missing.length === 1 ? 'a tool' : 'tools'} the invoker does not serve: ` +
+        `${missing.join(', ')}. ` +
+        `Give the invoker ${missing.length === 1 ? 'its implementation' : 'their implementations'} ` +
+        `(e.g. functionInvoker(tools, { ${missing[0]}: … })).`,
     };
   };
 }

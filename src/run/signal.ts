@@ -21,7 +21,11 @@ export type SignalResult<O = unknown> = RunResult<O> | 'not_found' | 'not_waitin
  *
  * @example
  * ```ts
- * try { await runner.signal(runId, 'review', { ok: 'yes' }); } catch (e) { if (e instanceof SignalRefused) console.log(e.issues); }
+ * try {
+ *   await runner.signal(runId, 'review', { ok: 'yes' });
+ * } catch (e) {
+ *   if (e instanceof SignalRefused) console.log(e.issues);
+ * }
  * ```
  */
 export class SignalRefused extends Error {
@@ -63,7 +67,8 @@ export function signalPayload(
     const first = parsed.error.issues[0];
     const where = first?.path && first.path.length > 0 ? ` at ${first.path.map(String).join('.')}` : '';
     throw new SignalRefused(
-      `Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ${first?.message ?? 'invalid'}. The run keeps waiting.`,
+      `Signal '${name}' for run ${runId}: the payload does not match step ${waiting.step}'s schema${where}: ` +
+        `${first?.message ?? 'invalid'}. The run keeps waiting.`,
       parsed.error.issues,
     );
   }

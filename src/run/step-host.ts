@@ -33,7 +33,10 @@ export interface InFlight {
   input: unknown;
   /** Steps that run chains (`chain`, `forEach`, `branch`, `loop`): the trace entries nested under this step's. */
   children: TraceStep[] | undefined;
-  /** Steps that run chains: their completed sub-chain steps with `compensate`, oldest first (undone if the run fails later). */
+  /**
+   * Steps that run chains: their completed sub-chain steps with
+   * `compensate`, oldest first (undone if the run fails later).
+   */
   undo: UndoUnit[] | undefined;
 }
 
@@ -46,7 +49,10 @@ export interface StepHost extends CallSite, ExecutorParts {
   readonly deadlineAt: number;
   /** Local async work (an async `when`, compute or `confirm`) ended by the run: deadline, cancel, close. */
   bounded<T>(work: PromiseLike<T>, deadlineMessage: string): Promise<T>;
-  /** A step's id as events, traces, the journal and idempotency keys name it: `audit/find` inside the sub-chain step `audit`. */
+  /**
+   * A step's id as events, traces, the journal and idempotency
+   * keys name it: `audit/find` inside the sub-chain step `audit`.
+   */
   stepKey(step: PlannedStep): string;
   /** Aborted when the run (or segment) stops: what a sub-chain's run links its own abort to. */
   readonly abort: AbortScope;

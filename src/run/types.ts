@@ -45,9 +45,15 @@ export interface GateDecision {
  * lease, API.md §10), made by a person who checked the downstream system.
  */
 export interface RetryDecision {
-  /** `true`: the write did not happen; call it once more (same idempotency key) and continue. `false`: end the run `failed`/`outcome_unknown`, undoing the steps completed before it. */
+  /**
+   * `true`: the write did not happen; call it once more (same idempotency key) and continue.
+   * `false`: end the run `failed`/`outcome_unknown`, undoing the steps completed before it.
+   */
   retry: boolean;
-  /** Who decided (an operator id such as `'ops:alice'`): non-empty text, kept in the run's journal and `getRun(runId).decidedBy`. */
+  /**
+   * Who decided (an operator id such as `'ops:alice'`): non-empty
+   * text, kept in the run's journal and `getRun(runId).decidedBy`.
+   */
   by: string;
 }
 
@@ -68,7 +74,8 @@ export type DecideResult<O = unknown> = RunResult<O> | 'not_found' | 'not_parked
  *
  * @example
  * ```ts
- * type A = RunOptionsArgs<{ userId: string }>; // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
+ * type A = RunOptionsArgs<{ userId: string }>;
+ * // [options: RunOptions<{ userId: string }> & { context: { userId: string } }]
  * ```
  */
 export type RunOptionsArgs<CIn> = undefined extends CIn

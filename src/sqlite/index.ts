@@ -63,7 +63,9 @@ function openFile(path: string): SqliteDatabase {
     return db;
   }
   throw new Error(
-    'chainkit/sqlite: opening a file by path needs better-sqlite3 (npm i better-sqlite3) or Node 22.5+ (node:sqlite); or pass an open database (better-sqlite3, node:sqlite DatabaseSync, node-sqlite3-wasm).',
+    'chainkit/sqlite: opening a file by path needs better-sqlite3 (npm i better-sqlite3) ' +
+      'or Node 22.5+ (node:sqlite); ' +
+      'or pass an open database (better-sqlite3, node:sqlite DatabaseSync, node-sqlite3-wasm).',
   );
 }
 
@@ -77,7 +79,11 @@ function openFile(path: string): SqliteDatabase {
  * ```ts
  * import { DatabaseSync } from 'node:sqlite';
  * import { sqliteLearningStore } from 'chainkit/sqlite';
- * const runner = createRunner({ invoker, tools, stores: { metrics: sqliteLearningStore(new DatabaseSync('./chainkit-learning.db')) } });
+ * const runner = createRunner({
+ *   invoker,
+ *   tools,
+ *   stores: { metrics: sqliteLearningStore(new DatabaseSync('./chainkit-learning.db')) },
+ * });
  * await runner.ready; // timing and suggestions resume where the last run left off
  * ```
  */
@@ -88,12 +94,16 @@ export function sqliteLearningStore(file: string | SqliteDatabase, options: Sqli
   const db = owned ? openFile(file) : file;
   db.exec(`
     CREATE TABLE IF NOT EXISTS chainkit_transitions (id INTEGER PRIMARY KEY AUTOINCREMENT, data TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS chainkit_samples (id INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, duration_ms REAL NOT NULL, complexity REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS chainkit_samples (
+      id INTEGER PRIMARY KEY AUTOINCREMENT, tool TEXT NOT NULL, duration_ms REAL NOT NULL, complexity REAL NOT NULL
+    );
   `);
   // A whole batch is one JSON parameter, unpacked by SQLite's json_each: one bind form for every driver.
   const insertT = db.prepare('INSERT INTO chainkit_transitions (data) SELECT value FROM json_each(?) ORDER BY key');
   const insertS = db.prepare(
-    "INSERT INTO chainkit_samples (tool, duration_ms, complexity) SELECT json_extract(value, '$.tool'), json_extract(value, '$.durationMs'), json_extract(value, '$.complexity') FROM json_each(?) ORDER BY key",
+    'INSERT INTO chainkit_samples (tool, duration_ms, complexity) ' +
+      "SELECT json_extract(value, '$.tool'), json_extract(value, '$.durationMs'), " +
+      "json_extract(value, '$.complexity') FROM json_each(?) ORDER BY key",
   );
   const trimT = db.prepare(
     'DELETE FROM chainkit_transitions WHERE id <= (SELECT MAX(id) FROM chainkit_transitions) - ?',

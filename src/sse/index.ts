@@ -1,7 +1,8 @@
 /**
- * chainkit/sse: a run's events as Server-Sent Events, for a browser (`EventSource`) or any HTTP
- * client ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)). Each event goes out with `id:` its seq, so a browser that
- * reconnects sends `Last-Event-ID` and the watch goes on from there: no gap, no duplicate.
+ * chainkit/sse: a run's events as Server-Sent Events, for a browser (`EventSource`) or any HTTP client
+ * ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)). Each event goes
+ * out with `id:` its seq, so a browser that reconnects sends `Last-Event-ID` and the watch goes
+ * on from there: no gap, no duplicate.
  *
  * @example
  * ```ts
@@ -83,7 +84,8 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
       if (heartbeatMs > 0) {
         heartbeat = setInterval(() => {
           try {
-            if ((controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n')); // a client that reads nothing gets no pile of them
+            // a client that reads nothing gets no pile of them
+            if ((controller.desiredSize ?? 0) > 0) controller.enqueue(encoder.encode(': keep-alive\n\n'));
           } catch {
             stop(); // closed meanwhile
           }

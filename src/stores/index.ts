@@ -11,7 +11,11 @@
  * const rows = new Map<string, string | null>(); // null: taken
  * const read = (id: string) => {
  *   const row = rows.get(id);
- *   return row === undefined ? { status: 'missing' as const } : row === null ? { status: 'used' as const } : { status: 'taken' as const, checkpoint: decodeCheckpoint(row) };
+ *   return row === undefined
+ *     ? { status: 'missing' as const }
+ *     : row === null
+ *       ? { status: 'used' as const }
+ *       : { status: 'taken' as const, checkpoint: decodeCheckpoint(row) };
  * };
  * const checkpoints: CheckpointStore = {
  *   async save(checkpoint) { rows.set(checkpoint.id, encodeCheckpoint(checkpoint)); },

@@ -40,7 +40,9 @@ const EVENT_LOG_OPTIONS = z.object(
  * @example
  * ```ts
  * const events = memoryEventLog({ maxEventsPerRun: 1000 });
- * await events.append(runId, [encodeRunValue({ at: Date.now(), type: 'run:start', data: { chain: 'c', resumed: false } })]);
+ * await events.append(runId, [
+ *   encodeRunValue({ at: Date.now(), type: 'run:start', data: { chain: 'c', resumed: false } }),
+ * ]);
  * ```
  */
 export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog {
@@ -61,7 +63,8 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
     }
     return log;
   };
-  // Retentions are usually equal, so retention order is expiry order: drop expired ones from the front, then the excess.
+  // Retentions are usually equal, so retention order is expiry
+  // order: drop expired ones from the front, then the excess.
   const trim = (): void => {
     const t = now();
     for (const id of ended.keys()) {

@@ -36,7 +36,12 @@ const conflict = (message: string): Error => Object.assign(new Error(message), {
  *
  * @example
  * ```ts
- * return waitForDuplicate(key, async () => parse(await redis.get(k)), { now, waitMs: 30_000, pollMs: 50, pendingTtlMs: 60_000 });
+ * return waitForDuplicate(key, async () => parse(await redis.get(k)), {
+ *   now,
+ *   waitMs: 30_000,
+ *   pollMs: 50,
+ *   pendingTtlMs: 60_000,
+ * });
  * ```
  */
 export function waitForDuplicate(key: string, read: () => Promise<KeptOutcome>, wait: PendingWait): PendingClaim {
@@ -101,7 +106,10 @@ export function unknownOutcomeInfo(error: unknown): Classified {
  *
  * @example
  * ```ts
- * throw stillUnknown({ category: 'timeout', code: 'attempt_timeout', message: 'Tool pay did not answer within 5000 ms.' }, 60_000);
+ * throw stillUnknown(
+ *   { category: 'timeout', code: 'attempt_timeout', message: 'Tool pay did not answer within 5000 ms.' },
+ *   60_000,
+ * );
  * ```
  */
 export function stillUnknown(info: Classified, pendingTtlMs: number): ToolFailure {
@@ -109,7 +117,11 @@ export function stillUnknown(info: Classified, pendingTtlMs: number): ToolFailur
   return new ToolFailure({
     ...info,
     outcomeUnknown: true,
-    message: `${info.message} A call with the same idempotency key is still waiting for its answer: until it comes (then this key returns it) or for up to ${lasts} after that call failed (pendingTtlMs), the key fails at once like this. To go on sooner, check whether it took effect, then run again with another runId or idempotencyKey.`,
+    message:
+      `${info.message} A call with the same idempotency key is still waiting for its answer: ` +
+      `until it comes (then this key returns it) or for up to ${lasts} after that call failed (pendingTtlMs), ` +
+      'the key fails at once like this. ' +
+      'To go on sooner, check whether it took effect, then run again with another runId or idempotencyKey.',
   });
 }
 

@@ -55,7 +55,8 @@ export function summarize(
   let steps = 0;
   for (const text of journal) {
     const e = decodeRunValue(text) as JournalEntry;
-    if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps++; // marks are not steps
+    // marks are not steps
+    if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps++;
   }
   const summary: RunSummary = {
     runId: run.runId,
@@ -137,7 +138,8 @@ export function isAfter(run: RunListAfter, after: RunListAfter | undefined): boo
  * ```
  */
 export function encodeRunCursor(last: RunListAfter): string {
-  return toBase64Url(new TextEncoder().encode(JSON.stringify([1, last.startedAt, last.runId]))); // no Buffer: the main entry runs on Deno and workerd too
+  // no Buffer: the main entry runs on Deno and workerd too
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([1, last.startedAt, last.runId])));
 }
 
 /**

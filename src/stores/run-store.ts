@@ -1,4 +1,5 @@
-// The run store's interfaces (durable runs, run events): records, the journal, leases, claims, the event log and listing.
+// The run store's interfaces (durable runs, run events): records,
+// the journal, leases, claims, the event log and listing.
 import type { RunEvent, RunEventDraft } from '../observe/events.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { IdempotencyStore } from './types.js';
@@ -6,8 +7,9 @@ import type { IdempotencyStore } from './types.js';
 /**
  * Where a durable run stands. `running` and `retrying` (running, waiting out a backoff or a
  * Retry-After before its next attempt) are the statuses with a live owner and lease. Parked
- * statuses (`awaiting_confirmation`, `in_doubt`, `waiting`: a sleep or a waitFor) have no owner and no lease and are never claimed by
- * recovery: a decision takes them back ({@link RunStore.takeParked}, `reopen` for a gate).
+ * statuses (`awaiting_confirmation`, `in_doubt`, `waiting`: a sleep or a waitFor) have no
+ * owner and no lease and are never claimed by recovery: a decision takes them back
+ * ({@link RunStore.takeParked}, `reopen` for a gate).
  */
 export type RunStatus =
   'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting';
@@ -96,7 +98,10 @@ export interface StoredRun extends RunRecord {
    * show ({@link RunStore.markRetrying}): the epoch ms the wait ends. Listings show such a run `retrying`.
    */
   retryingUntil?: number;
-  /** Someone cancelled the run in flight ({@link RunStore.requestCancel}): whoever continues it ends it cancelled instead. */
+  /**
+   * Someone cancelled the run in flight ({@link RunStore.requestCancel}):
+   * whoever continues it ends it cancelled instead.
+   */
   cancelRequested?: { reason?: string };
 }
 
@@ -203,13 +208,15 @@ export interface RunStore {
   /**
    * Marks a run `owner` holds (`running`) as waiting out a retry until `until` (epoch ms), or clears
    * the mark (`null`): listings show it `retrying` meanwhile, and move it back to `running` after.
-   * Finishing or claiming the run clears the mark. `false`: not the owner, or not running. Absent: runs never show `retrying`.
+   * Finishing or claiming the run clears the mark. `false`: not the owner, or not running. Absent:
+   * runs never show `retrying`.
    */
   markRetrying?(runId: string, owner: string, until: number | null): Promise<boolean>;
   /**
    * Records that a run in flight was cancelled (with `reason`), whoever owns it: a runner that takes it
    * over (recovery, or the canceller itself once its lease expired) ends it cancelled instead of continuing it.
-   * `false`: the run is not in flight. Absent: a run whose owner died can only be cancelled by the runner that takes it over.
+   * `false`: the run is not in flight. Absent: a run whose owner died can only be cancelled by the runner that
+   * takes it over.
    */
   requestCancel?(runId: string, reason: string | undefined): Promise<boolean>;
   /**
@@ -248,9 +255,10 @@ export interface RunStore {
 }
 
 /**
- * The event log of a run store ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)): each run's events in order, numbered
- * by the store (`seq` from 1, strictly increasing per run), kept as long as their run, at most a
- * bounded number per run (the oldest go first: a reader that falls that far behind is cut off).
+ * The event log of a run store
+ * ([Watching runs](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/watching-runs.md)): each run's
+ * events in order, numbered by the store (`seq` from 1, strictly increasing per run), kept as long as their run, at
+ * most a bounded number per run (the oldest go first: a reader that falls that far behind is cut off).
  */
 export interface RunEventLog {
   /** Appends cost no round trip (in-process): the runner appends each event as it happens instead of batching. */
@@ -288,7 +296,9 @@ export interface RunSummary {
   error?: { category: string; code: string };
   /** What a run parked at a confirmation gate is waiting for: the gated step and its prompt (redacted). */
   awaiting?: { step: string; question: string };
-  /** A run parked `in_doubt`: the plain write whose outcome is unknown (its step and tool, when it started, epoch ms). */
+  /**
+   * A run parked `in_doubt`: the plain write whose outcome is unknown (its step and tool, when it started, epoch ms).
+   */
   inDoubt?: { step: string; tool: string; startedAt: number };
   /** A run parked `waiting`: its step, wake-up or timeout (epoch ms) and signal (a waitFor). */
   waiting?: { step: string; until?: number; signal?: string };

@@ -11,8 +11,8 @@ const TAG = '$ck';
 /**
  * A checkpoint holds a value the stores cannot keep (a function, a symbol, a cycle, a class
  * instance such as a Map, …). Category `validation`, code `checkpoint_unserializable`: the run
- * fails before a resume token is handed out. It is a `StoreFailure` (chainkit's own store error) so store guards pass it
- * through unchanged; `info` carries the classification.
+ * fails before a resume token is handed out. It is a `StoreFailure` (chainkit's own store
+ * error) so store guards pass it through unchanged; `info` carries the classification.
  *
  * @example
  * ```ts
@@ -26,7 +26,9 @@ export class CheckpointEncodeError extends StoreFailure {
     super({
       category: 'validation',
       code: 'checkpoint_unserializable',
-      message: `The checkpoint cannot be stored: ${path} ${what}. Step results kept across a confirmation must be JSON values, Dates or BigInts.`,
+      message:
+        `The checkpoint cannot be stored: ${path} ${what}. ` +
+        'Step results kept across a confirmation must be JSON values, Dates or BigInts.',
     });
     this.path = path;
   }
@@ -135,10 +137,8 @@ function encode(value: unknown, out: string[], path: (string | number)[], seen: 
     const proto = Object.getPrototypeOf(obj) as object | null;
     if (proto !== Object.prototype && proto !== null) {
       const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
-      throw new CheckpointEncodeError(
-        pathOf(path),
-        `is ${typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype'}, not plain data`,
-      );
+      const what = typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype';
+      throw new CheckpointEncodeError(pathOf(path), `is ${what}, not plain data`);
     }
     if (Object.getOwnPropertySymbols(obj).length > 0) throw new CheckpointEncodeError(pathOf(path), 'has symbol keys');
     const keys = Object.keys(obj);

@@ -31,7 +31,10 @@ export interface Checkpoint {
   trace: TraceStep[];
 }
 
-/** A sub-chain step, `forEach` item or `loop` iteration that finished before a gate (as the run store's journal keeps it). */
+/**
+ * A sub-chain step, `forEach` item or `loop` iteration that
+ * finished before a gate (as the run store's journal keeps it).
+ */
 export interface KeptStep {
   /** Its prefixed id: `audit/find`, `done/3` (an item), `done/3/complete`. */
   step: string;

@@ -127,7 +127,9 @@ export const findAndUpdate = defineChain({
  * @example
  * ```ts
  * const r = await runner.run(findAndDelete, { match: 'groceries' }, { context: { userId } });
- * if (r.status === 'awaiting_confirmation') await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * if (r.status === 'awaiting_confirmation') {
+ *   await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * }
  * ```
  */
 export const findAndDelete = defineChain({
@@ -206,7 +208,10 @@ export interface TaskSummary {
   total: number;
   completed: number;
   pending: number;
-  /** Percentage done: completed / total × 100, rounded to one decimal (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks. */
+  /**
+   * Percentage done: completed / total × 100, rounded to one decimal
+   * (2 of 4 → 50, 1 of 3 → 33.3); 0 when there are no tasks.
+   */
   completion_rate: number;
   by_priority: Record<'low' | 'medium' | 'high', number>;
   by_status: { completed: number; pending: number };
@@ -317,14 +322,17 @@ const completeEach = {
  * @example
  * ```ts
  * const r = await runner.run(completeAll, { match: 'groceries' }, { context: { userId } });
- * if (r.status === 'awaiting_confirmation') await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * if (r.status === 'awaiting_confirmation') {
+ *   await runner.resume(r.resumeToken, { approved: true }, { context: { userId } });
+ * }
  * ```
  */
 export const completeAll = defineChain({
   name: 'complete_all',
   version: '1',
   description:
-    'Mark every pending task (or every one whose title contains `match`) as done; asks first when more than 10 would change',
+    'Mark every pending task (or every one whose title contains `match`) as done; ' +
+    'asks first when more than 10 would change',
   keywords: ['complete all', 'done', 'finish everything', 'check off all', 'overdue'],
   useCases: ['Complete all my grocery tasks', 'Mark everything as done'],
   input: z.object({ match: z.string().min(1).optional() }),
@@ -339,7 +347,8 @@ export const completeAll = defineChain({
       when: (s) => s.results.targets.length > COMPLETE_ALL_CONFIRM_OVER,
       confirm: {
         prompt: (s) =>
-          `Mark all ${s.results.targets.length} ${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
+          `Mark all ${s.results.targets.length} ` +
+          `${s.input.match ? `tasks matching '${s.input.match}'` : 'pending tasks'} as done?`,
         details: (s) => ({
           count: s.results.targets.length,
           titles: (s.results.targets as Task[]).slice(0, 20).map((t) => t.title),

@@ -35,7 +35,13 @@ export const TASK_NOT_FOUND_MESSAGE = "I couldn't find that task. Would you like
  *
  * @example
  * ```ts
- * const archiveTask = defineTool({ name: 'archive_task', description: 'Archive a task', input, output, classifiers: [taskErrors] });
+ * const archiveTask = defineTool({
+ *   name: 'archive_task',
+ *   description: 'Archive a task',
+ *   input,
+ *   output,
+ *   classifiers: [taskErrors],
+ * });
  * ```
  */
 export const taskErrors = codeClassifier({
@@ -104,7 +110,8 @@ export const listTasks = defineTool({
 export const addTask = defineTool({
   name: 'add_task',
   description:
-    'Add a task for a user (an identical task added by the same user within the hour is returned instead of duplicated)',
+    'Add a task for a user ' +
+    '(an identical task added by the same user within the hour is returned instead of duplicated)',
   input: z.object({
     user_id: z.uuid(),
     title,

@@ -38,7 +38,9 @@ export type TypedMockFunction<T> = (input: ToolInput<T>, call: ToolCall) => Tool
  *
  * @example
  * ```ts
- * const script: TypedMockScript<[typeof listTasks]> = { list_tasks: [{ error: new Error('busy') }, { ok: { tasks: [] } }] };
+ * const script: TypedMockScript<[typeof listTasks]> = {
+ *   list_tasks: [{ error: new Error('busy') }, { ok: { tasks: [] } }],
+ * };
  * ```
  */
 export type TypedMockScript<Tools extends readonly Tool[]> = {
@@ -113,7 +115,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     const entry: MockCall = { tool: call.tool, input: call.input, attempt: call.attempt, at: Date.now() };
     if (call.idempotencyKey !== undefined) entry.idempotencyKey = call.idempotencyKey;
     calls.push(entry);
-    const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined; // a tool named `toString` is not scripted by Object
+    // a tool named `toString` is not scripted by Object
+    const spec = Object.hasOwn(script, call.tool) ? script[call.tool] : undefined;
     if (spec === undefined)
       throw Object.assign(new Error(`No mock answer scripted for tool '${call.tool}'.`), { status: 404 });
     if (typeof spec === 'function') return spec(call.input, call);
@@ -129,7 +132,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
     if (typeof answer === 'function') return answer(call.input, call);
     if (typeof answer !== 'object' || answer === null || !('ok' in answer || 'error' in answer || 'hang' in answer)) {
       throw new TypeError(
-        `Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; got ${JSON.stringify(answer)}.`,
+        `Mock answer for '${call.tool}' must be { ok }, { error }, { hang: true } or a function; ` +
+          `got ${JSON.stringify(answer)}.`,
       );
     }
     if ('hang' in answer) {
@@ -144,7 +148,8 @@ export function createMockInvoker(scriptOrTools: MockScript | readonly Tool[], t
   }) as MockInvoker;
 
   Object.defineProperty(invoker, 'calls', { get: () => calls });
-  // The tools it stands in for (given, or else scripted): a runner refuses a chain needing another before its first step.
+  // The tools it stands in for (given, or else scripted): a
+  // runner refuses a chain needing another before its first step.
   const served = Array.isArray(scriptOrTools)
     ? new Set((scriptOrTools as readonly Tool[]).map((t) => t.name))
     : undefined;

@@ -50,7 +50,9 @@ type Input = Record<string, any>;
  *
  * @example
  * ```ts
- * const store = createTaskStore({ users: { [userId]: [{ title: 'Buy groceries' }, { title: 'Call mom', completed: true }] } });
+ * const store = createTaskStore({
+ *   users: { [userId]: [{ title: 'Buy groceries' }, { title: 'Call mom', completed: true }] },
+ * });
  * const runner = createRunner({ invoker: store.invoker, tools: [...taskTools] });
  * ```
  */

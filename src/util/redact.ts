@@ -12,7 +12,8 @@ function word(segments: string, opts: { plural?: boolean; start?: boolean; last?
   const parts = segments.split(' ');
   const body = parts.map((seg, i) => {
     const end = i === parts.length - 1;
-    const lower = `[${seg[0]!.toUpperCase()}${seg[0]}]${seg.slice(1)}${end ? `${opts.plural ? 's?' : ''}(?![a-z])` : ''}`;
+    const lowerEnd = end ? `${opts.plural ? 's?' : ''}(?![a-z])` : '';
+    const lower = `[${seg[0]!.toUpperCase()}${seg[0]}]${seg.slice(1)}${lowerEnd}`;
     const upper = `${seg.toUpperCase()}${end ? `${opts.plural ? 'S?' : ''}(?![A-Za-z])` : ''}`;
     return `(?:${lower}|${upper})`;
   });

@@ -36,15 +36,16 @@ export type TypeText<V, D extends number = 2> = [V] extends [string]
                     : `{ ${FieldsText<V, Shallower[D]>} }`
                   : '…';
 
+type FieldText<
+  T,
+  L extends keyof T & string,
+  D extends number,
+> = `${L}${{} extends Pick<T, L> ? '?' : ''}: ${TypeText<Exclude<T[L], undefined>, D>}`;
+
 type FieldsText<T, D extends number, K = keyof T & string, Acc extends string = ''> = [K] extends [never]
   ? Acc
   : LastOf<K> extends infer L extends keyof T & string
-    ? FieldsText<
-        T,
-        D,
-        Exclude<K, L>,
-        `${L}${{} extends Pick<T, L> ? '?' : ''}: ${TypeText<Exclude<T[L], undefined>, D>}${Acc extends '' ? '' : `; ${Acc}`}`
-      >
+    ? FieldsText<T, D, Exclude<K, L>, `${FieldText<T, L, D>}${Acc extends '' ? '' : `; ${Acc}`}`>
     : Acc;
 
 /**

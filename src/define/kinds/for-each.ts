@@ -21,11 +21,17 @@ export interface ForEachStep<S = Scope> extends StepCommon<S> {
     /** A ref to an array. */
     over: Ref;
     chain: ChainLike;
-    /** The sub-chain's input per item: literals and refs (`ref('item', path)` reads the element), or a function `(item, scope) => input`. */
+    /**
+     * The sub-chain's input per item: literals and refs (`ref('item', path)`
+     * reads the element), or a function `(item, scope) => input`.
+     */
     input: InputMapping | ((item: any, scope: S) => unknown);
     /** How many items run at once (default 1). */
     concurrency?: number;
-    /** `'fail'` (default): the first failed item fails the step; `'collect'`: every item runs and yields `{ ok, value } | { ok: false, error }`. */
+    /**
+     * `'fail'` (default): the first failed item fails the step; `'collect'`:
+     * every item runs and yields `{ ok, value } | { ok: false, error }`.
+     */
     onItemError?: 'fail' | 'collect';
   };
 }

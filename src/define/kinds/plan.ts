@@ -10,7 +10,10 @@ export type OutputSchema = Schema | null | undefined;
 /** What the plan compiler lends a planner for one chain: the issue list and its ref and mapping checks. */
 export interface PlanContext {
   readonly issues: IssueList;
-  /** Checks a ref made in step `stepIndex` (or in its own `compensate`, with `allowSelf`) and returns the schema it points at. */
+  /**
+   * Checks a ref made in step `stepIndex` (or in its own `compensate`,
+   * with `allowSelf`) and returns the schema it points at.
+   */
   checkRef(r: Ref, at: string, stepIndex: number, allowSelf?: boolean): OutputSchema;
   /**
    * Checks a tool-input mapping against the tool's input schema (adding the refs it reads to `refs`)
@@ -144,7 +147,8 @@ export function planCall(
   if (input === undefined && passInput) return { call: { chain, resolveInput: (s) => s.input }, usesScope: false };
   issues.add(
     `${at}.input`,
-    `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, or a function of the scope.`,
+    `Expected \`input\` to be an object of literals and refs for chain ${chain.name}'s input, ` +
+      'or a function of the scope.',
   );
   return { call: undefined, usesScope: false };
 }

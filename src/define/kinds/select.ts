@@ -63,7 +63,8 @@ export const selectPlanner: StepPlanner<SelectStep, SelectPlan> = {
           whereItems = meant.element;
           issues.add(
             `${at}.select.from`,
-            `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? \`where\` is checked against its items.`,
+            `did you mean ref('${sel.from.source}'${meant.path ? `, '${meant.path}'` : ''})? ` +
+              '`where` is checked against its items.',
           );
         }
       }

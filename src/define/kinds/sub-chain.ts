@@ -20,7 +20,10 @@ export interface SubChainStep<S = Scope> extends StepCommon<S> {
 
 /** The plan fields of the steps that run chains: the sub-chains and how their inputs are built. */
 export interface FlowCallsPlan {
-  /** `chain` and `loop` steps: their one sub-chain; `forEach`: the chain run per item; `branch`: its cases, then `default`. */
+  /**
+   * `chain` and `loop` steps: their one sub-chain; `forEach`:
+   * the chain run per item; `branch`: its cases, then `default`.
+   */
   readonly calls?: readonly SubChainCall[];
 }
 

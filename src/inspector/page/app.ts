@@ -805,7 +805,8 @@ function renderRun(): void {
           ? h(
               'span',
               {},
-              `${tries.length} retr${tries.length === 1 ? 'y' : 'ies'}, waited ${ms(tries.reduce((a, e) => a + Number(e.data.delayMs ?? 0), 0))}`,
+              `${tries.length} retr${tries.length === 1 ? 'y' : 'ies'}, ` +
+                `waited ${ms(tries.reduce((a, e) => a + Number(e.data.delayMs ?? 0), 0))}`,
             )
           : null,
         err && typeof err.retryAfterMs === 'number' ? h('span', {}, `Retry-After ${ms(err.retryAfterMs)}`) : null,
@@ -818,7 +819,8 @@ function renderRun(): void {
           h(
             'p',
             { class: 'retry' },
-            `attempt ${String(e.data.attempt)} failed (${String(e.data.category)}/${String(e.data.code)}): ${String(e.data.message)} — retried after ${ms(Number(e.data.delayMs))}`,
+            `attempt ${String(e.data.attempt)} failed (${String(e.data.category)}/${String(e.data.code)}): ` +
+              `${String(e.data.message)} — retried after ${ms(Number(e.data.delayMs))}`,
           ),
         );
       if (progress.has(st.id)) detail.push(h('h4', {}, 'Progress'), h('pre', {}, pretty(progress.get(st.id))));

@@ -20,7 +20,9 @@ export function runWaitFor(host: StepHost, step: PlannedStep, _inFlight: InFligh
     throw new StepError({
       category: 'internal',
       code: 'wait_unsupported',
-      message: `Step ${host.stepKey(step)} waits for signal '${signal}', which a run cannot do without a run store (give the runner stores.runs).`,
+      message:
+        `Step ${host.stepKey(step)} waits for signal '${signal}', ` +
+        'which a run cannot do without a run store (give the runner stores.runs).',
     });
   return { kind: 'wait', signal, ...(timeoutMs !== undefined && { until: host.calls.now() + timeoutMs }) };
 }
