@@ -5,6 +5,7 @@ import type { RunEvent } from '../observe/events.js';
 import type { RunResult } from '../observe/result.js';
 import type { RunEventLog, RunStore } from '../stores/run-store.js';
 import { runEndData, type RunEventHub } from './events-log.js';
+import { STORE_WAIT_MS } from '../util/timer.js';
 
 /** Events read from the log per round trip. */
 const PAGE = 256;
@@ -12,6 +13,13 @@ const PAGE = 256;
 const WAIT_MS = 1_000;
 /** Quiet waits before a run the store does not know is `not_found`. */
 const NOT_FOUND_WAITS = 5;
+/**
+ * How long the log must stay quiet after this watch found the run ended before the watch ends with a
+ * `run:end` of its own. The owner records the end first and appends the last events after it (all of
+ * them, for a run nobody watched): the append in flight then, and one more with the rest, each given
+ * up after STORE_WAIT_MS (`RunEventWriter.close`).
+ */
+const ENDED_QUIET_MS = 2 * STORE_WAIT_MS;
 
 /** Why a watch stopped before `run:end`: `fell_behind` (cut off: resume with `after: lastSeq`), or `not_found`. */
 export class RunWatchError extends Error {
@@ -74,6 +82,8 @@ export async function* watchRun(
     await log.announce(runId).catch(() => undefined);
     announced = source.now();
     let idle = 0;
+    /** When this watch found the run ended with no event after `last` yet (undefined: not so since the last event). */
+    let endedSeen: number | undefined;
     for (;;) {
       if (signal?.aborted) return;
       const page = await log.read(runId, last, PAGE);
@@ -94,6 +104,7 @@ export async function* watchRun(
       }
       if (page.length > 0) {
         idle = 0;
+        endedSeen = undefined;
         continue;
       }
       const result = settled?.result();
@@ -120,7 +131,10 @@ export async function* watchRun(
             last,
             `Run ${runId} was not found in the run store (never recorded, or past its retention).`,
           );
-        if (run.status !== 'running' && run.status !== 'waiting' && run.result !== undefined && idle > 2) {
+        const ended = run.status !== 'running' && run.status !== 'waiting' && run.result !== undefined;
+        // Quiet since the watch began is not enough: it may have waited before the run was even recorded.
+        endedSeen = ended ? (endedSeen ?? source.now()) : undefined;
+        if (endedSeen !== undefined && source.now() - endedSeen >= ENDED_QUIET_MS) {
           const rest = await log.read(runId, last, PAGE);
           if (rest.length > 0) continue;
           yield {

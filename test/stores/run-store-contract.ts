@@ -945,6 +945,144 @@ export function watchAcrossRunnersContract(name: string, setup: () => Promise<Ru
         expect(all).toHaveLength(9);
       }
     });
+
+    it('a watch that was idle while the run ran gets the events its owner appends after recording the end, not a run:end of its own', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      // The owner records the end, then appends its last events: held here, as a busy pool or a slow store would (well within STORE_WAIT_MS).
+      let held: Promise<void> | undefined;
+      let unhold!: () => void;
+      const log = runs.events!;
+      const owner: RunStore = {
+        ...runs,
+        events: {
+          ...log,
+          append: async (...args: Parameters<typeof log.append>) => {
+            if (held) await held;
+            return log.append(...args);
+          },
+        },
+      };
+      // The watcher's store: what each look at the run's record found (the real store answers).
+      const runId = uid('held');
+      const found: (string | undefined)[] = [];
+      const watcher: RunStore = {
+        ...peer!,
+        get: async (id: string) => {
+          const run = await peer!.get(id);
+          if (id === runId) found.push(run?.status);
+          return run;
+        },
+      };
+      let release!: () => void;
+      const a = make(owner, new Promise<void>((r) => (release = r)));
+      const b = make(watcher);
+      const result = a.run(watchedChain, { n: 3 }, { runId });
+      const seen: RunEvent[] = [];
+      let ended = false;
+      const watching = (async () => {
+        for await (const e of b.watch(runId)) seen.push(e);
+        ended = true;
+      })();
+      const until = async (check: () => boolean) => {
+        for (let t = Date.now(); !check(); await pause(10))
+          if (Date.now() - t > 15_000) throw new Error(`still waiting; found ${JSON.stringify(found)}`);
+      };
+      // Live up to the slow step's progress, then quiet for three looks at a running run (the watch has waited long).
+      await until(() => seen.some((e) => e.type === 'step:progress'));
+      const looked = found.length;
+      await until(() => found.slice(looked).filter((s) => s === 'running').length >= 3);
+      held = new Promise<void>((r) => (unhold = r));
+      release();
+      // The watch finds the run ended in the store while its last events are still on their way: twice, or it stops.
+      await until(() => ended || found.filter((s) => s === 'completed').length >= 2);
+      unhold();
+      await watching;
+      expect((await result).status).toBe('completed');
+      const logged = await collectEvents(b.watch(runId));
+      expect(types(logged)).toEqual([
+        'run:start',
+        'step:start:first',
+        'step:end:first',
+        'step:start:slow',
+        'step:progress:slow',
+        'step:end:slow',
+        'step:start:last',
+        'step:end:last',
+        'run:end',
+      ]);
+      expect(seen.map((e) => [e.seq, e.type])).toEqual(logged.map((e) => [e.seq, e.type]));
+    });
+
+    it('a watch of a run whose last events never reach the log (its owner died after recording the end) ends with a run:end made from the recorded result, once the log stayed quiet 20 s after the end', async () => {
+      const { runs, peers } = await setup();
+      const [peer] = await peers(1);
+      let dead = false;
+      const log = runs.events!;
+      const owner: RunStore = {
+        ...runs,
+        events: {
+          ...log,
+          append: async (...args: Parameters<typeof log.append>) => {
+            if (dead) throw new Error('the owner died');
+            return log.append(...args);
+          },
+        },
+      };
+      const runId = uid('dead');
+      const found: (string | undefined)[] = [];
+      const watcher: RunStore = {
+        ...peer!,
+        get: async (id: string) => {
+          const run = await peer!.get(id);
+          if (id === runId) found.push(run?.status);
+          return run;
+        },
+      };
+      let skew = 0;
+      let release!: () => void;
+      const a = make(owner, new Promise<void>((r) => (release = r)));
+      const b = createRunner({
+        invoker: () => Promise.reject(new Error('the watcher runs nothing')),
+        chains: [watchedChain],
+        stores: { runs: watcher },
+        now: () => Date.now() + skew,
+      });
+      runners.push(b);
+      const result = a.run(watchedChain, { n: 3 }, { runId });
+      const seen: RunEvent[] = [];
+      let ended = false;
+      const watching = (async () => {
+        for await (const e of b.watch(runId)) seen.push(e);
+        ended = true;
+      })();
+      const until = async (check: () => boolean) => {
+        for (let t = Date.now(); !check(); await pause(10))
+          if (Date.now() - t > 15_000) throw new Error(`still waiting; found ${JSON.stringify(found)}`);
+      };
+      await until(() => seen.some((e) => e.type === 'step:progress'));
+      dead = true;
+      release();
+      const output = await result;
+      expect(output.status).toBe('completed');
+      await until(() => found.filter((s) => s === 'completed').length >= 2);
+      expect(ended).toBe(false);
+      skew += 20_000;
+      await watching;
+      expect(types(seen)).toEqual([
+        'run:start',
+        'step:start:first',
+        'step:end:first',
+        'step:start:slow',
+        'step:progress:slow',
+        'run:end',
+      ]);
+      expect(seen.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(seen.at(-1)!.data).toEqual({
+        status: 'completed',
+        output: (output as { output: unknown }).output,
+      });
+    });
   });
 }
 
