@@ -98,6 +98,7 @@ for (const store of ['redis', 'postgres'] as const) {
       const runId = `${ns}-hang`;
       const a = worker({ store, ns, runIds: [runId], progress: 2 });
       try {
+        await a.waitFor((m) => m.type === 'ready'); // watching a run not yet started for long is `not_found`
         const watching = collect(b.watch(runId));
         await a.waitFor((m) => m.type === 'working');
         const asked = Date.now();
@@ -126,6 +127,7 @@ for (const store of ['redis', 'postgres'] as const) {
       const runIds = Array.from({ length: 100 }, (_, i) => `${ns}-${i}`);
       const a = worker({ store, ns, runIds, progress: 3 });
       try {
+        await a.waitFor((m) => m.type === 'ready'); // watching a run not yet started for long is `not_found`
         await Promise.all(
           runIds.map(async (runId, i) => {
             const cut = 1 + (i % 8);
