@@ -74,7 +74,9 @@ export type SchemaInput<S> = S extends { readonly _zod: { readonly input: infer 
       : unknown
     : unknown;
 
-/** One problem a schema found in a value (zod, zod/mini or any Standard Schema): the path into the value and a message. */
+/**
+ * One problem a schema found in a value (zod, zod/mini or any Standard Schema): the path into the value and a message.
+ */
 export interface SchemaIssue {
   readonly path: readonly PropertyKey[];
   readonly message: string;

@@ -83,9 +83,11 @@ export function postgresEventLog(
   const announceChannel = `ck_an_${tag}`;
   const ddl = `
 SELECT pg_advisory_xact_lock(1667985781, ${createHash('sha1').update(s).digest().readInt32BE(0)});
-CREATE TABLE IF NOT EXISTS ${s}.run_event_logs (run_id text PRIMARY KEY, last bigint NOT NULL, expires_at double precision);
+CREATE TABLE IF NOT EXISTS ${s}.run_event_logs (
+  run_id text PRIMARY KEY, last bigint NOT NULL, expires_at double precision);
 CREATE INDEX IF NOT EXISTS run_event_logs_expiry ON ${s}.run_event_logs (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ${s}.run_events (run_id text NOT NULL, seq bigint NOT NULL, event text NOT NULL, PRIMARY KEY (run_id, seq));`;
+CREATE TABLE IF NOT EXISTS ${s}.run_events (
+  run_id text NOT NULL, seq bigint NOT NULL, event text NOT NULL, PRIMARY KEY (run_id, seq));`;
   const append = db.sql(`
 WITH c AS (
   INSERT INTO ${s}.run_event_logs AS l (run_id, last, expires_at) VALUES ($1, cardinality($2::text[]), $3)
@@ -93,7 +95,8 @@ WITH c AS (
   WHERE l.expires_at IS NULL OR l.expires_at > $4
   RETURNING last
 ),
-i AS (INSERT INTO ${s}.run_events (run_id, seq, event) SELECT $1, c.last - cardinality($2::text[]) + u.i, u.e FROM c, unnest($2::text[]) WITH ORDINALITY AS u(e, i)),
+i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
+  SELECT $1, c.last - cardinality($2::text[]) + u.i, u.e FROM c, unnest($2::text[]) WITH ORDINALITY AS u(e, i)),
 d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - $5),
 n AS (SELECT pg_notify($6, $1) WHERE cardinality($2::text[]) > 0)
 SELECT c.last, (SELECT count(*) FROM n) AS notified FROM c`);
@@ -107,7 +110,8 @@ WHERE e.run_id = $1 AND e.seq > $2 AND (l.expires_at IS NULL OR l.expires_at > $
     `SELECT last FROM ${s}.run_event_logs WHERE run_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
   );
   const sweep = db.sql(`
-WITH l AS (DELETE FROM ${s}.run_event_logs WHERE run_id IN (SELECT run_id FROM ${s}.run_event_logs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
+WITH l AS (DELETE FROM ${s}.run_event_logs WHERE run_id IN (
+  SELECT run_id FROM ${s}.run_event_logs WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING run_id)
 DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
   const announce = db.sql('SELECT pg_notify($1, $2)');
 
@@ -203,7 +207,8 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
         await tables();
         await listen();
       } catch {
-        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.()); // the database away: the reader tries again
+        // The database away: the reader tries again.
+        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.());
       }
       if (signal?.aborted) return;
       await new Promise<void>((resolve) => {

@@ -127,7 +127,8 @@ export function redisEventLog(
       try {
         conn = idle.pop() ?? (await own());
       } catch {
-        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.()); // Redis away: the reader tries again
+        // Redis away: the reader tries again.
+        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.());
       }
       if (signal?.aborted) {
         idle.push(conn);

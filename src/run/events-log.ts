@@ -11,7 +11,10 @@ import { encodeRunValue } from '../stores/run-codec.js';
 import type { RunEventLog } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
-/** Announces that cancel a run start with this (run ids have no control characters), then the reason's length, the reason, the run id. */
+/**
+ * Announces that cancel a run start with this (run ids have no control characters), then the reason's length, the
+ * reason, the run id.
+ */
 const CANCEL = '\u0001cancel:';
 
 /**
@@ -175,7 +178,10 @@ export class RunEventHub {
     };
   }
 
-  /** Someone (anywhere) watches `runId`, or cancels it: if this runner owns it, its events go as they happen, or it stops. */
+  /**
+   * Someone (anywhere) watches `runId`, or cancels it: if this runner owns it, its events go as they happen, or it
+   * stops.
+   */
   private announced(runId: string): void {
     if (runId.startsWith(CANCEL)) {
       const rest = runId.slice(CANCEL.length);

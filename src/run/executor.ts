@@ -38,7 +38,10 @@ import type { ExecutorParts, InFlight } from './step-host.js';
  *
  * @example
  * ```ts
- * const result = await execute(parts, { chain, runId, traceId, input, context, results: Object.create(null), done: [], priorTrace: [], startedAt: now(), resumed: false });
+ * const result = await execute(parts, {
+ *   chain, runId, traceId, input, context,
+ *   results: Object.create(null), done: [], priorTrace: [], startedAt: now(), resumed: false,
+ * });
  * ```
  */
 export function execute<O>(parts: ExecutorParts, exec: Execution): Promise<RunResult<O>> {
@@ -206,7 +209,8 @@ class Run extends Scheduler implements EndedSegment {
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) this.checkPreconditions();
-    else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } }; // only its undos are left
+    // Only its undos are left.
+    else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } };
     if (this.stop)
       return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
     return new Promise<RunResult>((resolve) => {
@@ -299,7 +303,8 @@ class Run extends Scheduler implements EndedSegment {
       ctx,
       true,
     );
-    // Secrets of the call's input, the chain's input and context leave in no text (docs/ARCHITECTURE.md, Secrets); failures only.
+    // Secrets of the call's input, the chain's input and context leave in no text (docs/ARCHITECTURE.md, Secrets);
+    // failures only.
     maskError(info, secretMask(this.calls.redact, ctx?.input, this.exec.input, this.exec.context));
     return { kind: 'failed', error: info };
   }
@@ -403,7 +408,8 @@ class Run extends Scheduler implements EndedSegment {
     if (mask) maskFailedRun(result as Extract<RunResult, { status: 'failed' }>, mask); // before events and logs
     if (exec.sessionId === undefined) {
       if (result.status !== 'awaiting_confirmation') recorder.forget(exec.runId);
-      else if (this.lastCall) recorder.transitions.park(exec.runId, this.lastCall); // for the transition after the resume
+      // Kept for the transition after the resume.
+      else if (this.lastCall) recorder.transitions.park(exec.runId, this.lastCall);
     }
     if (exec.onEnd) result = await this.ended(exec.onEnd, result);
     recorder.chainEnded(this, result);
@@ -411,7 +417,10 @@ class Run extends Scheduler implements EndedSegment {
     return result;
   }
 
-  /** Hands the result to `onEnd` (durable runs record it), which may replace it; a failure there is logged, the result stands. */
+  /**
+   * Hands the result to `onEnd` (durable runs record it), which may replace it; a failure there is logged, the result
+   * stands.
+   */
   private async ended(onEnd: NonNullable<Execution['onEnd']>, result: RunResult): Promise<RunResult> {
     try {
       return (await onEnd(result)) ?? result;

@@ -60,7 +60,8 @@ export function priorStepUndo(
  *
  * @example
  * ```ts
- * for (const n of priorIndexes(exec, step, 'done', 3, true)) units.push(...priorUnitUndo(exec, step, 'done', n, scope));
+ * for (const n of priorIndexes(exec, step, 'done', 3, true))
+ *   units.push(...priorUnitUndo(exec, step, 'done', n, scope));
  * ```
  */
 export function priorIndexes(
@@ -110,7 +111,10 @@ export function priorUnitUndo(exec: Execution, step: PlannedStep, key: string, n
   return priorRunUndo(exec, call.chain as Chain, `${key}/${n}`, inputOf(call.resolveInput, unitScope), scope);
 }
 
-/** A mapping applied again to rebuild a sub-chain's input; one that throws now leaves the input unknown (the undos still use the results). */
+/**
+ * A mapping applied again to rebuild a sub-chain's input; one that throws now leaves the input unknown (the undos still
+ * use the results).
+ */
 function inputOf(resolve: (scope: Scope) => unknown, scope: Scope): unknown {
   try {
     return resolve(scope);
@@ -149,7 +153,8 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
   const units: UndoUnit[] = [];
   for (const step of chain.plan) {
     const id = `${prefix}/${step.id}`;
-    // A step running chains that had not finished (the one parked at a gate or wait, or in flight): what its chains completed.
+    // A step running chains that had not finished (the one parked at a gate or wait, or in flight): what its chains
+    // completed.
     if (!done.has(step.id)) {
       if (step.calls) units.push(...priorStepUndo(exec, step, id, scope, true));
       continue;

@@ -174,7 +174,8 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
     // Named by the innermost gated step: a gate deeper down arrives with its `at` already set.
     const step = exec.chain.plan[stop.index]!;
     const at = outcome.at ?? run.stepKey(step);
-    // `undo`: what it completed before the gate, undone if the run fails instead of parking (a failure outranks a gate).
+    // `undo`: what it completed before the gate, undone if the run fails instead of parking (a failure outranks a
+    // gate).
     return {
       outcome: { ...outcome, at, tool: outcome.tool ?? gateTool(step) },
       trace: run.traceEntries(),
@@ -182,7 +183,8 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
     };
   }
   if (outcome.kind === 'wait')
-    // A sleep or waitFor parks the whole (durable) run, named by its own id; on waking, the sub-chain runs again from its journal.
+    // A sleep or waitFor parks the whole (durable) run, named by its own id; on waking, the sub-chain runs again from
+    // its journal.
     return {
       outcome: { ...outcome, at: outcome.at ?? run.stepKey(exec.chain.plan[stop.index]!) },
       trace: run.traceEntries(),

@@ -93,7 +93,9 @@ export async function* watchRun(
             'fell_behind',
             runId,
             last,
-            `Watching run ${runId} fell behind: the events after seq ${last} up to ${e.seq - 1} are no longer kept (the log keeps a bounded number per run). Watch again with { after: ${e.seq - 1} } to go on from the oldest kept, or read the result with runner.getRun().`,
+            `Watching run ${runId} fell behind: the events after seq ${last} up to ${e.seq - 1} are no longer kept ` +
+              `(the log keeps a bounded number per run). Watch again with { after: ${e.seq - 1} } to go on from the ` +
+              'oldest kept, or read the result with runner.getRun().',
           );
         }
         last = e.seq;
@@ -116,7 +118,8 @@ export async function* watchRun(
         return;
       }
       if (idle > 0 && !settled) {
-        // Nothing for a while: the run may not exist, or may have ended without its last events (its owner died after recording the end).
+        // Nothing for a while: the run may not exist, or may have ended without its last events (its owner died after
+        // recording the end).
         const run = await store.get(runId);
         // A run about to start (its id handed out first) gets a few seconds to be recorded.
         if (!run && idle < NOT_FOUND_WAITS) {

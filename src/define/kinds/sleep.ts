@@ -7,7 +7,9 @@ import type { KindPlan, PlanContext, StepPlanner } from './plan.js';
 
 /** Waits `sleep` ms (a number, a ref to one, or a function of the scope); its result is `null`. */
 export interface SleepStep<S = Scope> extends StepCommon<S> {
-  /** How long, in ms from 0 to a year: a number, a ref to one (`ref('input', 'delayMs')`), or a function of the scope. */
+  /**
+   * How long, in ms from 0 to a year: a number, a ref to one (`ref('input', 'delayMs')`), or a function of the scope.
+   */
   sleep: number | Ref | ((scope: S) => number);
 }
 

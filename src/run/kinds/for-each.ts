@@ -153,7 +153,8 @@ class ItemRun {
         this.group.abort(
           new RunAbortReason(
             'cancelled',
-            `Stopped because item ${i} of step ${this.step.id} ${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`,
+            `Stopped because item ${i} of step ${this.step.id} ` +
+              `${outcome.kind === 'failed' ? 'failed' : 'was declined'}.`,
           ),
         );
       }

@@ -57,7 +57,8 @@ async function loop(host: StepHost, step: PlannedStep, inFlight: InFlight): Prom
       );
       const entry = unitEntry(n, id, end, started, host.calls.now());
       children.push(entry);
-      // Iterations that completed (or stopped at a gate or wait inside) are undone if the run fails later, this loop included.
+      // Iterations that completed (or stopped at a gate or wait inside) are undone if the run fails later, this loop
+      // included.
       if (end.undo !== undefined && end.undo.length > 0) (inFlight.undo ??= []).push(...end.undo);
       if (end.outcome.kind !== 'ok') return end.outcome;
       value = end.outcome.value;
