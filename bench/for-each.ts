@@ -76,10 +76,15 @@ const call = async <I, O>(
   fn: (input: I) => Promise<unknown>,
   input: unknown,
 ): Promise<O> => tool.output.parse(await fn(tool.input.parse(input)));
-async function viaPLimit(): Promise<number> {
+type Impl = {
+  list_items: (input: { n: number }) => Promise<unknown>;
+  get_item: (input: { id: string }) => Promise<unknown>;
+  save_item: (input: { id: string; done: boolean }) => Promise<unknown>;
+};
+async function viaPLimit(tools: Impl = impl): Promise<number> {
   const { items } = await call(
     listItems as never as { input: z.ZodType<{ n: number }>; output: z.ZodType<{ items: { id: string }[] }> },
-    impl.list_items,
+    tools.list_items,
     { n: ITEMS },
   );
   const limit = pLimit(CONCURRENCY);
@@ -88,7 +93,7 @@ async function viaPLimit(): Promise<number> {
       limit(async () => {
         const got = await call(
           getItem as never as { input: z.ZodType<{ id: string }>; output: z.ZodType<z.infer<typeof Item>> },
-          impl.get_item,
+          tools.get_item,
           { id: item.id },
         );
         const saved = await call(
@@ -96,7 +101,7 @@ async function viaPLimit(): Promise<number> {
             input: z.ZodType<{ id: string; done: boolean }>;
             output: z.ZodType<{ item: z.infer<typeof Item> }>;
           },
-          impl.save_item,
+          tools.save_item,
           { id: got.id, done: true },
         );
         return saved.item;
@@ -112,40 +117,12 @@ const guarded =
   <I>(fn: (input: I) => Promise<unknown>) =>
   (input: I): Promise<unknown> =>
     pRetry(() => pTimeout(fn(input), { milliseconds: 5_000 }), { retries: 3, minTimeout: 100 });
-const guardedImpl = {
+const guardedImpl: Impl = {
   list_items: guarded(impl.list_items),
   get_item: guarded(impl.get_item),
   save_item: guarded(impl.save_item),
 };
-async function viaPLimitGuarded(): Promise<number> {
-  const { items } = await call(
-    listItems as never as { input: z.ZodType<{ n: number }>; output: z.ZodType<{ items: { id: string }[] }> },
-    guardedImpl.list_items,
-    { n: ITEMS },
-  );
-  const limit = pLimit(CONCURRENCY);
-  const done = await Promise.all(
-    items.map((item) =>
-      limit(async () => {
-        const got = await call(
-          getItem as never as { input: z.ZodType<{ id: string }>; output: z.ZodType<z.infer<typeof Item>> },
-          guardedImpl.get_item,
-          { id: item.id },
-        );
-        const saved = await call(
-          saveItem as never as {
-            input: z.ZodType<{ id: string; done: boolean }>;
-            output: z.ZodType<{ item: z.infer<typeof Item> }>;
-          },
-          guardedImpl.save_item,
-          { id: got.id, done: true },
-        );
-        return saved.item;
-      }),
-    ),
-  );
-  return done.length;
-}
+const viaPLimitGuarded = (): Promise<number> => viaPLimit(guardedImpl);
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

@@ -135,21 +135,10 @@ function inputOf(resolve: (scope: Scope) => unknown, scope: Scope): unknown {
 function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: unknown, parent: Scope): UndoUnit[] {
   const entries = exec.priorNested?.get(prefix) ?? [];
   if (entries.length === 0 && !filedBelow(exec, prefix)) return [];
-  const input = parseSchema(chain.input, rawInput);
-  let context = parent.context as unknown;
-  if (chain.context) {
-    const ctx = parseSchema(chain.context, context);
-    if (ctx.success) context = ctx.data;
-  }
-  const results = Object.create(null) as Record<string, unknown>;
   const done = new Set<string>();
-  const start = prefix.length + 1;
-  for (const e of entries) {
-    const id = e.step.slice(start);
-    done.add(id);
-    if (e.skipped !== true) results[id] = e.value;
-  }
-  const scope: Scope = { input: input.success ? input.data : rawInput, context, results };
+  for (const e of entries) done.add(e.step.slice(prefix.length + 1));
+  const scope = priorScope(exec, chain, prefix, rawInput, parent);
+  const { results } = scope;
   const units: UndoUnit[] = [];
   for (const step of chain.plan) {
     const id = `${prefix}/${step.id}`;
@@ -163,6 +152,28 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
     if (step.compensate && step.id in results) units.push({ step, id, scope });
   }
   return units;
+}
+
+/**
+ * The scope the sub-chain run `prefix` of an earlier segment had: its input (`rawInput`, rebuilt by
+ * its mapping) parsed as when it ran, the context, its results from its journaled steps.
+ *
+ * @example
+ * ```ts
+ * const scope = priorScope(exec, saveOne, 'done/3', { id: 't3' }, parentScope);
+ * ```
+ */
+export function priorScope(exec: Execution, chain: Chain, prefix: string, rawInput: unknown, parent: Scope): Scope {
+  const input = parseSchema(chain.input, rawInput);
+  let context = parent.context as unknown;
+  if (chain.context) {
+    const ctx = parseSchema(chain.context, context);
+    if (ctx.success) context = ctx.data;
+  }
+  const results = Object.create(null) as Record<string, unknown>;
+  for (const e of exec.priorNested?.get(prefix) ?? [])
+    if (e.skipped !== true) results[e.step.slice(prefix.length + 1)] = e.value;
+  return { input: input.success ? input.data : rawInput, context, results };
 }
 
 /** Whether steps deeper than `prefix`'s own (`prefix/inner/0/save`) were filed from an earlier segment. */

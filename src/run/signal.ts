@@ -5,6 +5,7 @@ import type { Chain } from '../define/chain.js';
 import type { PlannedStep } from '../define/step-kinds.js';
 import type { Scope } from '../define/ref.js';
 import type { Execution } from './execution.js';
+import { priorScope } from './prior-undo.js';
 import { parseSchema, type SchemaIssue } from '../define/schema.js';
 import type { RunResult, RunWaiting } from '../observe/result.js';
 
@@ -118,7 +119,7 @@ function plannedAt(
     sub,
     rest,
     at,
-    nestedScope(
+    priorScope(
       exec,
       sub,
       at,
@@ -126,20 +127,6 @@ function plannedAt(
       scope,
     ),
   );
-}
-
-/** The scope sub-chain run `at` had: its input parsed as when it ran, its results from its journaled steps. */
-function nestedScope(exec: Execution, chain: Chain, at: string, input: unknown, parent: Scope): Scope {
-  const parsed = parseSchema(chain.input, input);
-  let context = parent.context as unknown;
-  if (chain.context) {
-    const ctx = parseSchema(chain.context, context);
-    if (ctx.success) context = ctx.data;
-  }
-  const results = Object.create(null) as Record<string, unknown>;
-  for (const e of exec.priorNested?.get(at) ?? [])
-    if (e.skipped !== true) results[e.step.slice(at.length + 1)] = e.value;
-  return { input: parsed.success ? parsed.data : input, context, results };
 }
 
 /** A mapping applied again; one that throws now gives `undefined`. */
