@@ -108,10 +108,12 @@ export async function rerunRun(steer: ParkedRuns, runId: string): Promise<Rerun 
   );
   if (created.status === 'mismatch')
     throw new Error(`Run id ${next} (the re-run of ${runId}) is taken by another run.`);
-  if (created.status === 'created') {
+  if (created.status === 'created')
     for (const entry of entries) await bounded('journal', () => store.journal(next, seeder, entry));
+  // Taken over (another instance seeded it and ended that seed's lease, or a re-run's owner died): the
+  // journal is there already. Either way the seed lets go at once, or nobody could run it until it lapsed.
+  if (created.status === 'created' || created.status === 'taken')
     await bounded('renew', () => store.renew(seeder, [next], 0));
-  }
   // Created (now unowned), or re-run already: `durable.run` takes the seeded run over and continues
   // it, waits out a re-run in flight elsewhere ('run_in_progress'), or answers a finished one's result.
   const exec = continuation({ ...old, runId: next, journal: entries, startedAt }, chain);

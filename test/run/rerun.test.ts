@@ -12,6 +12,7 @@ import {
   type Runner,
 } from '../../src/index.js';
 import { memoryRunStore } from '../../src/testing/index.js';
+import type { RunStore } from '../../src/stores/index.js';
 
 const read = defineTool({
   name: 'read',
@@ -135,5 +136,61 @@ describe('runner.rerun', () => {
     expect((await runner.run(chain, { n: 1 }, { runId: 'ok1', context: { tenant: 't' } })).status).toBe('completed');
     expect(await runner.rerun('ok1')).toBe('not_failed');
     expect(await runner.rerun('nope')).toBe('not_found');
+  });
+});
+
+describe('runner.rerun by two instances at once', () => {
+  it("a second instance's seeding that comes after the first's (the seed's lease ended) does not hold the run: one re-run completes", async () => {
+    const runs = memoryRunStore();
+    const calls: string[] = [];
+    let checkFails = true;
+    const invoker = functionInvoker([read, write, check], {
+      read: async ({ n }) => (calls.push('read'), { n }),
+      write: async ({ n }) => (calls.push('write'), { id: `w${n}` }),
+      check: async () => {
+        calls.push('check');
+        if (checkFails) throw Object.assign(new Error('refused'), { status: 400 });
+        return { ok: true };
+      },
+    });
+    // The interleaving a loaded machine makes: instance one seeds the re-run and ends the seed's lease;
+    // instance two's seeding create comes next (and takes the record over); then both start the run.
+    let oneSeeded!: () => void;
+    const seeded = new Promise<void>((r) => (oneSeeded = r));
+    let twoTried!: () => void;
+    const tried = new Promise<void>((r) => (twoTried = r));
+    let armed = false; // the failed run itself is recorded as usual
+    const one: RunStore = Object.create(runs) as RunStore;
+    one.renew = async (owner, ids, until) => {
+      const kept = await runs.renew(owner, ids, until);
+      if (owner.startsWith('rerun:') && until === 0) oneSeeded();
+      return kept;
+    };
+    one.create = async (record, now) => {
+      if (armed && !record.owner.startsWith('rerun:')) await tried; // its run starts after two's seeding
+      return runs.create(record, now);
+    };
+    const two: RunStore = Object.create(runs) as RunStore;
+    two.create = async (record, now) => {
+      if (!record.owner.startsWith('rerun:')) return runs.create(record, now);
+      await seeded;
+      const created = await runs.create(record, now);
+      twoTried();
+      return created;
+    };
+    const make = (store: RunStore): Runner => {
+      const runner = createRunner({ invoker, tools: [read, write, check], chains: [chain], stores: { runs: store } });
+      runners.push(runner);
+      return runner;
+    };
+    const [a, b] = [make(one), make(two)];
+    expect((await a.run(chain, { n: 1 }, { runId: 'twice', context: { tenant: 't' } })).status).toBe('failed');
+    checkFails = false;
+    armed = true;
+    const [x, y] = await Promise.all([a.rerun('twice'), b.rerun('twice')]);
+    if (typeof x === 'string' || typeof y === 'string') throw new Error(`${String(x)} ${String(y)}`);
+    const results = await Promise.all([x.result, y.result]);
+    expect(results.map((r) => r.status)).toContain('completed');
+    expect(calls).toEqual(['read', 'write', 'check', 'check']);
   });
 });
