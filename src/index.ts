@@ -255,4 +255,4 @@ export {
   type CompletedTask,
   type TaskSummary,
 } from './tasks/chains.js';
-export { completeAll, COMPLETE_ALL_CONFIRM_OVER, type CompletedAll } from './tasks/chains.js';
+export { completeAll, COMPLETE_ALL_CONFIRM_OVER, type CompletedAll } from './tasks/complete-all.js';

@@ -10,6 +10,7 @@ import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import type { Db } from './db.js';
 import { postgresEventLog } from './run-events.js';
+import { runStatements } from './run-sql.js';
 
 interface RunRow {
   run_id: string;
@@ -26,10 +27,6 @@ interface RunRow {
   retry_until?: number | null;
   cancel_reason?: string | null;
 }
-
-const COLUMNS =
-  'run_id, chain, fingerprint, context_hash, status, owner, lease_until, deadline_at, approved_gate, record, result, ' +
-  'retry_until, cancel_reason';
 
 const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
   steered(
@@ -70,111 +67,25 @@ export interface PostgresRunStoreOptions {
  * ```
  */
 export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunStore {
-  const { s } = db;
-  const insert = db.sql(`
-INSERT INTO ${s}.runs AS r
-  (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash, started_at)
-  VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9, $10)
-ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, retry_until = NULL
-WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain)
-  AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
-  AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
-RETURNING (xmax = 0) AS created`);
-  const readJournals = db.sql(
-    `SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`,
-  );
-  const read = db.sql(`
-SELECT ${COLUMNS}, expires_at,
-  ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = r.run_id ORDER BY seq) AS journal
-FROM ${s}.runs r WHERE run_id = $1`);
-  const dropExpired = db.sql(`
-WITH gone AS (DELETE FROM ${s}.runs WHERE run_id = $1 AND expires_at <= $2 RETURNING run_id)
-DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM gone)`);
-  const append = `INSERT INTO ${s}.run_journal (run_id, entry)
-SELECT run_id, $3 FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status = 'running' FOR SHARE`;
-  const journal = db.sql(append);
-  // The idempotency store's row and encoding, written in the same statement: one round trip per step.
-  // It is kept even when the owner lost the run: the call happened, a re-run must find it done.
-  const journalAndKeep = db.sql(`
-WITH kept AS (
-  INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($4, 'd', $5, NULL, NULL, $6)
-  ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
-    expires_at = EXCLUDED.expires_at
-)
-${append}`);
-  const renew = db.sql(`
-UPDATE ${s}.runs SET lease_until = $3
-WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
-  // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
-  const finish = db.sql(`
-WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7,
-    retry_until = NULL
-  WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
-j AS (INSERT INTO ${s}.run_journal (run_id, entry)
-  SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
-SELECT run_id FROM f`);
-  const reopen = db.sql(`
-UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5,
-  result = NULL, expires_at = NULL, ended_at = NULL
-WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
-  // SKIP LOCKED: claimers never wait for each other (nor for a journal write), and each row goes to one.
-  // With a filter ($5: 'chain|fingerprint' pairs), only runs this runner can continue, or orphaned past $6.
-  const claim = db.sql(`
-UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3, retry_until = NULL
-FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
-  AND ($5::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($5::text[]) OR deadline_at < $6)
-  ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
-WHERE r.run_id = c.run_id
-RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at,
-  r.approved_gate, r.record, r.result, r.cancel_reason`);
-
-  // Newest first: per status, one ordered range of runs_status_started (runs_chain_started with a
-  // chain) read to the page's size, merged. `status = ANY(…)` on the table would make the planner
-  // sort every row of the statuses instead. The cursor ($7, $8) is always given (+Infinity at first)
-  // so it stays an index condition.
-  const listSql = (chain: boolean): string => `
-SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id ORDER BY seq) AS journal
-FROM (
-  SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
-  FROM unnest($1::text[]) AS st(status) CROSS JOIN LATERAL (
-    SELECT run_id, chain, st.status AS status, started_at, ended_at, result FROM ${s}.runs
-    WHERE status = (CASE WHEN st.status = 'retrying' THEN 'running' ELSE st.status END)
-      AND (retry_until IS NOT NULL) = (st.status = 'retrying')
-      ${chain ? 'AND chain = $2' : 'AND $2::text IS NULL'} AND started_at >= $3 AND started_at < $4
-      AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)
-    ORDER BY started_at DESC, run_id DESC LIMIT $6
-  ) r
-  ORDER BY r.started_at DESC, r.run_id DESC LIMIT $6
-) p
-ORDER BY p.started_at DESC, p.run_id DESC`;
-  const list = db.sql(listSql(false));
-  const listChain = db.sql(listSql(true));
-  const markRetrying = db.sql(
-    `UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`,
-  );
-  const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
-  // A parked run ($5: its status, never 'running') taken back by
-  // one decision, its entry ($7) journaled in the same statement.
-  const takeParked = db.sql(`
-WITH t AS (UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, deadline_at = $4, result = NULL,
-    expires_at = NULL, ended_at = NULL
-  WHERE run_id = $1 AND status = $5 AND status <> 'running' AND (expires_at IS NULL OR expires_at > $6)
-  RETURNING run_id),
-j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT t.run_id, $7::text FROM t WHERE $7::text IS NOT NULL)
-SELECT run_id FROM t`);
-
-  // A run parked waiting: its wake-up in lease_until (Infinity: only a signal takes it), kept until taken.
-  const parkWaiting = db.sql(`
-WITH f AS (UPDATE ${s}.runs SET status = 'waiting', result = $3, lease_until = $4, expires_at = NULL, ended_at = NULL,
-    retry_until = NULL
-  WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
-j AS (INSERT INTO ${s}.run_journal (run_id, entry)
-  SELECT f.run_id, u.e FROM f, unnest($5::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
-SELECT run_id FROM f`);
-  const dueWaiting = db.sql(`
-SELECT run_id FROM ${s}.runs WHERE status = 'waiting' AND lease_until <= $1
-  AND ($3::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($3::text[]))
-ORDER BY lease_until LIMIT $2`);
+  const {
+    insert,
+    readJournals,
+    read,
+    dropExpired,
+    journal,
+    journalAndKeep,
+    renew,
+    finish,
+    reopen,
+    claim,
+    list,
+    listChain,
+    markRetrying,
+    requestCancel,
+    takeParked,
+    parkWaiting,
+    dueWaiting,
+  } = runStatements(db);
 
   type Read = RunRow & { expires_at: number | null; journal: string[] };
   const get = async (runId: string, what: string): Promise<Read | undefined> =>
