@@ -13,9 +13,9 @@ import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import { redisLimiterStore } from './limiter.js';
 import { beginForRun, redisRunStore } from './runs.js';
+import { redisLearningStore } from './learning.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
-import type { ToolTransition } from '../observe/trace.js';
 import type {
   BreakerChange,
   BreakerDecision,
@@ -24,15 +24,14 @@ import type {
   CheckpointStore,
   IdempotencyClaim,
   IdempotencyStore,
-  LearnedData,
   LearningStore,
   TakeResult,
-  TimingSample,
 } from '../stores/types.js';
 
 export type { RedisClient, RedisTransaction } from './client.js';
 export { redisLimiterStore, type RedisLimiterOptions, type RedisLimiterStore } from './limiter.js';
 export { redisRunStore, type RedisRunStoreOptions } from './runs.js';
+export { redisLearningStore, type RedisLearningOptions } from './learning.js';
 export type { IdempotencyBeginOptions } from '../stores/types.js';
 export type { RunStore } from '../stores/run-store.js';
 
@@ -318,47 +317,5 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
     metrics: redisLearningStore(redis, { prefix: p }),
     limiter: redisLimiterStore(redis, { prefix: p, now }),
     runs: redisRunStore(redis, { prefix: p, idempotencyTtlMs: idemTtl, idempotency }),
-  };
-}
-
-/** Options of {@link redisLearningStore}. */
-export interface RedisLearningOptions {
-  prefix: string;
-  /** Transitions kept. Default 10 000. */
-  maxTransitions?: number;
-  /** Timing samples kept (all tools together). Default 20 000. */
-  maxSamples?: number;
-}
-
-/**
- * What runners learn, in two capped Redis lists: a new process loads it, every process adds to it.
- *
- * @example
- * ```ts
- * const runner = createRunner({ invoker, stores: { metrics: redisLearningStore(redis, { prefix: 'myapp' }) } });
- * await runner.ready; // estimates and suggestions now include what other instances learned
- * ```
- */
-export function redisLearningStore(redis: RedisClient, options: RedisLearningOptions): LearningStore {
-  const transitionsKey = `${options.prefix}:learn:transitions`;
-  const samplesKey = `${options.prefix}:learn:samples`;
-  const maxT = options.maxTransitions ?? 10_000;
-  const maxS = options.maxSamples ?? 20_000;
-  return {
-    async load(): Promise<LearnedData> {
-      const [t, s] = await Promise.all([redis.lrange(transitionsKey, 0, -1), redis.lrange(samplesKey, 0, -1)]);
-      return {
-        transitions: t.map((x) => JSON.parse(x) as ToolTransition),
-        samples: s.map((x) => JSON.parse(x) as TimingSample),
-      };
-    },
-    async append(batch) {
-      const tx = redis.multi();
-      if (batch.transitions.length)
-        tx.rpush(transitionsKey, ...batch.transitions.map((t) => JSON.stringify(t))).ltrim(transitionsKey, -maxT, -1);
-      if (batch.samples.length)
-        tx.rpush(samplesKey, ...batch.samples.map((s) => JSON.stringify(s))).ltrim(samplesKey, -maxS, -1);
-      await tx.exec();
-    },
   };
 }

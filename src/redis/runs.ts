@@ -2,7 +2,6 @@
 // deadline, approved gate and result), one list for its journal, and one sorted set of the runs in
 // flight scored by lease end, so expired leases are found without a scan. Every claim and finish is
 // one Lua script: atomic, one round trip.
-import { createHash } from 'node:crypto';
 import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
@@ -13,21 +12,21 @@ import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import {
-  BEGIN,
-  CLAIM,
-  CREATE,
-  DUE,
-  FINISH,
-  GET,
-  JOURNAL,
-  LIST,
-  RENEW,
-  REOPEN,
-  REQUEST_CANCEL,
-  RETRYING,
-  TAKE_PARKED,
-  WAKE_AT,
-} from './run-scripts.js';
+  begin,
+  claim,
+  create,
+  due,
+  finish,
+  get,
+  journal,
+  list,
+  renew,
+  reopen,
+  requestCancel,
+  retrying,
+  takeParked,
+  wakeAtScript,
+} from './run-script-calls.js';
 import { checkOptions, integer, integerMs, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
 
@@ -45,36 +44,6 @@ export interface RedisRunStoreOptions {
   /** Events kept per run for `runner.watch` (its stream is trimmed to the newest). Default 10 000. */
   maxEventsPerRun?: number;
 }
-
-type Script = (redis: RedisClient, keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>;
-
-/** Runs a script by its SHA (loading it once per server on NOSCRIPT): the body is not resent each call. */
-function script(lua: string): Script {
-  const sha = createHash('sha1').update(lua).digest('hex');
-  return async (redis, keys, args) => {
-    try {
-      return await redis.evalsha(sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
-      return redis.eval(lua, keys.length, ...keys, ...args);
-    }
-  };
-}
-
-const create = script(CREATE);
-const journal = script(JOURNAL);
-const renew = script(RENEW);
-const finish = script(FINISH);
-const reopen = script(REOPEN);
-const claim = script(CLAIM);
-const get = script(GET);
-const list = script(LIST);
-const begin = script(BEGIN);
-const retrying = script(RETRYING);
-const requestCancel = script(REQUEST_CANCEL);
-const takeParked = script(TAKE_PARKED);
-const due = script(DUE);
-const wakeAtScript = script(WAKE_AT);
 
 /**
  * The idempotency store's encoding of a kept result; `undefined`
