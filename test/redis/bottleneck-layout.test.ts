@@ -1,5 +1,5 @@
 // The Redis limiter reads bottleneck's own keys for its wait estimate (LIMITER_STATE in
-// src/redis/limiter.ts), so bottleneck is pinned to one exact version, and this test fails if that
+// src/redis/cluster-limiter.ts), so bottleneck is pinned to one exact version, and this test fails if that
 // version or its key layout differs from what the script reads.
 import { createRequire } from 'node:module';
 import Redis from 'ioredis';
