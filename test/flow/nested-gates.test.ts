@@ -15,6 +15,7 @@ import {
   type RunResult,
   type Runner,
 } from 'chainkit';
+import { save, unsave } from './nested-tools.js';
 
 const read = defineTool({
   name: 'read',
@@ -221,20 +222,6 @@ describe('a gate inside a sub-chain parks the run as one gate', () => {
 });
 
 describe('items finished in an earlier segment are undone when the run fails later', () => {
-  const save = defineTool({
-    name: 'save',
-    description: 'Save a thing',
-    input: z.object({ id: z.string() }),
-    output: z.object({ id: z.string() }),
-    idempotent: true,
-  });
-  const unsave = defineTool({
-    name: 'unsave',
-    description: 'Undo a save',
-    input: z.object({ id: z.string() }),
-    output: z.object({ ok: z.boolean() }),
-    idempotent: true,
-  });
   const saveOne = chain('save_one', { input: z.object({ id: z.string() }) })
     .tool('save', save, (ref) => ({ id: ref('input', 'id') }), {
       compensate: { tool: unsave, input: { id: ref('save', 'id') } },

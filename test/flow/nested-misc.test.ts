@@ -1,4 +1,4 @@
-// Review: races, deep nesting, branches and signals around gates and waits inside sub-chains.
+// races, deep nesting, branches and signals around gates and waits inside sub-chains.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -35,7 +35,7 @@ const dropOne = chain('rm_drop_one', { input: z.object({ id: z.string() }) })
   .tool('drop', drop, (ref) => ({ id: ref('input', 'id') }), { confirm: { prompt: (s) => `Delete ${s.input.id}?` } })
   .output((s) => s.results.drop.id);
 
-describe('review: misc around nested gates', () => {
+describe('misc around nested gates', () => {
   it('resume and decide racing on the same nested gate: one wins, the write happens once', async () => {
     const { calls, invoker } = dropper();
     const all = chain('rm_race', { input: z.object({ ids: z.array(z.string()) }) })

@@ -1,23 +1,10 @@
-// Review: a run parked `waiting` at a sleep/waitFor inside a forEach item (or a sub-chain) that is
+// a run parked `waiting` at a sleep/waitFor inside a forEach item (or a sub-chain) that is
 // cancelled, or whose waitFor times out, must undo what the items and sub-chains finished before.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, ref, type Runner } from 'chainkit';
+import { chain, createRunner, functionInvoker, memoryRunStore, ref, type Runner } from 'chainkit';
+import { save, unsave } from './nested-tools.js';
 
-const save = defineTool({
-  name: 'save',
-  description: 'Save a thing',
-  input: z.object({ id: z.string() }),
-  output: z.object({ id: z.string() }),
-  idempotent: true,
-});
-const unsave = defineTool({
-  name: 'unsave',
-  description: 'Undo a save',
-  input: z.object({ id: z.string() }),
-  output: z.object({ ok: z.boolean() }),
-  idempotent: true,
-});
 const Review = z.object({ ok: z.boolean() });
 
 const open: Runner[] = [];
@@ -61,7 +48,7 @@ function setup() {
   return { runner, calls, clock };
 }
 
-describe('review: a run waiting inside a forEach item', () => {
+describe('a run waiting inside a forEach item', () => {
   it('cancelled: items finished before the wait and the waiting item’s save are undone', async () => {
     const { runner, calls } = setup();
     const parked = await runner.run(all, { ids: ['t0', 't1', 't2'] }, { runId: 'rw-1' });

@@ -1,4 +1,4 @@
-// Review: undo of sub-chain units finished before a nested gate, on cancel and on collected failures.
+// undo of sub-chain units finished before a nested gate, on cancel and on collected failures.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -11,21 +11,8 @@ import {
   ref,
   type Runner,
 } from 'chainkit';
+import { save, unsave } from './nested-tools.js';
 
-const save = defineTool({
-  name: 'save',
-  description: 'Save a thing',
-  input: z.object({ id: z.string() }),
-  output: z.object({ id: z.string() }),
-  idempotent: true,
-});
-const unsave = defineTool({
-  name: 'unsave',
-  description: 'Undo a save',
-  input: z.object({ id: z.string() }),
-  output: z.object({ ok: z.boolean() }),
-  idempotent: true,
-});
 const fail = defineTool({
   name: 'fail',
   description: 'Fails for some',
@@ -63,7 +50,7 @@ const saveOne = chain('r_save_one', { input: z.object({ id: z.string() }) })
   .tool('check', fail, (ref) => ({ id: ref('save', 'id') }), { when: () => true })
   .output((s) => s.results.save.id);
 
-describe('review: cancel of a run parked at a gate inside a forEach item', () => {
+describe('cancel of a run parked at a gate inside a forEach item', () => {
   it('undoes the items finished before the gate and the parked item’s finished save, each once', async () => {
     const { calls, invoker } = tools();
     const all = chain('r_cancel_all', { input: z.object({ ids: z.array(z.string()) }) })
@@ -97,7 +84,7 @@ describe('review: cancel of a run parked at a gate inside a forEach item', () =>
   });
 });
 
-describe('review: a collected item failure, then a gate, then a failure after the resume', () => {
+describe('a collected item failure, then a gate, then a failure after the resume', () => {
   it('the failed item’s save was undone when it failed: it is not undone a second time', async () => {
     const { calls, invoker } = tools(['t0']);
     const all = chain('r_collect_all', { input: z.object({ ids: z.array(z.string()) }) })
@@ -148,7 +135,7 @@ describe('review: a collected item failure, then a gate, then a failure after th
   });
 });
 
-describe('review: a collected failed item is not undone again by another instance', () => {
+describe('a collected failed item is not undone again by another instance', () => {
   it('resumed on a second runner (shared checkpoints, its own idempotency store): unsave:t0 is called once', async () => {
     const { calls, invoker } = tools(['t0', 'boom']);
     const all = chain('r_collect_two', { input: z.object({ ids: z.array(z.string()) }) })
@@ -176,7 +163,7 @@ describe('review: a collected failed item is not undone again by another instanc
   });
 });
 
-describe('review: a failure outranks a gate inside an item', () => {
+describe('a failure outranks a gate inside an item', () => {
   it('the item parked at its gate had saved: its save is undone when another item fails the step', async () => {
     const { calls, invoker } = tools(['t0']);
     const slowFail = defineTool({
@@ -227,7 +214,7 @@ describe('review: a failure outranks a gate inside an item', () => {
   });
 });
 
-describe('review: cancel of a run parked at a gate two levels down', () => {
+describe('cancel of a run parked at a gate two levels down', () => {
   it('forEach inside forEach: every save before the gate is undone once (finished and unfinished items)', async () => {
     const { calls, invoker } = tools();
     const inner = chain('r_deep_inner', { input: z.object({ ids: z.array(z.string()) }) })

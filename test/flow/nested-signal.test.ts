@@ -1,4 +1,4 @@
-// Review: signals to a waitFor inside a sub-chain — the schema checked must be that step's own.
+// signals to a waitFor inside a sub-chain — the schema checked must be that step's own.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, SignalRefused, type Runner } from 'chainkit';
@@ -9,7 +9,7 @@ afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-describe('review: a waitFor in a branch case', () => {
+describe('a waitFor in a branch case', () => {
   const a = chain('rs_a', { input: z.object({ id: z.string() }) })
     .waitFor('review', { signal: 'review', schema: z.object({ ok: z.boolean() }) })
     .build();

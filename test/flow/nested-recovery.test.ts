@@ -1,4 +1,4 @@
-// Review: a durable run recovered (its owner dead) after a gate inside a forEach item was approved.
+// a durable run recovered (its owner dead) after a gate inside a forEach item was approved.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, memoryRunStore, ref, type Runner } from 'chainkit';
@@ -72,7 +72,7 @@ async function parkedThenHung(runId: string) {
   return { store, now, calls };
 }
 
-describe('review: recovery after an approved nested gate', () => {
+describe('recovery after an approved nested gate', () => {
   it('recovered: nothing asked again, every write once, the item in flight again under its key', async () => {
     const { store, now, calls } = await parkedThenHung('rr-1');
     const heir = make(store, now, calls);

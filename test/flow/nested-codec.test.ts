@@ -1,28 +1,15 @@
-// Review: a gate inside a sub-chain whose checkpoint holds a value the codec refuses.
+// a gate inside a sub-chain whose checkpoint holds a value the codec refuses.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, ref, type Runner } from 'chainkit';
+import { chain, createRunner, functionInvoker, ref, type Runner } from 'chainkit';
+import { save, unsave } from './nested-tools.js';
 
-const save = defineTool({
-  name: 'save',
-  description: 'Save a thing',
-  input: z.object({ id: z.string() }),
-  output: z.object({ id: z.string() }),
-  idempotent: true,
-});
-const unsave = defineTool({
-  name: 'unsave',
-  description: 'Undo a save',
-  input: z.object({ id: z.string() }),
-  output: z.object({ ok: z.boolean() }),
-  idempotent: true,
-});
 const open: Runner[] = [];
 afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
 });
 
-describe('review: a nested gate whose checkpoint the codec refuses', () => {
+describe('a nested gate whose checkpoint the codec refuses', () => {
   it('fails clearly, hands out no token, and undoes the items saved before', async () => {
     const calls: string[] = [];
     const invoker = functionInvoker([save, unsave], {
@@ -52,7 +39,7 @@ describe('review: a nested gate whose checkpoint the codec refuses', () => {
   });
 });
 
-describe('review (baseline): a top-level gate whose checkpoint the codec refuses', () => {
+describe('baseline: a top-level gate whose checkpoint the codec refuses', () => {
   it('undoes the steps completed before', async () => {
     const calls: string[] = [];
     const invoker = functionInvoker([save, unsave], {
