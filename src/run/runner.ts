@@ -10,7 +10,7 @@ import { maskText } from '../observe/redact.js';
 import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '../stores/run-list.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
-import { durableRuns, type RunInfo } from './durable.js';
+import { DurableRuns, type RunInfo } from './durable.js';
 import { checkRunId } from './run-id.js';
 import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
@@ -67,7 +67,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
   const durable = runStore
-    ? durableRuns(parts, runStore, {
+    ? new DurableRuns(parts, runStore, {
         ...(options.leaseMs !== undefined && { leaseMs: options.leaseMs }),
         ...(options.recover && { recover: options.recover }),
         ...(options.retention && { retention: options.retention }),
