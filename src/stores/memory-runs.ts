@@ -16,7 +16,10 @@ export interface MemoryRunStoreOptions {
    * Without it, a journal write that carries a result to keep is refused.
    */
   idempotency?: IdempotencyStore;
-  /** Ended (or parked) runs kept at most; the oldest go first. Runs in flight are never evicted. Default 10 000. */
+  /**
+   * Ended runs (and runs parked at a gate) kept at most; the oldest go first. Runs in flight, waiting
+   * or in doubt are never evicted to make room. Default 10 000.
+   */
   maxEnded?: number;
   /** Clock for retention. Default `Date.now`. */
   now?: () => number;
@@ -55,7 +58,8 @@ const RUN_STORE_OPTIONS = z.object(
 /**
  * A run store in memory: durable across runners of one process, not across a crash. Every write is
  * encoded (so it refuses what the Redis and Postgres stores refuse) and every read is a fresh copy.
- * Runs in flight are kept until they end; ended and parked ones for their retention, at most `maxEnded`.
+ * Runs in flight, waiting or in doubt are kept until they end; ended ones and runs parked at a gate for
+ * their retention, at most `maxEnded`.
  *
  * @example
  * ```ts
@@ -171,7 +175,8 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.expiresAt = now() + retentionMs;
       run.endedAt = now();
       ended.delete(runId);
-      ended.set(runId, true);
+      // A run in doubt waits for a decision, as a waiting run for its signal: neither is evicted to make room.
+      if (status !== 'in_doubt') ended.set(runId, true);
       trim();
       return true;
     },

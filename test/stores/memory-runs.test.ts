@@ -46,6 +46,22 @@ describe('memoryRunStore', () => {
     expect((await runs.get(inFlight.runId))!.status).toBe('running');
   });
 
+  it('never evicts a run parked in doubt or waiting to make room: only a decision or a signal ends it', async () => {
+    const runs = memoryRunStore({ maxEnded: 2 });
+    const doubt = record('A', Date.now() + 60_000);
+    await runs.create(doubt, Date.now());
+    await runs.finish(doubt.runId, 'A', 'in_doubt', { status: 'in_doubt' }, Infinity);
+    const waiting = record('A', Date.now() + 60_000);
+    await runs.create(waiting, Date.now());
+    await runs.parkWaiting!(waiting.runId, 'A', { status: 'waiting' }, null);
+    for (const r of [0, 1, 2, 3].map(() => record('A', Date.now() + 60_000))) {
+      await runs.create(r, Date.now());
+      await runs.finish(r.runId, 'A', 'completed', { n: r.runId }, 60_000);
+    }
+    expect((await runs.get(doubt.runId))?.status).toBe('in_doubt');
+    expect((await runs.get(waiting.runId))?.status).toBe('waiting');
+  });
+
   it('hands out copies: changing what was written or read changes nothing stored', async () => {
     const runs = memoryRunStore();
     const rec = record('A', Date.now() + 60_000);
