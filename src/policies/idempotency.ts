@@ -192,7 +192,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     // Without a claim the tool is never called: an unavailable store fails the call.
     let begun: MaybePromise<IdempotencyClaim> | undefined;
     const claimed = callStore(
-      () => (begun = durable === undefined ? store.begin(key) : store.begin(key, durable)),
+      () => (begun = store.begin(key, durable, ctx.deadlineAt)),
       ctx.deadlineAt,
       now,
       'idempotency',

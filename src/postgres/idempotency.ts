@@ -1,9 +1,9 @@
 // Idempotency on PostgreSQL, with the Redis store's semantics: a pending marker that lapses after
-// `pendingTtlMs` if its process dies, waiters that poll (cancelable, stores/pending.ts) and get
+// `pendingTtlMs` (or its call's deadline, if later) if its process dies, waiters that poll (cancelable, stores/pending.ts) and get
 // `conflict` after `pendingWaitMs`, and the key of a write whose outcome is unknown kept claimed,
 // answering its failure, until its late answer is kept (`completeLate`) or `pendingTtlMs` passes.
 import type { Classified } from '../errors/classify.js';
-import { unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
+import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores/types.js';
 import type { Db } from './db.js';
@@ -81,12 +81,13 @@ WHERE i.state = 'u' OR i.expires_at <= $4`);
     kept((await db.query<Row>('idempotency', read, [key, db.now()])).rows[0]);
 
   const store: IdempotencyStore & { close(): Promise<void> } = {
-    async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {
+    async begin(key, run?: IdempotencyBeginOptions, holdUntil?: number): Promise<IdempotencyClaim> {
       db.sweepSoon();
       for (let round = 0; ; round++) {
         const values = (): unknown[] => {
           const now = db.now();
-          return [key, now, run?.runId ?? null, run?.owner ?? null, now + timing.pendingTtlMs, run?.takeOver === true];
+          const until = now + holdMs(timing.pendingTtlMs, holdUntil, now);
+          return [key, now, run?.runId ?? null, run?.owner ?? null, until, run?.takeOver === true];
         };
         const row = (await db.query<Row>('idempotency', begin, values)).rows[0];
         if (row === undefined) {

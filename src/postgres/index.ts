@@ -70,8 +70,9 @@ export interface PostgresStoresOptions {
   /** How long kept idempotency results live. Default 24 h. */
   idempotencyTtlMs?: number;
   /**
-   * How long an in-flight marker lives if its process dies mid-call, and how long the key of a
-   * write whose outcome is unknown stays claimed after its failure. Default 60 s.
+   * How long an in-flight marker lives if its process dies mid-call (at least: a marker lives until
+   * its call's deadline when that is later), and how long the key of a write whose outcome is
+   * unknown stays claimed after its failure. Default 60 s.
    */
   pendingTtlMs?: number;
   /** How long a duplicate waits for the call in flight elsewhere before failing with `conflict`. Default 30 s. */

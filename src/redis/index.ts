@@ -8,7 +8,7 @@ import type { RedisClient } from './client.js';
 import { checkOptions, fn, integer, integerMs, nonEmpty, timerMs } from '../define/options.js';
 import { z } from 'zod';
 import { storeFailure } from '../stores/guard.js';
-import { unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
+import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/rate-limit.js';
 import { redisLimiterStore } from './limiter.js';
@@ -42,9 +42,10 @@ export interface RedisStoresOptions {
   /** How long kept results live. Default 24 h. */
   idempotencyTtlMs?: number;
   /**
-   * How long an in-flight marker lives if its process dies mid-call, and how long the key of a
-   * write whose outcome is unknown stays claimed after its failure (its late answer, when it comes
-   * first, is kept as the result). Default 60 s.
+   * How long an in-flight marker lives if its process dies mid-call (at least: a marker lives until
+   * its call's deadline when that is later), and how long the key of a write whose outcome is
+   * unknown stays claimed after its failure (its late answer, when it comes first, is kept as the
+   * result). Default 60 s.
    */
   pendingTtlMs?: number;
   /**
@@ -250,17 +251,18 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
     }
   };
   const idempotency: IdempotencyStore = {
-    async begin(key, run?: IdempotencyBeginOptions): Promise<IdempotencyClaim> {
+    async begin(key, run?: IdempotencyBeginOptions, holdUntil?: number): Promise<IdempotencyClaim> {
       let raw: string | null;
+      const hold = holdMs(pendingTtl, holdUntil, now());
       if (run) {
         // A durable run's call: its marker names the run and owner; a dead owner's claim may be taken over.
-        raw = await beginForRun(redis, idemKey(key), pendingTtl, run);
+        raw = await beginForRun(redis, idemKey(key), hold, run);
         if (raw === null) return { status: 'new' };
       } else {
-        const claimed = await redis.set(idemKey(key), '{"s":"p"}', 'PX', pendingTtl, 'NX');
+        const claimed = await redis.set(idemKey(key), '{"s":"p"}', 'PX', hold, 'NX');
         if (claimed === 'OK') return { status: 'new' };
         raw = await redis.get(idemKey(key));
-        if (raw === null) return idempotency.begin(key); // released meanwhile: claim again
+        if (raw === null) return idempotency.begin(key, run, holdUntil); // released meanwhile: claim again
       }
       const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };

@@ -139,3 +139,22 @@ export function unknownClaim(info: Classified, pendingTtlMs: number): PendingCla
   settled.catch(() => undefined);
   return { status: 'pending', settled };
 }
+
+/**
+ * How long a store whose claims expire holds a new claim: its pending TTL, or until the call's
+ * deadline (`holdUntil`) when that is later — a claim that lapsed while its call is still in flight
+ * would let a duplicate run the call again.
+ *
+ * @example
+ * ```ts
+ * await redis.set(k, '{"s":"p"}', 'PX', holdMs(pendingTtlMs, holdUntil, Date.now()), 'NX');
+ * ```
+ */
+export function holdMs(pendingTtlMs: number, holdUntil: number | undefined, now: number): number {
+  // A deadline far off (or not finite) is not a reason to keep a dead process's claim forever: capped at a day.
+  return holdUntil === undefined || !(holdUntil - now > pendingTtlMs)
+    ? pendingTtlMs
+    : Math.max(pendingTtlMs, Math.ceil(Math.min(holdUntil - now, MAX_HOLD_MS)));
+}
+/** The longest a claim is held for a call's deadline. */
+const MAX_HOLD_MS = 24 * 3_600_000;

@@ -85,8 +85,13 @@ export type IdempotencyClaim =
  * and waits for the same outcome; a later one gets `done` with the kept value.
  */
 export interface IdempotencyStore {
-  /** Claims a key (atomically); a durable run's call says which run and owner claims it. */
-  begin(key: string, run?: IdempotencyBeginOptions): MaybePromise<IdempotencyClaim>;
+  /**
+   * Claims a key (atomically); a durable run's call says which run and owner claims it. `holdUntil`
+   * (epoch ms, the call's deadline): while the call may still be in flight, the claim must not lapse
+   * (a store whose claims expire keeps this one at least until then, never less than its own
+   * pending TTL), so a duplicate waits for the call instead of running it again.
+   */
+  begin(key: string, run?: IdempotencyBeginOptions, holdUntil?: number): MaybePromise<IdempotencyClaim>;
   /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
   complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
   /**

@@ -69,6 +69,26 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
       await runner.close();
     });
 
+    it('holds the claim of a call in flight until its deadline, past pendingTtlMs: a duplicate waits for it', async () => {
+      const invoker = createMockInvoker([write], {
+        pay: [async () => (await pause(400), { ok: true }), { ok: { ok: true } }],
+      });
+      const runners = [0, 1].map(() =>
+        createRunner({
+          invoker,
+          tools: [write],
+          stores: redisStores(redis, { prefix, pollMs: 10, pendingTtlMs: 100 }),
+        }),
+      );
+      const first = runners[0]!.invoke('pay', {}, { idempotencyKey: 'k-held', timeoutMs: 3000 });
+      await pause(250); // the call is in flight, past the store's pendingTtlMs
+      const duplicate = runners[1]!.invoke('pay', {}, { idempotencyKey: 'k-held', timeoutMs: 3000 });
+      const results = await Promise.all([first, duplicate]);
+      expect(results.map((r) => r.status)).toEqual(['completed', 'completed']);
+      expect(invoker.callsTo('pay')).toHaveLength(1);
+      await Promise.all(runners.map((r) => r.close()));
+    });
+
     it('sends no Redis command after runner.close()', async () => {
       await claimElsewhere('k2');
       const runner = createRunner({

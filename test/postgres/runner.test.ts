@@ -134,6 +134,20 @@ describe('chainkit/postgres under runners', () => {
     await r.runner.close();
   });
 
+  it('holds the claim of a call in flight until its deadline, past pendingTtlMs: a duplicate on another replica waits for it', async () => {
+    const invoker = createMockInvoker([...taskTools, pay, drop], {
+      pay: [async () => (await pause(400), { ok: true }), { ok: { ok: true } }],
+    });
+    const [a, b] = [replica({ pendingTtlMs: 100 }, invoker), replica({ pendingTtlMs: 100 }, invoker)];
+    const first = a.runner.invoke('pay', {}, { idempotencyKey: 'pg-k6', timeoutMs: 3000 });
+    await pause(250); // the call is in flight, past the store's pendingTtlMs
+    const duplicate = b.runner.invoke('pay', {}, { idempotencyKey: 'pg-k6', timeoutMs: 3000 });
+    const results = await Promise.all([first, duplicate]);
+    expect(results.map((r) => r.status)).toEqual(['completed', 'completed']);
+    expect(invoker.callsTo('pay')).toHaveLength(1);
+    await Promise.all([a.runner.close(), b.runner.close()]);
+  });
+
   it('keeps the key of a write whose outcome is unknown: a duplicate on another replica gets that failure, the tool runs once', async () => {
     const invoker = createMockInvoker([...taskTools, pay, drop], {
       drop: [() => new Promise(() => {}), { ok: { ok: true } }],
