@@ -1,7 +1,8 @@
 // Idempotency on PostgreSQL, with the Redis store's semantics: a pending marker that lapses after
-// `pendingTtlMs` (or its call's deadline, if later) if its process dies, waiters that poll (cancelable, stores/pending.ts) and get
-// `conflict` after `pendingWaitMs`, and the key of a write whose outcome is unknown kept claimed,
-// answering its failure, until its late answer is kept (`completeLate`) or `pendingTtlMs` passes.
+// `pendingTtlMs` (or its call's deadline, if later) if its process dies, waiters that poll
+// (cancelable, stores/pending.ts) and get `conflict` after `pendingWaitMs`, and the key of a write
+// whose outcome is unknown kept claimed, answering its failure, until its late answer is kept
+// (`completeLate`) or `pendingTtlMs` passes.
 import type { Classified } from '../errors/classify.js';
 import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';

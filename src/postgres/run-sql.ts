@@ -17,7 +17,9 @@ const COLUMNS =
  */
 export function runStatements(db: Db) {
   const { s } = db;
+  // `old`: the owner before this statement (a take-over reports it), read in the statement's snapshot.
   const insert = db.sql(`
+WITH old AS (SELECT owner FROM ${s}.runs WHERE run_id = $1)
 INSERT INTO ${s}.runs AS r
   (run_id, status, owner, lease_until, deadline_at, record, chain, fingerprint, context_hash, started_at)
   VALUES ($1, 'running', $2, $3, $4, $5, $7, $8, $9, $10)
@@ -25,7 +27,7 @@ ON CONFLICT (run_id) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDE
 WHERE r.status = 'running' AND r.lease_until < $6 AND (r.chain IS NULL OR r.chain = EXCLUDED.chain)
   AND (r.fingerprint IS NULL OR r.fingerprint = EXCLUDED.fingerprint)
   AND (r.context_hash IS NULL OR EXCLUDED.context_hash IS NULL OR r.context_hash = EXCLUDED.context_hash)
-RETURNING (xmax = 0) AS created`);
+RETURNING (xmax = 0) AS created, (SELECT owner FROM old) AS previous_owner`);
   const readJournals = db.sql(
     `SELECT run_id, entry FROM ${s}.run_journal WHERE run_id = ANY($1::text[]) ORDER BY run_id, seq`,
   );
@@ -67,12 +69,12 @@ WHERE run_id = $1 AND status = 'awaiting_confirmation' AND expires_at > $6`);
   // With a filter ($5: 'chain|fingerprint' pairs), only runs this runner can continue, or orphaned past $6.
   const claim = db.sql(`
 UPDATE ${s}.runs AS r SET owner = $1, lease_until = $3, retry_until = NULL
-FROM (SELECT run_id FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
+FROM (SELECT run_id, owner AS previous_owner FROM ${s}.runs WHERE status = 'running' AND lease_until < $2
   AND ($5::text[] IS NULL OR chain IS NULL OR (chain || '|' || fingerprint) = ANY($5::text[]) OR deadline_at < $6)
   ORDER BY lease_until LIMIT $4 FOR UPDATE SKIP LOCKED) AS c
 WHERE r.run_id = c.run_id
 RETURNING r.run_id, r.chain, r.fingerprint, r.context_hash, r.status, r.owner, r.lease_until, r.deadline_at,
-  r.approved_gate, r.record, r.result, r.cancel_reason`);
+  r.approved_gate, r.record, r.result, r.cancel_reason, c.previous_owner`);
 
   // Newest first: per status, one ordered range of runs_status_started (runs_chain_started with a
   // chain) read to the page's size, merged. `status = ANY(…)` on the table would make the planner

@@ -100,7 +100,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     for (let round = 0; round < 5; round++) {
       // Only `created` comes back: the common path parses one column, not the whole record.
       const inserted = (
-        await db.query<{ created: boolean }>('run (create)', insert, [
+        await db.query<{ created: boolean; previous_owner: string | null }>('run (create)', insert, [
           record.runId,
           record.owner,
           record.leaseUntil,
@@ -118,8 +118,11 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       if (!row) continue; // deleted meanwhile: record it now
       // Taken over by this statement (its lease had ended): the run, read after the claim committed, with its journal.
       if (inserted) {
-        if (row.status === 'running' && row.owner === record.owner)
-          return { status: 'taken', run: fromRow(row, row.journal) };
+        if (row.status === 'running' && row.owner === record.owner) {
+          const run = fromRow(row, row.journal);
+          if (inserted.previous_owner !== null) run.previousOwner = inserted.previous_owner;
+          return { status: 'taken', run };
+        }
         continue; // changed hands again meanwhile: look at it afresh
       }
       if (row.expires_at !== null && row.expires_at <= db.now()) {
@@ -219,7 +222,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       if (!(limit >= 1)) return [];
       const pairs = only ? only.chains.map((c) => `${c.name}|${c.fingerprint}`) : null;
       const claimed = (
-        await db.query<RunRow>('run (claim)', claim, [
+        await db.query<RunRow & { previous_owner: string }>('run (claim)', claim, [
           owner,
           now,
           leaseUntil,
@@ -237,7 +240,10 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
         if (!list) entries.set(row.run_id, (list = []));
         list.push(row.entry);
       }
-      return claimed.map((row) => fromRow(row, entries.get(row.run_id) ?? []));
+      return claimed.map((row) => ({
+        ...fromRow(row, entries.get(row.run_id) ?? []),
+        previousOwner: row.previous_owner,
+      }));
     },
     async listRuns(query) {
       type Listed = {

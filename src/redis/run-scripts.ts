@@ -68,16 +68,18 @@ end
 local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
 if (b[1] and b[1] ~= ARGV[7]) or (b[2] and b[2] ~= '' and ARGV[9] ~= '' and b[2] ~= ARGV[9]) then return 'mismatch' end
 local kind = 'ended'
+local prev
 if st == 'running' then
   kind = 'busy'
   if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) and (not b[3] or b[3] == ARGV[8]) then
+    prev = redis.call('HGET', KEYS[1], 'owner')
     redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'lease', ARGV[3])
     redis.call('HDEL', KEYS[1], 'retry')
     redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
     kind = 'taken'
   end
 end
-return {kind, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`;
+return {kind, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1), prev or ''}`;
 
 // KEYS: run hash, journal[, idempotency key]. ARGV: owner, entry[, kept result, its ttl].
 // The result is kept even when the owner lost the run: the call happened, a re-run must find it done.
@@ -168,10 +170,11 @@ for page = 1, 20 do
       and not (orphan and tonumber(f[5]) < orphan) then
       offset = offset + 1
     else
+      local prev = redis.call('HGET', k, 'owner') or ''
       redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
       redis.call('HDEL', k, 'retry')
       redis.call('ZADD', KEYS[1], ARGV[3], id)
-      out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1)}
+      out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1), prev}
       if #out >= limit then return out end
     end
   end

@@ -172,10 +172,12 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
             idx,
             `${p}:run:`,
           ],
-        )) as 'created' | 'mismatch' | [string, string[], string[]];
+        )) as 'created' | 'mismatch' | [string, string[], string[], string];
         if (r === 'created' || r === 'mismatch') return { status: r };
-        const [kind, hash, entries] = r;
-        return { status: kind as 'ended' | 'busy' | 'taken', run: fromHash(hash, entries) };
+        const [kind, hash, entries, previousOwner] = r;
+        const run = fromHash(hash, entries);
+        if (kind === 'taken') run.previousOwner = previousOwner;
+        return { status: kind as 'ended' | 'busy' | 'taken', run };
       }),
     journal: (runId, owner, entry, complete) =>
       guard('journal', async () => {
@@ -233,8 +235,8 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           only?.orphanedBefore ?? '',
           ...filter,
         ];
-        const rows = (await claim(redis, [live], args)) as [string[], string[]][];
-        return rows.map(([hash, entries]) => fromHash(hash, entries));
+        const rows = (await claim(redis, [live], args)) as [string[], string[], string][];
+        return rows.map(([hash, entries, previousOwner]) => ({ ...fromHash(hash, entries), previousOwner }));
       }),
     listRuns: (query) =>
       guard('list', async () => {

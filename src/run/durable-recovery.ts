@@ -23,7 +23,7 @@ const ORPHAN_GRACE_MS = 60_000;
  *
  * @example
  * ```ts
- * const result = await resumeStored(o, created.run, created.run.owner, leaseUntil, exec.chain);
+ * const result = await resumeStored(o, created.run, created.run.previousOwner ?? '', leaseUntil, exec.chain);
  * ```
  */
 export function resumeStored(
@@ -78,7 +78,7 @@ export async function claimAndStart(o: DurableOwner): Promise<Promise<RunResult 
     );
   for (const run of claimed) o.leases.hold(run.runId, until);
   const started: Promise<RunResult | undefined>[] = claimed.map((run) =>
-    resumeStored(o, run, run.owner === owner ? '' : run.owner, until),
+    resumeStored(o, run, run.previousOwner ?? '', until),
   );
   if (store.dueWaiting && store.takeParked) {
     const due = await o.bounded('due', t + STORE_WAIT_MS, () => store.dueWaiting!(t, limit, claimFilter(o, t)));
@@ -106,7 +106,14 @@ export async function cancelExpired(
   if (o.closed || !chain) return undefined;
   const t = o.now();
   const leaseUntil = t + o.leaseMs;
-  const { journal: _journal, retryingUntil: _retrying, cancelRequested: _cancel, result: _result, ...record } = run;
+  const {
+    journal: _journal,
+    retryingUntil: _retrying,
+    cancelRequested: _cancel,
+    result: _result,
+    previousOwner: _previous,
+    ...record
+  } = run;
   // The same atomic take-over as a caller retrying the run id: one runner wins, the others see it busy.
   const created = await o.bounded('create', t + STORE_WAIT_MS, () =>
     o.store.create({ ...record, owner: o.owner, leaseUntil }, t),

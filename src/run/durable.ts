@@ -146,7 +146,7 @@ export class DurableRuns implements Durable {
           `Run ${exec.runId} is in flight on another runner; try again later, or use a new run id.`,
         );
       case 'taken':
-        return resumeStored(o, created.run, created.run.owner, leaseUntil, exec.chain);
+        return resumeStored(o, created.run, created.run.previousOwner ?? '', leaseUntil, exec.chain);
       case 'mismatch':
         return o.refuse(exec, 'run_id_taken', `Run id ${exec.runId} is taken; use a new run id.`);
     }

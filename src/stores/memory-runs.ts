@@ -136,10 +136,11 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       if (run.status !== 'running') return { status: 'ended', run: view(record.runId, run) };
       if (run.leaseUntil >= at || run.fingerprint !== record.fingerprint)
         return { status: 'busy', run: view(record.runId, run) };
+      const previousOwner = run.owner;
       run.owner = record.owner;
       run.leaseUntil = record.leaseUntil;
       delete run.retryUntil; // the old owner's wait is over
-      return { status: 'taken', run: view(record.runId, run) };
+      return { status: 'taken', run: { ...view(record.runId, run), previousOwner } };
     },
     async journal(runId, owner, entry, complete) {
       if (complete && !idempotency)
@@ -201,10 +202,11 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       for (const [runId, run] of runs) {
         if (claimed.length >= limit) break;
         if (run.status !== 'running' || run.leaseUntil >= at || !claimable(run, only)) continue;
+        const previousOwner = run.owner;
         run.owner = owner;
         run.leaseUntil = leaseUntil;
         delete run.retryUntil; // the old owner's wait is over
-        claimed.push(view(runId, run));
+        claimed.push({ ...view(runId, run), previousOwner });
       }
       return claimed;
     },

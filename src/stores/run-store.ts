@@ -103,6 +103,11 @@ export interface StoredRun extends RunRecord {
    * whoever continues it ends it cancelled instead.
    */
   cancelRequested?: { reason?: string };
+  /**
+   * On a run just claimed by {@link RunStore.claimExpired} or taken over by {@link RunStore.create}
+   * (`taken`): the owner whose lease had expired. Reported to the new owner, not kept.
+   */
+  previousOwner?: string;
 }
 
 /** The answer to {@link RunStore.create}. */

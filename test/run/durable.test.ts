@@ -145,12 +145,20 @@ describe('durable runs (memory run store)', () => {
     const dead = make(store, { read: () => ({ n: 7 }), check: never }, { now, leaseMs: 1_000 });
     void dead.runner.run(chain, { n: 0 }, { runId: 'rec' });
     await new Promise((r) => setTimeout(r, 20));
+    const deadOwner = (await dead.runner.getRun('rec'))?.owner;
     expect((await dead.runner.getRun('rec'))?.steps).toEqual(['a', 'b']);
     t += 5_000; // the lease expired
     const heir = make(store, {}, { now, leaseMs: 1_000 });
     const recovered: string[] = [];
-    heir.runner.events.on('run:recovered', (e) => recovered.push(`${e.runId}:${e.journaled.join(',')}`));
+    const owners: [string, string][] = [];
+    heir.runner.events.on('run:recovered', (e) => {
+      recovered.push(`${e.runId}:${e.journaled.join(',')}`);
+      owners.push([e.previousOwner, e.owner]);
+    });
     const results = await heir.runner.recover();
+    const heirOwner = (await heir.runner.getRun('rec'))?.owner;
+    expect(heirOwner).not.toBe(deadOwner);
+    expect(owners).toEqual([[deadOwner, heirOwner]]); // from the dead owner, to the heir
     expect(results.map((r) => r.status)).toEqual(['completed']);
     expect(heir.calls).toEqual(['check:w7']); // only `c`: `a` and `b` came from the journal
     expect(recovered).toEqual(['rec:a,b']);

@@ -112,6 +112,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(taken.status).toBe('taken');
       expect(taken.status === 'taken' && taken.run).toMatchObject({
         owner: 'B',
+        previousOwner: 'A',
         leaseUntil: t + 9000,
         status: 'running',
         deadlineAt: rec.deadlineAt,
@@ -191,7 +192,9 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(await runs.get(uid('missing'))).toBeUndefined();
       // A renewed lease is live: nobody takes the run over or claims it.
       expect((await runs.create({ ...a1, owner: 'C' }, t + 5000)).status).toBe('busy');
-      expect((await runs.claimExpired('C', t + 5000, t + 9000, 10)).map((r) => r.runId)).toEqual([b.runId]);
+      const claimed = await runs.claimExpired('C', t + 5000, t + 9000, 10);
+      expect(claimed.map((r) => [r.runId, r.owner, r.previousOwner])).toEqual([[b.runId, 'C', 'B']]);
+      expect((await runs.get(b.runId))!.previousOwner).toBeUndefined(); // told the claimer, not kept
     });
 
     it('renew resolves with the ids it renewed: a run lost to another owner, ended or missing is left out', async () => {
