@@ -35,7 +35,8 @@ const fromRow = (row: RunRow, journal: readonly string[]): StoredRun =>
       {
         status: row.status,
         owner: row.owner,
-        leaseUntil: row.lease_until,
+        // A waiting run's wake-up is kept in lease_until (its index); it holds no lease.
+        leaseUntil: row.status === 'waiting' ? 0 : row.lease_until,
         deadlineAt: row.deadline_at,
         approvedGate: row.approved_gate,
         result: row.result,

@@ -228,7 +228,7 @@ export class DurableRuns implements Durable {
       chain: run.chain,
       status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status,
       owner: run.owner,
-      leaseUntil: run.status === 'waiting' ? 0 : run.leaseUntil,
+      leaseUntil: run.leaseUntil,
       steps: journaledSteps(run),
       ...(run.result !== undefined && { result: run.result as RunResult }),
       ...(decidedBy !== undefined && { decidedBy }),

@@ -339,6 +339,32 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(kept).toMatchObject({ status: 'completed', approvedGate: 'delete', result: { status: 'completed' } });
     });
 
+    it('parks a run waiting with no lease, due at its wake-up and not before, never claimed; takeParked takes it back once', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const [sleeper, listener] = [record('A', t + 1000), record('A', t + 1000)];
+      for (const r of [sleeper, listener]) await runs.create(r, t);
+      const nap = entry('nap', null);
+      expect(await runs.parkWaiting!(sleeper.runId, 'A', { status: 'waiting' }, t + 5000, [nap])).toBe(true);
+      expect(await runs.parkWaiting!(listener.runId, 'A', { status: 'waiting' }, null)).toBe(true);
+      expect(await runs.parkWaiting!(uid('missing'), 'A', { status: 'waiting' }, null)).toBe(false);
+      for (const r of [sleeper, listener])
+        expect(await runs.get(r.runId)).toMatchObject({
+          status: 'waiting',
+          leaseUntil: 0,
+          result: { status: 'waiting' },
+        });
+      expect(steps((await runs.get(sleeper.runId))!)).toEqual(['nap']);
+      expect(await runs.claimExpired('C', t + HOUR, t + 2 * HOUR, 10)).toEqual([]); // parked: never claimed
+      expect(await runs.dueWaiting!(t + 4999, 10)).toEqual([]);
+      expect(await runs.dueWaiting!(t + 5000, 10)).toEqual([sleeper.runId]); // the listener waits for its signal only
+      const update = { leaseUntil: t + 9000, deadlineAt: t + 2 * HOUR };
+      const takes = await Promise.all(['B', 'C'].map((o) => runs.takeParked!(sleeper.runId, o, 'waiting', update)));
+      expect(takes.filter(Boolean)).toHaveLength(1);
+      expect(await runs.get(sleeper.runId)).toMatchObject({ status: 'running', leaseUntil: t + 9000 });
+      expect(await runs.dueWaiting!(t + HOUR, 10)).toEqual([]);
+    });
+
     it('parks a run in doubt with no owner and no lease, never claimed; takeParked takes it back once, its entry journaled in the same write', async () => {
       const { runs } = await setup();
       const t = Date.now();
