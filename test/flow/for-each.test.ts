@@ -213,8 +213,12 @@ describe('forEach step', () => {
     const r = await runChain(c, {}, { invoker, context: { userId: 'u1' } });
     expect(r.status).toBe('completed');
     expect(at).toHaveLength(12);
-    // No window of 100 ms holds more than 4 calls: the 5th call after any call comes at least ~100 ms later.
-    for (let i = 0; i + 4 < at.length; i++) expect(at[i + 4]! - at[i]!).toBeGreaterThanOrEqual(95);
+    // No window of 100 ms holds more than 4 calls: the 5th call after any call comes ~100 ms later.
+    // Measured at the tool, after the limiter let the call go: a loaded machine may delay one call by a
+    // few ms after its turn (seen: 80 ms between the 1st and 5th), so the bound leaves it 25 ms; without
+    // the limit all 12 calls come within a few ms.
+    for (let i = 0; i + 4 < at.length; i++) expect(at[i + 4]! - at[i]!).toBeGreaterThanOrEqual(75);
+    expect(at[8]! - at[0]!).toBeGreaterThanOrEqual(175); // three windows for 12 calls
   });
 
   it('an item whose input cannot be built fails that item (collected), the others run', async () => {
