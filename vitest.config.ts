@@ -23,5 +23,6 @@ export default defineConfig({
     // Type tests compile against the built declarations (dist/*.d.ts), as a user's app does; `npm test` builds first.
     typecheck: { enabled: true, include: ['test/types/**/*.test-d.ts'], tsconfig: './test/types/tsconfig.json' },
     testTimeout: 20_000,
+    globalSetup: ['test/global-setup.ts'],
   },
 });

@@ -29,7 +29,7 @@ const SERVICES = [
   'test/flow/durable-for-each-stores.test.ts', // Redis and PostgreSQL
 ];
 
-export default mergeConfig(
+const unit = mergeConfig(
   base,
   defineConfig({
     test: {
@@ -38,3 +38,6 @@ export default mergeConfig(
     },
   }),
 );
+// No worker process is forked here: nothing to bundle (mergeConfig would concatenate the arrays).
+unit.test!.globalSetup = [];
+export default unit;

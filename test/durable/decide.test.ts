@@ -1,7 +1,7 @@
 // Deciding a parked gate from several processes, on Redis and on PostgreSQL: three worker processes
 // make 50 concurrent `decide` and `resume` calls on one gate; exactly one of them calls the tool.
 import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { bundledWorker } from '../fixtures/bundled.js';
 import Redis from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,13 +10,13 @@ import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
 import { gated, pay, reserve, SECRET, type DecideJob } from '../fixtures/decide-worker.js';
 
-const script = fileURLToPath(new URL('../fixtures/decide-worker.ts', import.meta.url));
+const script = bundledWorker('decide-worker'); // bundled by test/global-setup.ts: starts 3× faster than under tsx
 type Msg = { type: string; answers?: string[]; paid?: number };
 
 function worker(task: DecideJob) {
   const messages: Msg[] = [];
   const child = fork(script, [JSON.stringify(task)], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: [],
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
   let stderr = '';
