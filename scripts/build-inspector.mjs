@@ -1,4 +1,4 @@
-// Builds the inspector's page (src/inspector/page/: app.ts, app.css) into src/inspector/assets.ts:
+// Builds the inspector's page (src/inspector/page/: app.ts and the modules it imports, app.css) into src/inspector/assets.ts:
 // the minified script and stylesheet as strings the handler serves from its own path (so the
 // package ships them inside dist, and the user's app needs no bundler). Run by `npm run build`
 // (and `pretest`); `--check` fails when the committed assets.ts is not what the page builds to.
