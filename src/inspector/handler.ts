@@ -1,6 +1,5 @@
 // The inspector's request handler: routes under `basePath`, authorization of every request, the
-// CSRF check of actions, the security headers of every response, and the live streams.
-import type { BreakerChangeEvent, RunEvent, StepEndEvent, StepRetryEvent } from '../observe/events.js';
+// CSRF check of actions; its answers (http.ts) and live streams (live.ts) are built beside it.
 import type { RedactRule } from '../util/redact.js';
 import type { Runner } from '../run/runner-api.js';
 import { lastEventId, SSE_HEADERS, toSSE } from '../sse/index.js';
@@ -8,6 +7,8 @@ import { RUN_STATUSES } from '../stores/run-list.js';
 import type { RunStatus, RunSummary } from '../stores/run-store.js';
 import { APP_CSS, APP_JS } from './assets.js';
 import { checkCsrf, cookieNonce, CSRF_HEADER, csrfCookie, csrfToken, newNonce } from './csrf.js';
+import { crossSite, json, problem, readBody, respond } from './http.js';
+import { LiveHub, liveStream, mapped } from './live.js';
 import { pageHtml } from './page.js';
 import { eventView, learnedView, runView, safeWith, summaryView, type Safe } from './views.js';
 
@@ -52,207 +53,11 @@ export type InspectorHandler = (request: Request) => Promise<Response>;
 /** Responses for requests outside `basePath`: `toNodeHandler` passes them to `next`. */
 export const outside = new WeakSet<Response>();
 
-const JSON_TYPE = 'application/json; charset=utf-8';
-const MAX_BODY = 64 * 1024;
-
-/** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
-export const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-  "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-const SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': CSP,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
-  'cross-origin-opener-policy': 'same-origin',
-  'cross-origin-resource-policy': 'same-origin',
-};
-
-function respond(
-  body: ConstructorParameters<typeof Response>[0],
-  status: number,
-  type: string | undefined,
-  extra: Record<string, string> = {},
-): Response {
-  const headers = new Headers(SECURITY_HEADERS);
-  headers.set('cache-control', 'no-store');
-  if (type) headers.set('content-type', type);
-  for (const [k, v] of Object.entries(extra)) headers.set(k, v);
-  return new Response(body, { status, headers });
-}
-const json = (value: unknown, status = 200): Response => respond(JSON.stringify(value), status, JSON_TYPE);
-const problem = (status: number, message: string): Response => json({ error: message }, status);
-
 /** `basePath` checked and normalized: starts with `/`, no trailing `/` (`''` for the root). */
 function normalizeBase(basePath: unknown): string {
   if (typeof basePath !== 'string' || !basePath.startsWith('/') || /[?#\s]/.test(basePath))
     throw new TypeError("Expected `basePath` to be a path starting with '/', e.g. '/ops/chains'.");
   return basePath.replace(/\/+$/, '');
-}
-
-/** Listeners on the runner's events while at least one page is open: what tells pages something changed. */
-class LiveHub {
-  private readonly pages = new Set<() => void>();
-  private detach: (() => void) | undefined;
-  readonly breakers = new Map<string, BreakerChangeEvent>();
-  readonly limits = new Map<
-    string,
-    { tool: string; refusals: number; lastWaitMs?: number; lastCode: string; at: number }
-  >();
-
-  constructor(private readonly runner: Runner) {
-    // Breaker changes are rare: always kept, so the page shows the state since the inspector was made.
-    runner.events.on('breaker:change', (e) => this.breakers.set(e.tool, e));
-  }
-
-  private nudge = (): void => {
-    for (const page of this.pages) page();
-  };
-
-  private limit(tool: string, code: string, category: string, waitMs: number | undefined): void {
-    if (category !== 'rate_limited' && category !== 'queue_full') return;
-    const row = this.limits.get(tool) ?? { tool, refusals: 0, lastCode: code, at: 0 };
-    row.refusals++;
-    row.lastCode = code;
-    row.at = Date.now();
-    if (waitMs !== undefined) row.lastWaitMs = waitMs;
-    this.limits.set(tool, row);
-    if (this.limits.size > 500) this.limits.delete(this.limits.keys().next().value!);
-  }
-
-  /** Adds a page; the runner's events are listened to only while a page is open. */
-  open(page: () => void): () => void {
-    this.pages.add(page);
-    if (!this.detach) {
-      const events = this.runner.events;
-      const retry = (e: StepRetryEvent): void => this.limit(e.tool, e.code, e.category, e.delayMs);
-      const end = (e: StepEndEvent): void => {
-        if (e.error && e.tool) this.limit(e.tool, e.error.code, e.error.category, e.error.retryAfterMs);
-        this.nudge();
-      };
-      const names = [
-        'chain:start',
-        'chain:end',
-        'confirmation:requested',
-        'run:end',
-        'run:recovered',
-        'breaker:change',
-      ] as const;
-      for (const n of names) events.on(n, this.nudge);
-      events.on('step:retry', retry);
-      events.on('step:end', end);
-      this.detach = () => {
-        for (const n of names) events.off(n, this.nudge);
-        events.off('step:retry', retry);
-        events.off('step:end', end);
-      };
-    }
-    return () => {
-      this.pages.delete(page);
-      if (this.pages.size === 0) {
-        this.detach?.();
-        this.detach = undefined;
-      }
-    };
-  }
-
-  get openPages(): number {
-    return this.pages.size;
-  }
-}
-
-/**
- * The `text/event-stream` telling one page that runs changed (`changed`:
- * at once, then at most every 100 ms), until the page goes away.
- */
-function liveStream(hub: LiveHub, signal: AbortSignal): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  let close: (() => void) | undefined;
-  return new ReadableStream<Uint8Array>({
-    start(controller) {
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      let beat: ReturnType<typeof setInterval> | undefined;
-      const send = (text: string): void => {
-        try {
-          controller.enqueue(encoder.encode(text));
-        } catch {
-          close?.();
-        }
-      };
-      // At once for the first change, then at most every 100 ms (a burst of step events is one nudge).
-      let last = 0;
-      const changed = (): void => {
-        last = Date.now();
-        send('event: changed\ndata: {}\n\n');
-      };
-      const off = hub.open(() => {
-        if (timer !== undefined) return;
-        const wait = last + 100 - Date.now();
-        if (wait <= 0) changed();
-        else
-          timer = setTimeout(() => {
-            timer = undefined;
-            changed();
-          }, wait);
-      });
-      beat = setInterval(() => send(': keep-alive\n\n'), 15_000);
-      beat.unref?.();
-      close = () => {
-        if (!close) return;
-        close = undefined;
-        off();
-        if (timer !== undefined) clearTimeout(timer);
-        clearInterval(beat);
-        try {
-          controller.close();
-        } catch {
-          // closed already
-        }
-      };
-      send('retry: 1000\n\nevent: ready\ndata: {}\n\n');
-      if (signal.aborted) close();
-      else signal.addEventListener('abort', () => close?.(), { once: true });
-    },
-    cancel() {
-      close?.();
-    },
-  });
-}
-
-/** Maps an async iterable (events redacted on their way out). */
-async function* mapped(events: AsyncIterable<RunEvent>, fn: (e: RunEvent) => RunEvent): AsyncGenerator<RunEvent> {
-  for await (const e of events) yield fn(e);
-}
-
-async function readBody(request: Request): Promise<Record<string, unknown> | undefined> {
-  const type = request.headers.get('content-type') ?? '';
-  if (!type.toLowerCase().startsWith('application/json')) return undefined;
-  const text = await request.text();
-  if (text.length > MAX_BODY) return undefined;
-  try {
-    const parsed: unknown = JSON.parse(text);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Whether the request comes from another site (Fetch metadata or Origin); absent headers are left to the CSRF token.
- */
-function crossSite(request: Request, url: URL): boolean {
-  const site = request.headers.get('sec-fetch-site');
-  if (site !== null && site !== 'same-origin' && site !== 'none') return true;
-  const origin = request.headers.get('origin');
-  if (origin === null) return false;
-  try {
-    return new URL(origin).host !== url.host;
-  } catch {
-    return true;
-  }
 }
 
 /**

@@ -18,7 +18,8 @@
 import type { Runner } from '../run/runner-api.js';
 import { createInspector, type InspectorHandler, type InspectorOptions } from './handler.js';
 
-export { CSP, type InspectorAction, type InspectorHandler, type InspectorOptions } from './handler.js';
+export { type InspectorAction, type InspectorHandler, type InspectorOptions } from './handler.js';
+export { CSP } from './http.js';
 export { toNodeHandler, type NodeInspectorHandler } from './node.js';
 
 /**
