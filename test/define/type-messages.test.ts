@@ -188,6 +188,19 @@ describe('tsc messages for ref path typos in the declarative form', { timeout: 6
     );
   });
 
+  it('names the wrong field of the item in a forEach input, and the valid ones', () => {
+    const greet = `const greet = chain('greet', { input: z.object({ to: z.string() }) }).compute('x', (s) => s.input.to).build();\n`;
+    const out = tscErrors(
+      greet +
+        steps(
+          `'x'`,
+          `\n  { id: 'each', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'emial') } } },`,
+        ),
+    );
+    expect(firstLines(out)).toContain(`'emial' is not a field of the item: id, name, email`);
+    expect(out.match(/error TS/g)).toHaveLength(1);
+  });
+
   it('accepts the valid paths (no error at all)', () => {
     expect(
       tscErrors(

@@ -93,6 +93,7 @@ describe('branch step', () => {
           {
             id: 'a',
             branch: {
+              // @ts-expect-error — the compiler reports the path too (issue 23)
               on: ref('input', 'nn'),
               cases: { x: { chain: email, input: { to: ref('input', 'n') } }, y: 'nope' as never },
             },

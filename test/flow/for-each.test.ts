@@ -349,6 +349,7 @@ describe('forEach step', () => {
         input: z.object({}),
         steps: [
           { id: 'find', tool: list, input: { n: 1 } },
+          // @ts-expect-error — the compiler reports the item path too (issue 23)
           { id: 'a', forEach: { over: ref('find', 'items'), chain: markOne, input: { id: ref('item', 'idd') } } },
           {
             id: 'b',

@@ -102,3 +102,63 @@ describe('declarative ref path typos', () => {
     expectTypeOf<RefPath<{ title: string }, 'titel', 'item'>>().toEqualTypeOf<"'titel' is not a field of the item: title">();
   });
 });
+
+// The refs of the steps that run chains (§12) and of `compensate`, checked the same way.
+describe('declarative ref path typos in compensate and the steps that run chains', () => {
+  const greet = chain('greet', { input: z.object({ to: z.string(), name: z.string().optional() }) })
+    .tool('send', sendEmail, (ref) => ({ to: ref('input', 'to'), subject: 'Hi', body: 'Hello' }))
+    .build();
+  const teamInput = z.object({ team: z.string(), members: z.array(z.object({ email: z.string(), tasks: z.array(z.object({ title: z.string() })) })) });
+  const find = { id: 'find', tool: searchContacts, input: { query: ref('input', 'team') } } as const;
+
+  it('accepts valid refs in each of them', () => {
+    defineChain({
+      name: 'flow_ok', input: teamInput,
+      steps: [
+        find,
+        { id: 'a', tool: sendEmail, input: { to: ref('find', 'contacts.0.email'), subject: 's', body: 'b' }, confirm: false, compensate: { tool: sendEmail, input: { to: ref('find', 'contacts.0.email'), subject: ref('a', 'messageId'), body: 'undo' } } },
+        { id: 'b', chain: greet, input: { to: ref('find', 'contacts.0.email') } },
+        { id: 'c', loop: { chain: greet, input: { to: ref('input', 'team') }, until: () => true, max: 2 } },
+        { id: 'd', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'email'), name: ref('input', 'team') } } },
+        { id: 'e', forEach: { over: ref('input', 'members'), chain: greet, input: { to: ref('item', 'tasks.0.title') } } },
+        { id: 'f', branch: { on: ref('input', 'team'), cases: { x: greet } } },
+      ],
+    });
+  });
+
+  it('rejects a wrong path in compensate, a sub-chain, a loop, a forEach and a branch', () => {
+    defineChain({
+      name: 'flow_typos', input: teamInput,
+      steps: [
+        find,
+        // @ts-expect-error — 'emial' is not a field of contacts.0 in step find (compensate's input)
+        { id: 'a', tool: sendEmail, input: { to: 'x', subject: 's', body: 'b' }, confirm: false, compensate: { tool: sendEmail, input: { to: ref('find', 'contacts.0.emial'), subject: 's', body: 'b' } } },
+        // @ts-expect-error — 'taem' is not a field of the input (a sub-chain's input)
+        { id: 'b', chain: greet, input: { to: ref('input', 'taem') } },
+        // @ts-expect-error — 'taem' is not a field of the input (a loop's input)
+        { id: 'c', loop: { chain: greet, input: { to: ref('input', 'taem') }, until: () => true, max: 2 } },
+        // @ts-expect-error — 'contactz' is not a field of step find (a forEach's over)
+        { id: 'd', forEach: { over: ref('find', 'contactz'), chain: greet, input: { to: 'x' } } },
+        // @ts-expect-error — 'taem' is not a field of the input (a forEach input's other refs)
+        { id: 'e', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'email'), name: ref('input', 'taem') } } },
+        // @ts-expect-error — 'taem' is not a field of the input (a branch's on)
+        { id: 'f', branch: { on: ref('input', 'taem'), cases: { x: greet } } },
+      ],
+    });
+  });
+
+  it('checks ref(item, …) against the element type of over, nested and indexed', () => {
+    defineChain({
+      name: 'item_typos', input: teamInput,
+      steps: [
+        find,
+        // @ts-expect-error — 'emial' is not a field of the item
+        { id: 'a', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'emial') } } },
+        // @ts-expect-error — 'titel' is not a field of tasks.0 in the item
+        { id: 'b', forEach: { over: ref('input', 'members'), chain: greet, input: { to: ref('item', 'tasks.0.titel') } } },
+        // @ts-expect-error — an index comes first in an array
+        { id: 'c', forEach: { over: ref('input', 'members'), chain: greet, input: { to: ref('item', 'tasks.title') } } },
+      ],
+    });
+  });
+});
