@@ -56,14 +56,14 @@ export { ref, Ref, type Scope } from './define/ref.js';
 export {
   chain,
   type ChainBuilder,
-  type ChainOptions,
   type ComputeOptions,
   type RefSources,
   type SelectSpec,
   type StepOptions,
   type TypedRef,
 } from './define/builder.js';
-export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder.js';
+export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder-flow.js';
+export type { ChainOptions } from './define/builder-steps.js';
 export type { ChainOutputOf, ItemResult } from './define/infer.js';
 export type {
   ContextInputOf,

@@ -2,55 +2,35 @@
 // (tRPC's procedure builder is the model), so every ref, mapping and option is checked where it is
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
-import { defineChain, type Chain } from './chain.js';
-import {
-  type ChainSpec,
-  type ComputeStep,
-  type InputMapping,
-  type Precondition,
-  type Step,
-  type StepCommon,
-} from './spec.js';
+import type { Chain } from './chain.js';
+import type { StepCommon } from './spec.js';
+import { Builder, type ChainOptions } from './builder-steps.js';
 import type {
   ContextInputOf,
   ContextOf,
   ElementOf,
-  ItemResult,
   MappingOf,
   RefPath,
   RefValueAt,
   SelectResult,
-  ValueAt,
   WhereOf,
 } from './infer.js';
-import { ref, type Ref, type Scope } from './ref.js';
+import type {
+  RefValue,
+  AnyChain,
+  ChainIn,
+  ChainOut,
+  EachResult,
+  ForEachSpec,
+  CaseSpec,
+  CaseOut,
+  BranchSpec,
+  LoopSpec,
+  ToolIn,
+  NoExtra,
+} from './builder-flow.js';
+import type { Ref, Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';
-
-/**
- * What {@link chain} takes: everything of a chain spec but its name, steps and output.
- *
- * @example
- * ```ts
- * chain('rename', {
- *   input: z.object({ match: z.string() }),
- *   context: z.object({ userId: z.string() }),
- *   timeoutMs: 7000,
- * });
- * ```
- */
-export interface ChainOptions<IS extends Schema, CS extends Schema | undefined = undefined> {
-  input: IS;
-  /** The trusted context (authenticated user, tenant): never from the model. */
-  context?: CS;
-  version?: string;
-  description?: string;
-  keywords?: string[];
-  useCases?: string[];
-  /** Whole-chain deadline in ms (default 60 000). */
-  timeoutMs?: number;
-  /** Checked before any step runs, so they see no results. */
-  preconditions?: Precondition<Scope<SchemaOutput<IS>, ContextOf<CS>, {}>>[];
-}
 
 /**
  * What a builder's `ref` can read: the chain input, the context (when declared) and the results so far.
@@ -146,7 +126,6 @@ export interface SelectSpec<F, E, S> {
 }
 
 /** The value type of a ref. */
-type RefValue<F> = F extends Ref<infer T, string, string> ? T : unknown;
 /** A new step id, or a readable error: not reserved, not used before. */
 type NewId<Id extends string, R> = Id extends 'input' | 'context'
   ? `'${Id}' is reserved for ref sources`
@@ -400,257 +379,8 @@ export interface ChainBuilder<IS extends Schema, CS extends Schema | undefined, 
   build(): Chain<SchemaOutput<IS>, ContextOf<CS>, L, SchemaInput<IS>, ContextInputOf<CS>>;
 }
 
-/** Any chain, as a step that runs one takes it. */
-type AnyChain = Chain<any, any, any, any, any>;
-/** What a chain's input schema accepts. */
-type ChainIn<C> = C extends Chain<any, any, any, infer In, any> ? In : never;
-/** A chain's output type. */
-type ChainOut<C> = C extends Chain<any, any, infer O, any, any> ? O : never;
-/** A forEach step's result: the outputs, or with `'collect'` each item's `{ ok, value } | { ok: false, error }`. */
-type EachResult<C, E> = E extends 'collect' ? ItemResult<ChainOut<C>>[] : ChainOut<C>[];
-
-/**
- * The `item` handed to a builder forEach's `input`: `item(path)` is `ref('item', path)`, its path
- * checked against the element type `T` (no path: the element itself).
- *
- * @example
- * ```ts
- * input: (item) => ({ task_id: item('task_id') })
- * ```
- */
-export type ItemRef<T> = <P extends string = ''>(
-  path?: RefPath<T, P, 'item'>,
-) => Ref<RefValueAt<T, P, 'item'>, 'item', P>;
-
-/**
- * What a builder forEach's callback returns.
- *
- * @example
- * ```ts
- * .forEach('done', (ref) => ({
- *   over: ref('find', 'tasks'),
- *   chain: completeOne,
- *   input: (item) => ({ task_id: item('task_id') }),
- * }))
- * ```
- */
-export interface ForEachSpec<F, C, M, E, _Ref = unknown> {
-  /** A ref to an array. */
-  over: F;
-  /** The chain run per element. */
-  chain: C;
-  /**
-   * The chain's input per element: literals, refs, and `item(path)` for the element's fields. TypeScript
-   * cannot type `item` from `over` in the same object, so its paths and values are checked once the
-   * object is known: a wrong one is an error at its field, saying what is wrong.
-   */
-  input: (item: LooseItemRef) => M & NoExtra<M, ChainIn<C>> & ItemChecked<M, ElementOf<RefValue<F>>, ChainIn<C>>;
-  /** How many items run at once (default 1). */
-  concurrency?: number;
-  /**
-   * `'fail'` (default) stops at the first failed item; `'collect'`
-   * runs every item and yields `{ ok, value } | { ok: false, error }`.
-   */
-  onItemError?: E;
-}
-
-/** `item(path)` as the callback receives it; {@link ItemChecked} checks the paths against the element type. */
-type LooseItemRef = <P extends string = ''>(path?: P) => Ref<any, 'item', P>;
-/**
- * The item refs of a forEach input mapping checked against the element
- * `El` and the fields of `In`: a message type where one is wrong.
- */
-type ItemChecked<M, El, In> = {
-  [K in keyof M]: M[K] extends Ref<any, 'item', infer P extends string>
-    ? ItemFieldCheck<El, P, K, K extends keyof NonNullable<In> ? NonNullable<In>[K] : unknown>
-    : unknown;
-};
-type ItemFieldCheck<El, P extends string, K, Target> = [RefPath<El, P, 'item'>] extends [P]
-  ? [ValueAt<El, P>] extends [Target]
-    ? unknown
-    : `item(${P extends '' ? '' : `'${P}'`}) does not fit field '${K & string}' of the chain's input`
-  : RefPath<El, P, 'item'>;
-
-/** A branch case: a chain (given the chain's input) or `{ chain, input }` with the input mapped. */
-type CaseSpec = AnyChain | { chain: AnyChain; input: Record<string, unknown> };
-/** A case's output type. */
-type CaseOut<K> = K extends { chain: infer C } ? ChainOut<C> : ChainOut<K>;
-/** A case checked: a bare chain must accept the chain's input `I`; a mapping must fit the case chain's input. */
-type CheckedCase<K, I> = K extends { chain: infer C; input: infer M }
-  ? { chain: C; input: M & MappingOf<ChainIn<C>> & NoExtra<M, ChainIn<C>> }
-  : [I] extends [ChainIn<K>]
-    ? K
-    : 'a bare case chain is given the chain input, which its input schema does not accept: use { chain, input }';
-
-/**
- * What a builder branch's callback returns.
- *
- * @example
- * ```ts
- * .branch('notify', (ref) => ({
- *   on: ref('input', 'channel'),
- *   cases: { email: emailChain, sms: { chain: smsChain, input: { to: ref('input', 'phone') } } },
- * }))
- * ```
- */
-export interface BranchSpec<Cases, D, S, I = unknown> {
-  /** A ref to the case name, or a function of the scope returning it. */
-  on: Ref<string | null | undefined, string, string> | ((scope: S) => string);
-  cases: { [K in keyof Cases]: CheckedCase<Cases[K], I> };
-  /** Runs when `on` names no case. */
-  default?: CheckedCase<D, I>;
-}
-
-/**
- * What a builder loop step takes.
- *
- * @example
- * ```ts
- * { chain: checkExport, input: (ref) => ({ id: ref('input', 'exportId') }), until: (out) => out.ready, max: 20 }
- * ```
- */
-export interface LoopSpec<C, M, TRef> {
-  chain: C;
-  /** The chain's input, the same each iteration. */
-  input: (ref: TRef) => M & NoExtra<M, ChainIn<C>>;
-  /** True ends the loop: given the iteration's output and its number (from 1). */
-  until: (output: ChainOut<C>, iteration: number) => boolean | Promise<boolean>;
-  /** Required: the most iterations; `until` still false after them fails the step with `loop_limit`. */
-  max: number;
-  /** Wait between iterations, ms (default 0). */
-  delayMs?: number;
-}
-
-/** What a tool's input schema accepts. */
-type ToolIn<T> = T extends Tool<any, any, any, infer In> ? In : never;
-/**
- * Fields of a mapping that the target does not have, as `never` (nested objects too): excess
- * property checks do not reach a callback's returned object literal, so this does their job.
- */
-type NoExtra<M, In> = {
-  [K in keyof M]: K extends keyof NonNullable<In>
-    ? M[K] extends Ref<any, string, string> | readonly unknown[] | Leaf
-      ? unknown
-      : NoExtra<M[K], NonNullable<In>[K]>
-    : never;
-};
-type Leaf = string | number | boolean | bigint | symbol | null | undefined | Date | ((...args: never[]) => unknown);
-
 /** A compute step's result: its `output` schema's type, else the awaited return. */
 type Computed<O, V> = O extends { output: infer S extends Schema } ? SchemaOutput<S> : Awaited<V>;
-
-const STEP_KEYS = [
-  'id',
-  'tool',
-  'input',
-  'select',
-  'compute',
-  'chain',
-  'forEach',
-  'branch',
-  'loop',
-  'sleep',
-  'waitFor',
-] as const;
-/** `item(path)` in a builder forEach's input: `ref('item', path)`. */
-const itemRef = (path = ''): Ref => ref('item', path);
-
-/** Step options as given; a JavaScript caller's stray step key would silently replace the step's own. */
-function optionsOf(options: unknown, id: unknown): Record<string, unknown> {
-  if (options === undefined) return {};
-  if (typeof options !== 'object' || options === null)
-    throw new TypeError(`Expected the options of step ${JSON.stringify(id)} to be an object.`);
-  const clash = STEP_KEYS.find((k) => Object.hasOwn(options, k));
-  if (clash)
-    throw new TypeError(
-      `Step ${JSON.stringify(id)}: \`${clash}\` is not a step option; it is the builder method's own argument.`,
-    );
-  return options as Record<string, unknown>;
-}
-
-/** Runs at definition time only: the steps it assembles are the declarative ones. */
-class Builder {
-  constructor(
-    private readonly name: string,
-    private readonly options: ChainOptions<Schema, Schema | undefined>,
-    private readonly steps: readonly Step[],
-  ) {}
-
-  private add(step: Step): Builder {
-    return new Builder(this.name, this.options, [...this.steps, step]);
-  }
-
-  tool(id: string, tool: Tool, input: unknown, options?: unknown): Builder {
-    // Key order as a declarative step is usually written ({ id, tool, input, ...options }): same fingerprint.
-    const mapping =
-      typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : (input as InputMapping);
-    return this.add({ id, tool, input: mapping, ...optionsOf(options, id) } as Step);
-  }
-
-  select(id: string, select: unknown, options?: unknown): Builder {
-    const spec = typeof select === 'function' ? (select as (r: typeof ref) => unknown)(ref) : select;
-    return this.add({ id, select: spec, ...optionsOf(options, id) } as Step);
-  }
-
-  compute(id: string, compute: ComputeStep['compute'], options?: unknown): Builder {
-    return this.add({ id, compute, ...optionsOf(options, id) } as Step);
-  }
-
-  chain(id: string, sub: Chain, input: unknown, options?: unknown): Builder {
-    const mapping = typeof input === 'function' ? (input as (r: typeof ref) => InputMapping)(ref) : input;
-    return this.add({ id, chain: sub, input: mapping, ...optionsOf(options, id) } as Step);
-  }
-
-  forEach(id: string, spec: unknown, options?: unknown): Builder {
-    const made = (typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec) as
-      Record<string, unknown> | undefined;
-    // The item mapping is made here, once: `item(path)` is ref('item', path), as in the declarative form.
-    const forEach =
-      made && typeof made.input === 'function'
-        ? { ...made, input: (made.input as (item: typeof itemRef) => unknown)(itemRef) }
-        : made;
-    return this.add({ id, forEach, ...optionsOf(options, id) } as Step);
-  }
-
-  branch(id: string, spec: unknown, options?: unknown): Builder {
-    const branch = typeof spec === 'function' ? (spec as (r: typeof ref) => unknown)(ref) : spec;
-    return this.add({ id, branch, ...optionsOf(options, id) } as Step);
-  }
-
-  loop(id: string, spec: unknown, options?: unknown): Builder {
-    const made = spec as Record<string, unknown> | undefined;
-    const loop =
-      made && typeof made.input === 'function'
-        ? { ...made, input: (made.input as (r: typeof ref) => unknown)(ref) }
-        : made;
-    return this.add({ id, loop, ...optionsOf(options, id) } as Step);
-  }
-
-  sleep(id: string, ms: unknown, options?: unknown): Builder {
-    const sleep = typeof ms === 'function' ? (ms as (r: typeof ref) => unknown)(ref) : ms;
-    return this.add({ id, sleep, ...optionsOf(options, id) } as Step);
-  }
-
-  waitFor(id: string, spec: unknown, options?: unknown): Builder {
-    return this.add({ id, waitFor: spec, ...optionsOf(options, id) } as Step);
-  }
-
-  output(output: (scope: Scope) => unknown): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps, output } as ChainSpec<
-      Schema,
-      Schema | undefined,
-      unknown
-    >);
-  }
-
-  build(): Chain {
-    return defineChain({ ...this.options, name: this.name, steps: this.steps } as ChainSpec<
-      Schema,
-      Schema | undefined,
-      unknown
-    >);
-  }
-}
 
 /**
  * Starts a chain in the builder form: `.tool`, `.select` and `.compute` add steps, `.output` or
