@@ -65,9 +65,16 @@ type Shape<VR> = {
   readonly select?: { readonly from?: Val<VR>; readonly where?: Val<VR> };
   readonly forEach?: { readonly over?: Val<VR>; readonly input?: Val<VR | Ref<any, 'item', string>> };
   readonly loop?: { readonly input?: Val<VR> };
-  readonly branch?: { readonly on?: Val<VR> };
+  readonly branch?: {
+    readonly on?: Val<VR>;
+    readonly cases?: { readonly [name: string]: CaseShape<VR> };
+    readonly default?: CaseShape<VR>;
+  };
+  readonly sleep?: Val<VR>;
   readonly compensate?: { readonly input?: Val<VR> };
 };
+/** A branch case: a chain (nothing to check: `kind` tells it), or `{ chain, input }` with its mapping's refs. */
+type CaseShape<VR> = { readonly kind: 'chain' } | { readonly chain: unknown; readonly input?: Val<VR> };
 
 /** What stage 1's relation cannot see: `where` fields the items lack, item refs a forEach's element lacks. */
 type Unrelatable<H, I, C, R> = H extends { readonly select: { readonly from: infer F; readonly where: infer W } }

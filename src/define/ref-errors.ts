@@ -214,9 +214,21 @@ type KindErrors<H, I, C, R> = H extends { readonly input: infer M }
         ? M extends Plain
           ? never
           : MappingErrors<M, I, C, R>
-        : H extends { readonly branch: { readonly on: infer O } }
-          ? RefError<O, I, C, R>
-          : never;
+        : H extends { readonly branch: infer B }
+          ? BranchErrors<B, I, C, R>
+          : H extends { readonly sleep: infer O }
+            ? RefError<O, I, C, R>
+            : never;
+/** A branch's wrong refs: its `on`, and the input mapping of each case (and the default) written `{ chain, input }`. */
+type BranchErrors<B, I, C, R> =
+  | (B extends { readonly on: infer O } ? RefError<O, I, C, R> : never)
+  | (B extends { readonly cases: infer Cs } ? { [K in keyof Cs]-?: CaseErrors<Cs[K], I, C, R> }[keyof Cs] : never)
+  | (B extends { readonly default: infer D } ? CaseErrors<D, I, C, R> : never);
+type CaseErrors<K, I, C, R> = K extends { readonly chain: unknown; readonly input: infer M }
+  ? M extends Plain
+    ? never
+    : MappingErrors<M, I, C, R>
+  : never;
 
 /** What step `H` must also be when it has a wrong ref: the properties that hold one, typed by the message. */
 export type CheckStep<H, I, C, R> = KindCheck<H, I, C, R> &
@@ -237,6 +249,19 @@ type KindCheck<H, I, C, R> = H extends { readonly input: infer M }
         ? M extends Plain
           ? unknown
           : { readonly loop: { readonly input: CheckMapping<M, I, C, R> } }
-        : H extends { readonly branch: { readonly on: infer O } }
-          ? { readonly branch: { readonly on: CheckRef<O, I, C, R> } }
-          : unknown;
+        : H extends { readonly branch: infer B }
+          ? { readonly branch: CheckBranch<B, I, C, R> }
+          : H extends { readonly sleep: infer O }
+            ? { readonly sleep: CheckRef<O, I, C, R> }
+            : unknown;
+/** A branch with a wrong ref: its `on`, and the input mapping of each case written `{ chain, input }`. */
+type CheckBranch<B, I, C, R> = (B extends { readonly on: infer O } ? { readonly on: CheckRef<O, I, C, R> } : unknown) &
+  (B extends { readonly cases: infer Cs }
+    ? { readonly cases: { [K in keyof Cs]: CheckCase<Cs[K], I, C, R> } }
+    : unknown) &
+  (B extends { readonly default: infer D } ? { readonly default: CheckCase<D, I, C, R> } : unknown);
+type CheckCase<K, I, C, R> = K extends { readonly chain: unknown; readonly input: infer M }
+  ? M extends Plain
+    ? unknown
+    : { readonly input: CheckMapping<M, I, C, R> }
+  : unknown;

@@ -122,11 +122,13 @@ describe('declarative ref path typos in compensate and the steps that run chains
         { id: 'd', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'email'), name: ref('input', 'team') } } },
         { id: 'e', forEach: { over: ref('input', 'members'), chain: greet, input: { to: ref('item', 'tasks.0.title') } } },
         { id: 'f', branch: { on: ref('input', 'team'), cases: { x: greet } } },
+        { id: 'g', branch: { on: ref('input', 'team'), cases: { x: { chain: greet, input: { to: ref('find', 'contacts.0.email') } } } } },
+        { id: 'h', sleep: ref('find', 'total') },
       ],
     });
   });
 
-  it('rejects a wrong path in compensate, a sub-chain, a loop, a forEach and a branch', () => {
+  it('rejects a wrong path in compensate, a sub-chain, a loop, a forEach, a branch and a sleep', () => {
     defineChain({
       name: 'flow_typos', input: teamInput,
       steps: [
@@ -143,6 +145,10 @@ describe('declarative ref path typos in compensate and the steps that run chains
         { id: 'e', forEach: { over: ref('find', 'contacts'), chain: greet, input: { to: ref('item', 'email'), name: ref('input', 'taem') } } },
         // @ts-expect-error — 'taem' is not a field of the input (a branch's on)
         { id: 'f', branch: { on: ref('input', 'taem'), cases: { x: greet } } },
+        // @ts-expect-error — 'emial' is not a field of contacts.0 in step find (a branch case's input)
+        { id: 'g', branch: { on: ref('input', 'team'), cases: { x: { chain: greet, input: { to: ref('find', 'contacts.0.emial') } } } } },
+        // @ts-expect-error — 'totl' is not a field of step find (a sleep's duration)
+        { id: 'h', sleep: ref('find', 'totl') },
       ],
     });
   });
