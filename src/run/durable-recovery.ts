@@ -122,7 +122,7 @@ export async function cancelExpired(
   return resumeStored(
     o,
     { ...created.run, cancelRequested: reason === undefined ? {} : { reason } },
-    run.owner,
+    created.run.previousOwner ?? run.owner, // who held it when this runner took it over
     leaseUntil,
     chain,
   );

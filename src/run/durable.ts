@@ -228,7 +228,8 @@ export class DurableRuns implements Durable {
       chain: run.chain,
       status: run.status === 'running' && run.retryingUntil !== undefined ? 'retrying' : run.status,
       owner: run.owner,
-      leaseUntil: run.leaseUntil,
+      // A custom store may keep a waiting run's wake-up there; it holds no lease.
+      leaseUntil: run.status === 'waiting' ? 0 : run.leaseUntil,
       steps: journaledSteps(run),
       ...(run.result !== undefined && { result: run.result as RunResult }),
       ...(decidedBy !== undefined && { decidedBy }),
