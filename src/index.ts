@@ -53,15 +53,14 @@ export type {
   SubChainCall,
 } from './define/spec.js';
 export { ref, Ref, type Scope } from './define/ref.js';
+export { chain, type ChainBuilder } from './define/builder.js';
 export {
-  chain,
-  type ChainBuilder,
   type ComputeOptions,
   type RefSources,
   type SelectSpec,
   type StepOptions,
   type TypedRef,
-} from './define/builder.js';
+} from './define/builder-refs.js';
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder-flow.js';
 export type { ChainOptions } from './define/builder-steps.js';
 export type { ChainOutputOf, ItemResult } from './define/infer.js';
@@ -126,13 +125,8 @@ export {
   type RetryRule,
   type RetryTable,
 } from './errors/categories.js';
-export {
-  codeClassifier,
-  DEFAULT_CLASSIFIERS,
-  type Classified,
-  type Classifier,
-  type CodeRule,
-} from './errors/classify.js';
+export { codeClassifier, DEFAULT_CLASSIFIERS, type CodeRule } from './errors/classify.js';
+export { type Classified, type Classifier } from './errors/failure.js';
 
 // Events, traces, rendering
 export type {
@@ -151,6 +145,8 @@ export type {
   HookErrorEvent,
   BreakerChangeEvent,
   TierEscalationEvent,
+} from './observe/events.js';
+export type {
   RunEvent,
   RunEventType,
   RunEventBase,
@@ -163,8 +159,9 @@ export type {
   StepEndRunEvent,
   ConfirmationRequestedRunEvent,
   RunEndRunEvent,
-} from './observe/events.js';
-export type { ItemEndEvent, ItemEndRunEvent, SignalReceivedRunEvent } from './observe/events.js';
+} from './observe/run-events.js';
+export type { ItemEndEvent } from './observe/events.js';
+export type { ItemEndRunEvent, SignalReceivedRunEvent } from './observe/run-events.js';
 export type { Trace, TraceStep, TraceStepStatus, TraceStatus, ToolTransition } from './observe/trace.js';
 export { IDENTITY_KEY } from './observe/trace.js';
 export { redact, type RedactRule } from './util/redact.js';
@@ -222,7 +219,7 @@ export {
   type MemoryLimiterStore,
   type Refusal,
   type Release,
-} from './policies/rate-limit.js';
+} from './policies/window-limiter.js';
 export { AbortScope } from './policies/abort.js';
 
 // Invokers

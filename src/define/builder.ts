@@ -3,18 +3,8 @@
 // written. It only assembles a spec for defineChain: same validation, same Chain, no run-time cost.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import type { Chain } from './chain.js';
-import type { StepCommon } from './spec.js';
 import { Builder, type ChainOptions } from './builder-steps.js';
-import type {
-  ContextInputOf,
-  ContextOf,
-  ElementOf,
-  MappingOf,
-  RefPath,
-  RefValueAt,
-  SelectResult,
-  WhereOf,
-} from './infer.js';
+import type { ContextInputOf, ContextOf, MappingOf, SelectResult } from './infer.js';
 import type {
   RefValue,
   AnyChain,
@@ -29,113 +19,18 @@ import type {
   ToolIn,
   NoExtra,
 } from './builder-flow.js';
+import type {
+  RefSources,
+  TypedRef,
+  StepOptions,
+  ComputeOptions,
+  SelectSpec,
+  NewId,
+  Skippable,
+  NextLast,
+} from './builder-refs.js';
 import type { Ref, Scope } from './ref.js';
 import type { Tool, ToolOutput } from './tool.js';
-
-/**
- * What a builder's `ref` can read: the chain input, the context (when declared) and the results so far.
- *
- * @example
- * ```ts
- * type S = RefSources<typeof input, undefined, { find: { tasks: Task[] } }>; // { input: …; find: { tasks: Task[] } }
- * ```
- */
-export type RefSources<IS extends Schema, CS, R> = { input: SchemaOutput<IS> } & (CS extends Schema
-  ? { context: SchemaOutput<CS> }
-  : unknown) &
-  R;
-
-/**
- * The `ref` handed to builder callbacks: `source` is `'input'`, `'context'` or an earlier step id,
- * `path` a dot path that exists in that source's type (numeric indices for arrays); the ref's
- * value type is the type at that path. Without a path it is the whole source (path `''`): the
- * result is `NoInfer`, so the field a ref is written in cannot widen its path to `string`.
- *
- * @example
- * ```ts
- * chain('c', { input }).tool('find', listTasks, (ref) => ({ user_id: ref('input', 'userId') }));
- * ```
- */
-export type TypedRef<Src> = <S extends keyof Src & string, P extends string = ''>(
-  source: S,
-  path?: PathArg<Src, S, P>,
-) => NoInfer<Ref<SourceUnknown<S> extends true ? any : RefValueAt<Src[S], P, S>, S, P>>;
-/**
- * The path parameter: the path itself when it exists, else a message naming the wrong segment and
- * the valid ones. After a wrong source (reported at the source) any path is taken: one error, not two.
- */
-type PathArg<Src, S extends keyof Src & string, P extends string> =
-  SourceUnknown<S> extends true ? P : RefPath<Src[S], P, S>;
-/** A source argument that is not one of the keys falls back to their union: true then. */
-type SourceUnknown<S, All = S> = true extends (S extends unknown ? ([All] extends [S] ? false : true) : never)
-  ? true
-  : false;
-
-/**
- * Options of a builder step: the declarative step options, with the scope typed. `compensate`
- * runs after the step, so it also sees the step's own result.
- *
- * @example
- * ```ts
- * .tool('delete', deleteTask, (ref) => ({ user_id: ref('context', 'userId'), task_id: ref('target', 'task_id') }), {
- *   confirm: { prompt: (s) => `Delete '${s.results.target.title}'?` },
- * })
- * ```
- */
-export interface StepOptions<S, SAfter = S> extends Omit<StepCommon<S>, 'id' | 'compensate'> {
-  /** Undo this step if a later step fails. */
-  compensate?: StepCommon<SAfter>['compensate'];
-}
-
-/**
- * Options of a builder compute step: the step options and an `output` schema its value is checked against.
- *
- * @example
- * ```ts
- * .compute('total', (s) => s.results.find.tasks.length, { output: z.number().int() })
- * ```
- */
-export interface ComputeOptions<S> extends StepOptions<S> {
-  /** Checks (and parses) the computed value; the step's result then has the schema's type. */
-  output?: Schema;
-}
-
-/**
- * What a builder select step's callback returns: an item of `from` is picked by `where`.
- *
- * @example
- * ```ts
- * .select('target', (ref) => ({
- *   from: ref('find', 'tasks'),
- *   where: { title: { contains: ref('input', 'match') } },
- *   expect: 'one',
- * }))
- * ```
- */
-export interface SelectSpec<F, E, S> {
-  /** A ref to an array. */
-  from: F;
-  /**
-   * Field matchers (checked against the items' fields), or a predicate over each item. TypeScript
-   * cannot infer a predicate's `item` from `from` in the same object: annotate it (`(item: Task) =>`),
-   * and the annotation is checked against the items.
-   */
-  where?: WhereOf<ElementOf<RefValue<F>>> | ((item: ElementOf<RefValue<F>>, scope: S) => boolean);
-  /** `'one'` fails with `ambiguous` when several match; `'first'` takes the first; `'all'` keeps every match. */
-  expect: E;
-}
-
-/** The value type of a ref. */
-/** A new step id, or a readable error: not reserved, not used before. */
-type NewId<Id extends string, R> = Id extends 'input' | 'context'
-  ? `'${Id}' is reserved for ref sources`
-  : Id extends keyof R
-    ? `step id '${Id}' is already used`
-    : Id;
-/** A step with `when` may be skipped, leaving no result. */
-type Skippable<O, V> = O extends { when: unknown } ? V | undefined : V;
-/** The last result after adding a step: a skipped last step leaves the one before. */
-type NextLast<O, V, L> = O extends { when: unknown } ? V | L : V;
 
 /**
  * A chain under construction (from {@link chain}). `R` holds the results of the steps added so far

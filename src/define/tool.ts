@@ -1,7 +1,7 @@
 // Tools: a named, schema-typed action the agent can take, plus the policies that guard each call.
 import { MAX_TIMER_MS } from '../util/timer.js';
 import type { RetryRule } from '../errors/categories.js';
-import type { Classifier } from '../errors/classify.js';
+import type { Classifier } from '../errors/failure.js';
 import { IssueList } from '../errors/definition-error.js';
 import { isSchema, type Schema, type SchemaInput, type SchemaOutput } from './schema.js';
 import { z } from 'zod';

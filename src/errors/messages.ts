@@ -6,7 +6,7 @@ import {
   type ErrorCategory,
   type RetryTable,
 } from './categories.js';
-import type { Classified } from './classify.js';
+import type { Classified } from './failure.js';
 
 interface Wording {
   user: string;

@@ -1,6 +1,7 @@
 // What keeps the inspector's pages live: the runner's events listened to while a page is open, and
 // the stream that tells each page that runs changed.
-import type { BreakerChangeEvent, RunEvent, StepEndEvent, StepRetryEvent } from '../observe/events.js';
+import type { BreakerChangeEvent, StepEndEvent, StepRetryEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import type { Runner } from '../run/runner-api.js';
 
 /** Listeners on the runner's events while at least one page is open: what tells pages something changed. */

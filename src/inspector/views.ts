@@ -1,6 +1,6 @@
 // What the inspector sends the page: built field by field from what the runner tells (never a resume
 // token, never the raw output or completed values), every value redacted as traces are.
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import { maskText } from '../observe/redact.js';
 import type { RedactRule } from '../util/redact.js';
 import type { RunResult } from '../observe/result.js';

@@ -1,7 +1,7 @@
 // A light abort scope for runs and attempts. AbortController/EventTarget cost more than the rest of
 // a step put together, so the real AbortSignal is only made when a tool actually reads it.
 import { delayUntil } from '../util/timer.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 
 /**
  * Aborts once, calling its listeners; hands out a real `AbortSignal` on first use. Runs and

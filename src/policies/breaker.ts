@@ -1,8 +1,9 @@
 // Circuit breaker per tool: after N transient failures in a row, fail fast for a while, then probe once.
 import type { ErrorCategory } from '../errors/categories.js';
-import { classifyError, RunAbortReason, ToolFailure, type Classifier } from '../errors/classify.js';
+import { classifyError } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure, type Classifier } from '../errors/failure.js';
 import { callStore, StoreFailure } from '../stores/guard.js';
-import { LimiterRefusal } from './rate-limit.js';
+import { LimiterRefusal } from './window-limiter.js';
 import type { BreakerChange, BreakerDecision, BreakerStore } from '../stores/types.js';
 import type { Call, CallContext, Policy } from './types.js';
 

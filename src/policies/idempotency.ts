@@ -1,5 +1,5 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
-import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy } from './types.js';
 import { callStore } from '../stores/guard.js';

@@ -2,7 +2,8 @@
 // A loop of its own rather than p-retry: p-retry's one backoff rule, Math.random jitter and deadline-blind
 // waits cannot state a table per category, and its wrapper adds work to every failed attempt.
 import { DEFAULT_RETRY_TABLE, type ErrorCategory, type RetryRule, type RetryTable } from '../errors/categories.js';
-import { classifyError, ToolFailure, type Classified, type Classifier } from '../errors/classify.js';
+import { classifyError } from '../errors/classify.js';
+import { ToolFailure, type Classified, type Classifier } from '../errors/failure.js';
 import { sleep } from './abort.js';
 import type { Call, CallContext, Policy } from './types.js';
 import { StoreFailure } from '../stores/guard.js';

@@ -3,7 +3,7 @@
 // Written by hand, not with p-timeout: p-timeout keeps ~1.5 KB per call in flight (an async
 // wrapper, a finally chain, an eager TimeoutError, a timers object) and settles on a run's abort
 // only through a real AbortSignal; one Attempt object below does all of it.
-import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { AbortScope } from './abort.js';
 import type { CallContext, Policy } from './types.js';
 

@@ -3,7 +3,7 @@
 // (cancelable, stores/pending.ts) and get `conflict` after `pendingWaitMs`, and the key of a write
 // whose outcome is unknown kept claimed, answering its failure, until its late answer is kept
 // (`completeLate`) or `pendingTtlMs` passes.
-import type { Classified } from '../errors/classify.js';
+import type { Classified } from '../errors/failure.js';
 import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores/types.js';

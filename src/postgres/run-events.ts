@@ -3,7 +3,7 @@
 // the counter row bumped (it serializes appends of one run), the events inserted, the oldest beyond
 // `maxEventsPerRun` deleted, and a NOTIFY that wakes readers; readers LISTEN on a connection of their own.
 import { createHash } from 'node:crypto';
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
 import type { RunEventLog } from '../stores/run-store.js';

@@ -5,7 +5,7 @@ import type { RedisClient } from './client.js';
 import type { RateLimitSpec } from '../define/tool.js';
 import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
 import { storeFailure } from '../stores/guard.js';
-import { earliestSlot, maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/rate-limit.js';
+import { earliestSlot, maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/window-limiter.js';
 
 // How long past its deadline a job may hold a slot before the cluster reclaims it (a process that died mid-call).
 const EXPIRY_GRACE_MS = 5_000;

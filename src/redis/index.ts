@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { storeFailure } from '../stores/guard.js';
 import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
-import type { LimiterStore } from '../policies/rate-limit.js';
+import type { LimiterStore } from '../policies/window-limiter.js';
 import { redisLimiterStore } from './limiter.js';
 import { beginForRun, redisRunStore } from './runs.js';
 import { redisLearningStore } from './learning.js';

@@ -13,7 +13,7 @@ import { ClusterLimiter, type Cluster } from './cluster-limiter.js';
 import { BoundedLru } from '../util/lru.js';
 import { checkOptions, fn, integer, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
-import { DEFAULT_MAX_LIMITERS, maxQueueOf, type LimiterStore } from '../policies/rate-limit.js';
+import { DEFAULT_MAX_LIMITERS, maxQueueOf, type LimiterStore } from '../policies/window-limiter.js';
 
 /** Options of {@link redisLimiterStore}. */
 export interface RedisLimiterOptions {

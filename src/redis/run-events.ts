@@ -2,7 +2,7 @@
 // entry ids are `0-<seq>` (XADD `0-*` numbers them, strictly increasing, in the append's script), trimmed
 // to the newest `maxEventsPerRun`. Readers wait with a blocking XREAD on connections of their own;
 // announces travel on one pub/sub channel per prefix.
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
 import type { RunEventLog } from '../stores/run-store.js';

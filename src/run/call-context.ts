@@ -2,7 +2,8 @@
 // after a failure — with one deadline rule, and the one place a failed call becomes a ChainErrorInfo.
 import type { RetryRule, RetryTable, ChainErrorInfo } from '../errors/categories.js';
 import type { Tool } from '../define/tool.js';
-import { classifyError, keepCause, type Classifier } from '../errors/classify.js';
+import { classifyError } from '../errors/classify.js';
+import { keepCause, type Classifier } from '../errors/failure.js';
 import { toErrorInfo, type FailureDetails } from '../errors/messages.js';
 import { alternativesFor } from '../guidance/alternatives.js';
 import type { GuidanceSources } from '../guidance/suggest.js';

@@ -4,7 +4,7 @@ import type { Scope } from '../define/ref.js';
 import { parseSchema } from '../define/schema.js';
 import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { RunAbortReason, ToolFailure } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from '../observe/result.js';

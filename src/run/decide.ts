@@ -2,7 +2,7 @@
 // than the token holder (`runner.decide`), and a cancel (`runner.cancel`). Both go through the
 // checkpoint's atomic take, as `resume` does: whichever takes it first acts, the others are refused.
 // A run parked in doubt is decided with `{ retry, by }` through the run store's own atomic take.
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import type { RunResult } from '../observe/result.js';
 import { callStore } from '../stores/guard.js';
 import type { RunStore, StoredRun } from '../stores/run-store.js';

@@ -4,7 +4,7 @@ import type { Tool } from '../define/tool.js';
 import { isTimerMs } from '../define/tool.js';
 import { parseSchema } from '../define/schema.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { ToolRegistry } from '../guidance/tiers.js';
 import { complexityOf } from '../guidance/timing.js';

@@ -2,7 +2,7 @@
 // run store, the lease keeper, the fenced calls, and the small rules (store calls bounded, how long an
 // ended run is kept, the early results it answers with).
 import type { Chain } from '../define/chain.js';
-import { ToolFailure } from '../errors/classify.js';
+import { ToolFailure } from '../errors/failure.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { callStore } from '../stores/guard.js';

@@ -1,7 +1,7 @@
 // Recovery: runs whose owner died are claimed (or taken over) and continued from their journal; runs
 // nobody here can continue end past their deadline; waiting runs whose time came are woken.
 import type { Chain } from '../define/chain.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import type { RunResult } from '../observe/result.js';
 import type { ClaimFilter, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';

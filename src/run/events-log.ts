@@ -2,10 +2,10 @@
 // hands each event of a run this runner owns to its writer; nobody watching, the events wait in the
 // writer and go in one append when the run ends (one store round trip per run); watched — by a
 // `watch` here or an announce from any instance — they go as they happen, one append in flight.
-import type { RunEndData, RunEventDraft } from '../observe/events.js';
+import type { RunEndData, RunEventDraft } from '../observe/run-events.js';
 import type { Logger } from '../observe/logger.js';
 import type { RunResult } from '../observe/result.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
 import type { RunEventLog } from '../stores/run-store.js';

@@ -2,7 +2,7 @@
 // from its journal), the outcomes of its steps, and the small helpers the executor's parts share.
 import type { Chain } from '../define/chain.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
-import type { Classified } from '../errors/classify.js';
+import type { Classified } from '../errors/failure.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { CallContext } from '../policies/types.js';

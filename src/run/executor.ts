@@ -3,7 +3,7 @@
 // becomes a result — output, failure (after compensation), decline, or a run parked at a gate.
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
-import { RunAbortReason, type Classified } from '../errors/classify.js';
+import { RunAbortReason, type Classified } from '../errors/failure.js';
 import { toErrorInfo } from '../errors/messages.js';
 import { complexityOf } from '../guidance/timing.js';
 import { maskError, maskFailedRun, secretMask } from '../observe/redact.js';

@@ -3,7 +3,8 @@
 import type { Chain } from '../define/chain.js';
 import type { Tool } from '../define/tool.js';
 import { DEFAULT_RETRY_TABLE, type RetryRule, type RetryTable } from '../errors/categories.js';
-import { DEFAULT_CLASSIFIERS, type Classified, type Classifier } from '../errors/classify.js';
+import { DEFAULT_CLASSIFIERS } from '../errors/classify.js';
+import { type Classified, type Classifier } from '../errors/failure.js';
 import { FallbackAdvisor } from '../guidance/fallback.js';
 import { MetricsCollector } from '../guidance/metrics.js';
 import { LearningSync } from '../guidance/persist.js';

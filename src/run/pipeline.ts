@@ -1,13 +1,6 @@
 // One tool call through the policies of docs/guides/policies.md: each policy wraps the next, the invoker is innermost.
-import {
-  classifyError,
-  DEFAULT_CLASSIFIERS,
-  inBandFailure,
-  isInBandError,
-  ToolFailure,
-  type Classified,
-  type Classifier,
-} from '../errors/classify.js';
+import { classifyError, DEFAULT_CLASSIFIERS, inBandFailure, isInBandError } from '../errors/classify.js';
+import { ToolFailure, type Classified, type Classifier } from '../errors/failure.js';
 import type { Tool } from '../define/tool.js';
 import { formatPath } from '../define/path.js';
 import type { AbortScope } from '../policies/abort.js';

@@ -18,7 +18,7 @@ import {
 } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
 import type { CallSite } from './call-context.js';
-import type { Classified } from '../errors/classify.js';
+import type { Classified } from '../errors/failure.js';
 import type { CallContext } from '../policies/types.js';
 import type { StoredRun } from '../stores/run-store.js';
 import { journaledSteps } from './journal.js';

@@ -1,5 +1,5 @@
 // Run ids are the caller's: checked before any store is asked.
-import { ToolFailure } from '../errors/classify.js';
+import { ToolFailure } from '../errors/failure.js';
 
 /** The longest run id accepted. */
 const MAX_RUN_ID = 255;

@@ -10,7 +10,7 @@ import type { RunnerEmitter } from '../observe/events.js';
 import type { ListRunsFilter, RunPage } from '../stores/run-list.js';
 import type { RunInfo } from './durable.js';
 import type { WatchOptions } from './watch.js';
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import type { SignalResult } from './signal.js';
 import type {
   DecideResult,

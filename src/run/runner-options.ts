@@ -11,14 +11,14 @@ import {
   type RetryTable,
 } from '../errors/categories.js';
 import { fn, integer, optionIssues, retryRule, timerMs } from '../define/options.js';
-import type { Classifier } from '../errors/classify.js';
+import type { Classifier } from '../errors/failure.js';
 import { IssueList } from '../errors/definition-error.js';
 import type { FallbackRule } from '../guidance/fallback.js';
 import type { ToolRegistry } from '../guidance/tiers.js';
 import type { Hooks } from '../observe/events.js';
 import type { RedactRule } from '../util/redact.js';
 import type { BreakerOptions } from '../policies/breaker.js';
-import type { LimiterStore } from '../policies/rate-limit.js';
+import type { LimiterStore } from '../policies/window-limiter.js';
 import type { BreakerStore, CheckpointStore, IdempotencyStore, LearningStore } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { ToolInvoker } from '../invokers/types.js';

@@ -2,7 +2,7 @@
 // executor), calls single tools (direct-call.ts) and closes everything it opened.
 import type { Chain } from '../define/chain.js';
 import { isChain } from '../define/chain.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
 import { callStore } from '../stores/guard.js';
@@ -16,7 +16,7 @@ import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
 import { cancelAnnounce, RunEventHub } from './events-log.js';
 import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';

@@ -1,7 +1,7 @@
 // Which steps of a segment may start: the plan is a DAG (from refs), ready steps start in
 // declaration order as their dependencies finish, and the first failure, gate or decline stops it.
 import type { PlannedStep } from '../define/step-kinds.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import type { AbortScope } from '../policies/abort.js';
 import { DONE, PENDING, RUNNING, type StepOutcome, type Stopped } from './execution.js';
 

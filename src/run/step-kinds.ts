@@ -3,7 +3,7 @@
 // define/kinds/<kind>.ts, registered in define/step-kinds.ts: define/ (layer 3) may not import run/
 // (layer 8), so a kind is one file per layer, each listed in its layer's table.
 import type { PlannedStep, StepKind } from '../define/step-kinds.js';
-import { RunAbortReason } from '../errors/classify.js';
+import { RunAbortReason } from '../errors/failure.js';
 import { describeThrown, isThenable, SKIPPED, StepError, type StepOutcome } from './execution.js';
 import type { InFlight, StepHost } from './step-host.js';
 import { runCompute } from './kinds/compute.js';

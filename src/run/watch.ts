@@ -1,7 +1,7 @@
 // `runner.watch(runId, { after })`: a run's events read from the run store's event log, page by page
 // as the reader pulls them (a reader that stops reading holds nothing), in order, each once, ending
 // after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import type { RunResult } from '../observe/result.js';
 import type { RunEventLog, RunStore } from '../stores/run-store.js';
 import { runEndData, type RunEventHub } from './events-log.js';

@@ -15,7 +15,7 @@
  *
  * @module chainkit/sse
  */
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 
 /** The response headers of an event stream (no caching, no proxy buffering). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({

@@ -2,7 +2,7 @@
 // The bound is a timer and a race, not p-timeout: it holds less per call in flight, and a call made at
 // the deadline must fail as `store_unavailable`, where p-timeout refuses a 0 ms wait.
 import { delayUntil } from '../util/timer.js';
-import { ToolFailure } from '../errors/classify.js';
+import { ToolFailure } from '../errors/failure.js';
 import type { MaybePromise } from './types.js';
 
 /**

@@ -1,6 +1,6 @@
 // The event log of the memory run store: a ring buffer per run (the oldest events go first), waiters
 // woken on append, and ended runs' logs dropped when their retention ends — nothing grows unbounded.
-import type { RunEvent } from '../observe/events.js';
+import type { RunEvent } from '../observe/run-events.js';
 import { decodeCheckpoint } from './serialize.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';

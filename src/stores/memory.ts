@@ -4,7 +4,7 @@ import { checkOptions, finiteMs, integer } from '../define/options.js';
 import { trimOldest } from '../util/bounded.js';
 import { z } from 'zod';
 import { unknownClaim, unknownOutcomeInfo } from './pending.js';
-import type { Classified } from '../errors/classify.js';
+import type { Classified } from '../errors/failure.js';
 import type {
   BreakerChange,
   BreakerDecision,

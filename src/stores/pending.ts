@@ -1,7 +1,7 @@
 // What the idempotency stores share about a key that is not settled: waiting for a duplicate in
 // flight in another process (Redis, PostgreSQL), and the failure a key whose write's outcome is
 // unknown answers with (every store).
-import { RunAbortReason, ToolFailure, type Classified } from '../errors/classify.js';
+import { RunAbortReason, ToolFailure, type Classified } from '../errors/failure.js';
 import type { IdempotencyClaim } from './types.js';
 
 /** A claim on a key that another call holds. */

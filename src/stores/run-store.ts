@@ -1,6 +1,6 @@
 // The run store's interfaces (durable runs, run events): records,
 // the journal, leases, claims, the event log and listing.
-import type { RunEvent, RunEventDraft } from '../observe/events.js';
+import type { RunEvent, RunEventDraft } from '../observe/run-events.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { IdempotencyStore } from './types.js';
 

@@ -1,7 +1,7 @@
 // The one wait-and-poll loop of the shared idempotency stores (Redis and PostgreSQL both use it),
 // under fake timers: what each kept state answers, when it gives up, and that cancel leaves nothing.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { ToolFailure } from '../../src/errors/classify.js';
+import { ToolFailure } from '../../src/errors/failure.js';
 import {
   stillUnknown,
   unknownClaim,

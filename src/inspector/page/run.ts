@@ -18,6 +18,7 @@ import {
   route,
 } from './dom.js';
 import type { Child } from './dom.js';
+import { signalBox } from './signal.js';
 import type { Json, Caps, Step, RunView, RunEvent } from './types.js';
 
 let source: EventSource | undefined;
@@ -325,27 +326,6 @@ function renderRun(): void {
       : null,
   ]);
   if (focused) for (const b of root.querySelectorAll('button')) if (b.textContent === focused) b.focus();
-}
-
-function signalBox(runId: string): HTMLElement {
-  const name = h('input', { id: 'sig-name', name: 'name', required: true, autocomplete: 'off' });
-  const payload = h('textarea', { id: 'sig-payload', name: 'payload', rows: 2, placeholder: '{"approved": true}' });
-  const send = actionButton('Send signal', '', async () => {
-    let data: unknown;
-    if (payload.value.trim() !== '') data = JSON.parse(payload.value);
-    const out = await act({ action: 'signal', runId, name: name.value, payload: data });
-    say(`Signal ${name.value} to ${runId}: ${String(out.outcome)}.`);
-  });
-  return h(
-    'fieldset',
-    { class: 'signal' },
-    h('legend', {}, 'Send a signal'),
-    h('label', { for: 'sig-name' }, 'Name'),
-    name,
-    h('label', { for: 'sig-payload' }, 'Payload (JSON)'),
-    payload,
-    send,
-  );
 }
 
 /** Stops following the run shown (the page went back to the list), and forgets it. */

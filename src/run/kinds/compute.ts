@@ -2,7 +2,7 @@
 import type { ComputeStep } from '../../define/spec.js';
 import { parseSchema } from '../../define/schema.js';
 import type { PlannedStep } from '../../define/step-kinds.js';
-import { RunAbortReason } from '../../errors/classify.js';
+import { RunAbortReason } from '../../errors/failure.js';
 import { schemaFailure } from '../pipeline.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';
 import type { StepHost } from '../step-host.js';

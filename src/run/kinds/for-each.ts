@@ -4,7 +4,7 @@
 import type { Chain } from '../../define/chain.js';
 import type { ItemScope } from '../../define/spec.js';
 import type { PlannedStep } from '../../define/step-kinds.js';
-import { RunAbortReason } from '../../errors/classify.js';
+import { RunAbortReason } from '../../errors/failure.js';
 import type { ChainErrorInfo } from '../../errors/categories.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';

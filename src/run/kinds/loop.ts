@@ -3,7 +3,7 @@
 // apart; each iteration journaled in a durable run.
 import type { Chain } from '../../define/chain.js';
 import type { PlannedStep } from '../../define/step-kinds.js';
-import { RunAbortReason } from '../../errors/classify.js';
+import { RunAbortReason } from '../../errors/failure.js';
 import { sleep } from '../../policies/abort.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { describeThrown, isThenable, StepError, type StepOutcome } from '../execution.js';
