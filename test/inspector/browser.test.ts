@@ -120,8 +120,23 @@ describe('the inspector in Chromium', () => {
       }, parked.runId);
     }
     expect(found).toBe(true);
+    // Another run arrives and the list is drawn again: the focus stays on this run's Decline.
+    const other = await h.runner.run(gated, INPUT, { context: CONTEXT });
+    await page.waitForFunction(
+      (id) => document.querySelector('.inbox')?.textContent?.includes(id) === true,
+      { timeout: 1_500 },
+      other.runId,
+    );
+    expect(
+      await page.evaluate((id) => {
+        const el = document.activeElement;
+        return el?.textContent === 'Decline' && el.closest('li')?.textContent?.includes(id) === true;
+      }, parked.runId),
+    ).toBe(true);
     await page.keyboard.press('Enter');
     await until(async () => (await h.runner.getRun(parked.runId))?.status === 'declined');
+    expect((await h.runner.getRun(other.runId))?.status).toBe('awaiting_confirmation');
+    await h.runner.decide(other.runId, { approved: false, by: 'ops:e2e' });
     await page.waitForFunction((id) => !document.querySelector('.inbox')?.textContent?.includes(id), {}, parked.runId);
     expect(h.calls.pay).toBe(1); // still only the approved run's
     await page.close();
@@ -133,6 +148,16 @@ describe('the inspector in Chromium', () => {
     const page = await openPage('#/run/long-e2e');
     await page.waitForSelector('.waterfall');
     expect(await page.$eval('.waterfall', (el) => el.textContent ?? '')).toContain('wait');
+    // Half-typed signal: a re-render (another run's change, pushed live) keeps the text and the focus.
+    await page.type('#sig-name', 'ready');
+    await page.evaluate(() => (document.getElementById('sig-name').dataset.drawn = 'before'));
+    const other = await h.runner.run(gated, INPUT, { context: CONTEXT });
+    await page.waitForFunction(() => document.getElementById('sig-name')?.dataset.drawn === undefined);
+    expect(await page.evaluate(() => [document.activeElement?.id, document.getElementById('sig-name').value])).toEqual([
+      'sig-name',
+      'ready',
+    ]);
+    await h.runner.decide(other.runId, { approved: false, by: 'ops:e2e' });
     const cancel = await page.waitForSelector('::-p-aria(Cancel run)');
     await cancel!.click();
     await until(() => h.calls.slowAborted === 1);

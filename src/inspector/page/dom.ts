@@ -90,8 +90,9 @@ export function say(text: string, bad = false): void {
 }
 
 /** A button that runs `fn` once at a time (a second click while it runs does nothing). */
-export function actionButton(label: string, cls: string, fn: () => Promise<void>): HTMLButtonElement {
-  const b = h('button', { type: 'button', class: cls }, label);
+export function actionButton(label: string, cls: string, fn: () => Promise<void>, id?: string): HTMLButtonElement {
+  // An id lets a re-render (live events, the poll) give the focus back to the same button.
+  const b = h('button', { type: 'button', class: cls, id }, label);
   b.addEventListener('click', () => {
     if (b.disabled) return;
     b.disabled = true;
@@ -120,8 +121,8 @@ export function decideButtons(runId: string, caps: Caps, after: () => void): HTM
   return h(
     'span',
     { class: 'actions' },
-    actionButton('Approve', 'primary', decide(true)),
-    actionButton('Decline', '', decide(false)),
+    actionButton('Approve', 'primary', decide(true), `approve-${runId}`),
+    actionButton('Decline', '', decide(false), `decline-${runId}`),
   );
 }
 

@@ -158,20 +158,30 @@ function renderRun(): void {
     if (r.status === 'awaiting_confirmation') actions.push(decideButtons(r.runId, caps, () => void showRun(r.runId)));
     if (r.status === 'running' || r.status === 'awaiting_confirmation') {
       actions.push(
-        actionButton('Cancel run', 'danger', async () => {
-          const out = await act({ action: 'cancel', runId: r.runId });
-          say(`Run ${r.runId}: ${String(out.outcome)}.`);
-          await showRun(r.runId);
-        }),
+        actionButton(
+          'Cancel run',
+          'danger',
+          async () => {
+            const out = await act({ action: 'cancel', runId: r.runId });
+            say(`Run ${r.runId}: ${String(out.outcome)}.`);
+            await showRun(r.runId);
+          },
+          'cancel-run',
+        ),
       );
     }
     if (r.status === 'failed' && caps.rerun) {
       actions.push(
-        actionButton('Re-run', '', async () => {
-          const out = await act({ action: 'rerun', runId: r.runId });
-          if (typeof out.runId === 'string') location.hash = `#/run/${encodeURIComponent(out.runId)}`;
-          else say(`Run ${r.runId} could not be re-run: ${String(out.outcome)}.`, true);
-        }),
+        actionButton(
+          'Re-run',
+          '',
+          async () => {
+            const out = await act({ action: 'rerun', runId: r.runId });
+            if (typeof out.runId === 'string') location.hash = `#/run/${encodeURIComponent(out.runId)}`;
+            else say(`Run ${r.runId} could not be re-run: ${String(out.outcome)}.`, true);
+          },
+          'rerun',
+        ),
       );
     }
   }
@@ -243,7 +253,7 @@ function renderRun(): void {
   );
 
   const root = main();
-  const focused = document.activeElement?.textContent;
+  const focused = document.activeElement?.id;
   root.replaceChildren();
   append(root, [
     h('p', {}, h('a', { href: '#/' }, '← All runs')),
@@ -325,7 +335,7 @@ function renderRun(): void {
         )
       : null,
   ]);
-  if (focused) for (const b of root.querySelectorAll('button')) if (b.textContent === focused) b.focus();
+  if (focused) document.getElementById(focused)?.focus();
 }
 
 /** Stops following the run shown (the page went back to the list), and forgets it. */
