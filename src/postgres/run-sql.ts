@@ -38,8 +38,11 @@ FROM ${s}.runs r WHERE run_id = $1`);
   const dropExpired = db.sql(`
 WITH gone AS (DELETE FROM ${s}.runs WHERE run_id = $1 AND expires_at <= $2 RETURNING run_id)
 DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM gone)`);
+  // The entries in order (seq follows insertion), all or none: none when the owner no longer holds the run.
   const append = `INSERT INTO ${s}.run_journal (run_id, entry)
-SELECT run_id, $3 FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status = 'running' FOR SHARE`;
+SELECT o.run_id, u.e
+FROM (SELECT run_id FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status = 'running' FOR SHARE) o,
+  unnest($3::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i`;
   const journal = db.sql(append);
   // The idempotency store's row and encoding, written in the same statement: one round trip per step.
   // It is kept even when the owner lost the run: the call happened, a re-run must find it done.

@@ -157,8 +157,8 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       const data = encodeRunValue(record);
       return create(data, record, now);
     },
-    async journal(runId, owner, entry, complete) {
-      const data = encodeRunValue(entry);
+    async journal(runId, owner, entries, complete) {
+      const data = entries.map(encodeRunValue);
       let kept: string | null | undefined;
       if (complete) {
         try {
@@ -179,7 +179,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
               kept,
               db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs),
             ]);
-      return done.rowCount === 1;
+      return done.rowCount !== null && done.rowCount > 0;
     },
     async renew(owner, runIds, leaseUntil) {
       if (runIds.length === 0) return [];

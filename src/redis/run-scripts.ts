@@ -81,13 +81,13 @@ if st == 'running' then
 end
 return {kind, redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1), prev or ''}`;
 
-// KEYS: run hash, journal[, idempotency key]. ARGV: owner, entry[, kept result, its ttl].
+// KEYS: run hash, journal[, idempotency key]. ARGV: owner, kept result, its ttl ('' '' without), entries….
 // The result is kept even when the owner lost the run: the call happened, a re-run must find it done.
 export const JOURNAL = `
-if KEYS[3] then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4]) end
+if KEYS[3] then redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3]) end
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('RPUSH', KEYS[2], unpack(ARGV, 4))
 return 1`;
 
 // KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run

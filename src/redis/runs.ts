@@ -179,17 +179,14 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
         if (kind === 'taken') run.previousOwner = previousOwner;
         return { status: kind as 'ended' | 'busy' | 'taken', run };
       }),
-    journal: (runId, owner, entry, complete) =>
+    journal: (runId, owner, entries, complete) =>
       guard('journal', async () => {
-        const data = encodeRunValue(entry);
+        const data = entries.map(encodeRunValue);
         const keys = [runKey(runId), journalKey(runId)];
-        const args: (string | number)[] = [owner, data];
         const kept = complete && keepable(complete.value);
-        if (kept !== undefined) {
-          // The idempotency store's own key and encoding: it reads this as a kept result.
-          keys.push(`${p}:idem:${complete!.key}`);
-          args.push(kept, complete!.ttlMs ?? idemTtl);
-        }
+        // The idempotency store's own key and encoding: it reads this as a kept result.
+        if (kept !== undefined) keys.push(`${p}:idem:${complete!.key}`);
+        const args = [owner, kept ?? '', kept === undefined ? '' : (complete!.ttlMs ?? idemTtl), ...data];
         return (await journal(redis, keys, args)) === 1;
       }),
     renew: (owner, runIds, leaseUntil) =>

@@ -3,7 +3,7 @@
 import { CheckpointEncodeError } from '../stores/serialize.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import { encodeRunValue } from '../stores/run-codec.js';
+import { encodeAhead } from '../stores/run-codec.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { UNDO_FLOOR_MS } from './call-context.js';
 import { earlyFailure } from './early-result.js';
@@ -41,6 +41,9 @@ export function ownSegment(
   const { store, owner, parts, now } = o;
   const plan = journalPlan(exec.chain);
   const atEnd: JournalEntry[] = [];
+  // Completed steps waiting to ride on the next journal write (JournalPlan.defer), and the write carrying them.
+  const deferred: JournalEntry[] = [];
+  let carrying: Promise<void> | undefined;
   const lease = o.leases.hold(runId, leaseUntil);
   // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included;
   // so does a cancel from any instance (announced through the run's event log).
@@ -60,24 +63,39 @@ export function ownSegment(
     // A write retried by a decision: who decided shows on its trace entry (journaled, and in the result's trace).
     if (retried?.steps.has(entry.step) && entry.trace) entry.trace.decidedBy = retried.by;
     if (plan.skip.has(entry.step)) return true;
-    if (plan.atEnd.has(entry.step)) {
-      encodeRunValue(entry); // a value no store keeps fails its step now, not the end write
-      return void atEnd.push(entry);
+    if (plan.atEnd.has(entry.step) || plan.defer.has(entry.step)) {
+      encodeAhead(entry); // a value no store keeps fails its step now, not the later write
+      return void (plan.atEnd.has(entry.step) ? atEnd : deferred).push(entry);
     }
     return write(entry).then((kept) => {
       if (!kept) throw lease.failed ?? o.leaseLost(runId);
     });
   };
-  /** Journals `entry`; `false` when the lease is lost or the store failed (the run is then interrupted). */
+  /** Journals `entry` with the steps deferred so far (JournalPlan.defer); `false` as {@link journalOnce}. */
   const write = async (entry: JournalEntry): Promise<boolean> => {
+    // A write after one carrying deferred steps waits for it: they are journaled before anything after them.
+    if (carrying !== undefined) await carrying;
     if (lease.lost || lease.failed) return false;
+    if (deferred.length === 0) return journalOnce([entry]);
+    const carried = deferred.splice(0);
+    const done = journalOnce([...carried, entry]).catch((error: unknown) => {
+      deferred.unshift(...carried); // nothing was written (a value the codec refuses): the next write or the end takes them
+      throw error;
+    });
+    const mark = (carrying = done.then(
+      () => undefined,
+      () => undefined,
+    ));
+    void mark.then(() => {
+      if (carrying === mark) carrying = undefined;
+    });
+    return done;
+  };
+  /** Journals `entries` in one write; `false` when the lease is lost or the store failed (the run is then interrupted). */
+  const journalOnce = async (entries: JournalEntry[]): Promise<boolean> => {
     try {
-      if (
-        await o.bounded('journal', Math.max(deadlineAt, now() + UNDO_FLOOR_MS), () =>
-          store.journal(runId, owner, entry),
-        )
-      )
-        return true;
+      const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS);
+      if (await o.bounded('journal', until, () => store.journal(runId, owner, entries))) return true;
       o.leases.lose(lease);
     } catch (error) {
       // A value the codec refuses fails its step (the run then ends as any failed run); anything else is the store's.
@@ -99,7 +117,7 @@ export function ownSegment(
       },
     };
     try {
-      encodeRunValue(started);
+      encodeAhead(started);
     } catch {
       delete started.started!.input; // an input the journal cannot encode is not shown, the start still recorded
     }
@@ -119,6 +137,7 @@ export function ownSegment(
   };
   exec.onEnd = async (result: RunResult) => {
     o.leases.release(runId);
+    if (deferred.length > 0) atEnd.unshift(...deferred.splice(0)); // steps no write carried: with the end
     // A run cut off by close(), a failed store or a lost lease has not ended: its next owner ends it.
     if (result.status === 'failed' && result.error.code === 'runner_closed')
       return events?.close(runId, undefined, undefined, now()); // not ended: nothing to wait for

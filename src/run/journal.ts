@@ -1,5 +1,6 @@
 // A durable run's journal: which steps are journaled when, and how a stored run continues from it.
 import type { Chain } from '../define/chain.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
@@ -11,28 +12,48 @@ import { keepsNested } from './keeps-nested.js';
  * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
  * results that are, so a recovered run recomputes it (a store round trip saved per select). A step
  * no other step depends on is journaled with the run's end, in the same write: nothing waits for it,
- * and if the process dies first, recovery runs it again under the same idempotency key.
+ * and if the process dies first, recovery runs it again under the same idempotency key. A step only
+ * plain writes wait for (through selects) rides on the next journal write: the first of them journals
+ * itself as started before it is called (so the step is journaled before any step that depends on it
+ * starts, in that write), and a run that ends or parks first journals it with its end.
  */
 export interface JournalPlan {
   readonly skip: ReadonlySet<string>;
   readonly atEnd: ReadonlySet<string>;
+  readonly defer: ReadonlySet<string>;
 }
 const journalPlans = new WeakMap<Chain, JournalPlan>();
 export function journalPlan(chain: Chain): JournalPlan {
   let plan = journalPlans.get(chain);
   if (!plan) {
-    const needed = new Set<number>();
-    for (const step of chain.plan) for (const d of step.deps) needed.add(d);
+    const dependents = new Map<number, PlannedStep[]>();
+    for (const step of chain.plan)
+      for (const d of step.deps) {
+        const list = dependents.get(d);
+        if (list) list.push(step);
+        else dependents.set(d, [step]);
+      }
+    // Only plain writes wait for the step: selects are looked through (they are never journaled).
+    const onlyWrites = (index: number): boolean =>
+      (dependents.get(index) ?? []).every((s) =>
+        s.kind === 'select' ? onlyWrites(s.index) : s.kind === 'tool' && isPlainWrite(s.tool),
+      );
     const skip = new Set<string>();
     const atEnd = new Set<string>();
+    const defer = new Set<string>();
     for (const step of chain.plan) {
       if (step.kind === 'select') skip.add(step.id);
-      else if (!needed.has(step.index)) atEnd.add(step.id);
+      else if (!dependents.has(step.index)) atEnd.add(step.id);
+      else if (onlyWrites(step.index)) defer.add(step.id);
     }
-    journalPlans.set(chain, (plan = { skip, atEnd }));
+    journalPlans.set(chain, (plan = { skip, atEnd, defer }));
   }
   return plan;
 }
+
+/** A write recorded as started before it is called (durable runs): not a read, not declared idempotent. */
+export const isPlainWrite = (tool: PlannedStep['tool']): boolean =>
+  tool !== undefined && tool.effect !== 'read' && !tool.idempotent;
 
 /** Who decided the run's gate: on the gate's trace entry, in the journal or the recorded result. */
 export function decider(run: StoredRun): string | undefined {

@@ -108,8 +108,9 @@ export async function rerunRun(steer: ParkedRuns, runId: string): Promise<Rerun 
   );
   if (created.status === 'mismatch')
     throw new Error(`Run id ${next} (the re-run of ${runId}) is taken by another run.`);
-  if (created.status === 'created')
-    for (const entry of entries) await bounded('journal', () => store.journal(next, seeder, entry));
+  // One write: the re-run's journal is there whole or not at all.
+  if (created.status === 'created' && entries.length > 0)
+    await bounded('journal', () => store.journal(next, seeder, entries));
   // Taken over (another instance seeded it and ended that seed's lease, or a re-run's owner died): the
   // journal is there already. Either way the seed lets go at once, or nobody could run it until it lapsed.
   if (created.status === 'created' || created.status === 'taken')

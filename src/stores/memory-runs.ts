@@ -142,15 +142,15 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       delete run.retryUntil; // the old owner's wait is over
       return { status: 'taken', run: { ...view(record.runId, run), previousOwner } };
     },
-    async journal(runId, owner, entry, complete) {
+    async journal(runId, owner, entries, complete) {
       if (complete && !idempotency)
         throw new Error('This memory run store keeps no idempotency results: pass `idempotency` to memoryRunStore().');
-      const encoded = encodeRunValue(entry);
+      const encoded = entries.map(encodeRunValue);
       // The call happened: its result is kept even when this owner has lost the run (a re-run then finds it done).
       if (complete) await idempotency!.complete(complete.key, complete.value, complete.ttlMs);
       const run = live(runId);
       if (!owns(run, owner)) return false;
-      run.journal.push(encoded);
+      run.journal.push(...encoded);
       return true;
     },
     async renew(owner, runIds, leaseUntil) {

@@ -150,13 +150,14 @@ export interface RunStore {
    */
   create(record: RunRecord, now: number): Promise<CreateRunResult>;
   /**
-   * Appends a completed step. With `complete`, also keeps that call's idempotency result in the
-   * same round trip (stores that hold both). `false`: `owner` no longer holds the run.
+   * Appends `entries` (at least one), in order, in one atomic write: all or none. With `complete`,
+   * also keeps a call's idempotency result in the same round trip (stores that hold both). `false`:
+   * `owner` no longer holds the run (nothing appended).
    */
   journal(
     runId: string,
     owner: string,
-    entry: JournalEntry,
+    entries: readonly JournalEntry[],
     complete?: { key: string; value: unknown; ttlMs?: number },
   ): Promise<boolean>;
   /**

@@ -379,8 +379,8 @@ describe('what recording a plain write costs', () => {
   const withPlain = shape('cost_plain', plainWrite);
   const echo = async ({ n }: { n: number }) => ({ n });
 
-  it('one store round trip more per plain write, none for reads and idempotent writes (the same chain otherwise)', async () => {
-    const costOf = async (c: typeof reads | typeof withPlain): Promise<Map<string, number>> => {
+  it("a plain write's `started` entry carries the read only it waits for: no store round trip more than an idempotent write", async () => {
+    const costOf = async (c: typeof reads | typeof withPlain) => {
       const stores = counted();
       const r = createRunner({
         invoker: functionInvoker([read, idemWrite, plainWrite], { read: echo, w_idem: echo, w_plain: echo }),
@@ -390,15 +390,19 @@ describe('what recording a plain write costs', () => {
       });
       runners.push(r);
       stores.calls.clear();
-      expect((await r.run(c, { n: 1 })).status).toBe('completed');
-      return stores.calls;
+      const result = await r.run(c, { n: 1 });
+      expect(result.status).toBe('completed');
+      const journal = (await stores.runs.get(result.runId))!.journal;
+      return { calls: new Map(stores.calls), journal: journal.map((e) => (e.started ? `${e.step}:started` : e.step)) };
     };
     const base = await costOf(reads);
     const plain = await costOf(withPlain);
-    const total = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
-    expect(total(plain) - total(base)).toBe(1);
-    expect(plain.get('journal')! - base.get('journal')!).toBe(1); // the `started` entry
-    for (const [method, n] of base) if (method !== 'journal') expect(plain.get(method), method).toBe(n);
+    // a alone, then w (b waits for it), b with the end
+    expect(base.journal).toEqual(['a', 'w', 'b']);
+    // a and w's start in one write (before w is called), then w, b with the end
+    expect(plain.journal).toEqual(['a', 'w:started', 'w', 'b']);
+    expect(plain.calls.get('journal')).toBe(2);
+    expect(plain.calls).toEqual(base.calls);
   });
 });
 
@@ -464,5 +468,56 @@ describe('a plain write inside a forEach item (memory)', () => {
     expect(typeof decided === 'object' && decided.status).toBe('completed');
     expect((await heir.runner.getRun(runId))?.status).toBe('completed');
     expect(heir.paid).toEqual(['b', 'c']); // 'a' was journaled: not paid again; 'b' once more, as decided
+  });
+});
+
+describe("steps riding on a plain write's start (memory)", () => {
+  it('two plain writes after one read: the second is not journaled (nor called) before the write carrying the read is kept', async () => {
+    const inner = memoryRunStore();
+    const writes: string[][] = [];
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const runs: RunStore = {
+      ...inner,
+      journal: async (runId, owner, entries, complete) => {
+        writes.push(entries.map((e) => (e.started ? `${e.step}:started` : e.step)));
+        if (writes.length === 1) await held;
+        return inner.journal(runId, owner, entries, complete);
+      },
+    };
+    const pay = <N extends string>(name: N) =>
+      defineTool({ name, description: 'p', input: z.object({ n: z.number() }), output: z.object({ n: z.number() }) });
+    const [p1, p2] = [pay('pay1'), pay('pay2')];
+    const twice = defineChain({
+      name: 'two_payments',
+      input: z.object({ n: z.number() }),
+      steps: [
+        { id: 'a', tool: read, input: { n: ref('input', 'n') } },
+        { id: 'w1', tool: p1, input: { n: ref('a', 'n') } },
+        { id: 'w2', tool: p2, input: { n: ref('a', 'n') } },
+      ],
+    });
+    const called: string[] = [];
+    const echo =
+      (name: string) =>
+      async ({ n }: { n: number }) => (called.push(name), { n });
+    const r = createRunner({
+      invoker: functionInvoker([read, p1, p2], { read: echo('read'), pay1: echo('pay1'), pay2: echo('pay2') }),
+      tools: [read, p1, p2],
+      stores: { runs },
+    });
+    runners.push(r);
+    const done = r.run(twice, { n: 3 }, { runId: 'two-payments' });
+    for (let i = 0; i < 100 && writes.length === 0; i++) await tick(2);
+    await tick(20);
+    expect(writes).toEqual([['a', 'w1:started']]);
+    expect(called).toEqual(['read']);
+    release();
+    expect((await done).status).toBe('completed');
+    expect(writes.slice(0, 2)).toEqual([['a', 'w1:started'], ['w2:started']]);
+    const journal = (await runs.get('two-payments'))!.journal.map((e) => (e.started ? `${e.step}:started` : e.step));
+    expect(journal.slice(0, 3)).toEqual(['a', 'w1:started', 'w2:started']);
+    expect(journal.filter((s) => s === 'a')).toHaveLength(1);
+    expect(called.sort()).toEqual(['pay1', 'pay2', 'read']);
   });
 });

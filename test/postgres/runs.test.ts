@@ -95,10 +95,10 @@ describe('postgres run store', () => {
       return statements - before;
     };
     expect(await count(() => runs.create(rec, Date.now()))).toBe(1);
-    expect(await count(() => runs.journal(rec.runId, 'A', entry('s1', 1), { key: `${rec.runId}-k`, value: 1 }))).toBe(
+    expect(await count(() => runs.journal(rec.runId, 'A', [entry('s1', 1)], { key: `${rec.runId}-k`, value: 1 }))).toBe(
       1,
     );
-    expect(await count(() => runs.journal(rec.runId, 'A', entry('s2', 2)))).toBe(1);
+    expect(await count(() => runs.journal(rec.runId, 'A', [entry('s2', 2)]))).toBe(1);
     expect(await count(() => runs.renew('A', [rec.runId], Date.now() + 90_000))).toBe(1);
     expect(await count(() => runs.get(rec.runId))).toBe(1);
     expect(await count(() => runs.finish(rec.runId, 'A', 'completed', {}, 60_000))).toBe(1);

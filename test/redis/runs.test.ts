@@ -99,7 +99,7 @@ describe('redis run store', () => {
       return k;
     };
     expect(await count(() => runs.create(rec, Date.now()))).toBe(1);
-    expect(await count(() => runs.journal(rec.runId, 'A', entry('s1', 1), { key: `${p}-k`, value: 1 }))).toBe(1);
+    expect(await count(() => runs.journal(rec.runId, 'A', [entry('s1', 1)], { key: `${p}-k`, value: 1 }))).toBe(1);
     expect(await count(() => runs.renew('A', [rec.runId], Date.now() + 90_000))).toBe(1);
     expect(await count(() => runs.get(rec.runId))).toBe(1);
     expect(await count(() => runs.finish(rec.runId, 'A', 'completed', {}, 60_000))).toBe(1);
@@ -112,7 +112,7 @@ describe('redis run store', () => {
     const runs = redisRunStore(redis, { prefix: p });
     const rec = record('A', Date.now() + 60_000);
     await runs.create(rec, Date.now());
-    await runs.journal(rec.runId, 'A', entry('s1', 1));
+    await runs.journal(rec.runId, 'A', [entry('s1', 1)]);
     expect(await redis.pttl(`${p}:run:${rec.runId}`)).toBe(-1);
     expect(await redis.pttl(`${p}:run-j:${rec.runId}`)).toBe(-1);
     await runs.finish(rec.runId, 'A', 'completed', {}, 50_000);

@@ -253,8 +253,8 @@ describe('durable runs (memory run store)', () => {
     const inner = memoryRunStore();
     const store: RunStore = {
       ...inner,
-      journal: async (runId, owner, entry, complete) =>
-        entry.step === 'b' ? false : inner.journal(runId, owner, entry, complete),
+      journal: async (runId, owner, entries, complete) =>
+        entries.some((e) => e.step === 'b') ? false : inner.journal(runId, owner, entries, complete),
     };
     const { runner, calls } = make(store);
     const r = await runner.run(chain, { n: 1 }, { runId: 'lost' });

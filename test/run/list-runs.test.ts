@@ -70,7 +70,7 @@ describe('runner.listRuns', () => {
     for (let i = 0; i < 3; i++) {
       const rec = record('A', t + 60_000, { startedAt: t + i });
       await runs.create(rec, t);
-      await runs.journal(rec.runId, 'A', entry('find', 1));
+      await runs.journal(rec.runId, 'A', [entry('find', 1)]);
       await runs.finish(
         rec.runId,
         'A',

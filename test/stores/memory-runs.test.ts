@@ -27,7 +27,7 @@ describe('memoryRunStore', () => {
     const runs = memoryRunStore();
     const rec = record('A', Date.now() + 60_000);
     await runs.create(rec, Date.now());
-    await expect(runs.journal(rec.runId, 'A', entry('s', 1), { key: 'k', value: 1 })).rejects.toThrow(/idempotency/);
+    await expect(runs.journal(rec.runId, 'A', [entry('s', 1)], { key: 'k', value: 1 })).rejects.toThrow(/idempotency/);
     expect((await runs.get(rec.runId))!.journal).toEqual([]);
     expect(runs.idempotency).toBeUndefined();
   });
@@ -67,7 +67,7 @@ describe('memoryRunStore', () => {
     const rec = record('A', Date.now() + 60_000);
     await runs.create(rec, Date.now());
     const value = { list: [1, 2] };
-    await runs.journal(rec.runId, 'A', entry('s', value));
+    await runs.journal(rec.runId, 'A', [entry('s', value)]);
     value.list.push(3);
     const first = (await runs.get(rec.runId))!;
     (first.journal[0]!.value as { list: number[] }).list.push(4);

@@ -104,7 +104,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const t = Date.now();
       const rec = record('A', t + 1000);
       await runs.create(rec, t);
-      expect(await runs.journal(rec.runId, 'A', entry('find', [1, 2]))).toBe(true);
+      expect(await runs.journal(rec.runId, 'A', [entry('find', [1, 2])])).toBe(true);
       const busy = await runs.create({ ...rec, owner: 'B', leaseUntil: t + 5000 }, t + 1000); // the lease still holds at its last ms
       expect(busy.status).toBe('busy');
       expect(busy.status === 'busy' && busy.run).toMatchObject({ owner: 'A', leaseUntil: t + 1000, status: 'running' });
@@ -120,9 +120,9 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       });
       expect(taken.status === 'taken' && steps(taken.run)).toEqual(['find']);
       // The old owner is fenced off; the new one writes.
-      expect(await runs.journal(rec.runId, 'A', entry('update', 'a'))).toBe(false);
+      expect(await runs.journal(rec.runId, 'A', [entry('update', 'a')])).toBe(false);
       expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, HOUR)).toBe(false);
-      expect(await runs.journal(rec.runId, 'B', entry('update', 'b'))).toBe(true);
+      expect(await runs.journal(rec.runId, 'B', [entry('update', 'b')])).toBe(true);
       expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([[1, 2], 'b']);
     });
 
@@ -146,11 +146,11 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await runs.create(rec, Date.now());
       const values = [{ at: new Date(5) }, 2n ** 70n, undefined, null, 'text'];
       for (const [i, v] of values.entries())
-        expect(await runs.journal(rec.runId, 'A', entry(`s${i}`, v, i + 1))).toBe(true);
-      expect(await runs.journal(rec.runId, 'B', entry('intruder', 1))).toBe(false);
-      expect(await runs.journal(uid('missing'), 'A', entry('x', 1))).toBe(false);
+        expect(await runs.journal(rec.runId, 'A', [entry(`s${i}`, v, i + 1)])).toBe(true);
+      expect(await runs.journal(rec.runId, 'B', [entry('intruder', 1)])).toBe(false);
+      expect(await runs.journal(uid('missing'), 'A', [entry('x', 1)])).toBe(false);
       const skipped: JournalEntry = { step: 'skipped', skipped: true, trace: entry('skipped', 0).trace };
-      expect(await runs.journal(rec.runId, 'A', skipped)).toBe(true);
+      expect(await runs.journal(rec.runId, 'A', [skipped])).toBe(true);
       const got = (await runs.get(rec.runId))!;
       expect(steps(got)).toEqual(['s0', 's1', 's2', 's3', 's4', 'skipped']);
       expect(got.journal.slice(0, 5).map((e) => e.value)).toEqual(values);
@@ -158,8 +158,25 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(got.journal[5]).toEqual(skipped);
       expect(got.journal[4]!.trace).toEqual(entry('s4', 'text', 5).trace);
       await runs.finish(rec.runId, 'A', 'completed', {}, HOUR);
-      expect(await runs.journal(rec.runId, 'A', entry('late', 1))).toBe(false); // ended: nobody writes
+      expect(await runs.journal(rec.runId, 'A', [entry('late', 1)])).toBe(false); // ended: nobody writes
       expect(steps(await runs.get(rec.runId))).toHaveLength(6);
+    });
+
+    it('journals several entries in one write, in order, all or none', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      expect(await runs.journal(rec.runId, 'A', [entry('first', 1)])).toBe(true);
+      const started: JournalEntry = { step: 'pay', started: { tool: 'pay', input: { n: 2n }, at: 7 } };
+      expect(await runs.journal(rec.runId, 'A', [entry('find', [1, 2], 2), entry('pick', 'x', 3), started])).toBe(true);
+      expect(await runs.journal(rec.runId, 'B', [entry('x', 1), entry('y', 2)])).toBe(false);
+      await expect(runs.journal(rec.runId, 'A', [entry('ok', 1), entry('bad', new Map())])).rejects.toThrow(
+        CheckpointEncodeError,
+      );
+      const got = (await runs.get(rec.runId))!;
+      expect(got.journal.map((e) => e.step)).toEqual(['first', 'find', 'pick', 'pay']);
+      expect(got.journal[3]).toEqual(started);
+      expect(got.journal[1]!.value).toEqual([1, 2]);
     });
 
     it('refuses a value no store can keep before writing anything', async () => {
@@ -168,7 +185,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await expect(runs.create({ ...rec, input: { cb: () => 1 } }, Date.now())).rejects.toThrow(CheckpointEncodeError);
       expect(await runs.get(rec.runId)).toBeUndefined();
       await runs.create(rec, Date.now());
-      await expect(runs.journal(rec.runId, 'A', entry('bad', new Map()))).rejects.toThrow(CheckpointEncodeError);
+      await expect(runs.journal(rec.runId, 'A', [entry('bad', new Map())])).rejects.toThrow(CheckpointEncodeError);
       expect(steps(await runs.get(rec.runId))).toEqual([]);
     });
 
@@ -215,7 +232,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const t = Date.now();
       const rec = record('A', t + 1000);
       await runs.create(rec, t);
-      await runs.journal(rec.runId, 'A', entry('find', 'secret'));
+      await runs.journal(rec.runId, 'A', [entry('find', 'secret')]);
       const before = await runs.get(rec.runId);
       for (const other of [{ chain: 'pay' }, { contextHash: 'ctx-bob' }]) {
         expect(await runs.create({ ...rec, ...other, owner: 'B', leaseUntil: t + 9000 }, t)).toEqual({
@@ -270,7 +287,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const { runs } = await setup();
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
-      await runs.journal(rec.runId, 'A', entry('find', 1));
+      await runs.journal(rec.runId, 'A', [entry('find', 1)]);
       const result = { status: 'failed', error: { code: 'x', at: new Date(7) } };
       expect(await runs.finish(rec.runId, 'B', 'failed', result, 40)).toBe(false);
       expect(await runs.finish(rec.runId, 'A', 'failed', result, 40)).toBe(true);
@@ -292,7 +309,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const { runs } = await setup();
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
-      await runs.journal(rec.runId, 'A', entry('find', 1));
+      await runs.journal(rec.runId, 'A', [entry('find', 1)]);
       expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR, [entry('lost', 0)])).toBe(
         false,
       );
@@ -314,7 +331,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const t = Date.now();
       const rec = record('A', t + HOUR);
       await runs.create(rec, t);
-      await runs.journal(rec.runId, 'A', entry('find', 1));
+      await runs.journal(rec.runId, 'A', [entry('find', 1)]);
       const update = { leaseUntil: t + 5000, approvedGate: 'delete', deadlineAt: t + 2 * HOUR };
       expect(await runs.reopen(rec.runId, 'B', update)).toBe(false); // running
       expect(await runs.reopen(uid('missing'), 'B', update)).toBe(false);
@@ -331,7 +348,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       });
       expect(got.result).toBeUndefined();
       expect(steps(got)).toEqual(['find']);
-      expect(await runs.journal(rec.runId, 'B', entry('delete', true))).toBe(true);
+      expect(await runs.journal(rec.runId, 'B', [entry('delete', true)])).toBe(true);
       expect(await runs.finish(rec.runId, 'B', 'completed', { status: 'completed' }, HOUR)).toBe(true);
       expect(await runs.reopen(rec.runId, 'C', update)).toBe(false); // ended
       // A run reopened and then ended again is kept for its retention, not for ever.
@@ -370,12 +387,14 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const t = Date.now();
       const rec = record('A', t + 1000);
       await runs.create(rec, t);
-      await runs.journal(rec.runId, 'A', entry('find', 1));
+      await runs.journal(rec.runId, 'A', [entry('find', 1)]);
       expect(
-        await runs.journal(rec.runId, 'A', {
-          step: 'refund',
-          started: { tool: 'issue_refund', input: { amount: 5 }, at: t },
-        }),
+        await runs.journal(rec.runId, 'A', [
+          {
+            step: 'refund',
+            started: { tool: 'issue_refund', input: { amount: 5 }, at: t },
+          },
+        ]),
       ).toBe(true);
       const update = { leaseUntil: t + 5000, deadlineAt: t + 2 * HOUR };
       expect(await runs.takeParked!(rec.runId, 'B', 'in_doubt', update)).toBe(false); // running
@@ -409,7 +428,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(
         (await runs.listRuns!({ statuses: ['in_doubt'], since: -Infinity, until: Infinity, limit: 10 })).runs,
       ).toEqual([]);
-      expect(await runs.journal(rec.runId, winner, entry('refund', 'ok'))).toBe(true);
+      expect(await runs.journal(rec.runId, winner, [entry('refund', 'ok')])).toBe(true);
       expect(await runs.finish(rec.runId, winner, 'completed', { status: 'completed' }, HOUR)).toBe(true);
     });
 
@@ -421,8 +440,8 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const ended = record('A', t - 5000);
       for (const r of [...expired, live, ended]) await runs.create(r, t - 10_000);
       await runs.finish(ended.runId, 'A', 'completed', {}, HOUR);
-      await runs.journal(expired[0]!.runId, 'A', entry('find', 'f'));
-      await runs.journal(expired[0]!.runId, 'A', entry('update', 'u'));
+      await runs.journal(expired[0]!.runId, 'A', [entry('find', 'f')]);
+      await runs.journal(expired[0]!.runId, 'A', [entry('update', 'u')]);
       const first = await runs.claimExpired('B', t, t + HOUR, 2);
       expect(first).toHaveLength(2);
       const second = await runs.claimExpired('C', t, t + HOUR, 10);
@@ -435,7 +454,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(await runs.claimExpired('D', t, t + HOUR, 10)).toEqual([]);
       expect(await runs.claimExpired('D', t, t + HOUR, 0)).toEqual([]);
       // The claimer owns them now: the old owner is fenced off.
-      expect(await runs.journal(expired[0]!.runId, 'A', entry('late', 1))).toBe(false);
+      expect(await runs.journal(expired[0]!.runId, 'A', [entry('late', 1)])).toBe(false);
       expect((await runs.get(live.runId))!.owner).toBe('A');
       expect(await runs.claimExpired('D', t + 2 * HOUR, t + 3 * HOUR, Infinity)).toHaveLength(4); // no limit: every expired one (the live run's lease too has ended by then)
     });
@@ -479,7 +498,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
         let acknowledged = 0;
         const writer = (async () => {
           for (let i = 0; i < 500; i++) {
-            if (!(await runs.journal(rec.runId, 'A', entry(`s${i}`, i)))) return;
+            if (!(await runs.journal(rec.runId, 'A', [entry(`s${i}`, i)]))) return;
             acknowledged++;
             await new Promise((r) => setImmediate(r)); // lets the taker in, even on a store that answers at once
           }
@@ -500,12 +519,12 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await runs.create(rec, Date.now());
       const key = uid('idem');
       expect(await idempotency.begin(key)).toEqual({ status: 'new' });
-      expect(await runs.journal(rec.runId, 'A', entry('update', { id: 7 }), { key, value: { id: 7 } })).toBe(true);
+      expect(await runs.journal(rec.runId, 'A', [entry('update', { id: 7 })], { key, value: { id: 7 } })).toBe(true);
       expect(await idempotency.begin(key)).toEqual({ status: 'done', value: { id: 7 } });
       expect(steps(await runs.get(rec.runId))).toEqual(['update']);
       // Lost the run: the step is not journaled, but its call happened: a re-run must find its result.
       const other = uid('idem');
-      expect(await runs.journal(rec.runId, 'B', entry('again', 1), { key: other, value: 'kept', ttlMs: HOUR })).toBe(
+      expect(await runs.journal(rec.runId, 'B', [entry('again', 1)], { key: other, value: 'kept', ttlMs: HOUR })).toBe(
         false,
       );
       expect(await idempotency.begin(other)).toEqual({ status: 'done', value: 'kept' });
@@ -517,7 +536,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const rec = record('A', Date.now() + HOUR);
       await runs.create(rec, Date.now());
       expect(
-        await runs.journal(rec.runId, 'A', entry('count', 2n ** 70n), { key: uid('idem'), value: 2n ** 70n }),
+        await runs.journal(rec.runId, 'A', [entry('count', 2n ** 70n)], { key: uid('idem'), value: 2n ** 70n }),
       ).toBe(true);
       expect((await runs.get(rec.runId))!.journal.map((e) => e.value)).toEqual([2n ** 70n]);
     });
@@ -543,7 +562,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
     ) => {
       const rec = record('A', Date.now() + HOUR, { startedAt, ...over });
       await runs.create(rec, Date.now());
-      await runs.journal(rec.runId, 'A', entry('find', [1]));
+      await runs.journal(rec.runId, 'A', [entry('find', [1])]);
       if (status !== 'running') expect(await runs.finish(rec.runId, 'A', status, result, HOUR)).toBe(true);
       return rec.runId;
     };

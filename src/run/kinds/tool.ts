@@ -7,6 +7,7 @@ import { schemaFailure } from '../pipeline.js';
 import { callContext } from '../call-context.js';
 import { describeThrown, StepError, type StepOutcome } from '../execution.js';
 import { askInProcess, gateQuestion } from '../gate.js';
+import { isPlainWrite } from '../journal.js';
 import type { InFlight, StepHost } from '../step-host.js';
 
 /**
@@ -69,7 +70,6 @@ function startCall(
   inFlight.ctx = ctx;
   // A plain write's start is recorded first (durable runs): recovery must know it may have happened.
   const before = host.exec.beforeWrite;
-  if (before !== undefined && tool.effect !== 'read' && !tool.idempotent)
-    return before(ctx).then(() => host.calls.call(ctx));
+  if (before !== undefined && isPlainWrite(tool)) return before(ctx).then(() => host.calls.call(ctx));
   return host.calls.call(ctx);
 }
