@@ -146,7 +146,11 @@ function contextHash(context: object): string {
  * ```
  */
 export function idempotencyStoreKey(tool: string, context: object, key: string): string {
-  return `${tool}:${contextHash(context)}:${key}`;
+  const storeKey = `${tool}:${contextHash(context)}:${key}`;
+  // Joined texts are kept by V8 as a tree of pieces (~190 B here) until something flattens them, and
+  // a store keeps this key for 24 h: reading a character flattens it now (~130 B, its pieces freed).
+  storeKey.charCodeAt(0);
+  return storeKey;
 }
 
 function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): string {
