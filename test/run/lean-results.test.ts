@@ -6,6 +6,7 @@ import { createRunner, defineChain, defineTool, functionInvoker, ref } from '../
 import { iso } from '../../src/run/execution.js';
 import { newId } from '../../src/run/ids.js';
 import { idempotencyStoreKey } from '../../src/run/call-context.js';
+import { nullRecord } from '../../src/util/record.js';
 
 const get = defineTool({
   name: 'get_thing',
@@ -100,5 +101,34 @@ describe('timestamps and ids', () => {
     const key = idempotencyStoreKey('put_thing', { userId: 'u1' }, 'run-1:put');
     expect(key).toMatch(/^put_thing:[0-9a-f]{64}:run-1:put$/);
     expect(idempotencyStoreKey('put_thing', { userId: 'u1' }, 'run-1:put')).toBe(key);
+  });
+});
+
+describe('run results records', () => {
+  it('nullRecord: no prototype, no inherited key, __proto__ an own key like any other', () => {
+    const r = nullRecord<unknown>();
+    expect(Object.getPrototypeOf(r)).toBeNull();
+    expect('toString' in r).toBe(false);
+    expect(r.constructor).toBeUndefined();
+    r.__proto__ = 1;
+    expect(Object.hasOwn(r, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(r)).toBeNull();
+    expect(Object.keys(r)).toEqual(['__proto__']);
+  });
+
+  it('a step whose id names an Object.prototype key reads its own result', async () => {
+    const r = runner();
+    const named = defineChain({
+      name: 'named_like_prototype_keys',
+      input: z.object({ id: z.string() }),
+      steps: [
+        { id: 'constructor', tool: get, input: { id: ref('input', 'id') } },
+        { id: 'toString', tool: get, input: { id: ref('constructor', 'id') } },
+      ],
+      output: (s) => [s.results.constructor, s.results.toString],
+    });
+    const res = await r.run(named, { id: 'a' });
+    expect(res.status === 'completed' && res.output).toEqual([{ id: 'a' }, { id: 'a' }]);
+    await r.close();
   });
 });
