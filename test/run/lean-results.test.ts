@@ -132,3 +132,24 @@ describe('run results records', () => {
     await r.close();
   });
 });
+
+describe('context hashes', () => {
+  it('the store key hashes a flat context by the same text as any context (stableStringify)', async () => {
+    const { stableStringify, hashContext } = await import('../../src/run/checkpoint.js');
+    const contexts: object[] = [
+      { userId: 'u1' },
+      { b: 2, a: 'x', c: true, d: undefined },
+      { 'we"ird': 'q"uote', n: -0.5 },
+      {},
+      { nan: Number.NaN },
+      { nested: { a: 1 } },
+      Object.assign(Object.create(null) as object, { userId: 'u1' }),
+    ];
+    for (const c of contexts) {
+      const key = idempotencyStoreKey('t', c, 'k');
+      expect(key).toBe(`t:${hashContext(c)}:k`);
+      expect(stableStringify(c)).toBeTypeOf('string');
+    }
+    expect(idempotencyStoreKey('t', { a: 1, b: 2 }, 'k')).toBe(idempotencyStoreKey('t', { b: 2, a: 1 }, 'k'));
+  });
+});
