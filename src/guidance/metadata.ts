@@ -54,19 +54,40 @@ export function buildMetadata(src: GuidanceSources, m: MetadataInput): ResponseM
     confidence = 'low';
     source = 'default';
   }
-  const context: ResponseMetadata['context'] = { ...m.context };
-  if (m.chain) {
-    context.chain = m.chain.name;
-    context.toolCount = m.chain.plan.filter((p) => p.tool).length;
-  }
-  if (m.tool) context.tool = m.tool.name;
   return {
     timing: { estimatedDurationMs, actualDurationMs: m.actualDurationMs, confidence, source, willTimeout, timeoutMs },
     suggestions: {
-      nextTools: m.lastTool ? nextTools(src, m.lastTool) : [],
-      relevantChains: relevantChains(src, m.sessionTools),
+      nextTools: m.lastTool ? orNone(nextTools(src, m.lastTool)) : noneOf(),
+      relevantChains: orNone(relevantChains(src, m.sessionTools)),
     },
-    advice: m.advice,
-    context,
+    advice: orNone(m.advice),
+    context: contextOf(m),
   };
 }
+
+/** The metadata's `context`: a chain's name and tool count, or a tool's name (one literal in the common cases). */
+function contextOf(m: MetadataInput): ResponseMetadata['context'] {
+  if (m.context === undefined && m.tool === undefined && m.chain)
+    return { chain: m.chain.name, toolCount: toolCount(m.chain) };
+  const context: ResponseMetadata['context'] = { ...m.context };
+  if (m.chain) {
+    context.chain = m.chain.name;
+    context.toolCount = toolCount(m.chain);
+  }
+  if (m.tool) context.tool = m.tool.name;
+  return context;
+}
+
+function toolCount(chain: Chain): number {
+  let n = 0;
+  for (const p of chain.plan) if (p.tool) n++;
+  return n;
+}
+
+// Most results have no advice, and some no suggestion: they share one frozen empty array (every
+// result of a run in flight is kept by its caller). Frozen, so no caller's push reaches another's.
+const NONE: readonly never[] = Object.freeze([]);
+/** The shared frozen empty array, typed as the metadata's arrays are. */
+const noneOf = <T>(): T[] => NONE as unknown as T[];
+/** `list`, or the shared frozen empty array in its place when it is empty. */
+const orNone = <T>(list: T[]): T[] => (list.length === 0 ? noneOf<T>() : list);

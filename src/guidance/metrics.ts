@@ -191,6 +191,21 @@ export class MetricsCollector {
     return out;
   }
 
+  /**
+   * @internal The tools sessions went to after `tool` at least `minCount` times with a success rate
+   * above `minSuccess`, most seen first (for next-tool suggestions: no record built per result).
+   */
+  frequentFollowers(tool: string, minCount: number, minSuccess: number): [string, TransitionStats][] | undefined {
+    const row = this.cells.get(tool);
+    if (row === undefined) return undefined;
+    let out: [string, TransitionStats][] | undefined;
+    for (const [to, c] of row) {
+      if (c.count < minCount || c.ok / c.count <= minSuccess) continue;
+      (out ??= []).push([to, { count: c.count, successRate: c.ok / c.count, avgGapMs: c.gap / c.count }]);
+    }
+    return out?.sort((a, b) => b[1].count - a[1].count);
+  }
+
   /** The learned picture: common chains, the transition matrix, entry and terminal tools. */
   chainSummary(): ChainSummary {
     const all = this.transitions();

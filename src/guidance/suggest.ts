@@ -19,17 +19,17 @@ const MIN_SUCCESS = 0.7;
 
 /** Declared `suggests` of `tool`, then learned transitions (count ≥ 5, success > 0.7) by count. */
 export function nextTools(src: GuidanceSources, tool: string): NextToolSuggestion[] {
-  const declared = src.tools.get(tool)?.suggests ?? [];
-  const learned = Object.entries(src.metrics.transitionsFrom(tool))
-    .filter(([to, t]) => t.count >= MIN_COUNT && t.successRate > MIN_SUCCESS && !declared.some((s) => s.tool === to))
-    .sort((a, b) => b[1].count - a[1].count);
+  const declared = src.tools.get(tool)?.suggests ?? NO_SUGGESTS;
+  const learned = src.metrics
+    .frequentFollowers(tool, MIN_COUNT, MIN_SUCCESS)
+    ?.filter(([to]) => !declared.some((s) => s.tool === to));
   // Built by map, not push: every result keeps this array, and a pushed-into one keeps spare capacity.
   const out = declared.map((s): NextToolSuggestion => ({
     tool: s.tool,
     reason: s.reason,
     estimatedDurationMs: src.timing.estimate(s.tool).estimatedDurationMs,
   }));
-  if (learned.length === 0) return out;
+  if (learned === undefined || learned.length === 0) return out;
   return out.concat(
     learned.map(([to, t]) => ({
       tool: to,
@@ -39,38 +39,40 @@ export function nextTools(src: GuidanceSources, tool: string): NextToolSuggestio
   );
 }
 
+const NO_SUGGESTS: readonly { tool: string; reason: string }[] = Object.freeze([]);
 const words = (text: string): string[] => text.toLowerCase().match(/[a-z0-9]+/g) ?? [];
 
 /**
  * Chains ranked by how many of their tools the session already used and by how well `goal`
  * matches their keywords (×3), use cases (×2) and description (×1); the top 3 with any match.
+ * Made for every result: the session's few tools are searched as they are, and words are only
+ * split out when there is a goal.
  */
 export function relevantChains(
   src: GuidanceSources,
   sessionTools: readonly string[],
   goal?: string,
 ): ChainSuggestion[] {
-  const goalWords = new Set(goal ? words(goal) : []);
-  const used = new Set(sessionTools);
-  const scored: { chain: Chain; score: number }[] = [];
+  const goalWords = goal ? new Set(words(goal)) : undefined;
+  let scored: { chain: Chain; score: number }[] | undefined;
   for (const chain of src.chains.values()) {
     let score = 0;
-    for (const p of chain.plan) if (p.tool && used.has(p.tool.name)) score += 1;
-    if (goalWords.size > 0) {
+    for (const p of chain.plan) if (p.tool && sessionTools.includes(p.tool.name)) score += 1;
+    if (goalWords !== undefined && goalWords.size > 0) {
       for (const k of chain.keywords) for (const w of words(k)) if (goalWords.has(w)) score += 3;
       for (const u of chain.useCases) for (const w of words(u)) if (goalWords.has(w)) score += 2;
       for (const w of words(chain.description)) if (goalWords.has(w)) score += 1;
     }
-    if (score > 0) scored.push({ chain, score });
+    if (score > 0) (scored ??= []).push({ chain, score });
   }
-  return scored
-    .sort((a, b) => b.score - a.score)
-    .slice(0, 3)
-    .map(({ chain }) => ({
-      chain: chain.name,
-      description: chain.description,
-      estimatedDurationMs: chainDuration(src, chain),
-    }));
+  if (scored === undefined) return [];
+  if (scored.length > 1) scored.sort((a, b) => b.score - a.score);
+  if (scored.length > 3) scored.length = 3;
+  return scored.map(({ chain }) => ({
+    chain: chain.name,
+    description: chain.description,
+    estimatedDurationMs: chainDuration(src, chain),
+  }));
 }
 
 /** The sum of the estimates of a chain's tool steps. */

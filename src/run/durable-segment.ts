@@ -79,7 +79,7 @@ export function ownSegment(
     if (deferred.length === 0) return journalOnce([entry]);
     const carried = deferred.splice(0);
     const done = journalOnce([...carried, entry]).catch((error: unknown) => {
-      deferred.unshift(...carried); // nothing was written (a value the codec refuses): the next write or the end takes them
+      deferred.unshift(...carried); // nothing written (a value the codec refuses): a later write or the end takes them
       throw error;
     });
     const mark = (carrying = done.then(
@@ -91,7 +91,7 @@ export function ownSegment(
     });
     return done;
   };
-  /** Journals `entries` in one write; `false` when the lease is lost or the store failed (the run is then interrupted). */
+  /** Journals `entries` in one write; `false` when the lease is lost or the store failed (the run is interrupted). */
   const journalOnce = async (entries: JournalEntry[]): Promise<boolean> => {
     try {
       const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS);

@@ -123,12 +123,21 @@ export const PENDING = 0;
 export const RUNNING = 1;
 export const DONE = 2;
 
-// Steps of a run mostly start within the same millisecond: formatting each date once is enough.
-let lastMs = Number.NaN;
-let lastIso = '';
-/** `new Date(ms).toISOString()`, cached for the last value. */
-export const iso = (ms: number): string =>
-  ms === lastMs ? lastIso : ((lastMs = ms), (lastIso = new Date(ms).toISOString()));
+// Thousands of runs in flight stamp their steps and traces within the same few seconds: one text per
+// millisecond, shared by every trace entry of that millisecond (each result keeps its texts), from a
+// table indexed by the millisecond's low bits. A slot holds the last millisecond formatted there.
+const ISO_SLOTS = 4096;
+const isoMs = new Float64Array(ISO_SLOTS).fill(Number.NaN);
+const isoTexts: string[] = new Array<string>(ISO_SLOTS).fill('');
+/** `new Date(ms).toISOString()`, the same string for the same millisecond while its slot keeps it. */
+export function iso(ms: number): string {
+  const slot = ms & (ISO_SLOTS - 1);
+  if (isoMs[slot] === ms) return isoTexts[slot]!;
+  const text = new Date(ms).toISOString();
+  isoMs[slot] = ms;
+  isoTexts[slot] = text;
+  return text;
+}
 /** The outcome of a step that produced `value`. */
 export const ok = (value: unknown): StepOutcome => ({ kind: 'ok', value, skipped: false });
 /** The message of anything thrown. */

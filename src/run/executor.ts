@@ -84,7 +84,7 @@ class Run extends Scheduler implements EndedSegment {
   /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
   private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
   private lastToolIndex = -1;
-  private resolve: ((result: Promise<RunResult>) => void) | undefined;
+  private resolve: ((result: RunResult | Promise<RunResult>) => void) | undefined;
   private offCallerAbort: (() => void) | undefined;
   /** '' for a run; `audit/` for the sub-chain run of step `audit` (run/sub-run.ts). */
   readonly prefix: string;
@@ -211,8 +211,7 @@ class Run extends Scheduler implements EndedSegment {
     if (!exec.resumed) this.checkPreconditions();
     // Only its undos are left.
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } };
-    if (this.stop)
-      return exec.nested === undefined ? this.conclude() : (Promise.resolve(nestedEnd(this)) as Promise<never>);
+    if (this.stop) return Promise.resolve(exec.nested === undefined ? this.conclude() : (nestedEnd(this) as never));
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -399,11 +398,26 @@ class Run extends Scheduler implements EndedSegment {
     return untilAborted(Promise.resolve(work), this.abort).finally(cancel);
   }
 
-  private async conclude(): Promise<RunResult> {
-    const { calls, recorder, exec } = this;
+  /**
+   * The run's result, its `chain:end` and log line. A completed run's is made at once (no async
+   * frame for every run in flight); a stopped run's, or one with `onEnd`, comes as a promise. Never throws.
+   */
+  private conclude(): RunResult | Promise<RunResult> {
+    const { calls } = this;
     this.offCallerAbort?.();
     calls.active.delete(this.abort);
-    let result = await segmentResult(this);
+    let result: RunResult | Promise<RunResult>;
+    try {
+      result = segmentResult(this);
+      if (!(result instanceof Promise)) return this.concluded(result);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return result.then((r) => this.concluded(r));
+  }
+
+  private concluded(result: RunResult): RunResult | Promise<RunResult> {
+    const { calls, recorder, exec } = this;
     const mask = result.status === 'failed' ? secretMask(calls.redact, exec.input, exec.context) : undefined;
     if (mask) maskFailedRun(result as Extract<RunResult, { status: 'failed' }>, mask); // before events and logs
     if (exec.sessionId === undefined) {
@@ -411,9 +425,13 @@ class Run extends Scheduler implements EndedSegment {
       // Kept for the transition after the resume.
       else if (this.lastCall) recorder.transitions.park(exec.runId, this.lastCall);
     }
-    if (exec.onEnd) result = await this.ended(exec.onEnd, result);
-    recorder.chainEnded(this, result);
-    recorder.logRunEnd(this, result, mask);
+    if (exec.onEnd) return this.ended(exec.onEnd, result).then((r) => this.announced(r, mask));
+    return this.announced(result, mask);
+  }
+
+  private announced(result: RunResult, mask: ReturnType<typeof secretMask> | undefined): RunResult {
+    this.recorder.chainEnded(this, result);
+    this.recorder.logRunEnd(this, result, mask);
     return result;
   }
 

@@ -7,6 +7,7 @@ import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import type { Execution } from './execution.js';
 import { keepsNested } from './keeps-nested.js';
+import { nullRecord } from '../util/record.js';
 
 /**
  * Which steps a chain journals when. A `select` is never journaled: it is a declarative filter of
@@ -71,7 +72,7 @@ export function decider(run: StoredRun): string | undefined {
  * steps are done, not called again; a compensating run only undoes.
  */
 export function continuation(run: StoredRun, chain: Chain): Execution {
-  const results = Object.create(null) as Record<string, unknown>;
+  const results = nullRecord<unknown>();
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];

@@ -18,6 +18,7 @@ import type { RunnerParts } from './parts.js';
 import { schemaFailure } from './pipeline.js';
 import { keepsNested } from './keeps-nested.js';
 import type { ResumeOptions, RunOptions } from './types.js';
+import { nullRecord } from '../util/record.js';
 
 /** Nothing done before: shared by every fresh run (a new empty array each would be kept per run in flight). */
 const NONE: readonly never[] = Object.freeze([]);
@@ -87,7 +88,7 @@ export function prepareRun(
     traceId,
     input: parsed.data,
     context: context.value,
-    results: Object.create(null) as Record<string, unknown>,
+    results: nullRecord<unknown>(),
     done: NONE,
     priorTrace: NONE,
     startedAt: calls.now(),
@@ -216,7 +217,7 @@ export async function prepareResume(
     traceId: cp.traceId,
     input: cp.input,
     context: context.value,
-    results: Object.assign(Object.create(null) as Record<string, unknown>, cp.results),
+    results: Object.assign(nullRecord<unknown>(), cp.results),
     done: cp.done,
     priorTrace: cp.trace,
     startedAt: cp.startedAt,

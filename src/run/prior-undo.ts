@@ -10,6 +10,7 @@ import type { PlannedStep } from '../define/step-kinds.js';
 import type { UndoUnit } from './compensate.js';
 import type { Execution } from './execution.js';
 import { priorUnits } from './sub-run.js';
+import { nullRecord } from '../util/record.js';
 
 /**
  * The undo units inside step `key` (a `chain`, `forEach`, `branch` or `loop` step) of what an
@@ -170,7 +171,7 @@ export function priorScope(exec: Execution, chain: Chain, prefix: string, rawInp
     const ctx = parseSchema(chain.context, context);
     if (ctx.success) context = ctx.data;
   }
-  const results = Object.create(null) as Record<string, unknown>;
+  const results = nullRecord<unknown>();
   for (const e of exec.priorNested?.get(prefix) ?? [])
     if (e.skipped !== true) results[e.step.slice(prefix.length + 1)] = e.value;
   return { input: input.success ? input.data : rawInput, context, results };

@@ -42,13 +42,12 @@ export interface EndedSegment extends StepHost {
  *
  * @example
  * ```ts
- * const result = await segmentResult(run);
+ * const result = await segmentResult(run); // a completed run's at once, a stopped run's as a promise
  * ```
  */
-export async function segmentResult(run: EndedSegment): Promise<RunResult> {
+export function segmentResult(run: EndedSegment): RunResult | Promise<RunResult> {
   const { calls, recorder, exec } = run;
   const { chain } = exec;
-  const { plan } = chain;
   const ended = calls.now();
   const trace = newTrace(run, exec.startedAt, ended, 'completed', run.traceEntries());
   const lastTool = run.lastTool();
@@ -92,6 +91,22 @@ export async function segmentResult(run: EndedSegment): Promise<RunResult> {
     settleTrace(trace, 'completed', undefined);
     return result;
   }
+  return stoppedResult(run, stop, trace, metadata);
+}
+
+/**
+ * The result of a segment a step stopped (a failure, after compensating; a decline; a wait; a gate):
+ * asynchronous, unlike the common end, which is made at once (no async frame for every run).
+ */
+async function stoppedResult(
+  run: EndedSegment,
+  stop: NonNullable<EndedSegment['stopped']>,
+  trace: RunResult['trace'],
+  metadata: RunResult['metadata'],
+): Promise<RunResult> {
+  const { calls, recorder, exec } = run;
+  const { chain } = exec;
+  const { plan } = chain;
   const base = { runId: exec.runId, chain: chain.name, trace, metadata };
   const failed = (error: ChainErrorInfo): RunResult => ({
     status: 'failed',

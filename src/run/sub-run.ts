@@ -18,6 +18,7 @@ import { schemaFailure } from './pipeline.js';
 import { askInProcess, gateQuestion, gateTool } from './gate.js';
 import { segmentResult, type EndedSegment, lastResult } from './segment-end.js';
 import type { NestedEnd, StepHost } from './step-host.js';
+import { nullRecord } from '../util/record.js';
 
 export type { NestedEnd } from './step-host.js';
 
@@ -72,7 +73,7 @@ export function runNested(
       );
     context = ctx.data as Record<string, unknown>;
   }
-  const results = Object.create(null) as Record<string, unknown>;
+  const results = nullRecord<unknown>();
   // Most sub-chain runs start fresh: they share one empty `done` and `priorTrace` (read only).
   let done: readonly string[] = NONE;
   let priorTrace: readonly TraceStep[] = NONE;
@@ -193,7 +194,7 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
   // Failure path only: the full segment end compensates the sub-chain's own completed steps. The
   // other ends are values, not promises: the item's run settles without an extra hop.
   const { error } = outcome;
-  return segmentResult(run).then((result) => ({
+  return Promise.resolve(segmentResult(run)).then((result) => ({
     outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error },
     trace: result.trace.steps,
   }));
