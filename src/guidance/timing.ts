@@ -90,6 +90,50 @@ function quantile(sorted: ArrayLike<number>, q: number): number {
 }
 
 /**
+ * One tool's last {@link MAX_SAMPLES} samples, oldest overwritten: two typed arrays grown by doubling, so
+ * recording a call allocates nothing (an object per sample, kept for a thousand calls, cost the collector).
+ */
+class Samples {
+  durations: Float64Array = new Float64Array(16);
+  complexities: Float64Array = new Float64Array(16);
+  /** Samples recorded in all; the ring holds the last {@link MAX_SAMPLES}. */
+  total = 0;
+
+  get size(): number {
+    return Math.min(this.total, MAX_SAMPLES);
+  }
+
+  push(durationMs: number, complexity: number): void {
+    const i = this.total % MAX_SAMPLES;
+    if (i >= this.durations.length) {
+      const n = Math.min(MAX_SAMPLES, this.durations.length * 2);
+      this.durations = grown(this.durations, n);
+      this.complexities = grown(this.complexities, n);
+    }
+    this.durations[i] = durationMs;
+    this.complexities[i] = complexity;
+    this.total++;
+  }
+
+  /** The samples held, oldest first. */
+  list(): { durationMs: number; complexity: number }[] {
+    const out: { durationMs: number; complexity: number }[] = [];
+    const start = this.total > MAX_SAMPLES ? this.total % MAX_SAMPLES : 0;
+    for (let k = 0; k < this.size; k++) {
+      const i = (start + k) % MAX_SAMPLES;
+      out.push({ durationMs: this.durations[i]!, complexity: this.complexities[i]! });
+    }
+    return out;
+  }
+}
+
+function grown(from: Float64Array, n: number): Float64Array {
+  const to = new Float64Array(n);
+  to.set(from);
+  return to;
+}
+
+/**
  * Per-tool duration samples (the last 1,000 of each) and estimates from them; the tool's
  * `expectedDurationMs` is the prior until samples exist, and {@link DEFAULT_ESTIMATE_MS} (15 s)
  * when it declares none.
@@ -102,21 +146,17 @@ function quantile(sorted: ArrayLike<number>, q: number): number {
  * ```
  */
 export class TimingModel {
-  private readonly samples = new Map<string, { durationMs: number; complexity: number }[]>();
+  private readonly samples = new Map<string, Samples>();
   // Sorting up to 1,000 samples per estimate would dominate a run; recomputed as samples grow by ~5 %.
   private readonly cache = new Map<string, { at: number; median: number; p90: number; complexity: number }>();
 
   constructor(private readonly tools: ReadonlyMap<string, Tool> = new Map()) {}
 
-  /** Records one call's duration (O(1) amortised). */
+  /** Records one call's duration (O(1)). */
   record(tool: string, durationMs: number, complexity = 1): void {
-    let list = this.samples.get(tool);
-    if (!list) this.samples.set(tool, (list = []));
-    list.push({ durationMs, complexity });
-    if (list.length > MAX_SAMPLES * 1.25) {
-      list.splice(0, list.length - MAX_SAMPLES); // trimmed in batches
-      this.cache.delete(tool);
-    }
+    let ring = this.samples.get(tool);
+    if (!ring) this.samples.set(tool, (ring = new Samples()));
+    ring.push(durationMs, complexity);
   }
 
   /**
@@ -127,21 +167,22 @@ export class TimingModel {
   estimate(tool: string, complexity?: number, options: { percentile?: 'median' | 'p90' } = {}): TimingEstimate {
     const def = this.tools.get(tool);
     const timeoutMs = def?.timeoutMs ?? 10_000;
-    const list = this.samples.get(tool) ?? [];
+    const ring = this.samples.get(tool);
+    const held = ring?.size ?? 0;
     let estimatedDurationMs: number;
     let source: EstimateSource = 'learned';
-    if (list.length === 0) {
+    if (ring === undefined || held === 0) {
       const declared = def?.expectedDurationMs;
       source = declared === undefined ? 'default' : 'declared';
       estimatedDurationMs = declared ?? DEFAULT_ESTIMATE_MS;
     } else {
-      const stats = this.stats(tool, list);
+      const stats = this.stats(tool, ring);
       estimatedDurationMs = options.percentile === 'p90' ? stats.p90 : stats.median;
       if (complexity !== undefined)
         estimatedDurationMs *= Math.min(10, Math.max(0.25, complexity / (stats.complexity || 1)));
     }
     estimatedDurationMs = Math.round(estimatedDurationMs);
-    const samples = Math.min(list.length, MAX_SAMPLES);
+    const samples = held;
     return {
       estimatedDurationMs,
       confidence: confidenceOf(samples),
@@ -152,24 +193,14 @@ export class TimingModel {
     };
   }
 
-  private stats(
-    tool: string,
-    list: { durationMs: number; complexity: number }[],
-  ): { median: number; p90: number; complexity: number } {
+  private stats(tool: string, ring: Samples): { median: number; p90: number; complexity: number } {
     const cached = this.cache.get(tool);
-    if (cached && list.length - cached.at < Math.max(1, cached.at / 20)) return cached;
+    if (cached && ring.total - cached.at < Math.max(1, Math.min(cached.at, MAX_SAMPLES) / 20)) return cached;
     // Typed arrays: sorted natively by value, no comparator call per comparison (this runs every ~50 calls per tool).
-    const from = Math.max(0, list.length - MAX_SAMPLES);
-    const durations = new Float64Array(list.length - from);
-    const complexities = new Float64Array(list.length - from);
-    for (let i = from; i < list.length; i++) {
-      durations[i - from] = list[i]!.durationMs;
-      complexities[i - from] = list[i]!.complexity;
-    }
-    durations.sort();
-    complexities.sort();
+    const durations = ring.durations.slice(0, ring.size).sort();
+    const complexities = ring.complexities.slice(0, ring.size).sort();
     const fresh = {
-      at: list.length,
+      at: ring.total,
       median: quantile(durations, 0.5),
       p90: quantile(durations, 0.9),
       complexity: quantile(complexities, 0.5),
@@ -182,7 +213,7 @@ export class TimingModel {
   export(): TimingData {
     // Tool names come from outside (imports, learning stores): no inherited keys, `__proto__` kept as data.
     const tools = Object.create(null) as TimingData['tools'];
-    for (const [tool, list] of this.samples) tools[tool] = list.slice(-MAX_SAMPLES).map((s) => ({ ...s }));
+    for (const [tool, ring] of this.samples) tools[tool] = ring.list();
     return { version: 1, tools };
   }
 
