@@ -33,28 +33,40 @@ export interface BreakerPolicyOptions extends Required<BreakerOptions> {
 export function breakerPolicy(options: BreakerPolicyOptions): Policy {
   const { store, now, threshold, openMs, classifiers, onChange } = options;
   // Recording an outcome is best effort: a store hiccup must not turn a result into a failure.
-  const report = (change: () => BreakerChange | Promise<BreakerChange>, ctx: CallContext): void => {
-    let c: BreakerChange | Promise<BreakerChange>;
+  const report = (change: BreakerChange | Promise<BreakerChange>, ctx: CallContext): void => {
+    if (change instanceof Promise)
+      void change.then(
+        (v) => report(v, ctx),
+        () => undefined,
+      );
+    else if (change) onChange?.(ctx.tool.name, change, ctx);
+  };
+  // Called directly, not through a closure per call: every successful attempt records one.
+  const succeededAt = (ctx: CallContext): void => {
+    let change: BreakerChange | Promise<BreakerChange>;
     try {
-      c = change();
+      change = store.success(ctx.tool.name);
     } catch {
       return;
     }
-    if (c instanceof Promise)
-      void c.then(
-        (v) => report(() => v, ctx),
-        () => undefined,
-      );
-    else if (c) onChange?.(ctx.tool.name, c, ctx);
+    report(change, ctx);
+  };
+  const failedAt = (ctx: CallContext): void => {
+    let change: BreakerChange | Promise<BreakerChange>;
+    try {
+      change = store.failure(ctx.tool.name, now(), threshold, openMs);
+    } catch {
+      return;
+    }
+    report(change, ctx);
   };
   // The outcome handlers are bound to the call, not closures per call: a bound function keeps no
   // context while the attempt runs.
   function succeeded(this: CallContext, value: unknown): unknown {
-    report(() => store.success(this.tool.name), this);
+    succeededAt(this);
     return value;
   }
   function failed(this: CallContext, error: unknown, probe = false): never {
-    const tool = this.tool.name;
     // chainkit's own limiter, or its own store (e.g. the rate-limit store), kept the attempt from the
     // tool: no verdict on the tool. A probe it kept back is given back, so the next call probes (one
     // user's limit or a store hiccup must not hold the breaker open for everyone).
@@ -64,16 +76,15 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
     }
     const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
     // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
-    if (COUNTS.has(category) || (probe && category === 'cancelled'))
-      report(() => store.failure(tool, now(), threshold, openMs), this);
-    else if (category !== 'cancelled') report(() => store.success(tool), this);
+    if (COUNTS.has(category) || (probe && category === 'cancelled')) failedAt(this);
+    else if (category !== 'cancelled') succeededAt(this);
     throw error;
   }
   function giveBack(ctx: CallContext): void {
     const tool = ctx.tool.name;
     if (!store.release) {
       // a store without `release`: reopen, as for a lost probe
-      report(() => store.failure(tool, now(), threshold, openMs), ctx);
+      failedAt(ctx);
       return;
     }
     try {

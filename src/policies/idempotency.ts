@@ -2,7 +2,7 @@
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy } from './types.js';
-import { callStore } from '../stores/guard.js';
+import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
 
@@ -13,6 +13,21 @@ import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores
 function start(write: () => MaybePromise<void>): Promise<unknown> | undefined {
   try {
     const done = write();
+    return done instanceof Promise ? done.then(undefined, noop) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** {@link start} of `store.complete` without a closure: every write that ends ok records one. */
+function startComplete(
+  store: IdempotencyStore,
+  key: string,
+  value: unknown,
+  ttlMs: number | undefined,
+): Promise<unknown> | undefined {
+  try {
+    const done = store.complete(key, value, ttlMs);
     return done instanceof Promise ? done.then(undefined, noop) : undefined;
   } catch {
     return undefined;
@@ -123,10 +138,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
   function completed(this: Claimed, value: unknown): unknown {
     this.state = 'over';
     const ctx = this.ctx;
-    const recorded = settleBy(
-      start(() => store.complete(this.key, value, ctx.tool.idempotencyTtlMs)),
-      ctx,
-    );
+    const recorded = settleBy(startComplete(store, this.key, value, ctx.tool.idempotencyTtlMs), ctx);
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: Claimed, error: unknown): Promise<never> {
@@ -190,24 +202,23 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
     const key = ctx.storeKey ?? idempotencyKey;
     // Without a claim the tool is never called: an unavailable store fails the call.
-    let begun: MaybePromise<IdempotencyClaim> | undefined;
-    const claimed = callStore(
-      () => (begun = store.begin(key, durable, ctx.deadlineAt)),
-      ctx.deadlineAt,
-      now,
-      'idempotency',
-    );
-    if (!(claimed instanceof Promise)) return decide(next, ctx, key, claimed);
-    return claimed.then(
+    let begun: MaybePromise<IdempotencyClaim>;
+    // callStore's checks, with no closure when the store answers at once (memory).
+    try {
+      begun = store.begin(key, durable, ctx.deadlineAt);
+    } catch (error) {
+      return Promise.reject(storeFailure('idempotency', error));
+    }
+    if (!(begun instanceof Promise)) return decide(next, ctx, key, begun);
+    const answer = begun;
+    return (callStore(() => answer, ctx.deadlineAt, now, 'idempotency') as Promise<IdempotencyClaim>).then(
       (claim) => decide(next, ctx, key, claim),
       (error: unknown) => {
         // A claim that arrives after the call gave up on the store: release it, stop its waiting.
-        if (begun instanceof Promise) {
-          begun.then((late) => {
-            if (late.status === 'pending') abandon(late);
-            else if (late.status === 'new') void start(() => store.fail(key, error));
-          }, noop);
-        }
+        answer.then((late) => {
+          if (late.status === 'pending') abandon(late);
+          else if (late.status === 'new') void start(() => store.fail(key, error));
+        }, noop);
         throw error;
       },
     );
