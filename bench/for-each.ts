@@ -7,62 +7,18 @@ import pLimit from 'p-limit';
 import pRetry from 'p-retry';
 import pTimeout from 'p-timeout';
 import { z } from 'zod';
-import { chain, createRunner, defineTool, functionInvoker, type Runner } from '../src/index.js';
+import { createRunner, functionInvoker, type Runner } from '../src/index.js';
+import { flowImpl, forEachChain, getItem, Item, listItems, saveItem } from './flow-fixture.js';
 
 const ITEMS = 100;
 const CONCURRENCY = 8;
 const ROUNDS = Number(process.env.FLOW_ROUNDS ?? 300);
 
-const Item = z.object({ id: z.string(), title: z.string(), done: z.boolean() });
-const getItem = defineTool({
-  name: 'get_item',
-  description: 'Read an item',
-  input: z.object({ id: z.string() }),
-  output: Item,
-  effect: 'read',
-});
-const saveItem = defineTool({
-  name: 'save_item',
-  description: 'Mark an item done',
-  input: z.object({ id: z.string(), done: z.boolean() }),
-  output: z.object({ item: Item }),
-});
-const listItems = defineTool({
-  name: 'list_items',
-  description: 'List items',
-  input: z.object({ n: z.number() }),
-  output: z.object({ items: z.array(z.object({ id: z.string() })) }),
-  effect: 'read',
-});
-
-const rows = Array.from({ length: ITEMS }, (_, i) => ({ id: `item-${i}` }));
 // The tools themselves: answered at once (what is measured is the orchestration around them), or
 // after 1 ms (a fast local service), where the orchestration's share is what a user would see.
 let latencyMs = 0;
-const wait = (): Promise<void> | undefined =>
-  latencyMs > 0 ? new Promise((r) => setTimeout(r, latencyMs)) : undefined;
-const impl = {
-  list_items: async () => (await wait(), { items: rows }),
-  get_item: async ({ id }: { id: string }) => (await wait(), { id, title: `Item ${id}`, done: false }),
-  save_item: async ({ id, done }: { id: string; done: boolean }) => (
-    await wait(),
-    { item: { id, title: `Item ${id}`, done } }
-  ),
-};
-
-const doOne = chain('do_one', { input: z.object({ id: z.string() }) })
-  .tool('get', getItem, (ref) => ({ id: ref('input', 'id') }))
-  .tool('save', saveItem, (ref) => ({ id: ref('get', 'id'), done: true }))
-  .output((s) => s.results.save.item);
-const doAll = chain('do_all', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
-  .tool('list', listItems, (ref) => ({ n: ref('input', 'n') }))
-  .forEach('done', (ref) => ({
-    over: ref('list', 'items'),
-    chain: doOne,
-    input: (item) => ({ id: item('id') }),
-    concurrency: CONCURRENCY,
-  }))
-  .output((s) => s.results.done.length);
+const impl = flowImpl(ITEMS, () => latencyMs);
+const doAll = forEachChain(CONCURRENCY);
 
 async function viaChainkit(runner: Runner): Promise<number> {
   const r = await runner.run(doAll, { n: ITEMS });
