@@ -110,8 +110,8 @@ export interface ChainSuggestion {
 /** What every `run`, `resume` and `invoke` result carries besides its outcome. */
 export interface ResponseMetadata {
   timing: TimingMetadata;
-  suggestions: { nextTools: NextToolSuggestion[]; relevantChains: ChainSuggestion[] };
-  advice: string[];
+  suggestions: { nextTools: readonly NextToolSuggestion[]; relevantChains: readonly ChainSuggestion[] };
+  advice: readonly string[];
   context: {
     chain?: string;
     tool?: string;

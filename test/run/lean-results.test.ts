@@ -52,7 +52,7 @@ describe('shared empty metadata arrays', () => {
     // Read as plain data: JSON and structuredClone see an empty array, and a clone is a caller's own.
     expect(JSON.parse(JSON.stringify(a.metadata))).toMatchObject({ advice: [], context: { chain: 'get_and_put' } });
     const clone = structuredClone(a.metadata);
-    clone.advice.push('mine');
+    (clone.advice as string[]).push('mine');
     expect(b.metadata.advice).toEqual([]);
     await r.close();
   });
