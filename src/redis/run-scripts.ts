@@ -87,7 +87,7 @@ export const JOURNAL = `
 if KEYS[3] then redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3]) end
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
-redis.call('RPUSH', KEYS[2], unpack(ARGV, 4))
+for i = 4, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 return 1`;
 
 // KEYS: live set. ARGV: owner, leaseUntil, run key prefix, run

@@ -3,7 +3,7 @@
 import { CheckpointEncodeError } from '../stores/serialize.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import { encodeAhead } from '../stores/run-codec.js';
+import { encodeRunValue } from '../stores/run-codec.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { UNDO_FLOOR_MS } from './call-context.js';
 import { earlyFailure } from './early-result.js';
@@ -64,7 +64,9 @@ export function ownSegment(
     if (retried?.steps.has(entry.step) && entry.trace) entry.trace.decidedBy = retried.by;
     if (plan.skip.has(entry.step)) return true;
     if (plan.atEnd.has(entry.step) || plan.defer.has(entry.step)) {
-      encodeAhead(entry); // a value no store keeps fails its step now, not the later write
+      // A value no store keeps fails its step now, not the later write. Encoded again then: masking a
+      // failed run's trace may change the entry in between.
+      encodeRunValue(entry);
       return void (plan.atEnd.has(entry.step) ? atEnd : deferred).push(entry);
     }
     return write(entry).then((kept) => {
@@ -74,7 +76,8 @@ export function ownSegment(
   /** Journals `entry` with the steps deferred so far (JournalPlan.defer); `false` as {@link journalOnce}. */
   const write = async (entry: JournalEntry): Promise<boolean> => {
     // A write after one carrying deferred steps waits for it: they are journaled before anything after them.
-    if (carrying !== undefined) await carrying;
+    // A loop: another waiter woken by the same write may have started a new carrying write first.
+    while (carrying !== undefined) await carrying;
     if (lease.lost || lease.failed) return false;
     if (deferred.length === 0) return journalOnce([entry]);
     const carried = deferred.splice(0);
@@ -117,7 +120,7 @@ export function ownSegment(
       },
     };
     try {
-      encodeAhead(started);
+      encodeRunValue(started);
     } catch {
       delete started.started!.input; // an input the journal cannot encode is not shown, the start still recorded
     }

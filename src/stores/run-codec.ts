@@ -17,8 +17,6 @@ const decode = decodeCheckpoint as (text: string) => unknown;
  * ```
  */
 export function encodeRunValue(value: unknown): string {
-  const early = typeof value === 'object' && value !== null ? encodedEarly.get(value) : undefined;
-  if (early !== undefined) return early;
   // Most run values are plain JSON, for which JSON.stringify writes what the codec would, natively.
   let plain: boolean;
   try {
@@ -27,23 +25,6 @@ export function encodeRunValue(value: unknown): string {
     plain = false; // a throwing getter or a hostile Proxy: the codec refuses it with its own error
   }
   return plain ? JSON.stringify(value) : encode(value);
-}
-
-/** Texts of values encoded ahead of their write (see {@link encodeAhead}). */
-const encodedEarly = new WeakMap<object, string>();
-
-/**
- * Encodes a journal entry now, throwing as {@link encodeRunValue} would, and keeps the text for the
- * store's `encodeRunValue` of the same object when it is written later (with the run's end, or
- * with the next write): checked early, encoded once. The entry must not change in between.
- *
- * @example
- * ```ts
- * encodeAhead(entry); // throws CheckpointEncodeError for a value no store keeps
- * ```
- */
-export function encodeAhead(entry: JournalEntry): void {
-  encodedEarly.set(entry, encodeRunValue(entry));
 }
 
 /** Deeper than this, the codec decides (it refuses past its own limit). */

@@ -520,4 +520,114 @@ describe("steps riding on a plain write's start (memory)", () => {
     expect(journal.filter((s) => s === 'a')).toHaveLength(1);
     expect(called.sort()).toEqual(['pay1', 'pay2', 'read']);
   });
+  it('three writes woken by the same carrying write: one that depends on a step another wakes to carry waits for that write too', async () => {
+    const inner = memoryRunStore();
+    const writes: string[][] = [];
+    const holds: (() => void)[] = [];
+    const runs: RunStore = {
+      ...inner,
+      journal: async (runId, owner, entries, complete) => {
+        const n = writes.push(entries.map((e) => (e.started ? `${e.step}:started` : e.step)));
+        if (n <= 2) await new Promise<void>((r) => holds.push(r)); // the first two writes are slow
+        return inner.journal(runId, owner, entries, complete);
+      },
+    };
+    const tool = <N extends string>(name: N, effect: 'read' | 'write') =>
+      defineTool({
+        name,
+        description: name,
+        input: z.object({ n: z.number() }),
+        output: z.object({ n: z.number() }),
+        effect,
+      });
+    const [ra, rd] = [tool('read_a', 'read'), tool('read_d', 'read')];
+    const [p1, p2, p3] = [tool('pay1', 'write'), tool('pay2', 'write'), tool('pay3', 'write')];
+    const race = defineChain({
+      name: 'three_payments',
+      input: z.object({ n: z.number() }),
+      steps: [
+        { id: 'a', tool: ra, input: { n: ref('input', 'n') } },
+        { id: 'd', tool: rd, input: { n: ref('input', 'n') } },
+        { id: 'w1', tool: p1, input: { n: ref('a', 'n') } },
+        { id: 'w2', tool: p2, input: { n: ref('a', 'n') } },
+        { id: 'w3', tool: p3, input: { n: ref('d', 'n') } },
+      ],
+    });
+    const journaledAtPay3: string[] = [];
+    const echo =
+      (name: string, delay = 0) =>
+      async ({ n }: { n: number }) => {
+        if (delay) await tick(delay);
+        if (name === 'pay3') journaledAtPay3.push(...(await inner.get('three'))!.journal.map((e) => e.step));
+        return { n };
+      };
+    const r = createRunner({
+      invoker: functionInvoker([ra, rd, p1, p2, p3], {
+        read_a: echo('read_a'),
+        read_d: echo('read_d', 15), // ends while the write carrying a is held
+        pay1: echo('pay1'),
+        pay2: echo('pay2'),
+        pay3: echo('pay3'),
+      }),
+      tools: [ra, rd, p1, p2, p3],
+      stores: { runs },
+    });
+    runners.push(r);
+    const done = r.run(race, { n: 3 }, { runId: 'three' });
+    for (let i = 0; i < 100 && holds.length < 1; i++) await tick(2);
+    await tick(40);
+    holds[0]!(); // a's write lands: w2 and w3 wake; one of them carries d, the other must wait for it
+    for (let i = 0; i < 100 && holds.length < 2; i++) await tick(2);
+    await tick(40);
+    expect(journaledAtPay3).toEqual([]); // w3 not called while d is not journaled
+    holds[1]!();
+    expect((await done).status).toBe('completed');
+    expect(journaledAtPay3).toContain('d');
+  });
+
+  it("a failed run's journal keeps the masked values of the steps journaled with its end", async () => {
+    const look = defineTool({
+      name: 'look',
+      description: 'l',
+      input: z.object({ q: z.string() }),
+      output: z.object({ q: z.string() }),
+      effect: 'read',
+    });
+    const boom = defineTool({
+      name: 'boom',
+      description: 'b',
+      input: z.object({ q: z.string() }),
+      output: z.object({}),
+      effect: 'read',
+    });
+    // a is journaled with the end (nothing waits for it): after the failed run's trace is masked.
+    const masking = defineChain({
+      name: 'masking',
+      input: z.object({ password: z.string() }),
+      steps: [
+        { id: 'a', tool: look, input: { q: ref('input', 'password') } },
+        { id: 'b', tool: boom, input: { q: ref('input', 'password') } },
+      ],
+    });
+    const runs = memoryRunStore();
+    const r = createRunner({
+      invoker: functionInvoker([look, boom], {
+        look: async () => ({ q: 'x' }),
+        boom: async () => {
+          await new Promise((ok) => setTimeout(ok, 10));
+          throw Object.assign(new Error('refused'), { status: 400 });
+        },
+      }),
+      tools: [look, boom],
+      stores: { runs },
+      traceDetail: 'full',
+    });
+    runners.push(r);
+    const res = await r.run(masking, { password: 'hunter2-secret' }, { runId: 'masked' });
+    expect(res.status).toBe('failed');
+    expect(JSON.stringify(res.trace)).not.toContain('hunter2-secret');
+    const stored = (await runs.get('masked'))!;
+    expect(stored.journal.map((e) => e.step)).toContain('a');
+    expect(JSON.stringify(stored.journal)).not.toContain('hunter2-secret');
+  });
 });

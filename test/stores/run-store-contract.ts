@@ -179,6 +179,15 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(got.journal[1]!.value).toEqual([1, 2]);
     });
 
+    it('journals 10,000 entries in one write (a re-run seeding a large forEach)', async () => {
+      const { runs } = await setup();
+      const rec = record('A', Date.now() + HOUR);
+      await runs.create(rec, Date.now());
+      const many = Array.from({ length: 10_000 }, (_, i) => entry(`each/${i}`, i));
+      expect(await runs.journal(rec.runId, 'A', many)).toBe(true);
+      expect(steps(await runs.get(rec.runId))).toEqual(many.map((e) => e.step));
+    });
+
     it('refuses a value no store can keep before writing anything', async () => {
       const { runs } = await setup();
       const rec = record('A', Date.now() + HOUR);
