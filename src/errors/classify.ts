@@ -83,8 +83,8 @@ const PATTERNS: readonly (readonly [RegExp, ErrorCategory])[] = [
   ],
 ];
 
-type Bag = Record<string, unknown>;
-const isBag = (v: unknown): v is Bag => typeof v === 'object' && v !== null;
+export type Bag = Record<string, unknown>;
+export const isBag = (v: unknown): v is Bag => typeof v === 'object' && v !== null;
 
 function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
@@ -94,7 +94,7 @@ function messageOf(error: unknown): string {
 }
 
 /** Category of an in-band or thrown code: own entries only, so `constructor` is just unknown. */
-const inBandCategory = (code: string): ErrorCategory | undefined => IN_BAND_CODES.get(code);
+export const inBandCategory = (code: string): ErrorCategory | undefined => IN_BAND_CODES.get(code);
 
 // An error that names its own category (e.g. McpToolError, or a user's own error class) is taken at its word.
 const byDeclaredCategory: Classifier = (error) => {
@@ -227,7 +227,7 @@ const byMessage: Classifier = (error) => {
 };
 
 /** The words of a code (`user_not_found` → "user not found") read with the message patterns. */
-const wordsOf = (code: string): ErrorCategory | undefined => categoryOfText(code.replace(/_/g, ' '));
+export const wordsOf = (code: string): ErrorCategory | undefined => categoryOfText(code.replace(/_/g, ' '));
 
 // Last: a code no table knows may still say what happened in its words, as in-band codes do.
 const byCodeWords: Classifier = (error) => {
@@ -255,7 +255,7 @@ export const DEFAULT_CLASSIFIERS: readonly Classifier[] = [
   byMessage,
   byCodeWords,
 ];
-const BUILT_IN: ReadonlySet<Classifier> = new Set(DEFAULT_CLASSIFIERS);
+export const BUILT_IN: ReadonlySet<Classifier> = new Set(DEFAULT_CLASSIFIERS);
 
 function describe(error: unknown): string {
   try {
@@ -269,7 +269,7 @@ function describe(error: unknown): string {
 }
 
 /** A verdict is used only if it is well formed: a known category and a string code and message. */
-const wellFormed = (v: Classified | undefined): v is Classified =>
+export const wellFormed = (v: Classified | undefined): v is Classified =>
   typeof v === 'object' &&
   v !== null &&
   isErrorCategory(v.category) &&
@@ -309,51 +309,4 @@ export function classifyError(error: unknown, classifiers: readonly Classifier[]
     }
   }
   return { category: 'unknown', code: 'unknown', message: describe(error) };
-}
-
-/**
- * Builds the failure for an in-band error result `{ status: 'error', error, message?, retry_after? }`.
- * Custom classifiers (a tool's, the runner's) see the result itself first: a domain names its own
- * codes. Then a code any service uses decides; else its message, else the words of its code (`user_not_found`).
- */
-export function inBandFailure(result: Bag, classifiers: readonly Classifier[] = DEFAULT_CLASSIFIERS): Classified {
-  const code = String(result.error);
-  let text = code;
-  let retryAfterMs: number | undefined;
-  try {
-    if (typeof result.message === 'string') text = result.message;
-    retryAfterMs = retryAfterOf(result);
-  } catch {
-    // A getter that throws leaves the code as the only text.
-  }
-  let category: ErrorCategory | undefined;
-  let userMessage: string | undefined;
-  for (const classify of classifiers) {
-    if (BUILT_IN.has(classify)) continue;
-    try {
-      const verdict = classify(result);
-      if (wellFormed(verdict)) {
-        category = verdict.category;
-        retryAfterMs = verdict.retryAfterMs ?? retryAfterMs;
-        if (typeof verdict.userMessage === 'string') userMessage = verdict.userMessage;
-        break;
-      }
-    } catch {
-      // as in classifyError: a broken classifier leaves the decision to the next one
-    }
-  }
-  category ??= inBandCategory(code) ?? classifyError(new Error(text), classifiers).category;
-  if (category === 'unknown') category = wordsOf(code) ?? 'unknown';
-  return {
-    category,
-    code,
-    message: `${code}: ${text}`,
-    ...(retryAfterMs !== undefined && { retryAfterMs }),
-    ...(userMessage !== undefined && { userMessage }),
-  };
-}
-
-/** Whether a tool output is an in-band error result. */
-export function isInBandError(output: unknown): output is Bag {
-  return isBag(output) && output.status === 'error' && typeof output.error === 'string';
 }

@@ -1,5 +1,6 @@
 // One tool call through the policies of docs/guides/policies.md: each policy wraps the next, the invoker is innermost.
-import { classifyError, DEFAULT_CLASSIFIERS, inBandFailure, isInBandError } from '../errors/classify.js';
+import { classifyError, DEFAULT_CLASSIFIERS } from '../errors/classify.js';
+import { inBandFailure, isInBandError } from '../errors/in-band.js';
 import { ToolFailure, type Classified, type Classifier } from '../errors/failure.js';
 import type { Tool } from '../define/tool.js';
 import { formatPath } from '../define/path.js';
