@@ -63,18 +63,16 @@ export {
 } from './define/builder-refs.js';
 export type { ItemRef, ForEachSpec, BranchSpec, LoopSpec } from './define/builder-flow.js';
 export type { ChainOptions } from './define/builder-steps.js';
-export type { ChainOutputOf, ItemResult } from './define/infer.js';
+export type { ChainOutputOf, ItemResult, LastResult, StepResults } from './define/step-results.js';
 export type {
   ContextInputOf,
   ContextOf,
   ElementOf,
-  LastResult,
   MappingOf,
   PathOf,
   RefPath,
   RefValueAt,
   SelectResult,
-  StepResults,
   ValueAt,
   WhereOf,
 } from './define/infer.js';

@@ -1,7 +1,8 @@
 // The types of the builder's control-flow steps (API.md §12): a sub-chain's input and output, a
 // forEach's spec and item refs, a branch's cases, a loop's spec, and the mapping checks they share.
 import type { Chain } from './chain.js';
-import type { ElementOf, ItemResult, MappingOf, RefPath, RefValueAt, ValueAt } from './infer.js';
+import type { ElementOf, MappingOf, RefPath, RefValueAt, ValueAt } from './infer.js';
+import type { ItemResult } from './step-results.js';
 import type { Ref } from './ref.js';
 import type { Tool } from './tool.js';
 

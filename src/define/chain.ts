@@ -1,7 +1,8 @@
 // Chains: typed multi-step plans over tools, validated statically and compiled once into a run plan.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
 import { DefinitionError, IssueList } from '../errors/definition-error.js';
-import type { ContextInputOf, ContextOf, LastResult, StepResults } from './infer.js';
+import type { ContextInputOf, ContextOf } from './infer.js';
+import type { LastResult, StepResults } from './step-results.js';
 import type { CheckedSteps } from './ref-check.js';
 import type { Scope } from './ref.js';
 import { compilePlan } from './validate.js';

@@ -1,10 +1,8 @@
-// Types only: the dot paths into a type, the value at a path, and what each step of a chain yields.
-// Every recursion here is bounded (paths: 6 segments) or tail-recursive (the step fold), so a
-// 30-step chain stays far below the compiler's depth and instantiation limits.
+// Types only: the dot paths into a type, the value at a path, and the types a chain's mappings take.
+// Every recursion here is bounded (paths: 6 segments) or tail-recursive, so a 30-step chain stays far
+// below the compiler's depth and instantiation limits. What each step yields: define/step-results.ts.
 import type { Schema, SchemaInput, SchemaOutput } from './schema.js';
-import type { ChainErrorInfo } from '../errors/categories.js';
 import type { Ref } from './ref.js';
-import type { Tool } from './tool.js';
 
 /** True when `T` is `any`. */
 type IsAny<T> = 0 extends 1 & T ? true : false;
@@ -246,120 +244,9 @@ export type ContextInputOf<CS> = CS extends Schema ? SchemaInput<CS> : Record<st
 export type SelectResult<V, E> = E extends 'all' ? ElementOf<V>[] : ElementOf<V>;
 
 /** The value a ref reads, given the chain input `I`, context `C` and the results `R` so far. */
-type RefValue<F, I, C, R> =
+export type RefValueIn<F, I, C, R> =
   F extends Ref<infer T, infer S, infer P>
     ? IsAny<T> extends true
       ? ValueAt<S extends 'input' ? I : S extends 'context' ? C : S extends keyof R ? R[S] : unknown, P>
       : T
     : unknown;
-
-/** A declarative step's id, as written. */
-type StepIdOf<H> = H extends { readonly id: infer Id extends string } ? Id : never;
-
-/** What a declarative step yields: a skippable step (`when`) may yield nothing. */
-type StepResultOf<H, I, C, R> = (H extends { readonly when: unknown } ? undefined : never) | StepValueOf<H, I, C, R>;
-type StepValueOf<H, I, C, R> = H extends { readonly tool: infer T }
-  ? T extends Tool<any, infer O, any, any>
-    ? O
-    : unknown
-  : H extends { readonly select: { readonly from: infer F; readonly expect: infer E } }
-    ? SelectResult<RefValue<F, I, C, R>, E>
-    : H extends { readonly compute: (...args: never[]) => infer V }
-      ? H extends { readonly output: infer S extends Schema }
-        ? SchemaOutput<S>
-        : Awaited<V>
-      : FlowValueOf<H>;
-
-/**
- * What the steps that run chains yield (§12): a sub-chain's output,
- * an array per forEach, a union per branch, a loop's last output.
- */
-type FlowValueOf<H> = H extends { readonly chain: infer C }
-  ? ChainOutputOf<C>
-  : H extends { readonly forEach: { readonly chain: infer C } }
-    ? H extends { readonly forEach: { readonly onItemError: 'collect' } }
-      ? ItemResult<ChainOutputOf<C>>[]
-      : ChainOutputOf<C>[]
-    : H extends { readonly branch: { readonly cases: infer Cases } }
-      ? | CaseOutputOf<Cases[keyof Cases]>
-        | (H extends { readonly branch: { readonly default: infer D } } ? CaseOutputOf<D> : never)
-      : H extends { readonly loop: { readonly chain: infer C } }
-        ? ChainOutputOf<C>
-        : H extends { readonly sleep: unknown }
-          ? null
-          : H extends { readonly waitFor: { readonly schema: infer S extends Schema } }
-            ? SchemaOutput<S>
-            : unknown;
-
-/**
- * A chain's output type, read structurally (define/chain.ts sits above this file).
- *
- * @example
- * ```ts
- * type O = ChainOutputOf<typeof shout>; // { loud: string }
- * ```
- */
-export type ChainOutputOf<C> = C extends {
-  readonly kind: 'chain';
-  /** The chain's output builder, whose return type is the chain's output type. */
-  readonly output?: (scope: never) => infer O;
-}
-  ? O
-  : never;
-/** A branch case's output: a bare chain's or a `{ chain, input }` case's chain's. */
-type CaseOutputOf<K> = K extends { readonly chain: infer C } ? ChainOutputOf<C> : ChainOutputOf<K>;
-
-/**
- * What a `forEach` with `onItemError: 'collect'` yields per item: its output, or its failure.
- *
- * @example
- * ```ts
- * for (const r of s.results.done) if (!r.ok) console.log(r.error.code);
- * ```
- */
-export type ItemResult<T> = { ok: true; value: T } | { ok: false; error: ChainErrorInfo };
-
-/** Tail-recursive, so long chains do not deepen the instantiation stack. */
-type Fold<Steps, I, C, R> = Steps extends readonly [infer H, ...infer Rest] ? Fold<Rest, I, C, Next<H, I, C, R>> : R;
-/** The results after step `H`. */
-type Next<H, I, C, R> = R & { [K in StepIdOf<H>]: StepResultOf<H, I, C, R> };
-
-/**
- * The results of a declarative chain's steps by id, given its input `I` and context `C`: a tool
- * step yields its tool's output, a select step an item (an array for `expect: 'all'`), a compute
- * step its (awaited) return or its `output` schema's type. Steps not written as a literal tuple
- * (or whose ids are only known as `string`) give `Record<string, any>`.
- *
- * @example
- * ```ts
- * type R = StepResults<[{ id: 'w'; tool: typeof getWeather; input: {} }], {}, {}>; // { w: { celsius: number } }
- * ```
- */
-export type StepResults<Steps extends readonly unknown[], I, C> =
-  Untyped<Steps> extends true ? Record<string, any> : Flat<Fold<Steps, I, C, {}>>;
-/** Steps not written as a tuple, or with an id typed only as `string`, cannot be looked up by id. */
-type Untyped<Steps extends readonly unknown[]> = number extends Steps['length']
-  ? true
-  : string extends StepIdOf<Steps[number]>
-    ? true
-    : false;
-/** One object type instead of an intersection, for readable hovers and messages. */
-type Flat<T> = T extends unknown ? { [K in keyof T]: T[K] } : never;
-
-/**
- * A declarative chain's output without `output`: the last step's result (a skipped last step
- * leaves the result of the step before it).
- *
- * @example
- * ```ts
- * type O = LastResult<typeof steps, StepResults<typeof steps, Input, Context>>;
- * ```
- */
-export type LastResult<Steps extends readonly unknown[], R> = Untyped<Steps> extends true ? unknown : Last<Steps, R>;
-type Last<Steps, R> = Steps extends readonly [...infer Init, infer L]
-  ? L extends { readonly id: infer Id extends keyof R }
-    ? L extends { readonly when: unknown }
-      ? Exclude<R[Id], undefined> | Last<Init, R>
-      : R[Id]
-    : unknown
-  : undefined;

@@ -1,16 +1,16 @@
 // Types only: the checks of a declarative chain's refs (issue 23). `ref('contact', 'emial')` is made by
 // the plain `ref`, which cannot know the chain, so `defineChain` checks the steps once they are
 // inferred. Two stages, so a chain with no mistake costs the compiler little:
-// 1. one assignability check of the steps against the refs that exist (each source's paths, built once
-//    per type and shared by every chain that reads it), plus the few checks a relation cannot make
-//    (`where` field names, `ref('item', …)` in a forEach input);
+// 1. one assignability check of the steps against refs that can read the chain's sources: each ref
+//    carries the shape it reads (`Needs` in define/ref.ts), so nothing per path is built; and the
+//    flags the step fold (define/step-results.ts) sets where a check needs a step's own types (a
+//    `where` field against the selected items, a `ref('item', …)` against the element of `over`);
 // 2. only when that fails, define/ref-errors.ts finds each wrong ref and names it where it is written.
-// Stage 1 is sound (it never passes a wrong ref); what it cannot prove (bracket paths, `length`,
-// paths deeper than its budget) falls through to stage 2, which is exact.
-import type { PathOf } from './infer.js';
-import type { Ref } from './ref.js';
-import type { CheckStep, FieldsOf, FromItem, Plain, RefError, StepErrors, WhereFieldError } from './ref-errors.js';
-import type { Step } from './step-kinds.js';
+// Stage 1 is sound (it never passes a wrong ref); what it cannot prove (bracket paths, a union whose
+// members differ) falls through to stage 2, which is exact.
+import type { ElementOf, RefValueIn } from './infer.js';
+import type { Readable, Ref } from './ref.js';
+import type { CheckStep, FieldsOf, Plain, StepErrors } from './ref-errors.js';
 
 /**
  * The steps of a declarative chain as `defineChain` checks them, given the chain input `I`, context
@@ -28,14 +28,14 @@ import type { Step } from './step-kinds.js';
  * ```
  */
 export type CheckedSteps<Steps extends readonly unknown[], I, C, R> =
-  // Steps not written out (the wide `Step` type, as in `const steps: Step[]`): nothing to check.
-  Step<any> extends Steps[number]
+  // Steps not written out (the wide `Step` type, as in `const steps: Step[]`): results by any id, nothing to check.
+  string extends keyof R
     ? unknown
-    : Steps extends readonly Shape<ValidRef<I, C, R>>[]
-      ? [Unrelatable<Steps[number], I, C, R>] extends [never]
+    : typeof badRefs extends keyof R
+      ? Located<Steps, I, C, R>
+      : Steps extends readonly Shape<Readable<R & { readonly input: I; readonly context: C }>>[]
         ? unknown
-        : Located<Steps, I, C, R>
-      : Located<Steps, I, C, R>;
+        : Located<Steps, I, C, R>;
 
 /** Stage 2: each step with a wrong ref must also be what {@link CheckStep} says (`unknown` if none is wrong). */
 type Located<Steps extends readonly unknown[], I, C, R> = [StepErrors<Steps[number], I, C, R>] extends [never]
@@ -45,14 +45,6 @@ type Located<Steps extends readonly unknown[], I, C, R> = [StepErrors<Steps[numb
         ? unknown
         : CheckStep<Steps[K], I, C, R>;
     };
-
-/** The paths stage 1 proves (`''`: the whole value); a deeper or bracketed path goes to stage 2. */
-type ProvenPaths<T> = '' | PathOf<T>;
-/** Every ref that exists in the chain: into the input, the context, or a step's result. */
-type ValidRef<I, C, R> =
-  | Ref<any, 'input', ProvenPaths<I>>
-  | Ref<any, 'context', ProvenPaths<C>>
-  | { [S in keyof R & string]: Ref<any, S, ProvenPaths<R[S]>> }[keyof R & string];
 
 /** A value of a mapping: a valid ref, a literal, a function, or an object or array of them (not a wrong ref). */
 type Val<VR> = VR | Plain | Nested<VR> | readonly Val<VR>[];
@@ -76,27 +68,39 @@ type Shape<VR> = {
 /** A branch case: a chain (nothing to check: `kind` tells it), or `{ chain, input }` with its mapping's refs. */
 type CaseShape<VR> = { readonly kind: 'chain' } | { readonly chain: unknown; readonly input?: Val<VR> };
 
-/** What stage 1's relation cannot see: `where` fields the items lack, item refs a forEach's element lacks. */
-type Unrelatable<H, I, C, R> = H extends { readonly select: { readonly from: infer F; readonly where: infer W } }
-  ? W extends Plain
-    ? never
-    : WhereFields<keyof W, FromItem<F, I, C, R>>
-  : H extends { readonly forEach: { readonly over: infer O; readonly input: infer M } }
-    ? M extends Plain
-      ? never
-      : ItemRefErrors<RefsIn<M>, FromItem<O, I, C, R>>
-    : never;
-/** `never` when every `where` field `K` is a field of the items `X` (one check), else the messages. */
-type WhereFields<K, X> = [K] extends [FieldsOf<X>] ? never : WhereFieldError<K, X>;
-/** The refs in a mapping, nested objects and arrays included. */
-type RefsIn<M> = unknown extends M
-  ? never
-  : M extends Ref<any, string, string>
-    ? M
-    : M extends Plain
-      ? never
-      : M extends readonly unknown[]
-        ? RefsIn<M[number]>
-        : RefsIn<M[keyof M]>;
-/** The messages of the `ref('item', …)`s among refs `V` whose path the element type `X` lacks. */
-type ItemRefErrors<V, X> = V extends Ref<any, 'item', string> ? RefError<V, unknown, unknown, { item: X }> : never;
+declare const badRefs: unique symbol;
+/** A flag in a chain's results: step `H` has a wrong ref or `where` field (stage 2 says which). */
+type Flag<H> = { readonly [badRefs]: H };
+
+/**
+ * For the step fold, by the step's kind: the flag of a select step with a `where` field its items lack,
+ * or of a forEach step whose input has a ref the element of `over` (or the results `R` so far) cannot
+ * give; else `unknown`. Computed where the items' type is already at hand.
+ *
+ * @example
+ * ```ts
+ * type Step = { id: 'p'; select: { from: Ref<any, 'input', 'xs'>; where: { nmae: {} } } };
+ * type F = StepFlags<Step, { xs: { name: string }[] }, {}, {}>['select']; // { [badRefs]: Step }
+ * ```
+ */
+export type StepFlags<H, I, C, R> = {
+  tool: unknown;
+  compute: unknown;
+  chain: unknown;
+  branch: unknown;
+  loop: unknown;
+  sleep: unknown;
+  waitFor: unknown;
+  select: H extends { readonly select: { readonly from: infer F; readonly where: infer W } }
+    ? [keyof W] extends [FieldsOf<ElementOf<RefValueIn<F, I, C, R>>>]
+      ? unknown
+      : Flag<H>
+    : unknown;
+  forEach: H extends { readonly forEach: { readonly over: infer O; readonly input: infer M } }
+    ? M extends Val<
+        Readable<R & { readonly input: I; readonly context: C; readonly item: ElementOf<RefValueIn<O, I, C, R>> }>
+      >
+      ? unknown
+      : Flag<H>
+    : unknown;
+};

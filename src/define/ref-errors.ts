@@ -112,7 +112,7 @@ type CheckForEach<F, I, C, R> = F extends { readonly over: infer O }
  * type E = RefError<Ref<any, 'input', 'nmae'>, { name: string }, {}, {}>; // "'nmae' is not a field of the input: name"
  * ```
  */
-export type RefError<V, I, C, R> =
+type RefError<V, I, C, R> =
   V extends Ref<any, infer S, infer P>
     ? RefPath<SourceValue<S, I, C, R>, P, S> extends infer E extends string
       ? [E] extends [P]
@@ -159,7 +159,7 @@ type ForEachErrors<F, I, C, R> = F extends { readonly over: infer O }
  * type X = FromItem<Ref<any, 'input', 'tasks'>, { tasks: { title: string }[] }, {}, {}>; // { title: string }
  * ```
  */
-export type FromItem<F, I, C, R> =
+type FromItem<F, I, C, R> =
   F extends Ref<any, infer S, infer P> ? ElementOf<ValueAt<SourceValue<S, I, C, R>, P>> : unknown;
 type WhereErrors<W, X, I, C, R> = {
   [K in keyof W]-?:
@@ -178,7 +178,7 @@ type WhereErrors<W, X, I, C, R> = {
  * type E = WhereFieldError<'titel', { title: string }>; // "'titel' is not a field of the selected items: title"
  * ```
  */
-export type WhereFieldError<K, X> = unknown extends X
+type WhereFieldError<K, X> = unknown extends X
   ? never
   : [X] extends [never]
     ? never

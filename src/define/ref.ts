@@ -22,6 +22,13 @@ export interface Scope<I = any, C = any, R = Record<string, any>> {
  * ```
  */
 export class Ref<T = any, S extends string = string, P extends string = string> {
+  /**
+   * Types only, never set: what the ref reads, as a shape its sources must have (see {@link Readable}).
+   *
+   * @hidden
+   */
+  declare readonly [refNeeds]?: (sources: Needs<S, P>) => void;
+
   /** @internal */
   readonly segments: readonly PathSegment[];
 
@@ -74,6 +81,46 @@ export class Ref<T = any, S extends string = string, P extends string = string> 
     return this.segments.length ? `${this.source}.${formatPath(this.segments)}` : this.source;
   }
 }
+
+/** Key of {@link Ref}'s types-only member (no value exists at run time). */
+declare const refNeeds: unique symbol;
+
+/**
+ * What a ref with source `S` and path `P` reads, as a type its sources must be assignable to:
+ * `ref('pick', 'address.city')` needs `{ pick: { address?: { city?: unknown } } }`. A declarative
+ * chain's refs are all checked by one assignability check of its steps against {@link Readable}
+ * (define/ref-check.ts): no union of every path is built.
+ */
+type Needs<S extends string, P extends string> = { readonly [K in S]: P extends '' ? unknown : NeedPath<P> };
+type NeedPath<P extends string> = P extends `${infer H}.${infer Rest}`
+  ? Segment<H, NeedPath<Rest>>
+  : Segment<P, unknown>;
+/**
+ * One segment: an index reads an array; a name reads a field, which an object has as its own (one
+ * common property, as tsc checks for an all-optional type) and a string, number, boolean, Date, array
+ * or function does not (their `valueOf`, `length` or `call` do not fit). A bracketed path never fits:
+ * it is checked exactly (define/ref-errors.ts), as is anything this shape rejects.
+ */
+type Segment<H extends string, N> =
+  | (H extends `${number}`
+      ? readonly N[]
+      : H extends 'length'
+        ? { readonly length?: N; readonly valueOf?: () => object }
+        : { readonly [K in H]?: N } & NotALeaf)
+  | null
+  | undefined;
+type NotALeaf = { readonly valueOf?: () => object; readonly length?: never; readonly call?: never };
+
+/**
+ * What a ref must be to read from `Sources` (an object of the input, the context and each step's
+ * result by id): a ref is one when `Sources` has what it {@link Needs}.
+ *
+ * @example
+ * ```ts
+ * type Ok = Ref<any, 'input', 'q'> extends Readable<{ input: { q: string } }> ? true : false; // true
+ * ```
+ */
+export type Readable<Sources> = { readonly [refNeeds]?: (sources: Sources) => void };
 
 /**
  * References a value: the chain input, the trusted context, or an earlier step's output. The

@@ -2,7 +2,8 @@
 // kind's type is in define/kinds/<kind>.ts (re-exported here), define/validate.ts checks them,
 // define/chain.ts compiles them.
 import type { Schema, SchemaOutput } from './schema.js';
-import type { ContextOf, StepResults } from './infer.js';
+import type { ContextOf } from './infer.js';
+import type { StepResults } from './step-results.js';
 import type { Scope } from './ref.js';
 import type { Step } from './step-kinds.js';
 

@@ -3,7 +3,7 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { chain, defineChain, ref, type ChainOutput, type RefPath } from 'chainkit';
-import { emailInput, searchContacts, sendEmail, userContext } from './fixtures.js';
+import { emailInput, searchContacts, sendEmail, setPriority, userContext } from './fixtures.js';
 
 const tasksInput = z.object({ tasks: z.array(z.object({ title: z.string() })), name: z.string() });
 
@@ -91,6 +91,17 @@ describe('declarative ref path typos', () => {
     });
   });
 
+  it('rejects a where field when it is the only mistake in the chain', () => {
+    defineChain({
+      name: 'where_only', input: tasksInput,
+      steps: [
+        steps.find,
+        // @ts-expect-error — 'nmae' is not a field of the selected items
+        { id: 'a', select: { from: ref('find', 'contacts'), where: { id: { equals: 'x' }, nmae: { equals: 'x' } }, expect: 'one' } },
+      ],
+    });
+  });
+
   it('keeps the output typed, and a wrong step id in output is an error', () => {
     const c = defineChain({ name: 'ok', input: tasksInput, steps: [steps.find, steps.contact], output: (s) => s.results.contact.email });
     expectTypeOf<ChainOutput<typeof c>>().toEqualTypeOf<string>();
@@ -166,5 +177,63 @@ describe('declarative ref path typos in compensate and the steps that run chains
         { id: 'c', forEach: { over: ref('input', 'members'), chain: greet, input: { to: ref('item', 'tasks.title') } } },
       ],
     });
+  });
+});
+
+// Stage 1 (one assignability check of the steps) must never pass a path stage 2 would reject: a
+// segment that is only a member of a string, number, Date, array or function is not a field.
+describe('declarative refs: what is a field and what is not', () => {
+  const shapes = z.object({
+    name: z.string(),
+    n: z.number(),
+    at: z.date(),
+    tags: z.array(z.string()),
+    maybe: z.object({ x: z.string() }).nullable(),
+    opt: z.object({ y: z.string() }).optional(),
+    size: z.object({ length: z.number() }),
+  });
+
+  // One chain per mistake: a chain with any other wrong ref is checked exactly (stage 2) anyway.
+  it('rejects members of leaves and arrays written as fields', () => {
+    const one = { name: 'leaves', input: shapes } as const;
+    // @ts-expect-error — 'length' is not a field: name in the input is a string
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'name.length') } }] });
+    // @ts-expect-error — 'toFixed' is not a field: n in the input is a number
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'n.toFixed') } }] });
+    // @ts-expect-error — 'getTime' is not a field: at in the input is a value without fields
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'at.getTime') } }] });
+    // @ts-expect-error — 'map' is not an index: tags in the input is an array
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'tags.map') } }] });
+    // @ts-expect-error — '0' is not a field: name in the input is a string
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'name.0') } }] });
+    // @ts-expect-error — 'toString' is not a field of the input
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'toString') } }] });
+    // @ts-expect-error — 'y' is not a field of maybe in the input (an object or null)
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'maybe.y') } }] });
+  });
+
+  it('accepts an array length, a field named length, paths through null or optional values and a skippable step', () => {
+    const c = defineChain({
+      name: 'fields', input: shapes,
+      steps: [
+        { id: 'find', tool: searchContacts, input: { query: ref('input', 'name') }, when: () => true },
+        { id: 'a', tool: setPriority, input: { id: ref('input', 'maybe.x'), level: ref('input', 'tags.length') }, confirm: false },
+        { id: 'b', tool: setPriority, input: { id: ref('input', 'opt.y'), level: ref('input', 'size.length') }, confirm: false },
+        { id: 'c', tool: sendEmail, input: { to: ref('find', 'contacts.0.email'), subject: ref('input', 'tags.0'), body: 'b' }, confirm: false },
+      ],
+      output: (s) => s.results.find?.total,
+    });
+    expectTypeOf<ChainOutput<typeof c>>().toEqualTypeOf<number | undefined>();
+  });
+
+  it('reads a tool typed by a type parameter through its constraint', () => {
+    function searchWith<T extends typeof searchContacts>(tool: T) {
+      return defineChain({
+        name: 'generic', input: emailInput,
+        steps: [{ id: 'find', tool, input: { query: ref('input', 'name') } }],
+        output: (s) => s.results.find.total,
+      });
+    }
+    expectTypeOf<ChainOutput<ReturnType<typeof searchWith>>>().toEqualTypeOf<number>();
   });
 });
