@@ -140,7 +140,9 @@ type Miss<N, H extends string, At extends string, Source extends string> = [N] e
     ? `'${H}' is not an index: ${Where<At, Source>} is an array, so an index comes first (${AtDot<At>}0.${H})`
     : [N] extends [Leaf]
       ? `'${H}' is not a field: ${Where<At, Source>} is ${LeafKind<N>}`
-      : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
+      : [KeysOf<N>] extends [never]
+        ? `'${H}' is not a field: ${Where<At, Source>} has no fields`
+        : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
 /** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
 type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void
   ? F extends () => infer L

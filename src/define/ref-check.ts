@@ -6,8 +6,11 @@
 //    flags the step fold (define/step-results.ts) sets where a check needs a step's own types (a
 //    `where` field against the selected items, a `ref('item', …)` against the element of `over`);
 // 2. only when that fails, define/ref-errors.ts finds each wrong ref and names it where it is written.
-// Stage 1 is sound (it never passes a wrong ref); what it cannot prove (bracket paths, a union whose
-// members differ) falls through to stage 2, which is exact.
+// What stage 1 cannot prove (bracket paths, values that may be null, a path typed as a union of paths,
+// Object's member names) falls through to stage 2, which is exact. Stage 1 passes a wrong path only into a
+// value with no fields of its own to compare (a record, `{}`, `object`) or one that is only `undefined` or
+// `never`: tsc's check of all-optional types skips those (defineChain's DefinitionError still reports the
+// ones a schema describes).
 import type { ElementOf, RefValueIn } from './infer.js';
 import type { Readable, Ref } from './ref.js';
 import type { CheckStep, FieldsOf, Plain, StepErrors } from './ref-errors.js';
@@ -98,7 +101,9 @@ export type StepFlags<H, I, C, R> = {
     : unknown;
   forEach: H extends { readonly forEach: { readonly over: infer O; readonly input: infer M } }
     ? M extends Val<
-        Readable<R & { readonly input: I; readonly context: C; readonly item: ElementOf<RefValueIn<O, I, C, R>> }>
+        Readable<
+          Omit<R, 'item'> & { readonly input: I; readonly context: C; readonly item: ElementOf<RefValueIn<O, I, C, R>> }
+        >
       >
       ? unknown
       : Flag<H>

@@ -91,23 +91,30 @@ declare const refNeeds: unique symbol;
  * chain's refs are all checked by one assignability check of its steps against {@link Readable}
  * (define/ref-check.ts): no union of every path is built.
  */
-type Needs<S extends string, P extends string> = { readonly [K in S]: P extends '' ? unknown : NeedPath<P> };
-type NeedPath<P extends string> = P extends `${infer H}.${infer Rest}`
+type Needs<S extends string, P extends string> = string extends S
+  ? never // any ref (`Ref<any, string, string>`): every ref is one
+  : { readonly [K in S]: [P] extends [''] ? unknown : [IsUnion<P>] extends [false] ? NeedPath<P> : never };
+/** A path typed as a union of paths (`cond ? 'a' : 'b'`) is left to stage 2, where each must exist. */
+type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
+type NeedPath<P extends string> = [P] extends [`${infer H}.${infer Rest}`]
   ? Segment<H, NeedPath<Rest>>
   : Segment<P, unknown>;
 /**
- * One segment: an index reads an array; a name reads a field, which an object has as its own (one
- * common property, as tsc checks for an all-optional type) and a string, number, boolean, Date, array
- * or function does not (their `valueOf`, `length` or `call` do not fit). A bracketed path never fits:
- * it is checked exactly (define/ref-errors.ts), as is anything this shape rejects.
+ * One segment: an index reads an array; a name reads a field the value has (one property in common, as
+ * tsc checks for an all-optional type), which a string, number, boolean, Date, array or function does not
+ * (their `valueOf`, `length` or `call` do not fit); the value may be missing (`undefined`: an optional
+ * field, a skippable step). Not proven here, so checked exactly by stage 2 (define/ref-errors.ts): a
+ * bracketed path, a value that may be `null`, a name of Object's members.
  */
 type Segment<H extends string, N> =
-  | (H extends `${number}`
+  | ([H] extends [`${number}`]
       ? readonly N[]
-      : H extends 'length'
+      : [H] extends ['length']
         ? { readonly length?: N; readonly valueOf?: () => object }
-        : { readonly [K in H]?: N } & NotALeaf)
-  | null
+        : // Every object seems to have `toString` and the rest of Object's members.
+          [H] extends [keyof Object]
+          ? never
+          : { readonly [K in H]?: N } & NotALeaf)
   | undefined;
 type NotALeaf = { readonly valueOf?: () => object; readonly length?: never; readonly call?: never };
 

@@ -16,6 +16,7 @@ describe('ref path typos', () => {
     expectTypeOf<RefPath<{ tasks: { title: string }[] }, 'tasks.title', 'input'>>().toEqualTypeOf<"'title' is not an index: tasks in the input is an array, so an index comes first (tasks.0.title)">();
     expectTypeOf<RefPath<{ name: string }, 'name.first', 'input'>>().toEqualTypeOf<"'first' is not a field: name in the input is a string">();
     expectTypeOf<RefPath<Contact, 'cmail', 'contact'>>().toEqualTypeOf<'cmail'>();
+    expectTypeOf<RefPath<{ c: object }, 'c.x', 'input'>>().toEqualTypeOf<"'x' is not a field: c in the input has no fields">();
   });
 
   it('rejects a wrong segment in a step, the input and the context', () => {
@@ -210,6 +211,39 @@ describe('declarative refs: what is a field and what is not', () => {
     defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'toString') } }] });
     // @ts-expect-error — 'y' is not a field of maybe in the input (an object or null)
     defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'maybe.y') } }] });
+  });
+
+  // From a red-team pass: each compiled without an error in a first version of stage 1.
+  // Not proven by stage 1 and not reported at compile time (defineChain's DefinitionError reports them when
+  // the source is a schema): a path into a record or an object without fields, or a value only `undefined`.
+  it('rejects paths into values that are only null, union paths and an item step shadowed in a forEach', () => {
+    const odd = z.object({
+      n: z.null(),
+      a: z.string(),
+      xs: z.array(z.object({ a: z.string() })),
+    });
+    const one = { name: 'odd', input: odd } as const;
+    // @ts-expect-error — 'x' cannot be read: n in the input is null or undefined
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', 'n.x') } }] });
+    defineChain({
+      ...one,
+      // @ts-expect-error — a sleep step yields null: 'x' cannot be read
+      steps: [{ id: 'w', sleep: 10 }, { id: 'a', tool: searchContacts, input: { query: ref('w', 'x') } }],
+    });
+    const path = Math.random() > 0.5 ? 'a' : 'zzz';
+    // @ts-expect-error — one of the paths ('zzz') is not a field of the input
+    defineChain({ ...one, steps: [{ id: 'a', tool: searchContacts, input: { query: ref('input', path) } }] });
+    const sub = chain('sub', { input: z.object({ v: z.string() }) })
+      .tool('s', searchContacts, (ref) => ({ query: ref('input', 'v') }))
+      .build();
+    defineChain({
+      ...one,
+      steps: [
+        { id: 'item', tool: sendEmail, input: { to: 'a', subject: 's', body: 'b' }, confirm: false },
+        // @ts-expect-error — inside a forEach input, 'item' is the element of over (it has no 'messageId')
+        { id: 'f', forEach: { over: ref('input', 'xs'), chain: sub, input: { v: ref('item', 'messageId') } } },
+      ],
+    });
   });
 
   it('accepts an array length, a field named length, paths through null or optional values and a skippable step', () => {
