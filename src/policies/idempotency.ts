@@ -158,7 +158,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     const written =
       early !== undefined
         ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
-        : start(() => store.fail(this.key, error, unknown));
+        : start(() => store.fail(this.key, error, unknown, ctx.durable));
     // The late answer's write follows this one's, wherever the caller stopped waiting.
     if (unknown) this.recorded = written;
     const recorded = settleBy(written, ctx);
@@ -217,7 +217,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
         // A claim that arrives after the call gave up on the store: release it, stop its waiting.
         answer.then((late) => {
           if (late.status === 'pending') abandon(late);
-          else if (late.status === 'new') void start(() => store.fail(key, error));
+          else if (late.status === 'new') void start(() => store.fail(key, error, false, durable));
         }, noop);
         throw error;
       },

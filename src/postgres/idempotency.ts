@@ -65,10 +65,14 @@ INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at)
 ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
   expires_at = EXCLUDED.expires_at
 WHERE i.state = 'u' OR i.expires_at <= $4`);
-  const release = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1`);
+  // A durable run's call ($2, $3: its run and owner) ends only its own claim: a recovered run's new owner
+  // may have taken the key over meanwhile.
+  const release = db.sql(`DELETE FROM ${s}.idempotency
+WHERE key = $1 AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
   const keepUnknown = db.sql(
-    `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3 WHERE key = $1 AND state = 'p'`,
+    `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3
+WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner = $5))`,
   );
 
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
@@ -107,14 +111,16 @@ WHERE i.state = 'u' OR i.expires_at <= $4`);
       const kept = JSON.stringify(value) ?? null;
       await db.query('idempotency', complete, () => [key, kept, db.now() + (ttlMs ?? timing.ttlMs)]);
     },
-    async fail(key, error, outcomeUnknown) {
+    async fail(key, error, outcomeUnknown, run) {
+      const runId = run?.runId ?? null;
+      const owner = run?.owner ?? null;
       if (!outcomeUnknown) {
-        await db.query('idempotency', release, [key]);
+        await db.query('idempotency', release, [key, runId, owner]);
         return;
       }
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
       const e = JSON.stringify(unknownOutcomeInfo(error));
-      await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs]);
+      await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs, runId, owner]);
     },
     async completeLate(key, value, ttlMs) {
       const late = JSON.stringify(value) ?? null;

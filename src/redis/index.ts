@@ -132,6 +132,16 @@ if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
+// KEYS: idempotency key. ARGV: run id, owner, the unknown-outcome entry ('' to release), its TTL. Ends a
+// durable run's claim only while its marker ('{"s":"p","r":…,"o":…}', beginForRun) still names them.
+const FAIL_FOR_RUN = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local e = cjson.decode(v)
+if e.s ~= 'p' or e.r ~= ARGV[1] or e.o ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) end
+return 1`;
+
 // KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
 const ACQUIRE = `
 local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
@@ -272,7 +282,13 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
     async complete(key, value, ttlMs) {
       await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
     },
-    async fail(key, error, outcomeUnknown) {
+    async fail(key, error, outcomeUnknown, run) {
+      if (run) {
+        // A durable run's call ends only its own claim: a recovered run's new owner may have taken it over.
+        const unknown = outcomeUnknown ? JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }) : '';
+        await redis.eval(FAIL_FOR_RUN, 1, idemKey(key), run.runId, run.owner, unknown, String(pendingTtl));
+        return;
+      }
       if (!outcomeUnknown) {
         await redis.del(idemKey(key));
         return;

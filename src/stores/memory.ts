@@ -228,8 +228,10 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       if (e && e.expiresAt > now() && e.unknown === undefined) return;
       complete(key, value, ttlMs);
     },
-    fail(key, error, outcomeUnknown) {
+    fail(key, error, outcomeUnknown, run) {
       const e = entries.get(key);
+      // Another owner's claim now (a recovered run taken over): not this call's to end.
+      if (run && e?.run && (e.run.runId !== run.runId || e.run.owner !== run.owner)) return;
       // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
       if (outcomeUnknown && e && !e.done) {
         e.unknown = unknownOutcomeInfo(error);

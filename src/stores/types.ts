@@ -99,8 +99,10 @@ export interface IdempotencyStore {
    * call runs again — except with `outcomeUnknown` (a write that timed out or lost its connection,
    * and may still take effect): then the key stays claimed until its pending marker expires
    * (`pendingTtlMs`, default 60 s), and duplicates until then get the same failure without running.
+   * `run`: the durable run and owner whose `begin` claimed the key; the claim is ended only while it is
+   * still theirs (a recovered run's new owner may have taken it over meanwhile).
    */
-  fail(key: string, error: unknown, outcomeUnknown?: boolean): MaybePromise<void>;
+  fail(key: string, error: unknown, outcomeUnknown?: boolean, run?: IdempotencyBeginOptions): MaybePromise<void>;
   /**
    * Keeps the late answer of a call failed with `outcomeUnknown` (its tool answered after its
    * timeout, deadline or cancel: the effect happened), like `complete`, so the key returns it from

@@ -139,6 +139,24 @@ const kept = (last: boolean) =>
           { id: 'a', tool: read, input: { n: ref('k', 'n') } },
         ],
   });
+// A write keyed by what it does (not by run and step): its key goes through the idempotency store.
+const charge = defineTool({
+  name: 'charge',
+  description: 'c',
+  input: z.object({ n: z.number() }),
+  output: z.object({ by: z.string() }),
+  effect: 'write',
+  idempotent: true,
+  retry: false,
+  idempotencyKey: (input) => `charge-${input.n}`,
+});
+const chargeChain = defineChain({
+  name: 'scn_charge',
+  input: z.object({ n: z.number() }),
+  context: ctx,
+  timeoutMs: 600_000,
+  steps: [{ id: 'c', tool: charge, input: { n: ref('input', 'n') }, confirm: false }],
+});
 const payChain = defineChain({
   name: 'scn_pay',
   input: z.object({ n: z.number() }),
@@ -147,7 +165,9 @@ const payChain = defineChain({
   steps: [{ id: 'p', tool: pay, input: { n: ref('input', 'n') } }],
 });
 
-type Impl = Partial<Record<'read' | 'reserve' | 'ship' | 'release' | 'keep' | 'pay', (call: ToolCall) => unknown>>;
+type Impl = Partial<
+  Record<'read' | 'reserve' | 'ship' | 'release' | 'keep' | 'pay' | 'charge', (call: ToolCall) => unknown>
+>;
 const runners: Runner[] = [];
 afterEach(async () => {
   for (const r of runners.splice(0)) await r.close();
@@ -159,23 +179,24 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
   let t = 1_700_000_000_000;
   const now = (): number => t;
   /** A runner on `stores` (its own process, as far as the run store can tell), recording its tool calls. */
-  function runner(stores: Stores, impl: Impl = {}, chains = [order, payChain, kept(false), kept(true)]) {
+  function runner(stores: Stores, impl: Impl = {}, chains = [order, payChain, chargeChain, kept(false), kept(true)]) {
     const calls: string[] = [];
     const tool = (name: keyof Impl, dflt: (call: ToolCall) => unknown) => async (_input: unknown, call: ToolCall) => {
       calls.push(name);
       return (impl[name] ?? dflt)(call);
     };
-    const invoker = functionInvoker([read, reserve, ship, release, keep, pay], {
+    const invoker = functionInvoker([read, reserve, ship, release, keep, pay, charge], {
       read: tool('read', (c) => ({ n: (c.input as { n: number }).n })) as never,
       reserve: tool('reserve', (c) => ({ id: `r-${c.runId}` })) as never,
       ship: tool('ship', () => ({ ok: true })) as never,
       release: tool('release', () => ({ ok: true })) as never,
       keep: tool('keep', () => new Map([[1, 2]])) as never,
       pay: tool('pay', () => ({ paid: true })) as never,
+      charge: tool('charge', () => ({ by: 'default' })) as never,
     });
     const r = createRunner({
       invoker,
-      tools: [read, reserve, ship, release, keep, pay],
+      tools: [read, reserve, ship, release, keep, pay, charge],
       chains,
       stores,
       leaseMs: LEASE,
@@ -270,6 +291,30 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     expect(stalled.calls).not.toContain('release');
     expect(heir.calls).not.toContain('release');
     expect((await heir.runner.getRun(runId))?.status).toBe('completed');
+  });
+
+  it('a stalled owner whose write fails late leaves the claim its successor took over: a duplicate waits for the successor, the write runs twice at most', async () => {
+    const stores = storesOf(kind, now);
+    let failA!: (e: Error) => void;
+    const stalled = runner(stores, { charge: () => new Promise((_, reject) => (failA = reject)) });
+    const runId = rid('late-fail');
+    const pending = stalled.runner.run(chargeChain, { n: 5 }, { ...alice, runId });
+    for (let i = 0; i < 100 && !failA; i++) await tick(10);
+    t += LEASE + 1_000; // A is silent past its lease
+    let answerB!: (v: unknown) => void;
+    const heir = runner(stores, { charge: () => new Promise((resolve) => (answerB = resolve)) });
+    const taken = heir.runner.run(chargeChain, { n: 5 }, { ...alice, runId }); // takes the run and the key's claim over
+    for (let i = 0; i < 100 && !answerB; i++) await tick(10);
+    failA(Object.assign(new Error('card declined'), { status: 402 })); // A's call fails now: not A's claim any more
+    await pending;
+    const third = runner(stores);
+    const duplicate = third.runner.run(chargeChain, { n: 5 }, { ...alice, runId: rid('dup') }); // the same charge, elsewhere
+    await tick(100);
+    answerB({ by: 'heir' });
+    expect((await taken).status).toBe('completed');
+    const dup = await duplicate;
+    expect(dup.status === 'completed' && dup.output).toEqual({ by: 'heir' }); // it waited for the heir's call
+    expect(third.calls).toEqual([]);
   });
 
   it('an owner whose lease was taken calls no further tool: a call is fenced by the lease before it starts', async () => {

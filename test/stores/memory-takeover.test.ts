@@ -2,6 +2,7 @@
 // and nothing else: not another run's claim, not a claim without a run, not a kept result.
 import { describe, expect, it } from 'vitest';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
+import { takeOverContract } from './run-store-contract.js';
 
 describe('memory idempotency take-over', () => {
   it('a new owner of the same run takes over a pending claim at once; waiters get its outcome', async () => {
@@ -27,3 +28,5 @@ describe('memory idempotency take-over', () => {
     expect(store.begin('b', { runId: 'r1', owner: 'o2', takeOver: true })).toMatchObject({ status: 'pending' });
   });
 });
+
+takeOverContract('memory', async () => memoryIdempotencyStore());

@@ -721,6 +721,28 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       expect(await begin(key, { runId: 'r1', owner: 'C', takeOver: true })).toEqual({ status: 'new' });
     });
 
+    it('the dead owner’s late failure leaves the claim its successor took over; the successor’s own ends it', async () => {
+      const store = await make();
+      const begin = as(store);
+      const key = uid('k');
+      await begin(key, { runId: 'r1', owner: 'dead' });
+      expect(await begin(key, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({ status: 'new' });
+      await store.fail(key, new Error('boom'), false, { runId: 'r1', owner: 'dead' });
+      await store.fail(key, new Error('socket hang up'), true, { runId: 'r1', owner: 'dead' });
+      // Still B's call in flight: a duplicate waits for it (it would have run the write again).
+      expect(stop(await store.begin(key))).toBe('pending');
+      await store.fail(key, new Error('socket hang up'), true, { runId: 'r1', owner: 'B' });
+      const claim = await store.begin(key);
+      expect(claim.status).toBe('pending');
+      await expect(claim.status === 'pending' && claim.settled).rejects.toMatchObject({
+        info: { code: 'outcome_unknown', outcomeUnknown: true },
+      });
+      const other = uid('k');
+      await begin(other, { runId: 'r1', owner: 'B' });
+      await store.fail(other, new Error('boom'), false, { runId: 'r1', owner: 'B' });
+      expect(await store.begin(other)).toEqual({ status: 'new' });
+    });
+
     it('never takes over a claim of another run, a claim without a run, a kept result or an unknown outcome', async () => {
       const store = await make();
       const begin = as(store);
