@@ -230,8 +230,8 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     },
     fail(key, error, outcomeUnknown, run) {
       const e = entries.get(key);
-      // Another owner's claim now (a recovered run taken over): not this call's to end.
-      if (run && e?.run && (e.run.runId !== run.runId || e.run.owner !== run.owner)) return;
+      // A durable call ends only its own claim in flight: not a successor's claim or kept result (a take-over).
+      if (run && !(e && !e.done && e.run?.runId === run.runId && e.run.owner === run.owner)) return;
       // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
       if (outcomeUnknown && e && !e.done) {
         e.unknown = unknownOutcomeInfo(error);

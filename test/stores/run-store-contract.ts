@@ -737,6 +737,13 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await expect(claim.status === 'pending' && claim.settled).rejects.toMatchObject({
         info: { code: 'outcome_unknown', outcomeUnknown: true },
       });
+      // The successor completed: the dead owner's failure leaves the kept result.
+      const kept = uid('k');
+      await begin(kept, { runId: 'r1', owner: 'dead' });
+      await begin(kept, { runId: 'r1', owner: 'B', takeOver: true });
+      await store.complete(kept, { ok: 2 });
+      await store.fail(kept, new Error('boom'), false, { runId: 'r1', owner: 'dead' });
+      expect(await store.begin(kept)).toEqual({ status: 'done', value: { ok: 2 } });
       const other = uid('k');
       await begin(other, { runId: 'r1', owner: 'B' });
       await store.fail(other, new Error('boom'), false, { runId: 'r1', owner: 'B' });
