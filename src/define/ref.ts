@@ -23,6 +23,13 @@ export interface Scope<I = any, C = any, R = Record<string, any>> {
  */
 export class Ref<T = any, S extends string = string, P extends string = string> {
   /**
+   * Types only, never set: a mapped type over the path makes tsc compare two `Ref`s whose paths differ
+   * member by member, so a ref built with a path that is a type parameter is a `Ref<any, S, string>`.
+   *
+   * @hidden
+   */
+  declare readonly [refPath]?: { readonly [K in P]?: 0 };
+  /**
    * Types only, never set: what the ref reads, as a shape its sources must have (see {@link Readable}).
    *
    * @hidden
@@ -82,8 +89,9 @@ export class Ref<T = any, S extends string = string, P extends string = string> 
   }
 }
 
-/** Key of {@link Ref}'s types-only member (no value exists at run time). */
+/** Keys of {@link Ref}'s types-only members (no value exists at run time). */
 declare const refNeeds: unique symbol;
+declare const refPath: unique symbol;
 
 /**
  * What a ref with source `S` and path `P` reads, as a type its sources must be assignable to:
@@ -93,7 +101,16 @@ declare const refNeeds: unique symbol;
  */
 type Needs<S extends string, P extends string> = string extends S
   ? never // any ref (`Ref<any, string, string>`): every ref is one
-  : { readonly [K in S]: [P] extends [''] ? unknown : [IsUnion<P>] extends [false] ? NeedPath<P> : never };
+  : {
+      // A path known only as `string`: the source must exist (`any`, not `unknown`, so a generic path fits).
+      readonly [K in S]: string extends P
+        ? any
+        : [P] extends ['']
+          ? unknown
+          : [IsUnion<P>] extends [false]
+            ? NeedPath<P>
+            : never;
+    };
 /** A path typed as a union of paths (`cond ? 'a' : 'b'`) is left to stage 2, where each must exist. */
 type IsUnion<T, U = T> = T extends unknown ? ([U] extends [T] ? false : true) : never;
 type NeedPath<P extends string> = [P] extends [`${infer H}.${infer Rest}`]

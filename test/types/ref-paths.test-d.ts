@@ -2,7 +2,7 @@
 // segment and the valid ones at that level (nested paths and indices too).
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chain, defineChain, ref, type ChainOutput, type RefPath } from 'chainkit';
+import { chain, defineChain, ref, type ChainOutput, type Ref, type RefPath } from 'chainkit';
 import { emailInput, searchContacts, sendEmail, setPriority, userContext } from './fixtures.js';
 
 const tasksInput = z.object({ tasks: z.array(z.object({ title: z.string() })), name: z.string() });
@@ -269,5 +269,46 @@ describe('declarative refs: what is a field and what is not', () => {
       });
     }
     expectTypeOf<ChainOutput<ReturnType<typeof searchWith>>>().toEqualTypeOf<number>();
+  });
+});
+
+// A ref built by the app's own helper, with a path known only as `string` or as a type parameter:
+// it is still a `Ref` of that source (each failed to compile after the declarative checks landed).
+describe('refs from generic helpers', () => {
+  function fromInput<P extends string>(path: P): Ref<any, 'input'> {
+    return ref('input', path);
+  }
+  function at<S extends string, P extends string>(source: S, path: P): Ref<any, S> {
+    return ref(source, path);
+  }
+  function anyRef<S extends string, P extends string>(source: S, path: P): Ref {
+    return ref(source, path).transform((v: string) => v.trim());
+  }
+
+  it('assigns a ref with a generic path to the ref of its source with any path', () => {
+    expectTypeOf(fromInput('name')).toEqualTypeOf<Ref<any, 'input', string>>();
+    expectTypeOf(at('find', 'contacts')).toEqualTypeOf<Ref<any, 'find', string>>();
+    const wide: Ref<any, 'input', string> = ref('input', 'name');
+    const all: Ref[] = [ref('find', 'contacts.0.email'), wide, anyRef('input', 'x')];
+    expectTypeOf(all).toEqualTypeOf<Ref[]>();
+  });
+
+  it('keeps the source and a literal path apart', () => {
+    // @ts-expect-error — another source
+    const s: Ref<any, 'context', 'name'> = ref('input', 'name');
+    // @ts-expect-error — another path
+    const p: Ref<any, 'input', 'title'> = ref('input', 'name');
+    expectTypeOf(s).not.toBeAny();
+    expectTypeOf(p).not.toBeAny();
+  });
+
+  it('accepts them in a chain (a path known only as string is checked when the chain loads)', () => {
+    defineChain({
+      name: 'helpers', input: tasksInput,
+      steps: [
+        { id: 'find', tool: searchContacts, input: { query: fromInput('name') } },
+        { id: 'send', tool: sendEmail, input: { to: at('find', 'contacts.0.email'), subject: 's', body: 'b' }, confirm: false },
+      ],
+    });
   });
 });
