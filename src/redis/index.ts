@@ -12,7 +12,7 @@ import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOu
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
 import type { LimiterStore } from '../policies/window-limiter.js';
 import { redisLimiterStore } from './limiter.js';
-import { beginForRun, redisRunStore } from './runs.js';
+import { beginForRun, redisRunStore, runMarker } from './runs.js';
 import { redisLearningStore } from './learning.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
@@ -132,14 +132,12 @@ if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
-// KEYS: idempotency key. ARGV: run id, owner, the unknown-outcome entry ('' to release), its TTL. Ends a
-// durable run's claim only while its marker ('{"s":"p","r":…,"o":…}', beginForRun) still names them.
+// KEYS: idempotency key. ARGV: the run's marker (beginForRun), the unknown-outcome entry ('' to release),
+// its TTL. Ends a durable run's claim only while the key still holds that exact marker (kept results are
+// compared, never decoded: they may be large or nested deeper than cjson reads).
 const FAIL_FOR_RUN = `
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end
-local e = cjson.decode(v)
-if e.s ~= 'p' or e.r ~= ARGV[1] or e.o ~= ARGV[2] then return 0 end
-if ARGV[3] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4]) end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
 
 // KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
@@ -286,7 +284,7 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       if (run) {
         // A durable run's call ends only its own claim: a recovered run's new owner may have taken it over.
         const unknown = outcomeUnknown ? JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }) : '';
-        await redis.eval(FAIL_FOR_RUN, 1, idemKey(key), run.runId, run.owner, unknown, String(pendingTtl));
+        await redis.eval(FAIL_FOR_RUN, 1, idemKey(key), runMarker(run), unknown, String(pendingTtl));
         return;
       }
       if (!outcomeUnknown) {

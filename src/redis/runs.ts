@@ -79,6 +79,10 @@ function fromHash(flat: readonly string[], entries: readonly string[]): StoredRu
   );
 }
 
+/** The pending marker of a durable run's call: names the run and the owner that claimed the key. */
+export const runMarker = (run: IdempotencyBeginOptions): string =>
+  JSON.stringify({ s: 'p', r: run.runId, o: run.owner });
+
 /**
  * Claims an idempotency key for a durable run's call (see {@link IdempotencyBeginOptions}): `null`
  * when claimed (or taken over), else the raw entry. Used by `redisStores().idempotency.begin`.
@@ -94,11 +98,10 @@ export async function beginForRun(
   pendingTtlMs: number,
   options: IdempotencyBeginOptions,
 ): Promise<string | null> {
-  const marker = JSON.stringify({ s: 'p', r: options.runId, o: options.owner });
   return (await begin(
     redis,
     [key],
-    [marker, pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'],
+    [runMarker(options), pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'],
   )) as string | null;
 }
 

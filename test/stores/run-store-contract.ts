@@ -744,6 +744,15 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await store.complete(kept, { ok: 2 });
       await store.fail(kept, new Error('boom'), false, { runId: 'r1', owner: 'dead' });
       expect(await store.begin(kept)).toEqual({ status: 'done', value: { ok: 2 } });
+      // A kept result nested deeper than a store's JSON reader goes (Redis' cjson stops at 1000) is left too.
+      const deep = uid('k');
+      let value: unknown = 'x';
+      for (let i = 0; i < 1200; i++) value = [value];
+      await begin(deep, { runId: 'r1', owner: 'dead' });
+      await begin(deep, { runId: 'r1', owner: 'B', takeOver: true });
+      await store.complete(deep, value);
+      await store.fail(deep, new Error('socket hang up'), true, { runId: 'r1', owner: 'dead' });
+      expect(await store.begin(deep)).toEqual({ status: 'done', value });
       const other = uid('k');
       await begin(other, { runId: 'r1', owner: 'B' });
       await store.fail(other, new Error('boom'), false, { runId: 'r1', owner: 'B' });
