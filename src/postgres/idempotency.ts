@@ -68,7 +68,7 @@ WHERE i.state = 'u' OR i.expires_at <= $4`);
   // A durable run's call ($2, $3: its run and owner) ends only its own claim: a recovered run's new owner
   // may have taken the key over meanwhile.
   const release = db.sql(`DELETE FROM ${s}.idempotency
-WHERE key = $1 AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
+WHERE key = $1 AND state <> 'd' AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
   const keepUnknown = db.sql(
     `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3

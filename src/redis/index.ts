@@ -132,11 +132,16 @@ if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
-// KEYS: idempotency key. ARGV: the run's marker (beginForRun), the unknown-outcome entry ('' to release),
-// its TTL. Ends a durable run's claim only while the key still holds that exact marker (kept results are
-// compared, never decoded: they may be large or nested deeper than cjson reads).
-const FAIL_FOR_RUN = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+// KEYS: idempotency key. ARGV: the claim to end ('' for any claim not done; a durable run's exact marker,
+// beginForRun), the unknown-outcome entry ('' to release), its TTL. A kept result stays (the caller's claim
+// lapsed and another call completed the write), and so does a successor's claim after a take-over. Values
+// are compared, never decoded: a kept result may be large or nested deeper than cjson reads.
+const FAIL = `
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+if ARGV[1] == '' then
+  if string.sub(v, 1, 8) == '{"s":"d"' then return 0 end
+elseif v ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
 
@@ -281,18 +286,9 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
     },
     async fail(key, error, outcomeUnknown, run) {
-      if (run) {
-        // A durable run's call ends only its own claim: a recovered run's new owner may have taken it over.
-        const unknown = outcomeUnknown ? JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }) : '';
-        await redis.eval(FAIL_FOR_RUN, 1, idemKey(key), runMarker(run), unknown, String(pendingTtl));
-        return;
-      }
-      if (!outcomeUnknown) {
-        await redis.del(idemKey(key));
-        return;
-      }
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
-      await redis.set(idemKey(key), JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }), 'PX', pendingTtl, 'XX');
+      const unknown = outcomeUnknown ? JSON.stringify({ s: 'u', e: unknownOutcomeInfo(error) }) : '';
+      await redis.eval(FAIL, 1, idemKey(key), run ? runMarker(run) : '', unknown, String(pendingTtl));
     },
     async completeLate(key, value, ttlMs) {
       const kept = JSON.stringify({ s: 'd', v: value });

@@ -230,16 +230,17 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     },
     fail(key, error, outcomeUnknown, run) {
       const e = entries.get(key);
-      // A durable call ends only its own claim in flight: not a successor's claim or kept result (a take-over).
-      if (run && !(e && !e.done && e.run?.runId === run.runId && e.run.owner === run.owner)) return;
-      // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
-      if (outcomeUnknown && e && !e.done) {
+      // Only a claim in flight ends, never a kept result (this call's claim lapsed and another completed the
+      // write); a durable call's only while it is its own, not a successor's after a take-over.
+      if (!e || e.done || (run && !(e.run?.runId === run.runId && e.run.owner === run.owner))) return;
+      if (outcomeUnknown) {
+        // The call may still take effect: keep the key claimed (not the 24 h of a result) and answer with its failure.
         e.unknown = unknownOutcomeInfo(error);
         e.expiresAt = now() + pendingTtl;
       } else {
         entries.delete(key);
       }
-      e?.waiters?.reject(error);
+      e.waiters?.reject(error);
     },
   };
 }

@@ -99,6 +99,7 @@ export interface IdempotencyStore {
    * call runs again — except with `outcomeUnknown` (a write that timed out or lost its connection,
    * and may still take effect): then the key stays claimed until its pending marker expires
    * (`pendingTtlMs`, default 60 s), and duplicates until then get the same failure without running.
+   * A kept result is never ended (this call's claim lapsed and another call completed the write).
    * `run`: the durable run and owner whose `begin` claimed the key; the claim is ended only while it is
    * still theirs (a recovered run's new owner may have taken it over meanwhile).
    */

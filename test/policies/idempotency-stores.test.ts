@@ -211,3 +211,16 @@ describe.each(stores)('completeLate keeps a late answer only where the outcome i
     expect(await s.begin(gone)).toEqual({ status: 'done', value: { v: 5 } });
   });
 });
+
+describe.each(stores)('a late failure leaves a kept result (%s)', (_, store) => {
+  it('a stalled call whose claim lapsed and was completed by another: its failure changes nothing', async () => {
+    const s = store();
+    const key = unique('kept');
+    await s.begin(key);
+    await s.complete(key, { v: 1 }); // the claim lapsed, another call claimed the key and completed it
+    await s.fail(key, new Error('socket hang up'), true); // then the stalled first call gives up, outcome unknown
+    expect(await s.begin(key)).toEqual({ status: 'done', value: { v: 1 } });
+    await s.fail(key, new Error('bad request'), false); // or fails cleanly: the other call's write stays done
+    expect(await s.begin(key)).toEqual({ status: 'done', value: { v: 1 } });
+  });
+});
