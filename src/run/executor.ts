@@ -3,35 +3,27 @@
 // becomes a result — output, failure (after compensation), decline, or a run parked at a gate.
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
-import { RunAbortReason, type Classified } from '../errors/failure.js';
-import { toErrorInfo } from '../errors/messages.js';
+import { RunAbortReason } from '../errors/failure.js';
 import { complexityOf } from '../guidance/timing.js';
-import { maskError, maskFailedRun, secretMask } from '../observe/redact.js';
+import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from '../observe/result.js';
 import type { ToolTransition, TraceStep } from '../observe/trace.js';
 import { transitionFrom, type LastCall } from '../observe/transitions.js';
 import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
-import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
-import {
-  describeThrown,
-  DONE,
-  isThenable,
-  PENDING,
-  ok,
-  StepError,
-  type Execution,
-  type StepOutcome,
-} from './execution.js';
+import { DONE, isThenable, PENDING, StepError, type Execution, type StepOutcome } from './execution.js';
 import { traceEntry } from './recorder.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';
+import { preconditionFailure } from './preconditions.js';
 import { priorStepUndo } from './prior-undo.js';
-import { segmentResult, type EndedSegment } from './segment-end.js';
+import { concludeRun, type EndingRun } from './run-end.js';
 import { stepBody } from './step-kinds.js';
-import type { ExecutorParts, InFlight } from './step-host.js';
+import type { ExecutorParts } from './step-host.js';
+import { StepRun } from './step-run.js';
+import { journalEntry } from './journal.js';
 
 /**
  * Runs one execution segment to its end and returns the result; never throws for run-time failures.
@@ -48,44 +40,18 @@ export function execute<O>(parts: ExecutorParts, exec: Execution): Promise<RunRe
   return new Run(parts, exec).start() as Promise<RunResult<O>>;
 }
 
-/**
- * A step in flight: what it learns on the way (its call context and, with full traces, its input)
- * and how it ends. Its handlers are bound to it rather than closures: a bound function keeps no
- * context, and every step in flight holds a pair.
- */
-class StepRun implements InFlight {
-  ctx: CallContext | undefined = undefined;
-  input: unknown = undefined;
-  children: TraceStep[] | undefined = undefined;
-  undo: UndoUnit[] | undefined = undefined;
-  constructor(
-    readonly run: Run,
-    readonly step: PlannedStep,
-    readonly started: number,
-  ) {}
-
-  /** A step that called its tool resolves with the tool's output, any other step with its outcome. */
-  resolved(result: unknown): void {
-    this.run.endStep(this, this.ctx ? ok(result) : (result as StepOutcome));
-  }
-
-  rejected(error: unknown): void {
-    this.run.endStep(this, this.run.failed(this.step, error, this.ctx));
-  }
-}
-
 /** The state of one execution segment; it is also the call site of its steps' calls. */
-class Run extends Scheduler implements EndedSegment {
+class Run extends Scheduler implements EndingRun {
   readonly scope: Scope;
   readonly deadlineAt: number;
   private readonly traceSteps: (TraceStep | undefined)[];
   readonly segmentStart: number;
-  private lastCall: LastCall | undefined;
+  lastCall: LastCall | undefined;
   /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
   private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: RunResult | Promise<RunResult>) => void) | undefined;
-  private offCallerAbort: (() => void) | undefined;
+  offCallerAbort: (() => void) | undefined;
   /** '' for a run; `audit/` for the sub-chain run of step `audit` (run/sub-run.ts). */
   readonly prefix: string;
 
@@ -208,10 +174,13 @@ class Run extends Scheduler implements EndedSegment {
       );
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
-    if (!exec.resumed) this.checkPreconditions();
+    if (!exec.resumed) {
+      const error = preconditionFailure(exec.chain.preconditions, this.scope, this.calls.retryTable);
+      if (error) this.stop = { index: -1, outcome: { kind: 'failed', error } };
+    }
     // Only its undos are left.
     else if (exec.compensating) this.stop = { index: -1, outcome: { kind: 'failed', error: exec.compensating.error } };
-    if (this.stop) return Promise.resolve(exec.nested === undefined ? this.conclude() : (nestedEnd(this) as never));
+    if (this.stop) return Promise.resolve(exec.nested === undefined ? concludeRun(this) : (nestedEnd(this) as never));
     return new Promise<RunResult>((resolve) => {
       this.resolve = resolve;
       this.pump();
@@ -219,35 +188,7 @@ class Run extends Scheduler implements EndedSegment {
   }
 
   protected finished(): void {
-    this.resolve!(this.exec.nested === undefined ? this.conclude() : (nestedEnd(this) as never));
-  }
-
-  private checkPreconditions(): void {
-    for (const pre of this.exec.chain.preconditions) {
-      let failure: Classified | undefined;
-      try {
-        if (pre.check(this.scope) !== true)
-          failure = {
-            category: 'invalid_input',
-            code: 'precondition_failed',
-            message: `Precondition failed: ${pre.message}`,
-          };
-      } catch (error) {
-        failure = {
-          category: 'internal',
-          code: 'precondition_error',
-          message: `A precondition threw: ${describeThrown(error)}`,
-        };
-      }
-      if (failure) {
-        const details = failure.code === 'precondition_failed' ? { userMessage: pre.message } : {};
-        this.stop = {
-          index: -1,
-          outcome: { kind: 'failed', error: toErrorInfo(failure, details, this.calls.retryTable) },
-        };
-        return;
-      }
-    }
+    this.resolve!(this.exec.nested === undefined ? concludeRun(this) : (nestedEnd(this) as never));
   }
 
   protected startStep(step: PlannedStep): void {
@@ -318,24 +259,9 @@ class Run extends Scheduler implements EndedSegment {
     ctx: CallContext | undefined,
   ): void {
     const { recorder } = this;
-    switch (outcome.kind) {
-      case 'ok':
-        entry.status = outcome.skipped ? 'skipped' : entry.status;
-        break;
-      case 'failed':
-        entry.status = 'error';
-        entry.error = outcome.error;
-        break;
-      case 'gate':
-        entry.status = 'awaiting_confirmation';
-        break;
-      case 'declined':
-        entry.status = 'declined';
-        break;
-      case 'wait':
-        entry.status = 'waiting';
-        break;
-    }
+    if (outcome.kind !== 'ok') entry.status = ENDED_AS[outcome.kind];
+    else if (outcome.skipped) entry.status = 'skipped';
+    if (outcome.kind === 'failed') entry.error = outcome.error;
     if (recorder.traceDetail === 'full' && outcome.kind === 'ok' && !outcome.skipped)
       entry.output = recorder.redacted(outcome.value);
     if (step.tool && ctx) {
@@ -397,63 +323,12 @@ class Run extends Scheduler implements EndedSegment {
     const cancel = abortAtDeadline(this.abort, this.deadlineAt, this.calls.now, deadlineMessage);
     return untilAborted(Promise.resolve(work), this.abort).finally(cancel);
   }
-
-  /**
-   * The run's result, its `chain:end` and log line. A completed run's is made at once (no async
-   * frame for every run in flight); a stopped run's, or one with `onEnd`, comes as a promise. Never throws.
-   */
-  private conclude(): RunResult | Promise<RunResult> {
-    const { calls } = this;
-    this.offCallerAbort?.();
-    calls.active.delete(this.abort);
-    let result: RunResult | Promise<RunResult>;
-    try {
-      result = segmentResult(this);
-      if (!(result instanceof Promise)) return this.concluded(result);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return result.then((r) => this.concluded(r));
-  }
-
-  private concluded(result: RunResult): RunResult | Promise<RunResult> {
-    const { calls, recorder, exec } = this;
-    const mask = result.status === 'failed' ? secretMask(calls.redact, exec.input, exec.context) : undefined;
-    if (mask) maskFailedRun(result as Extract<RunResult, { status: 'failed' }>, mask); // before events and logs
-    if (exec.sessionId === undefined) {
-      if (result.status !== 'awaiting_confirmation') recorder.forget(exec.runId);
-      // Kept for the transition after the resume.
-      else if (this.lastCall) recorder.transitions.park(exec.runId, this.lastCall);
-    }
-    if (exec.onEnd) return this.ended(exec.onEnd, result).then((r) => this.announced(r, mask));
-    return this.announced(result, mask);
-  }
-
-  private announced(result: RunResult, mask: ReturnType<typeof secretMask> | undefined): RunResult {
-    this.recorder.chainEnded(this, result);
-    this.recorder.logRunEnd(this, result, mask);
-    return result;
-  }
-
-  /**
-   * Hands the result to `onEnd` (durable runs record it), which may replace it; a failure there is logged, the result
-   * stands.
-   */
-  private async ended(onEnd: NonNullable<Execution['onEnd']>, result: RunResult): Promise<RunResult> {
-    try {
-      return (await onEnd(result)) ?? result;
-    } catch (error) {
-      this.recorder.logger?.error(
-        this.recorder.logFields(this, { err: error }),
-        `chain ${this.chain}: recording the result failed: ${describeThrown(error)}`,
-      );
-      return result;
-    }
-  }
 }
 
-/** What the journal (and a checkpoint's `nested`) keeps of a step that ended ok or skipped. */
-const journalEntry = (entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): JournalEntry =>
-  outcome.skipped
-    ? { step: entry.id, skipped: true, trace: entry }
-    : { step: entry.id, value: outcome.value, trace: entry };
+/** A trace entry's status for each way a step stops the run. */
+const ENDED_AS = {
+  failed: 'error',
+  gate: 'awaiting_confirmation',
+  declined: 'declined',
+  wait: 'waiting',
+} as const satisfies Record<Exclude<StepOutcome['kind'], 'ok'>, TraceStep['status']>;

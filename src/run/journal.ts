@@ -5,7 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
-import type { Execution } from './execution.js';
+import type { Execution, StepOutcome } from './execution.js';
 import { keepsNested } from './keeps-nested.js';
 import { nullRecord } from '../util/record.js';
 
@@ -161,3 +161,16 @@ export function nestUnder(nested: Map<string, JournalEntry[]>, entry: JournalEnt
   if (list) list.push(entry);
   else nested.set(prefix, [entry]);
 }
+
+/**
+ * What the journal (and a checkpoint's `nested`) keeps of a step that ended ok or skipped.
+ *
+ * @example
+ * ```ts
+ * exec.journal(journalEntry(entry, { kind: 'ok', value: output }));
+ * ```
+ */
+export const journalEntry = (entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): JournalEntry =>
+  outcome.skipped
+    ? { step: entry.id, skipped: true, trace: entry }
+    : { step: entry.id, value: outcome.value, trace: entry };
