@@ -14,7 +14,8 @@ import type { CallContext } from '../policies/types.js';
 import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
 import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
-import { traceEntry, type Recorder } from './recorder.js';
+import type { Recorder } from './recorder.js';
+import { traceEntry } from './trace-entry.js';
 
 /** The run a compensation belongs to: its ids, its context and its scope (what undo inputs read). */
 export interface CompensationRun extends Omit<CallSite, 'abort' | 'deadline'> {

@@ -16,7 +16,8 @@ import type { CallContext } from '../policies/types.js';
 import { newId } from './ids.js';
 import { callContext, failureInfo, INVOKE_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
 import { schemaFailure } from './pipeline.js';
-import { newTrace, traceEntry, type Recorder } from './recorder.js';
+import type { Recorder } from './recorder.js';
+import { newTrace, traceEntry } from './trace-entry.js';
 import type { InvokeOptions } from './types.js';
 
 /** What a direct call needs: calls, a recorder, the known tools and, for `tier`, the registry. */

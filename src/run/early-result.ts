@@ -6,7 +6,8 @@ import { maskError, secretMask } from '../observe/redact.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import { settleTrace, type Trace, type TraceStep } from '../observe/trace.js';
 import type { Calls } from './call-context.js';
-import { newTrace, type Recorder, type RecordSite } from './recorder.js';
+import type { Recorder } from './recorder.js';
+import { newTrace, type RecordSite } from './trace-entry.js';
 
 /** The run an early result belongs to. */
 export interface EarlySite extends RecordSite {

@@ -13,7 +13,7 @@ import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from '../pol
 import type { CallContext } from '../policies/types.js';
 import { failureInfo } from './call-context.js';
 import { DONE, isThenable, PENDING, StepError, type Execution, type StepOutcome } from './execution.js';
-import { traceEntry } from './recorder.js';
+import { traceEntry } from './trace-entry.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';

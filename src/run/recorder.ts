@@ -9,26 +9,17 @@ import type { Logger } from '../observe/logger.js';
 import { maskedErr, secretMask, type SecretMask } from '../observe/redact.js';
 import { redact, type RedactRule } from '../util/redact.js';
 import type { ResponseMetadata, RunResult } from '../observe/result.js';
-import {
-  IDENTITY_KEY,
-  type ToolTransition,
-  type Trace,
-  type TraceStep,
-  type TraceStepStatus,
-} from '../observe/trace.js';
+import { IDENTITY_KEY, type ToolTransition, type TraceStep } from '../observe/trace.js';
 import type { TransitionTracker } from '../observe/transitions.js';
-import type { CallSite } from './call-context.js';
 import type { Classified } from '../errors/failure.js';
 import type { CallContext } from '../policies/types.js';
 import type { StoredRun } from '../stores/run-store.js';
 import { journaledSteps } from './journal.js';
 import type { RunEventHub } from './events-log.js';
-import { iso, type StepOutcome } from './execution.js';
+import type { StepOutcome } from './execution.js';
+import type { RecordSite } from './trace-entry.js';
 
 const IGNORE_PROGRESS = (): void => undefined;
-
-/** The ids events and logs carry: a run's, or a direct call's (no chain). */
-export type RecordSite = Pick<CallSite, 'runId' | 'traceId' | 'sessionId' | 'chain'>;
 
 /** What a {@link Recorder} records to. */
 export interface RecorderOptions {
@@ -44,58 +35,6 @@ export interface RecorderOptions {
   transitions: TransitionTracker;
   /** For result metadata. */
   guidance: GuidanceSources;
-}
-
-/**
- * The trace entry of a step, a direct call or an undo, made when it ends (nothing in flight holds
- * trace state). One literal per shape: a field added afterwards would cost every entry a property array.
- *
- * @example
- * ```ts
- * const entry = traceEntry(1, 'find', 'list_tasks', 'success', 1, started, now());
- * ```
- */
-export function traceEntry(
-  stepNumber: number,
-  id: string,
-  tool: string | undefined,
-  status: TraceStepStatus,
-  attempts: number,
-  started: number,
-  ended: number,
-): TraceStep {
-  return tool !== undefined
-    ? { stepNumber, id, tool, status, attempts, latencyMs: ended - started, startedAt: iso(started) }
-    : { stepNumber, id, status, attempts, latencyMs: ended - started, startedAt: iso(started) };
-}
-
-/**
- * A run's (or a direct call's) trace.
- *
- * @example
- * ```ts
- * const trace = newTrace(site, startedAt, now(), 'completed', steps);
- * ```
- */
-export function newTrace(
-  site: RecordSite,
-  startedAt: number,
-  ended: number,
-  status: Trace['status'],
-  steps: TraceStep[],
-): Trace {
-  const trace: Trace = {
-    traceId: site.traceId,
-    runId: site.runId,
-    chain: site.chain ?? '',
-    startedAt: iso(startedAt),
-    endedAt: iso(ended),
-    totalLatencyMs: ended - startedAt,
-    status,
-    steps,
-  };
-  if (site.sessionId !== undefined) trace.sessionId = site.sessionId;
-  return trace;
 }
 
 /** Records what runs, direct calls and undos do: events, logs, learning, metadata. One per runner. */

@@ -9,7 +9,7 @@ import type { JournalEntry } from '../stores/run-store.js';
 import { compensateRun, type UndoUnit } from './compensate.js';
 import { describeThrown, toolsRun, type Stopped } from './execution.js';
 import { parkAtGate } from './gate.js';
-import { newTrace } from './recorder.js';
+import { newTrace } from './trace-entry.js';
 import type { StepHost } from './step-host.js';
 
 /** A segment whose steps are over, as its result sees it. */
