@@ -1,17 +1,17 @@
 // Static validation of a chain (docs/guides/quickstart.md, Chains) and its compilation into a plan: deps,
 // resolvers, fingerprint.
 // Each step's kind is checked by its planner (define/step-kinds.ts); this file checks what every kind shares.
-import { sha256, toHex } from '../util/sha256.js';
 import type { IssueList } from '../errors/definition-error.js';
 import type { ChainSpec, Step } from './spec.js';
 import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
 import { FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
 import { missingPathHint } from './path-hints.js';
 import { isRef, type Ref } from './ref.js';
-import { isSchema, isZodSchema, parseSchema, schemaToJSONSchema, type Schema as AnySchema } from './schema.js';
+import { isSchema, parseSchema, type Schema as AnySchema } from './schema.js';
 import { checkMs, checkRetry, isTool } from './tool.js';
-import { isChainLike, type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './kinds/plan.js';
+import { type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './kinds/plan.js';
 import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
+import { fingerprintOf } from './fingerprint.js';
 
 // Outside a forEach input, `ref('item')` is an ordinary step ref.
 const NO_ITEM = Symbol('no item');
@@ -32,37 +32,7 @@ type Schema = OutputSchema;
 
 /** Validates a chain spec, adding every problem to `issues`, and compiles its plan. */
 export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedStep[]; fingerprint: string } {
-  if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
-    issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
-  }
-  if (spec.version !== undefined && typeof spec.version !== 'string')
-    issues.add('version', 'Expected `version` to be a string.');
-  if (!isSchema(spec.input))
-    issues.add(
-      'input',
-      'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).',
-    );
-  if (spec.context !== undefined && !isSchema(spec.context))
-    issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
-  if (spec.output !== undefined && typeof spec.output !== 'function')
-    issues.add('output', 'Expected `output` to be a function of the scope.');
-  if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
-  for (const [field, v] of [
-    ['keywords', spec.keywords],
-    ['useCases', spec.useCases],
-  ] as const) {
-    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
-      issues.add(field, `Expected \`${field}\` to be an array of strings.`);
-  }
-  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions))
-    issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
-  else
-    (spec.preconditions ?? []).forEach((p, i) => {
-      if (typeof p?.check !== 'function')
-        issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
-      if (typeof p?.message !== 'string' || p.message === '')
-        issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
-    });
+  checkChainFields(spec, issues);
   if (!Array.isArray(spec.steps) || spec.steps.length === 0) {
     issues.add('steps', 'Expected a non-empty array of steps.');
     return { plan: [], fingerprint: '' };
@@ -70,19 +40,7 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
 
   const inputSchema = isSchema(spec.input) ? spec.input : null;
   const contextSchema = isSchema(spec.context) ? spec.context : undefined;
-  const indexById = new Map<string, number>();
-  spec.steps.forEach((step, i) => {
-    const id = (step as Step | undefined)?.id;
-    const at = `steps[${i}].id`;
-    if (typeof id !== 'string' || !STEP_ID.test(id))
-      issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
-    else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
-    else if (id === FORBIDDEN_KEY)
-      issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
-    else if (indexById.has(id))
-      issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
-    else indexById.set(id, i);
-  });
+  const indexById = indexSteps(spec.steps, issues);
 
   const outputs: Schema[] = [];
   const plan: PlannedStep[] = [];
@@ -350,52 +308,55 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
   return { plan, fingerprint };
 }
 
-/** A stable hash of what the chain does: steps, tools, mappings and function sources. */
-function fingerprintOf(spec: AnySpec): string {
-  const seen = new WeakSet<object>();
-  const text = JSON.stringify(
-    {
-      name: spec.name,
-      version: spec.version ?? '1',
-      input: schemaText(spec.input),
-      context: schemaText(spec.context),
-      steps: spec.steps,
-      output: spec.output,
-      pre: spec.preconditions,
-    },
-    (_key, value: unknown) => {
-      if (typeof value === 'function') return `fn:${String(value)}`;
-      if (typeof value === 'bigint') return `${value}n`;
-      if (isRef(value)) return `ref:${value}${value.transformFn ? `|${String(value.transformFn)}` : ''}`;
-      if (isChainLike(value)) return `chain:${value.name}:${value.fingerprint}`;
-      if (isTool(value))
-        return `tool:${value.name}:${value.effect}:${schemaText(value.input)}:${schemaText(value.output)}`;
-      if (isSchema(value)) return schemaText(value);
-      if (typeof value === 'object' && value !== null) {
-        if (seen.has(value)) return '[cycle]';
-        seen.add(value);
-      }
-      return value;
-    },
-  );
-  return toHex(sha256(text)).slice(0, 32);
+/** The chain's own fields (name, version, schemas, output, timeout, keywords, preconditions), every problem added. */
+function checkChainFields(spec: AnySpec, issues: IssueList): void {
+  if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
+    issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
+  }
+  if (spec.version !== undefined && typeof spec.version !== 'string')
+    issues.add('version', 'Expected `version` to be a string.');
+  if (!isSchema(spec.input))
+    issues.add(
+      'input',
+      'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).',
+    );
+  if (spec.context !== undefined && !isSchema(spec.context))
+    issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
+  if (spec.output !== undefined && typeof spec.output !== 'function')
+    issues.add('output', 'Expected `output` to be a function of the scope.');
+  if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
+  for (const [field, v] of [
+    ['keywords', spec.keywords],
+    ['useCases', spec.useCases],
+  ] as const) {
+    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
+      issues.add(field, `Expected \`${field}\` to be an array of strings.`);
+  }
+  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions))
+    issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
+  else
+    (spec.preconditions ?? []).forEach((p, i) => {
+      if (typeof p?.check !== 'function')
+        issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
+      if (typeof p?.message !== 'string' || p.message === '')
+        issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
+    });
 }
 
-// Schemas are immutable: one rendering each, however many steps use the same tool.
-const schemaTexts = new WeakMap<object, string>();
-
-function schemaText(schema: unknown): string {
-  if (!isSchema(schema)) return '';
-  let text = schemaTexts.get(schema);
-  if (text === undefined) {
-    try {
-      // A Standard Schema without JSON Schema renders as `{}`: its vendor still tells two apart.
-      const vendor = isZodSchema(schema) ? '' : `${schema['~standard'].vendor}:`;
-      text = `${vendor}${JSON.stringify(schemaToJSONSchema(schema, 'input'))}`;
-    } catch {
-      text = 'schema';
-    }
-    schemaTexts.set(schema, text);
-  }
-  return text;
+/** Each step's index by id; an id that is malformed, reserved or already used is an issue (and not indexed). */
+function indexSteps(steps: readonly unknown[], issues: IssueList): Map<string, number> {
+  const indexById = new Map<string, number>();
+  steps.forEach((step, i) => {
+    const id = (step as Step | undefined)?.id;
+    const at = `steps[${i}].id`;
+    if (typeof id !== 'string' || !STEP_ID.test(id))
+      issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
+    else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
+    else if (id === FORBIDDEN_KEY)
+      issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
+    else if (indexById.has(id))
+      issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
+    else indexById.set(id, i);
+  });
+  return indexById;
 }
