@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
-import type { RunEventLog } from '../stores/run-store.js';
-import type { Db } from './db.js';
+import type { LastEvents, RunEventLog } from '../stores/run-store.js';
+import type { Db, Statement } from './db.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
 
@@ -57,6 +57,42 @@ async function endListener(client: Listener, connected: Promise<Listener>): Prom
   if (!ended) client.connection?.stream?.destroy();
 }
 
+/**
+ * The common table expressions of an append (`c`: the log's counter row, `i`, `d`, `n`: the NOTIFY), `$1` the
+ * run id and `$p` … `$p+5` the events, their expiry, now, the cap, the channel and whether to wake readers
+ * (a NOTIFY serializes commits: skipped at the end of a run nobody watches). With `from`, they append only
+ * when that expression yields a row: a run's end and its last events in one statement.
+ */
+function appendCtes(s: string, from: string | undefined, p: number): string {
+  const [events, expires, now, cap, channel, wake] = [p, p + 1, p + 2, p + 3, p + 4, p + 5].map((n) => `$${n}`);
+  return `c AS (
+  INSERT INTO ${s}.run_event_logs AS l (run_id, last, expires_at)
+  SELECT $1::text, cardinality(${events}::text[]), ${expires}::double precision${from ? ` FROM ${from}` : ''}
+  ON CONFLICT (run_id) DO UPDATE SET last = l.last + cardinality(${events}::text[]), expires_at = EXCLUDED.expires_at
+  WHERE l.expires_at IS NULL OR l.expires_at > ${now}
+  RETURNING last
+),
+i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
+  SELECT $1, c.last - cardinality(${events}::text[]) + u.i, u.e FROM c, unnest(${events}::text[]) WITH ORDINALITY AS u(e, i)),
+d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - ${cap}),
+n AS (SELECT pg_notify(${channel}, $1) FROM c WHERE cardinality(${events}::text[]) > 0 AND ${wake}::boolean)`;
+}
+
+/**
+ * What the run store needs of the event log to end a run and append its last events in one statement
+ * (`finishWithEvents`).
+ */
+export interface EndWithEvents {
+  /** The statement: `ctes` (the end's, `f` yields the ended run's row, using `$1` … `$p-1`), then the append's. */
+  statement(ctes: string, p: number): Statement;
+  /** The append's values after the end's. */
+  values(last: LastEvents, now: number): unknown[];
+  /** The log's tables exist. */
+  ready(): Promise<void>;
+  /** After a log was given a retention: its occasional sweep of expired logs. */
+  kept(now: number): void;
+}
+
 const POSTGRES_EVENT_LOG_OPTIONS = z.object(
   { maxEventsPerRun: integer('maxEventsPerRun', 1).optional() },
   { error: 'Expected postgresEventLog options to be an object.' },
@@ -74,7 +110,7 @@ const POSTGRES_EVENT_LOG_OPTIONS = z.object(
 export function postgresEventLog(
   db: Db,
   options: PostgresEventLogOptions = {},
-): RunEventLog & { close(): Promise<void> } {
+): RunEventLog & { close(): Promise<void>; end: EndWithEvents } {
   const cap = options.maxEventsPerRun ?? 10_000;
   checkOptions('postgresEventLog options', POSTGRES_EVENT_LOG_OPTIONS, options);
   const { s } = db;
@@ -88,17 +124,7 @@ CREATE TABLE IF NOT EXISTS ${s}.run_event_logs (
 CREATE INDEX IF NOT EXISTS run_event_logs_expiry ON ${s}.run_event_logs (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS ${s}.run_events (
   run_id text NOT NULL, seq bigint NOT NULL, event text NOT NULL, PRIMARY KEY (run_id, seq));`;
-  const append = db.sql(`
-WITH c AS (
-  INSERT INTO ${s}.run_event_logs AS l (run_id, last, expires_at) VALUES ($1, cardinality($2::text[]), $3)
-  ON CONFLICT (run_id) DO UPDATE SET last = l.last + cardinality($2::text[]), expires_at = EXCLUDED.expires_at
-  WHERE l.expires_at IS NULL OR l.expires_at > $4
-  RETURNING last
-),
-i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
-  SELECT $1, c.last - cardinality($2::text[]) + u.i, u.e FROM c, unnest($2::text[]) WITH ORDINALITY AS u(e, i)),
-d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - $5),
-n AS (SELECT pg_notify($6, $1) WHERE cardinality($2::text[]) > 0)
+  const append = db.sql(`WITH ${appendCtes(s, undefined, 2)}
 SELECT c.last, (SELECT count(*) FROM n) AS notified FROM c`);
   const dropExpired = db.sql(`
 WITH l AS (DELETE FROM ${s}.run_event_logs WHERE run_id = $1 AND expires_at <= $2 RETURNING run_id)
@@ -163,21 +189,41 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
     return listening;
   };
 
+  const sweepEveryMs = options.sweepEveryMs ?? SWEEP_EVERY_MS;
+  const kept = (now: number): void => {
+    if (now - lastSweep < sweepEveryMs) return;
+    lastSweep = now;
+    db.query('run (events sweep)', sweep, [now, SWEEP_BATCH]).catch(() => undefined);
+  };
+
   return {
+    end: {
+      statement: (ctes, p) =>
+        db.sql(`WITH ${ctes},
+${appendCtes(s, 'f', p)}
+SELECT f.run_id, (SELECT count(*) FROM c) AS logged, (SELECT count(*) FROM n) AS notified FROM f`),
+      values: (last, now) => [last.events, now + last.keepMs, now, cap, eventsChannel, last.watched],
+      ready: tables,
+      kept,
+    },
     async append(runId, events, keepMs) {
-      const sweepEveryMs = options.sweepEveryMs ?? SWEEP_EVERY_MS;
       await tables();
       const now = db.now();
       const expiresAt = keepMs === undefined ? null : now + keepMs;
       for (let round = 0; round < 2; round++) {
         const row = (
-          await db.query<{ last: string }>('run (events)', append, [runId, events, expiresAt, now, cap, eventsChannel])
+          await db.query<{ last: string }>('run (events)', append, [
+            runId,
+            events,
+            expiresAt,
+            now,
+            cap,
+            eventsChannel,
+            true,
+          ])
         ).rows[0];
         if (row) {
-          if (keepMs !== undefined && now - lastSweep >= sweepEveryMs) {
-            lastSweep = now;
-            db.query('run (events sweep)', sweep, [now, SWEEP_BATCH]).catch(() => undefined);
-          }
+          if (keepMs !== undefined) kept(now);
           return Number(row.last);
         }
         await db.query('run (events)', dropExpired, [runId, now]); // past its retention: as if gone

@@ -57,12 +57,13 @@ ${append}`);
 UPDATE ${s}.runs SET lease_until = $3
 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
-  const finish = db.sql(`
-WITH f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7,
+  // `f` yields the run's row when this owner ended it ($1 … $7); the last events may ride on it (run-events.ts).
+  const finishCtes = `f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7,
     retry_until = NULL
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
-  SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
+  SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)`;
+  const finish = db.sql(`WITH ${finishCtes}
 SELECT run_id FROM f`);
   const reopen = db.sql(`
 UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5,
@@ -135,6 +136,7 @@ ORDER BY lease_until LIMIT $2`);
     journalAndKeep,
     renew,
     finish,
+    finishCtes,
     reopen,
     claim,
     list,

@@ -77,6 +77,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     journalAndKeep,
     renew,
     finish,
+    finishCtes,
     reopen,
     claim,
     list,
@@ -149,6 +150,8 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     ...(options.maxEventsPerRun !== undefined && { maxEventsPerRun: options.maxEventsPerRun }),
     ...(options.sweepEveryMs !== undefined && { sweepEveryMs: options.sweepEveryMs }),
   });
+  // The end and the last events in one statement: the events' parameters follow the end's seven.
+  const finishWithEvents = events.end.statement(finishCtes, 8);
 
   return {
     idempotency: options.idempotency,
@@ -204,6 +207,24 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
           ])
         ).rowCount === 1
       );
+    },
+    async finishWithEvents(runId, owner, status, result, retentionMs, entries, last) {
+      const data = encodeRunValue(result);
+      const journaled = entries.map((e) => encodeRunValue(e));
+      db.sweepSoon();
+      await events.end.ready();
+      let now = 0;
+      const row = (
+        await db.query<{ logged: string }>('run (finish)', finishWithEvents, () => {
+          now = db.now();
+          return [runId, owner, status, data, now + retentionMs, journaled, now, ...events.end.values(last, now)];
+        })
+      ).rows[0];
+      if (!row) return false;
+      events.end.kept(now);
+      // The run's event log had outlived its retention (a long parked run): appended afresh, after the end.
+      if (Number(row.logged) === 0) await events.append(runId, last.events, last.keepMs);
+      return true;
     },
     async reopen(runId, owner, update) {
       return (

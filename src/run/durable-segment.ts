@@ -8,6 +8,7 @@ import type { JournalEntry } from '../stores/run-store.js';
 import { UNDO_FLOOR_MS } from './call-context.js';
 import { earlyFailure } from './early-result.js';
 import { runEndData } from './events-log.js';
+import type { RunEndData } from '../observe/run-events.js';
 import type { Execution } from './execution.js';
 import { execute } from './executor.js';
 import { journalPlan } from './journal.js';
@@ -150,24 +151,36 @@ export function ownSegment(
     }
     let recorded = false;
     const until = Math.max(deadlineAt, now() + UNDO_FLOOR_MS); // the end write keeps the run's deadline
+    const keepMs = o.keepFor(result.status);
+    const end = (): RunEndData => runEndData(result, (v) => parts.recorder.redacted(v));
+    // The last events ride on the end's write where the store can: one round trip less per run.
+    const last =
+      events && store.finishWithEvents && result.status !== 'waiting'
+        ? events.takeEnd(runId, end(), keepMs)
+        : undefined;
+    let unsent = last?.events; // taken, and not known to be written with the end
     try {
       recorded = await o.bounded('finish', until, () =>
         result.status === 'waiting'
           ? park(o, runId, result, atEnd)
-          : store.finish(runId, owner, result.status, result, o.keepFor(result.status), atEnd),
+          : last
+            ? store.finishWithEvents!(runId, owner, result.status, result, keepMs, atEnd, last)
+            : store.finish(runId, owner, result.status, result, keepMs, atEnd),
       );
+      if (recorded) unsent = undefined;
     } catch (error) {
       if (error instanceof CheckpointEncodeError) recorded = await finishPlain(o, runId, result, until, atEnd);
-      else o.warn(error, `could not record the end of run ${runId}`);
+      else {
+        o.warn(error, `could not record the end of run ${runId}`);
+        unsent = undefined; // the write may have happened after all: its events are not sent twice
+      }
     }
     // Steps journaled with the end, and a compensation, are done only once the end is recorded:
     // otherwise the run stays in flight (its next owner finishes it from the journal) and this caller is told so.
-    await events?.close(
-      runId,
-      recorded ? runEndData(result, (v) => parts.recorder.redacted(v)) : undefined,
-      recorded ? o.keepFor(result.status) : undefined,
-      until,
-    );
+    if (last === undefined)
+      await events?.close(runId, recorded ? end() : undefined, recorded ? keepMs : undefined, until);
+    else if (unsent !== undefined)
+      await events!.append(runId, recorded ? unsent : unsent.slice(0, -1), recorded ? keepMs : undefined, until);
     if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(o, result);
     parts.recorder.durableRunEnded(result, recovered);
   };

@@ -1,14 +1,15 @@
 // Run events on their way to the run store's event log (docs/guides/watching-runs.md). The recorder
 // hands each event of a run this runner owns to its writer; nobody watching, the events wait in the
-// writer and go in one append when the run ends (one store round trip per run); watched — by a
-// `watch` here or an announce from any instance — they go as they happen, one append in flight.
+// writer and go with the run's end (in the end's own write where the store has finishWithEvents, else
+// in one append after it); watched — by a `watch` here or an announce from any instance — they go as
+// they happen, one append in flight.
 import type { RunEndData, RunEventDraft } from '../observe/run-events.js';
 import type { Logger } from '../observe/logger.js';
 import type { RunResult } from '../observe/result.js';
 import { RunAbortReason } from '../errors/failure.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
-import type { RunEventLog } from '../stores/run-store.js';
+import type { LastEvents, RunEventLog } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
 /**
@@ -70,13 +71,8 @@ export class RunEventWriter {
   /** Adds an event (`data` already redacted); what cannot be encoded is left out (and logged). */
   push(type: RunEventDraft['type'], step: string | undefined, data: unknown): void {
     const { hub } = this;
-    let text: string;
-    try {
-      text = encodeRunValue(step === undefined ? { at: hub.now(), type, data } : { at: hub.now(), type, step, data });
-    } catch (error) {
-      hub.warn(error, `run ${this.runId}: a ${type} event could not be encoded; it was left out`);
-      return;
-    }
+    const text = this.encode(type, step, data);
+    if (text === undefined) return;
     if (hub.log.local) {
       // In-process: appending costs nothing, so every event is in the log at once.
       hub.log
@@ -87,6 +83,30 @@ export class RunEventWriter {
     this.buffer.push(text);
     if (this.buffer.length > MAX_BUFFERED) this.buffer.splice(0, this.buffer.length - MAX_BUFFERED);
     if (this.watched || this.buffer.length >= BATCH) this.flush();
+  }
+
+  private encode(type: RunEventDraft['type'], step: string | undefined, data: unknown): string | undefined {
+    const { hub } = this;
+    try {
+      return encodeRunValue(step === undefined ? { at: hub.now(), type, data } : { at: hub.now(), type, step, data });
+    } catch (error) {
+      hub.warn(error, `run ${this.runId}: a ${type} event could not be encoded; it was left out`);
+      return undefined;
+    }
+  }
+
+  /**
+   * The events not sent yet, `run:end` last, for the run store to append with the run's end; `undefined`
+   * while an append is in flight (the rest must follow it) or when appending costs nothing (in-process).
+   */
+  drain(end: RunEndData): string[] | undefined {
+    if (this.inFlight || this.hub.log.local) return undefined;
+    const last = this.encode('run:end', undefined, end);
+    if (last === undefined) return undefined;
+    const batch = this.buffer;
+    this.buffer = [];
+    batch.push(last);
+    return batch;
   }
 
   /** Sends what is buffered: one append in flight at a time, the next batch after it. */
@@ -167,6 +187,19 @@ export class RunEventHub {
     await writer.close(end, keepMs, until);
   }
 
+  /**
+   * A run's last events, `end` last, kept `keepMs`, for its run store's `finishWithEvents`; the run's events
+   * are no longer recorded here. `undefined` (nothing taken) when they must go as {@link RunEventHub.close}
+   * sends them.
+   */
+  takeEnd(runId: string, end: RunEndData, keepMs: number): LastEvents | undefined {
+    const writer = this.writers.get(runId);
+    const events = writer?.drain(end);
+    if (events === undefined) return undefined;
+    this.writers.delete(runId);
+    return { events, keepMs, watched: writer!.watched };
+  }
+
   /** A watch of `runId` on this runner began: its events go as they happen. Returns the end of the watch. */
   watch(runId: string): () => void {
     this.watching.set(runId, (this.watching.get(runId) ?? 0) + 1);
@@ -201,7 +234,7 @@ export class RunEventHub {
   /** One append bounded by STORE_WAIT_MS and `until`; a failure is logged (the events are lost, the run goes on). */
   async append(
     runId: string,
-    batch: string[],
+    batch: readonly string[],
     keepMs: number | undefined,
     until = Number.POSITIVE_INFINITY,
   ): Promise<void> {

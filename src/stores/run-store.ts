@@ -179,6 +179,20 @@ export interface RunStore {
     entries?: readonly JournalEntry[],
   ): Promise<boolean>;
   /**
+   * {@link RunStore.finish}, and in the same write the run's {@link LastEvents | last events} appended to its
+   * {@link RunStore.events | event log}: the end of a run in one round trip. The events are appended only
+   * when the end is recorded (`true`). A store without it is sent `finish`, then the events.
+   */
+  finishWithEvents?(
+    runId: string,
+    owner: string,
+    status: Exclude<RunStatus, 'running'>,
+    result: unknown,
+    retentionMs: number,
+    entries: readonly JournalEntry[],
+    last: LastEvents,
+  ): Promise<boolean>;
+  /**
    * Makes a run parked at a gate `running` again under `owner` (a resume): records the approved
    * gate (a recovered run does not ask again) and the resumed segment's deadline, clears the stored
    * `result`. `false`: the run is not parked (missing, running or ended).
@@ -285,6 +299,19 @@ export interface RunEventLog {
   onAnnounce(listener: (runId: string) => void): () => void;
   /** Releases what the log opened (connections for waiting and announcing). */
   close?(): Promise<void>;
+}
+
+/** A run's last events, appended with its end ({@link RunStore.finishWithEvents}). */
+export interface LastEvents {
+  /** Encoded ({@link RunEventLog.append}'s form), in order, `run:end` last. */
+  events: readonly string[];
+  /** How long the run's events are kept from now. */
+  keepMs: number;
+  /**
+   * Someone watches the run, as far as its owner knows: readers waiting for its events are woken at once.
+   * Otherwise the store may skip the wake-up (a reader that began as the run ended reads them on its next poll).
+   */
+  watched: boolean;
 }
 
 /** One run as a listing shows it: never its input, output, context or resume token. */

@@ -17,6 +17,7 @@ import {
   type ToolCall,
 } from '../../src/index.js';
 import { type RunStore } from '../../src/stores/index.js';
+import { atEndWrite } from '../helpers/end-write.js';
 import { postgresStores } from '../../src/postgres/index.js';
 import { redisStores } from '../../src/redis/index.js';
 import { memoryIdempotencyStore } from '../../src/stores/memory.js';
@@ -219,10 +220,9 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
   it('compensation is recorded: a store failing once at the end write → recovery never calls the failed step again and ends failed', async () => {
     const stores = storesOf(kind, now);
     let finishFails = 1;
-    const flaky: RunStore = {
-      ...stores.runs,
-      finish: (...a) => (finishFails-- > 0 ? Promise.reject(new Error('connection reset')) : stores.runs.finish(...a)),
-    };
+    const flaky = atEndWrite(stores.runs, (write) =>
+      finishFails-- > 0 ? Promise.reject(new Error('connection reset')) : write(),
+    );
     const owner = runner({ runs: flaky, idempotency: stores.idempotency }, { ship: failOnce() });
     const runId = rid('comp');
     const first = await owner.runner.run(order, { n: 1 }, { ...alice, runId });
@@ -244,7 +244,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
   it('compensation is recorded: an owner that dies at the end write after its undo: recovery calls nothing again and ends the run failed', async () => {
     const stores = storesOf(kind, now);
     let finishes = 0;
-    const dying: RunStore = { ...stores.runs, finish: () => (finishes++, never()) }; // dies at the end write
+    const dying = atEndWrite(stores.runs, () => (finishes++, never())); // dies at the end write
     const owner = runner({ runs: dying, idempotency: stores.idempotency }, { ship: failOnce() });
     const runId = rid('died');
     void owner.runner.run(order, { n: 2 }, { ...alice, runId });

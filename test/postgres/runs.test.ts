@@ -182,3 +182,94 @@ decideAcrossRunnersContract('postgres', async () => {
       }),
   };
 });
+
+describe('postgres run store: a run ends and appends its last events in one statement', () => {
+  const ev = (type: string) => JSON.stringify({ at: Date.now(), type, data: {} });
+  const setup = async () => {
+    const counted = new pg.Pool({ ...connection, max: 2 });
+    pools.push(counted);
+    let statements = 0;
+    const query = counted.query.bind(counted);
+    counted.query = ((...args: Parameters<typeof query>) => {
+      statements++;
+      return query(...args);
+    }) as typeof counted.query;
+    const stores = postgresStores(counted, { schema: schema(), sweepIntervalMs: Infinity });
+    await stores.migrate();
+    eventStores.push(stores.runs);
+    return { runs: stores.runs, statements: () => statements };
+  };
+
+  it('one statement: the end recorded, the events after the earlier ones, run:end last, kept for the retention', async () => {
+    const { runs, statements } = await setup();
+    const rec = record('A', Date.now() + 60_000);
+    await runs.create(rec, Date.now());
+    await runs.events!.append(rec.runId, [ev('run:start'), ev('step:start')]);
+    const before = statements();
+    const ended = await runs.finishWithEvents!(rec.runId, 'A', 'completed', { ok: 1 }, 60_000, [entry('s1', 1)], {
+      events: [ev('step:end'), ev('run:end')],
+      keepMs: 60_000,
+      watched: false,
+    });
+    expect(ended).toBe(true);
+    expect(statements() - before).toBe(1);
+    expect((await runs.get(rec.runId))?.status).toBe('completed');
+    expect((await runs.get(rec.runId))?.journal.map((e) => e.step)).toEqual(['s1']);
+    const events = await runs.events!.read(rec.runId, 0, 10);
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [1, 'run:start'],
+      [2, 'step:start'],
+      [3, 'step:end'],
+      [4, 'run:end'],
+    ]);
+  });
+
+  it('not the owner: nothing recorded, no event appended', async () => {
+    const { runs } = await setup();
+    const rec = record('A', Date.now() + 60_000);
+    await runs.create(rec, Date.now());
+    await runs.events!.append(rec.runId, [ev('run:start')]);
+    expect(
+      await runs.finishWithEvents!(rec.runId, 'B', 'completed', {}, 60_000, [], {
+        events: [ev('run:end')],
+        keepMs: 60_000,
+        watched: false,
+      }),
+    ).toBe(false);
+    expect((await runs.get(rec.runId))?.status).toBe('running');
+    expect((await runs.events!.read(rec.runId, 0, 10)).map((e) => e.type)).toEqual(['run:start']);
+  });
+
+  it('a log past its retention (a run parked longer than its events are kept) starts afresh with the end', async () => {
+    const { runs } = await setup();
+    const rec = record('A', Date.now() + 60_000);
+    await runs.create(rec, Date.now());
+    await runs.events!.append(rec.runId, [ev('run:start')], 1); // kept 1 ms
+    await new Promise((r) => setTimeout(r, 20));
+    expect(
+      await runs.finishWithEvents!(rec.runId, 'A', 'failed', {}, 60_000, [], {
+        events: [ev('run:end')],
+        keepMs: 60_000,
+        watched: false,
+      }),
+    ).toBe(true);
+    expect((await runs.events!.read(rec.runId, 0, 10)).map((e) => [e.seq, e.type])).toEqual([[1, 'run:end']]);
+  });
+
+  it('wakes a reader waiting for the events of a watched run', async () => {
+    const { runs } = await setup();
+    const rec = record('A', Date.now() + 60_000);
+    await runs.create(rec, Date.now());
+    await runs.events!.append(rec.runId, [ev('run:start')]);
+    const t = Date.now();
+    const woken = runs.events!.wait(rec.runId, 1, 20_000);
+    await new Promise((r) => setTimeout(r, 100)); // the reader is listening
+    await runs.finishWithEvents!(rec.runId, 'A', 'completed', {}, 60_000, [], {
+      events: [ev('run:end')],
+      keepMs: 60_000,
+      watched: true,
+    });
+    await woken;
+    expect(Date.now() - t).toBeLessThan(15_000); // woken by the NOTIFY, not by the timeout
+  });
+});

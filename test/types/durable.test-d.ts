@@ -1,7 +1,7 @@
 // Durable runs' public types (docs/guides/durable-runs.md), against the built declarations.
 import { describe, expectTypeOf, it } from 'vitest';
 import { createRunner, functionInvoker, type RunInfo, type RunnerOptions, type RunResult, type RunEndEvent, type RunRecoveredEvent } from 'chainkit';
-import { type RunStore } from 'chainkit/stores';
+import { type LastEvents, type RunStore } from 'chainkit/stores';
 import { postgresStores, type PostgresStores } from 'chainkit/postgres';
 import { redisStores } from 'chainkit/redis';
 import { memoryRunStore } from 'chainkit/testing';
@@ -23,6 +23,16 @@ describe('durable runs', () => {
     expectTypeOf(postgresStores).parameter(1).toExtend<{ schema?: string } | undefined>();
     // @ts-expect-error recover needs its interval
     const bad: RunnerOptions = { invoker: functionInvoker({}), recover: {} };
+    void bad;
+  });
+
+  it('a run store may end a run and append its last events in one write', () => {
+    type FinishWithEvents = NonNullable<RunStore['finishWithEvents']>;
+    expectTypeOf<Parameters<FinishWithEvents>[6]>().toEqualTypeOf<LastEvents>();
+    expectTypeOf<ReturnType<FinishWithEvents>>().toEqualTypeOf<Promise<boolean>>();
+    expectTypeOf<LastEvents>().toEqualTypeOf<{ events: readonly string[]; keepMs: number; watched: boolean }>();
+    // @ts-expect-error the events are encoded strings
+    const bad: LastEvents = { events: [{ type: 'run:end' }], keepMs: 1, watched: false };
     void bad;
   });
 });
