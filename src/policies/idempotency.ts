@@ -5,6 +5,9 @@ import type { Call, CallContext, Policy } from './types.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
+import { unknownOutcomeInfo } from '../stores/pending.js';
+import { secretMask } from '../observe/redact.js';
+import type { RedactRule } from '../util/redact.js';
 
 /**
  * Starts a store write whose failure must not hide the call's outcome:
@@ -74,6 +77,21 @@ function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Pr
 }
 
 /**
+ * This call's failure as the store keeps it and hands it to other calls under the same key (a
+ * duplicate waiting for it, a later call while the outcome is unknown): another caller's, so the
+ * secrets of this call's input and context are masked out of its text (§6: never in text).
+ */
+function sharedFailure(error: unknown, ctx: CallContext, redact: RedactRule | undefined): ToolFailure {
+  const info = unknownOutcomeInfo(error);
+  const mask = secretMask(redact, ctx.input, ctx.context);
+  return new ToolFailure({
+    ...info,
+    message: mask.text(info.message),
+    ...(info.userMessage !== undefined && { userMessage: mask.text(info.userMessage) }),
+  });
+}
+
+/**
  * One claimed call, until its outcome is kept. A write whose outcome is unknown (timed out, cut off)
  * may still answer: that late answer is its outcome, kept under its key once the unknown failure is.
  */
@@ -103,7 +121,7 @@ class Claimed {
  * const call = compose([idempotencyPolicy(memoryIdempotencyStore(), Date.now)], invokeTool(invoker));
  * ```
  */
-export function idempotencyPolicy(store: IdempotencyStore, now: () => number): Policy {
+export function idempotencyPolicy(store: IdempotencyStore, now: () => number, redact?: RedactRule): Policy {
   // After the call, the store's trouble must not hide the outcome: the side effect happened (or not).
   // The caller's answer waits for the record's write until the run's deadline, or until its scope
   // aborts (deadline, cancel, `close()`): the write goes on, but no wait or timer outlives the run
@@ -158,7 +176,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number): P
     const written =
       early !== undefined
         ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
-        : start(() => store.fail(this.key, error, unknown, ctx.durable));
+        : start(() => store.fail(this.key, sharedFailure(error, ctx, redact), unknown, ctx.durable));
     // The late answer's write follows this one's, wherever the caller stopped waiting.
     if (unknown) this.recorded = written;
     const recorded = settleBy(written, ctx);

@@ -168,7 +168,7 @@ function callPipeline(
   });
   const call = compose(
     [
-      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now),
+      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now, options.redact),
       retryPolicy({
         random: options.random ?? Math.random,
         now,

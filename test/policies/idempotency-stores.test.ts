@@ -224,3 +224,41 @@ describe.each(stores)('a late failure leaves a kept result (%s)', (_, store) => 
     expect(await s.begin(key)).toEqual({ status: 'done', value: { v: 1 } });
   });
 });
+
+describe.each(stores)('a kept failure never carries the secrets of the call that failed (%s)', (_, store) => {
+  it("a later call under the same key is told the write's unknown outcome without the first call's card token", async () => {
+    const charge = defineTool({
+      name: 'charge',
+      description: 'charges a card',
+      input: z.object({ amount: z.number(), card_token: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'write',
+    });
+    const runner = createRunner({
+      invoker: createMockInvoker({
+        charge: ({ card_token }: { card_token: string }) => {
+          throw Object.assign(new Error(`gateway timeout while charging card ${card_token}`), { status: 504 });
+        },
+      }),
+      tools: [charge],
+      stores: { idempotency: store() },
+    });
+    const key = unique('order');
+    const first = await runner.invoke(
+      'charge',
+      { amount: 5, card_token: 'tok_SECRET_AAAA1111' },
+      { context: alice, idempotencyKey: key },
+    );
+    expect(first.status === 'failed' && first.error.code).toBe('http_504'); // outcome unknown: the key stays claimed
+    const second = await runner.invoke(
+      'charge',
+      { amount: 5, card_token: 'tok_OTHER_BBBB2222' },
+      { context: alice, idempotencyKey: key },
+    );
+    expect(second.status === 'failed' && second.error.code).toBe(first.status === 'failed' && first.error.code);
+    expect(JSON.stringify(second)).not.toContain('tok_SECRET_AAAA1111');
+    expect(second.status === 'failed' && second.error.message).toContain('still waiting for its answer');
+    expect(second.status === 'failed' && second.error.message).toContain('[REDACTED]');
+    await runner.close();
+  });
+});
