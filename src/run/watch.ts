@@ -53,9 +53,10 @@ export interface WatchSource {
 }
 
 /**
- * The events of `runId` after `options.after`, in order, ending after `run:end`. With `settled`
- * (a run this runner started: `stream`), a run that ends without `run:end` in the log (its input
- * refused before it was recorded) ends the watch with a `run:end` made from its result.
+ * The events of `runId` after `options.after`, in order, ending after `run:end` (a run parked `waiting`
+ * is watched on to its end). With `settled` (a run this runner started: `stream`), a run that ends
+ * without `run:end` in the log (its input refused before it was recorded) ends the watch with a
+ * `run:end` made from its result.
  *
  * @example
  * ```ts
@@ -71,7 +72,8 @@ export async function* watchRun(
   const { store, log, hub } = source;
   const { signal } = options;
   // A wait ends early when the caller stops, or when the run this runner started settles.
-  const wake = settled ? (signal ? AbortSignal.any([signal, settled.signal]) : settled.signal) : signal;
+  let ending = settled;
+  let wake = settled ? (signal ? AbortSignal.any([signal, settled.signal]) : settled.signal) : signal;
   const after = options.after ?? 0;
   if (!(Number.isSafeInteger(after) && after >= 0))
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
@@ -109,7 +111,14 @@ export async function* watchRun(
         endedSeen = undefined;
         continue;
       }
-      const result = settled?.result();
+      const result = ending?.result();
+      if (result?.status === 'waiting') {
+        // Parked (§12): it goes on by itself, and its events (its real end among them) come later; from here it is
+        // watched as any run. No `run:end` is made up: its seq would be the next real event's.
+        ending = undefined;
+        wake = signal;
+        continue;
+      }
       if (result) {
         // The run is over here and its last events were appended before its result was handed out.
         const rest = await log.read(runId, last, PAGE);
@@ -117,7 +126,7 @@ export async function* watchRun(
         yield { seq: last + 1, runId, at: source.now(), type: 'run:end', data: runEndData(result, source.redacted) };
         return;
       }
-      if (idle > 0 && !settled) {
+      if (idle > 0 && !ending) {
         // Nothing for a while: the run may not exist, or may have ended without its last events (its owner died after
         // recording the end).
         const run = await store.get(runId);

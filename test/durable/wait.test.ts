@@ -184,6 +184,28 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect((await b.runner.getRun(runId))?.status).toBe('completed');
   });
 
+  it('stream of a run that parks waiting goes on through its wake to its real end: every seq once, nothing made up', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const { runId, events, result } = a.runner.stream(sleeper, { n: 1 }, {});
+    const seen: RunEvent[] = [];
+    const reading = (async () => {
+      for await (const e of events) seen.push(e);
+    })();
+    expect((await result).status).toBe('waiting');
+    for (let i = 0; i < 50 && !seen.some((e) => e.type === 'run:end'); i++) await new Promise((r) => setTimeout(r, 10));
+    t += 2_001;
+    const [woken] = await a.runner.recover();
+    expect(woken?.status).toBe('completed');
+    await reading;
+    const label = (e: RunEvent): string => (e.type === 'run:end' ? `run:end/${e.data.status}` : e.type);
+    expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
+    expect(seen.filter((e) => e.type === 'run:end').map(label)).toEqual(['run:end/waiting', 'run:end/completed']);
+    const again: RunEvent[] = [];
+    for await (const e of a.runner.watch(runId)) again.push(e);
+    expect(again.map((e) => [e.seq, label(e)])).toEqual(seen.map((e) => [e.seq, label(e)]));
+  });
+
   it('a sleep inside a forEach item parks the whole run at that item; each wake goes on from there, nothing called twice', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);
