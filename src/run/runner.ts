@@ -25,7 +25,7 @@ import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
-import { cancelParked, checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import { cancelledEnd, cancelParked, checkDecision, decideRun, PARKED, type ParkedRuns } from './decide.js';
 import type { SignalResult } from './signal.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
@@ -278,13 +278,21 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
         if (round % 5 === 0) await log.announce(cancelAnnounce(runId, cancelOptions.reason)).catch(() => undefined);
         await new Promise((r) => setTimeout(r, 50));
         const current = await read();
-        if (!current || current.status !== 'running') break;
+        if (!current) return 'ended'; // past its retention already
+        // It parked before its owner heard the cancel: cancelled as a parked run is.
+        if (PARKED.has(current.status)) return runner.cancel(runId, cancelOptions);
+        // It ended: cancelled only if the cancel ended it (its owner may have finished first).
+        if (current.status !== 'running') return cancelledEnd(current) ? 'cancelled' : 'ended';
+        // Its owner is gone: ended cancelled here, or (no chain here to undo its steps) by whoever recovers it next.
         if (durable && current.leaseUntil < now()) {
           await durable.cancelExpired(current, cancelOptions.reason);
           break;
         }
       }
-      return 'cancelled';
+      // Still running: the cancel is recorded, and its owner (or its next one) ends the run cancelled.
+      const last = await read();
+      if (last && PARKED.has(last.status)) return runner.cancel(runId, cancelOptions);
+      return last && (last.status === 'running' || cancelledEnd(last)) ? 'cancelled' : 'ended';
     },
 
     async decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>> {

@@ -450,6 +450,33 @@ for (const [name, make] of Object.entries(setups)) {
       expect((await ops.getRun(runId))?.status).toBe('failed');
     });
 
+    it('cancel of a run that completes while the cancel is recorded answers ended, not cancelled', async () => {
+      const { runs } = await make();
+      let finish!: () => void;
+      let started!: () => void;
+      const running = new Promise<void>((r) => (started = r));
+      // The cancel's record takes a while (a remote store's round trip): the run completes meanwhile.
+      const slowCancel: RunStore = {
+        ...runs,
+        requestCancel: async (runId, reason) => {
+          finish();
+          await pause(200);
+          return runs.requestCancel!(runId, reason);
+        },
+      };
+      const a = runner(slowCancel, {
+        reserve: async ({ n }: { n: number }) => ({ id: `r${n}` }),
+        hang: () => (started(), new Promise((r) => (finish = () => r({ n: 1 })))),
+        quick: async ({ n }: { n: number }) => ({ n }),
+      });
+      const runId = uid('race');
+      const result = a.run(cancellable, { n: 1 }, { runId });
+      await running;
+      expect(await a.cancel(runId)).toBe('ended');
+      expect((await result).status).toBe('completed');
+      expect((await a.getRun(runId))?.status).toBe('completed');
+    });
+
     it('a run nobody watches costs at most one event round trip to the store', async () => {
       const { runs } = await make();
       const counted = { n: 0 };
