@@ -73,7 +73,8 @@ function appendCtes(s: string, from: string | undefined, p: number): string {
   RETURNING last
 ),
 i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
-  SELECT $1, c.last - cardinality(${events}::text[]) + u.i, u.e FROM c, unnest(${events}::text[]) WITH ORDINALITY AS u(e, i)),
+  SELECT $1, c.last - cardinality(${events}::text[]) + u.i, u.e
+  FROM c, unnest(${events}::text[]) WITH ORDINALITY AS u(e, i)),
 d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - ${cap}),
 n AS (SELECT pg_notify(${channel}, $1) FROM c WHERE cardinality(${events}::text[]) > 0 AND ${wake}::boolean)`;
 }

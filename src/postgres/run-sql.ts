@@ -58,8 +58,8 @@ UPDATE ${s}.runs SET lease_until = $3
 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   // `f` yields the run's row when this owner ended it ($1 … $7); the last events may ride on it (run-events.ts).
-  const finishCtes = `f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5, ended_at = $7,
-    retry_until = NULL
+  const finishCtes = `f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5,
+    ended_at = $7, retry_until = NULL
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
   SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)`;

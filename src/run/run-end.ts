@@ -56,7 +56,10 @@ function announced(run: EndingRun, result: RunResult, mask: ReturnType<typeof se
   return result;
 }
 
-/** Hands the result to `onEnd` (durable runs record it), which may replace it; a failure there is logged, the result stands. */
+/**
+ * Hands the result to `onEnd` (durable runs record it), which may replace it; a failure there is logged,
+ * the result stands.
+ */
 async function ended(run: EndingRun, onEnd: NonNullable<Execution['onEnd']>, result: RunResult): Promise<RunResult> {
   try {
     return (await onEnd(result)) ?? result;
