@@ -75,24 +75,30 @@ cancelAcrossRunnersContract('postgres', eventsSetup);
 
 takeOverContract('postgres', async () => postgresStores(pool, { schema: schema(), pollMs: 5 }).idempotency);
 
+/** Stores on a pool of their own (a schema of their own) that count the statements sent. */
+async function countedStores(max: number) {
+  const counted = new pg.Pool({ ...connection, max });
+  pools.push(counted);
+  let statements = 0;
+  const query = counted.query.bind(counted);
+  counted.query = ((...args: Parameters<typeof query>) => {
+    statements++;
+    return query(...args);
+  }) as typeof counted.query;
+  const stores = postgresStores(counted, { schema: schema(), sweepIntervalMs: Infinity });
+  await stores.migrate();
+  return { stores, statements: () => statements };
+}
+
 describe('postgres run store', () => {
   it('takes one statement per operation once its tables exist: journal with its idempotency result included', async () => {
-    const counted = new pg.Pool({ ...connection, max: 1 });
-    pools.push(counted);
-    let statements = 0;
-    const query = counted.query.bind(counted);
-    counted.query = ((...args: Parameters<typeof query>) => {
-      statements++;
-      return query(...args);
-    }) as typeof counted.query;
-    const stores = postgresStores(counted, { schema: schema(), sweepIntervalMs: Infinity });
-    await stores.migrate();
+    const { stores, statements } = await countedStores(1);
     const { runs, idempotency } = stores;
     const rec = record('A', Date.now() + 60_000);
     const count = async (op: () => Promise<unknown>): Promise<number> => {
-      const before = statements;
+      const before = statements();
       await op();
-      return statements - before;
+      return statements() - before;
     };
     expect(await count(() => runs.create(rec, Date.now()))).toBe(1);
     expect(await count(() => runs.journal(rec.runId, 'A', [entry('s1', 1)], { key: `${rec.runId}-k`, value: 1 }))).toBe(
@@ -186,18 +192,9 @@ decideAcrossRunnersContract('postgres', async () => {
 describe('postgres run store: a run ends and appends its last events in one statement', () => {
   const ev = (type: string) => JSON.stringify({ at: Date.now(), type, data: {} });
   const setup = async () => {
-    const counted = new pg.Pool({ ...connection, max: 2 });
-    pools.push(counted);
-    let statements = 0;
-    const query = counted.query.bind(counted);
-    counted.query = ((...args: Parameters<typeof query>) => {
-      statements++;
-      return query(...args);
-    }) as typeof counted.query;
-    const stores = postgresStores(counted, { schema: schema(), sweepIntervalMs: Infinity });
-    await stores.migrate();
+    const { stores, statements } = await countedStores(2);
     eventStores.push(stores.runs);
-    return { runs: stores.runs, statements: () => statements };
+    return { runs: stores.runs, statements };
   };
 
   it('one statement: the end recorded, the events after the earlier ones, run:end last, kept for the retention', async () => {
