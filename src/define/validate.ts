@@ -4,7 +4,7 @@
 import type { IssueList } from '../errors/definition-error.js';
 import type { ChainSpec, Step } from './spec.js';
 import { compileMapping, containsRef, isPlainObject, literalProblem, show, type Resolver } from './mapping.js';
-import { FORBIDDEN_KEY, objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
+import { objectShape, ownEntry, schemaAtPath, schemaKind } from './path.js';
 import { missingPathHint } from './path-hints.js';
 import { isRef, type Ref } from './ref.js';
 import { isSchema, parseSchema, type Schema as AnySchema } from './schema.js';
@@ -12,12 +12,10 @@ import { checkMs, checkRetry, isTool } from './tool.js';
 import { type KindPlan, type OutputSchema, type PlanContext, type StepPlanner } from './kinds/plan.js';
 import { STEP_PLANNERS, type PlannedStep, type StepKind } from './step-kinds.js';
 import { fingerprintOf } from './fingerprint.js';
+import { checkChainFields, indexSteps } from './chain-fields.js';
 
 // Outside a forEach input, `ref('item')` is an ordinary step ref.
 const NO_ITEM = Symbol('no item');
-
-const STEP_ID = /^[A-Za-z_][\w-]{0,63}$/;
-const RESERVED = new Set(['input', 'context']);
 
 const KINDS = Object.keys(STEP_PLANNERS) as StepKind[];
 // "`tool`, `select` or `compute`": the kinds as the one-kind-per-step message lists them.
@@ -306,57 +304,4 @@ export function compilePlan(spec: AnySpec, issues: IssueList): { plan: PlannedSt
     );
   }
   return { plan, fingerprint };
-}
-
-/** The chain's own fields (name, version, schemas, output, timeout, keywords, preconditions), every problem added. */
-function checkChainFields(spec: AnySpec, issues: IssueList): void {
-  if (typeof spec.name !== 'string' || !/^[A-Za-z][\w.-]{0,63}$/.test(spec.name)) {
-    issues.add('name', `Expected a chain name matching /^[A-Za-z][\\w.-]{0,63}$/, got ${JSON.stringify(spec.name)}.`);
-  }
-  if (spec.version !== undefined && typeof spec.version !== 'string')
-    issues.add('version', 'Expected `version` to be a string.');
-  if (!isSchema(spec.input))
-    issues.add(
-      'input',
-      'Expected `input` to be a zod schema or another Standard Schema (use z.object({}) for no input).',
-    );
-  if (spec.context !== undefined && !isSchema(spec.context))
-    issues.add('context', 'Expected `context` to be a zod schema or another Standard Schema.');
-  if (spec.output !== undefined && typeof spec.output !== 'function')
-    issues.add('output', 'Expected `output` to be a function of the scope.');
-  if (spec.timeoutMs !== undefined) checkMs(spec.timeoutMs, 'timeoutMs', 'timeoutMs', issues);
-  for (const [field, v] of [
-    ['keywords', spec.keywords],
-    ['useCases', spec.useCases],
-  ] as const) {
-    if (v !== undefined && !(Array.isArray(v) && v.every((x) => typeof x === 'string')))
-      issues.add(field, `Expected \`${field}\` to be an array of strings.`);
-  }
-  if (spec.preconditions !== undefined && !Array.isArray(spec.preconditions))
-    issues.add('preconditions', 'Expected `preconditions` to be an array of { check, message }.');
-  else
-    (spec.preconditions ?? []).forEach((p, i) => {
-      if (typeof p?.check !== 'function')
-        issues.add(`preconditions[${i}].check`, 'Expected `check` to be a function of the scope.');
-      if (typeof p?.message !== 'string' || p.message === '')
-        issues.add(`preconditions[${i}].message`, 'Expected a non-empty `message` to show the user.');
-    });
-}
-
-/** Each step's index by id; an id that is malformed, reserved or already used is an issue (and not indexed). */
-function indexSteps(steps: readonly unknown[], issues: IssueList): Map<string, number> {
-  const indexById = new Map<string, number>();
-  steps.forEach((step, i) => {
-    const id = (step as Step | undefined)?.id;
-    const at = `steps[${i}].id`;
-    if (typeof id !== 'string' || !STEP_ID.test(id))
-      issues.add(at, `Expected a step id matching ${STEP_ID}, got ${JSON.stringify(id)}.`);
-    else if (RESERVED.has(id)) issues.add(at, `'${id}' is reserved for ref sources; choose another step id.`);
-    else if (id === FORBIDDEN_KEY)
-      issues.add(at, `'${id}' cannot be a step id: it names the prototype of the results object; choose another id.`);
-    else if (indexById.has(id))
-      issues.add(at, `Duplicate step id '${id}' (first used by steps[${indexById.get(id)}]).`);
-    else indexById.set(id, i);
-  });
-  return indexById;
 }

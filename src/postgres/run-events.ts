@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
-import type { LastEvents, RunEventLog } from '../stores/run-store.js';
+import type { LastEvents, RunEventLog } from '../stores/run-event-log.js';
 import type { Db, Statement } from './db.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';

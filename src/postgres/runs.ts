@@ -4,13 +4,14 @@
 // in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
 import { StoreFailure } from '../stores/guard.js';
 import { encodeRunValue, storedRun } from '../stores/run-codec.js';
-import { steered, summarize } from '../stores/run-list.js';
+import { steered } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import type { Db } from './db.js';
 import { postgresEventLog } from './run-events.js';
 import { runStatements } from './run-sql.js';
+import { listRuns } from './run-list.js';
 
 interface RunRow {
   run_id: string;
@@ -267,42 +268,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
         previousOwner: row.previous_owner,
       }));
     },
-    async listRuns(query) {
-      type Listed = {
-        run_id: string;
-        chain: string | null;
-        status: RunStatus;
-        started_at: number;
-        ended_at: number | null;
-        result: string | null;
-        journal: string[];
-      };
-      const args = [
-        query.statuses,
-        query.chain ?? null,
-        query.since,
-        query.until,
-        db.now(),
-        query.limit + 1,
-        query.after?.startedAt ?? Infinity,
-        query.after?.runId ?? '',
-      ];
-      const rows = (await db.query<Listed>('run (list)', query.chain === undefined ? list : listChain, args)).rows;
-      const runs = rows.slice(0, query.limit).map((r) =>
-        summarize(
-          {
-            runId: r.run_id,
-            chain: r.chain ?? '',
-            status: r.status,
-            startedAt: r.started_at,
-            ...(r.ended_at !== null && { endedAt: r.ended_at }),
-          },
-          r.result,
-          r.journal,
-        ),
-      );
-      return { runs, more: rows.length > query.limit };
-    },
+    listRuns: (query) => listRuns(db, list, listChain, query),
     async get(runId) {
       const row = await get(runId, 'run (get)');
       if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;

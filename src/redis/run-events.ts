@@ -5,7 +5,7 @@
 import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
-import type { RunEventLog } from '../stores/run-store.js';
+import type { RunEventLog } from '../stores/run-event-log.js';
 import type { RedisClient } from './client.js';
 import { checkOptions, integer, nonEmpty } from '../define/options.js';
 import { z } from 'zod';

@@ -93,22 +93,6 @@ export async function decideRun(steer: ParkedRuns, runId: string, decision: RunD
   return prepared.status === 'declined' ? durable.endParked(prepared) : prepared;
 }
 
-/** Statuses a run waits in without an owner; `runner.cancel` ends each its own way. */
-export const PARKED: ReadonlySet<string> = new Set(['awaiting_confirmation', 'in_doubt', 'waiting']);
-
-/**
- * Whether a run ended because it was cancelled (`failed`, `run_cancelled`), not otherwise.
- *
- * @example
- * ```ts
- * return cancelledEnd(run) ? 'cancelled' : 'ended';
- * ```
- */
-export function cancelledEnd(run: StoredRun): boolean {
-  const result = run.result as RunResult | undefined;
-  return result?.status === 'failed' && result.error.code === 'run_cancelled';
-}
-
 /**
  * Cancels a parked run: takes its checkpoint (its token is refused from then on), then ends it
  * `failed`/`run_cancelled`, undoing its completed steps with `compensate`. `false` when the

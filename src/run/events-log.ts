@@ -9,7 +9,7 @@ import type { RunResult } from '../observe/result.js';
 import { RunAbortReason } from '../errors/failure.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
-import type { LastEvents, RunEventLog } from '../stores/run-store.js';
+import type { LastEvents, RunEventLog } from '../stores/run-event-log.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
 /**

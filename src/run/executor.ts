@@ -23,6 +23,7 @@ import { concludeRun, type EndingRun } from './run-end.js';
 import { stepBody } from './step-kinds.js';
 import type { ExecutorParts } from './step-host.js';
 import { StepRun } from './step-run.js';
+import { logStep } from './run-log.js';
 import { journalEntry } from './journal.js';
 
 /**
@@ -282,7 +283,7 @@ class Run extends Scheduler implements EndingRun {
       });
     }
     recorder.stepEnded(this, entry);
-    recorder.logStep(this, entry, outcome);
+    logStep(recorder, this, entry, outcome);
   }
 
   private transition(tool: string, started: number, ended: number, success: boolean): ToolTransition | undefined {

@@ -6,7 +6,7 @@ import { buildMetadata, type MetadataInput } from '../guidance/metadata.js';
 import type { GuidanceSources } from '../guidance/suggest.js';
 import { listening, safeEmit, type RunnerEmitter } from '../observe/events.js';
 import type { Logger } from '../observe/logger.js';
-import { maskedErr, secretMask, type SecretMask } from '../observe/redact.js';
+import { secretMask } from '../observe/redact.js';
 import { redact, type RedactRule } from '../util/redact.js';
 import type { ResponseMetadata, RunResult } from '../observe/result.js';
 import { IDENTITY_KEY, type ToolTransition, type TraceStep } from '../observe/trace.js';
@@ -16,8 +16,8 @@ import type { CallContext } from '../policies/types.js';
 import type { StoredRun } from '../stores/run-store.js';
 import { journaledSteps } from './journal.js';
 import type { RunEventHub } from './events-log.js';
-import type { StepOutcome } from './execution.js';
 import type { RecordSite } from './trace-entry.js';
+import { logFields } from './run-log.js';
 
 const IGNORE_PROGRESS = (): void => undefined;
 
@@ -112,7 +112,7 @@ export class Recorder {
         resumed,
       });
     }
-    this.logger?.info(this.logFields(site, { resumed }), `chain ${site.chain} ${resumed ? 'resumed' : 'started'}`);
+    this.logger?.info(logFields(site, { resumed }), `chain ${site.chain} ${resumed ? 'resumed' : 'started'}`);
     this.runEvents?.writers.get(site.runId)?.push('run:start', undefined, { chain: site.chain!, resumed });
   }
 
@@ -130,29 +130,6 @@ export class Recorder {
       ...(result.status === 'failed' && { error: result.error }),
       trace,
     });
-  }
-
-  /** The log line of a run's end; `mask` (failures) hides the run's secrets in the original error. */
-  logRunEnd(site: RecordSite, result: RunResult, mask: SecretMask | undefined): void {
-    const logger = this.logger;
-    if (!logger) return;
-    // pino's convention: the original error under `err` (type and stack), masked like every text that leaves.
-    if (result.status === 'failed') {
-      const { error } = result;
-      logger.error(
-        this.logFields(site, {
-          step: error.step,
-          category: error.category,
-          code: error.code,
-          ...(error.cause !== undefined && { err: maskedErr(error.cause, mask!) }),
-        }),
-        `chain ${site.chain} failed: ${error.message}`,
-      );
-    } else
-      logger.info(
-        this.logFields(site, { status: result.status, durationMs: result.trace.totalLatencyMs }),
-        `chain ${site.chain} ${result.status}`,
-      );
   }
 
   /** `step:start` of a step or a direct call (no `chain` for one). */
@@ -203,19 +180,6 @@ export class Recorder {
           ? { runId, traceId, chain, step, tool, status, attempts, latencyMs }
           : { runId, traceId, chain, step, status, attempts, latencyMs },
     );
-  }
-
-  /** A chain step's log lines: its input and output at `debug`, a timeout at `warn`. */
-  logStep(site: RecordSite, entry: TraceStep, outcome: StepOutcome): void {
-    const log = this.logger;
-    if (!log) return;
-    if (outcome.kind === 'ok')
-      log.debug(
-        this.logFields(site, { step: entry.id, input: entry.input, output: this.redacted(outcome.value) }),
-        `step ${entry.id} ${entry.status}`,
-      );
-    else if (outcome.kind === 'failed' && outcome.error.category === 'timeout')
-      log.warn(this.logFields(site, { step: entry.id, code: outcome.error.code }), `step ${entry.id} timed out`);
   }
 
   /** `confirmation:requested`: a gate asked in-process, or a run parked at one. */
@@ -376,10 +340,5 @@ export class Recorder {
       latencyMs,
       ...(error && { error }),
     });
-  }
-
-  /** The fields every log line of a run carries, then `extra`. */
-  logFields(site: RecordSite, extra: Record<string, unknown>): Record<string, unknown> {
-    return { runId: site.runId, traceId: site.traceId, chain: site.chain, ...extra };
   }
 }

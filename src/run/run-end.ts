@@ -6,6 +6,7 @@ import type { RunResult } from '../observe/result.js';
 import type { LastCall } from '../observe/transitions.js';
 import { describeThrown, type Execution } from './execution.js';
 import { segmentResult, type EndedSegment } from './segment-end.js';
+import { logFields, logRunEnd } from './run-log.js';
 
 /** A run whose steps are over, as its end sees it. */
 export interface EndingRun extends EndedSegment {
@@ -52,7 +53,7 @@ function concluded(run: EndingRun, result: RunResult): RunResult | Promise<RunRe
 
 function announced(run: EndingRun, result: RunResult, mask: ReturnType<typeof secretMask> | undefined): RunResult {
   run.recorder.chainEnded(run, result);
-  run.recorder.logRunEnd(run, result, mask);
+  logRunEnd(run.recorder.logger, run, result, mask);
   return result;
 }
 
@@ -65,7 +66,7 @@ async function ended(run: EndingRun, onEnd: NonNullable<Execution['onEnd']>, res
     return (await onEnd(result)) ?? result;
   } catch (error) {
     run.recorder.logger?.error(
-      run.recorder.logFields(run, { err: error }),
+      logFields(run, { err: error }),
       `chain ${run.chain}: recording the result failed: ${describeThrown(error)}`,
     );
     return result;

@@ -14,7 +14,7 @@ import { DurableRuns, type RunInfo } from './durable.js';
 import { checkRunId } from './run-id.js';
 import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
-import { cancelAnnounce, RunEventHub } from './events-log.js';
+import { RunEventHub } from './events-log.js';
 import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
 import type { RunEvent } from '../observe/run-events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
@@ -25,14 +25,12 @@ import { prepareResume, prepareRun } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
-import { cancelledEnd, cancelParked, checkDecision, decideRun, PARKED, type ParkedRuns } from './decide.js';
+import { checkDecision, decideRun, type ParkedRuns } from './decide.js';
+import { cancelRun } from './cancel.js';
 import type { SignalResult } from './signal.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
 
 import type { Runner, RunStream } from './runner-api.js';
-
-/** How long `cancel()` waits for the run to end. */
-const CANCEL_WAIT_MS = 3_000;
 
 /** How long `close()` waits for the stores to flush and release, all of them together: under the 5 s it promises. */
 const CLOSE_WAIT_MS = 4_500;
@@ -235,64 +233,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
 
     async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
       const { store, log } = watchSource('cancel()');
-      checkRunId(runId); // before any store is asked
-      const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
-      let run = await read();
-      if (!run) return 'not_found';
-      if (run.status === 'awaiting_confirmation' && durable) {
-        if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
-        run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
-        if (!run) return 'not_found';
-        // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
-        if (run.status === 'awaiting_confirmation')
-          throw new Error(
-            `Run ${runId} is parked at a gate, and this runner cannot continue it to undo its steps: ` +
-              `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
-          );
-      }
-      // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
-      if (run.status === 'in_doubt' && durable)
-        return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) ===
-          'string'
-          ? 'ended'
-          : 'cancelled';
-      // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
-      if (run.status === 'waiting' && durable)
-        return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
-      if (run.status !== 'running') return 'ended';
-      // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
-      // whoever takes it over, and that runner ends it cancelled instead of continuing it.
-      if (store.requestCancel)
-        await callStore(
-          () => store.requestCancel!(runId, cancelOptions.reason),
-          now() + STORE_WAIT_MS,
-          now,
-          'run (cancel)',
-        );
-      // Its owner's lease has expired: nobody is there to hear the announce; this runner ends it itself.
-      if (durable && run.leaseUntil < now() && (await durable.cancelExpired(run, cancelOptions.reason)))
-        return 'cancelled';
-      const until = now() + CANCEL_WAIT_MS;
-      for (let round = 0; now() < until; round++) {
-        // Announced again now and then: the owner may not have been listening yet.
-        if (round % 5 === 0) await log.announce(cancelAnnounce(runId, cancelOptions.reason)).catch(() => undefined);
-        await new Promise((r) => setTimeout(r, 50));
-        const current = await read();
-        if (!current) return 'ended'; // past its retention already
-        // It parked before its owner heard the cancel: cancelled as a parked run is.
-        if (PARKED.has(current.status)) return runner.cancel(runId, cancelOptions);
-        // It ended: cancelled only if the cancel ended it (its owner may have finished first).
-        if (current.status !== 'running') return cancelledEnd(current) ? 'cancelled' : 'ended';
-        // Its owner is gone: ended cancelled here, or (no chain here to undo its steps) by whoever recovers it next.
-        if (durable && current.leaseUntil < now()) {
-          await durable.cancelExpired(current, cancelOptions.reason);
-          break;
-        }
-      }
-      // Still running: the cancel is recorded, and its owner (or its next one) ends the run cancelled.
-      const last = await read();
-      if (last && PARKED.has(last.status)) return runner.cancel(runId, cancelOptions);
-      return last && (last.status === 'running' || cancelledEnd(last)) ? 'cancelled' : 'ended';
+      return cancelRun({ store, log, durable, parked, now }, runId, cancelOptions);
     },
 
     async decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>> {

@@ -3,7 +3,8 @@
 // after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
 import type { RunEvent } from '../observe/run-events.js';
 import type { RunResult } from '../observe/result.js';
-import type { RunEventLog, RunStore } from '../stores/run-store.js';
+import type { RunStore } from '../stores/run-store.js';
+import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 

@@ -46,8 +46,6 @@ export type {
   ClaimFilter,
   CreateRunResult,
   JournalEntry,
-  LastEvents,
-  RunEventLog,
   RunListAfter,
   RunListQuery,
   RunListResult,
@@ -56,4 +54,5 @@ export type {
   StartedWrite,
   StoredRun,
 } from './run-store.js';
+export type { LastEvents, RunEventLog } from './run-event-log.js';
 export { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from './serialize.js';

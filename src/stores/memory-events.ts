@@ -4,7 +4,7 @@ import type { RunEvent } from '../observe/run-events.js';
 import { decodeCheckpoint } from './serialize.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
-import type { RunEventLog } from './run-store.js';
+import type { RunEventLog } from './run-event-log.js';
 
 /** Options of {@link memoryEventLog}. */
 export interface MemoryEventLogOptions {
