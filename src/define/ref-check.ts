@@ -9,8 +9,8 @@
 // What stage 1 cannot prove (bracket paths, values that may be null, a path typed as a union of paths,
 // Object's member names) falls through to stage 2, which is exact. Stage 1 passes a wrong path only into a
 // value with no fields of its own to compare (a record, `{}`, `object`) or one that is only `undefined` or
-// `never`: tsc's check of all-optional types skips those (defineChain's DefinitionError still reports the
-// ones a schema describes).
+// `never` (tsc's check of all-optional types skips those), and a path typed only as `string` (a helper's:
+// only its source is checked). defineChain's DefinitionError still reports the ones a schema describes.
 import type { ElementOf, RefValueIn } from './infer.js';
 import type { Readable, Ref } from './ref.js';
 import type { CheckStep, FieldsOf, Plain, StepErrors } from './ref-errors.js';
