@@ -7,7 +7,7 @@ import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
 import type { LastEvents, RunEventLog } from '../stores/run-event-log.js';
-import type { Db, Statement } from './db.js';
+import { textList, textRows, type Db, type Statement } from './db.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
 
@@ -67,16 +67,16 @@ function appendCtes(s: string, from: string | undefined, p: number): string {
   const [events, expires, now, cap, channel, wake] = [p, p + 1, p + 2, p + 3, p + 4, p + 5].map((n) => `$${n}`);
   return `c AS (
   INSERT INTO ${s}.run_event_logs AS l (run_id, last, expires_at)
-  SELECT $1::text, cardinality(${events}::text[]), ${expires}::double precision${from ? ` FROM ${from}` : ''}
-  ON CONFLICT (run_id) DO UPDATE SET last = l.last + cardinality(${events}::text[]), expires_at = EXCLUDED.expires_at
+  SELECT $1::text, json_array_length(${events}::json), ${expires}::double precision${from ? ` FROM ${from}` : ''}
+  ON CONFLICT (run_id) DO UPDATE SET last = l.last + json_array_length(${events}::json), expires_at = EXCLUDED.expires_at
   WHERE l.expires_at IS NULL OR l.expires_at > ${now}
   RETURNING last
 ),
 i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
-  SELECT $1, c.last - cardinality(${events}::text[]) + u.i, u.e
-  FROM c, unnest(${events}::text[]) WITH ORDINALITY AS u(e, i)),
+  SELECT $1, c.last - json_array_length(${events}::json) + u.i, u.e
+  FROM c, ${textRows(`$${p}`)}),
 d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - ${cap}),
-n AS (SELECT pg_notify(${channel}, $1) FROM c WHERE cardinality(${events}::text[]) > 0 AND ${wake}::boolean)`;
+n AS (SELECT pg_notify(${channel}, $1) FROM c WHERE json_array_length(${events}::json) > 0 AND ${wake}::boolean)`;
 }
 
 /**
@@ -203,7 +203,7 @@ DELETE FROM ${s}.run_events WHERE run_id IN (SELECT run_id FROM l)`);
         db.sql(`WITH ${ctes},
 ${appendCtes(s, 'f', p)}
 SELECT f.run_id, (SELECT count(*) FROM c) AS logged, (SELECT count(*) FROM n) AS notified FROM f`),
-      values: (last, now) => [last.events, now + last.keepMs, now, cap, eventsChannel, last.watched],
+      values: (last, now) => [textList(last.events), now + last.keepMs, now, cap, eventsChannel, last.watched],
       ready: tables,
       kept,
     },
@@ -215,7 +215,7 @@ SELECT f.run_id, (SELECT count(*) FROM c) AS logged, (SELECT count(*) FROM n) AS
         const row = (
           await db.query<{ last: string }>('run (events)', append, [
             runId,
-            events,
+            textList(events),
             expiresAt,
             now,
             cap,

@@ -1,6 +1,6 @@
 // The statements of the PostgreSQL run store (runs.ts), prepared once per store: each claim and
 // finish is one statement, so no read-then-write race (see runs.ts).
-import type { Db } from './db.js';
+import { textRows, type Db } from './db.js';
 
 /** The columns a run is read with. */
 const COLUMNS =
@@ -42,7 +42,7 @@ DELETE FROM ${s}.run_journal WHERE run_id IN (SELECT run_id FROM gone)`);
   const append = `INSERT INTO ${s}.run_journal (run_id, entry)
 SELECT o.run_id, u.e
 FROM (SELECT run_id FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status = 'running' FOR SHARE) o,
-  unnest($3::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i`;
+  ${textRows('$3')} ORDER BY u.i`;
   const journal = db.sql(append);
   // The idempotency store's row and encoding, written in the same statement: one round trip per step.
   // It is kept even when the owner lost the run: the call happened, a re-run must find it done.
@@ -62,7 +62,7 @@ WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING r
     ended_at = $7, retry_until = NULL
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
-  SELECT f.run_id, u.e FROM f, unnest($6::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)`;
+  SELECT f.run_id, u.e FROM f, ${textRows('$6')} ORDER BY u.i)`;
   const finish = db.sql(`WITH ${finishCtes}
 SELECT run_id FROM f`);
   const reopen = db.sql(`
@@ -121,7 +121,7 @@ WITH f AS (UPDATE ${s}.runs SET status = 'waiting', result = $3, lease_until = $
     retry_until = NULL
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
-  SELECT f.run_id, u.e FROM f, unnest($5::text[]) WITH ORDINALITY AS u(e, i) ORDER BY u.i)
+  SELECT f.run_id, u.e FROM f, ${textRows('$5')} ORDER BY u.i)
 SELECT run_id FROM f`);
   const dueWaiting = db.sql(`
 SELECT run_id FROM ${s}.runs WHERE status = 'waiting' AND lease_until <= $1

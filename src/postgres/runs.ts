@@ -8,7 +8,7 @@ import { steered } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
-import type { Db } from './db.js';
+import { textList, type Db } from './db.js';
 import { postgresEventLog } from './run-events.js';
 import { runStatements } from './run-sql.js';
 import { listRuns } from './run-list.js';
@@ -174,11 +174,11 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       db.sweepSoon();
       const done =
         kept === undefined
-          ? await db.query('run (journal)', journal, [runId, owner, data])
+          ? await db.query('run (journal)', journal, [runId, owner, textList(data)])
           : await db.query('run (journal)', journalAndKeep, () => [
               runId,
               owner,
-              data,
+              textList(data),
               complete!.key,
               kept,
               db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs),
@@ -193,7 +193,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     },
     async finish(runId, owner, status, result, retentionMs, entries = []) {
       const data = encodeRunValue(result);
-      const journaled = entries.map((e) => encodeRunValue(e));
+      const journaled = textList(entries.map((e) => encodeRunValue(e)));
       db.sweepSoon();
       return (
         (
@@ -211,7 +211,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     },
     async finishWithEvents(runId, owner, status, result, retentionMs, entries, last) {
       const data = encodeRunValue(result);
-      const journaled = entries.map((e) => encodeRunValue(e));
+      const journaled = textList(entries.map((e) => encodeRunValue(e)));
       db.sweepSoon();
       await events.end.ready();
       let now = 0;
@@ -302,7 +302,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     },
     async parkWaiting(runId, owner, result, wakeAt, entries = []) {
       const data = encodeRunValue(result);
-      const journaled = entries.map((e) => encodeRunValue(e));
+      const journaled = textList(entries.map((e) => encodeRunValue(e)));
       return (
         (await db.query('run (park)', parkWaiting, [runId, owner, data, wakeAt ?? Infinity, journaled])).rowCount === 1
       );

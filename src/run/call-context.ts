@@ -12,9 +12,7 @@ import type { RedactRule } from '../util/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
-import { stableStringify } from './checkpoint.js';
-import { BoundedLru } from '../util/lru.js';
-import { sha256, toHex } from '../util/sha256.js';
+import { hashContext } from './checkpoint.js';
 import { StepError } from './execution.js';
 
 /** What making, running and explaining a call needs from the runner. */
@@ -123,42 +121,6 @@ export function callContext(
   };
 }
 
-// SHA-256 in plain JS costs ~10 µs a context, its text under 1 µs: hashes are kept by context text
-// (each run validates a new object for the same user), bounded, for short texts only.
-const hashes = new BoundedLru<string, string>(1_000);
-const CACHED_TEXT_MAX = 1_024;
-
-function contextHash(context: object): string {
-  const text = flatText(context) ?? stableStringify(context);
-  if (text.length > CACHED_TEXT_MAX) return toHex(sha256(text));
-  return hashes.get(text) ?? hashes.set(text, toHex(sha256(text))); // hashContext(context), from the text already made
-}
-
-/**
- * `stableStringify(context)` for the common context, a plain object of a few strings, numbers or
- * booleans (a user id, a tenant), made without its general walk's arrays; `undefined` for any other.
- */
-function flatText(context: object): string | undefined {
-  if (Object.getPrototypeOf(context) !== Object.prototype) return undefined;
-  const keys = Object.keys(context);
-  if (keys.length > FLAT_KEYS_MAX) return undefined;
-  if (keys.length > 1) keys.sort();
-  let text = '{';
-  for (const key of keys) {
-    const value = (context as Record<string, unknown>)[key];
-    if (value === undefined) continue;
-    if (
-      typeof value !== 'string' &&
-      typeof value !== 'boolean' &&
-      !(typeof value === 'number' && Number.isFinite(value))
-    )
-      return undefined;
-    text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
-  }
-  return `${text}}`;
-}
-const FLAT_KEYS_MAX = 8;
-
 /**
  * The key the idempotency store keeps a call under (`CallContext.storeKey`): the call's key scoped
  * to its tool and its caller (a hash of the validated context). The same key from
@@ -171,7 +133,7 @@ const FLAT_KEYS_MAX = 8;
  * ```
  */
 export function idempotencyStoreKey(tool: string, context: object, key: string): string {
-  const storeKey = `${tool}:${contextHash(context)}:${key}`;
+  const storeKey = `${tool}:${hashContext(context)}:${key}`;
   // Joined texts are kept by V8 as a tree of pieces (~190 B here) until something flattens them, and
   // a store keeps this key for 24 h: reading a character flattens it now (~130 B, its pieces freed).
   storeKey.charCodeAt(0);

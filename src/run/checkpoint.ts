@@ -1,6 +1,7 @@
 // Resume tokens: HMAC-signed, carrying the checkpoint id and expiry, so tampering and expiry are
 // detected without the store, and the store only has to answer "taken, used or missing".
 import { newId } from './ids.js';
+import { BoundedLru } from '../util/lru.js';
 import { equalConstantTime, fromBase64Url, hmacSha256, sha256, toBase64Url, toHex, utf8 } from '../util/sha256.js';
 
 /** Why a token was refused. */
@@ -69,10 +70,16 @@ function mac(payload: string, secret: string): string {
   return toBase64Url(hmacSha256(secret, payload));
 }
 
+// Hashes by context text, bounded, for short texts only.
+const hashes = new BoundedLru<string, string>(1_000);
+const CACHED_TEXT_MAX = 1_024;
+
 /**
  * A stable hash of a context (the SHA-256 of its {@link stableStringify} text): what binds an
  * idempotency key, a durable run id and a checkpoint to their caller. Equal data gives the same hash
- * in any process; objects that are not plain data (class instances) are scoped per object.
+ * in any process; objects that are not plain data (class instances) are scoped per object. Kept by
+ * text for short contexts: SHA-256 in plain JS costs ~10 µs, the text under 1 µs, and each run
+ * validates a new object for the same user.
  *
  * @example
  * ```ts
@@ -80,8 +87,35 @@ function mac(payload: string, secret: string): string {
  * ```
  */
 export function hashContext(context: unknown): string {
-  return toHex(sha256(stableStringify(context)));
+  const text = (typeof context === 'object' && context !== null && flatText(context)) || stableStringify(context);
+  if (text.length > CACHED_TEXT_MAX) return toHex(sha256(text));
+  return hashes.get(text) ?? hashes.set(text, toHex(sha256(text)));
 }
+
+/**
+ * `stableStringify(context)` for the common context, a plain object of a few strings, numbers or
+ * booleans (a user id, a tenant), made without its general walk's arrays; `undefined` for any other.
+ */
+function flatText(context: object): string | undefined {
+  if (Object.getPrototypeOf(context) !== Object.prototype) return undefined;
+  const keys = Object.keys(context);
+  if (keys.length > FLAT_KEYS_MAX) return undefined;
+  if (keys.length > 1) keys.sort();
+  let text = '{';
+  for (const key of keys) {
+    const value = (context as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    if (
+      typeof value !== 'string' &&
+      typeof value !== 'boolean' &&
+      !(typeof value === 'number' && Number.isFinite(value))
+    )
+      return undefined;
+    text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  }
+  return `${text}}`;
+}
+const FLAT_KEYS_MAX = 8;
 
 // One random tag per process, so an object's identity never matches another process's object in a shared store.
 // Made on first use: workerd refuses random values in a module's global scope.

@@ -367,6 +367,24 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(kept).toMatchObject({ status: 'completed', approvedGate: 'delete', result: { status: 'completed' } });
     });
 
+    it('keeps texts that need escaping exactly, in journal entries, a parked run and a finished one', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const odd = { s: 'quote " back \\ slash {a,b} NULL \u2028 \u0000 🙂 lone \ud800 end', k: ['"', '\\', ''] };
+      const [parked, ended] = [record('A', t + HOUR), record('A', t + HOUR)];
+      for (const r of [parked, ended]) await runs.create(r, t);
+      expect(await runs.journal(ended.runId, 'A', [entry('a', odd), entry('b', [odd, odd], 2)])).toBe(true);
+      expect(await runs.finish(ended.runId, 'A', 'completed', odd, HOUR, [entry('c', odd, 3)])).toBe(true);
+      const got = (await runs.get(ended.runId))!;
+      expect(got.journal.map((e) => e.value)).toEqual([odd, [odd, odd], odd]);
+      expect(got.result).toEqual(odd);
+      if (runs.parkWaiting) {
+        expect(await runs.parkWaiting(parked.runId, 'A', odd, null, [entry('nap', odd)])).toBe(true);
+        const p = (await runs.get(parked.runId))!;
+        expect([p.result, p.journal[0]!.value]).toEqual([odd, odd]);
+      }
+    });
+
     it('parks a run waiting with no lease, due at its wake-up and not before, never claimed; takeParked takes it back once', async () => {
       const { runs } = await setup();
       const t = Date.now();
@@ -846,6 +864,20 @@ export function runEventsContract(name: string, setup: () => Promise<RunEventsSe
       expect((await log.read(a, 1, 1)).map((e) => e.seq)).toEqual([2]);
       expect(await log.read(a, 3, 10)).toEqual([]);
       expect(await log.read(uid('missing'), 0, 10)).toEqual([]);
+    });
+
+    it('keeps events with texts that need escaping exactly', async () => {
+      const { runs } = await setup();
+      const id = uid('run');
+      const data = { s: 'quote " back \\ slash {a,b} NULL \u2028 \u0000 🙂 lone \ud800 end' };
+      expect(await runs.events!.append(id, [ev('step:progress', data, 's"\\'), ev('step:progress', [data], 's')])).toBe(
+        2,
+      );
+      const read = await runs.events!.read(id, 0, 10);
+      expect(read.map((e) => [e.step, e.data])).toEqual([
+        ['s"\\', data],
+        ['s', [data]],
+      ]);
     });
 
     it('keeps the newest events of a run up to its bound: a reader behind sees the gap', async () => {
