@@ -40,6 +40,12 @@ function cancelledEnd(run: StoredRun): boolean {
   return result?.status === 'failed' && result.error.code === 'run_cancelled';
 }
 
+/** Whether the confirmation a run is parked at has expired by `now` (its resume token is refused). */
+function confirmationExpired(run: StoredRun, now: number): boolean {
+  const result = run.result as RunResult | undefined;
+  return result?.status === 'awaiting_confirmation' && Date.parse(result.confirmation.expiresAt) <= now;
+}
+
 /**
  * Cancels `runId` (see `Runner.cancel`): `'cancelled'` when the cancel ended the run or is recorded on a
  * run still in flight, `'ended'` when the run had ended or ended otherwise first, `'not_found'`.
@@ -63,6 +69,8 @@ export async function cancelRun(
     if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
     run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
     if (!run) return 'not_found';
+    // Its confirmation expired: nobody can continue it any more, so there is nothing left to cancel.
+    if (run.status === 'awaiting_confirmation' && confirmationExpired(run, now())) return 'ended';
     // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
     if (run.status === 'awaiting_confirmation')
       throw new Error(

@@ -1493,6 +1493,28 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       expect(calls).toEqual(['reserve', 'send']);
     });
 
+    it('cancel of a parked run whose confirmation has expired (still kept by the store) answers ended, calls nothing', async () => {
+      const [sa, sb] = await (await setup()).stores(2);
+      const calls: string[] = [];
+      const a = make(sa!, calls);
+      const { runId } = await park(a);
+      // A runner whose clock is past the token's expiry; the stores keep the run by their own clock.
+      const late = createRunner({
+        invoker: functionInvoker([reserve, releaseTool, sendTool], {
+          reserve: async () => (calls.push('reserve'), { id: 'r' }),
+          release: async () => (calls.push('release'), { ok: true }),
+          send_money: async () => (calls.push('send'), { sent: true }),
+        }),
+        chains: [gated],
+        secret: SECRET,
+        stores: sb!,
+        now: () => Date.now() + 2 * HOUR,
+      });
+      runners.push(late);
+      expect(await late.cancel(runId)).toBe('ended');
+      expect(calls).toEqual(['reserve']);
+    });
+
     it('50 concurrent decide and resume calls on one gate from 3 instances make exactly one tool call', async () => {
       const stores = await (await setup()).stores(3);
       const calls: string[] = [];
