@@ -3,7 +3,7 @@
 import { CheckpointEncodeError } from '../stores/serialize.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import { encodeRunValue } from '../stores/run-codec.js';
+import { checkRunValue } from '../stores/run-codec.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { UNDO_FLOOR_MS } from './call-context.js';
 import { earlyFailure } from './early-result.js';
@@ -67,7 +67,7 @@ export function ownSegment(
     if (plan.atEnd.has(entry.step) || plan.defer.has(entry.step)) {
       // A value no store keeps fails its step now, not the later write. Encoded again then: masking a
       // failed run's trace may change the entry in between.
-      encodeRunValue(entry);
+      checkRunValue(entry);
       return void (plan.atEnd.has(entry.step) ? atEnd : deferred).push(entry);
     }
     return write(entry).then((kept) => {
@@ -121,7 +121,7 @@ export function ownSegment(
       },
     };
     try {
-      encodeRunValue(started);
+      checkRunValue(started);
     } catch {
       delete started.started!.input; // an input the journal cannot encode is not shown, the start still recorded
     }

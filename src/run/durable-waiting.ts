@@ -5,7 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
-import { encodeRunValue } from '../stores/run-codec.js';
+import { checkRunValue } from '../stores/run-codec.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import type { DurableOwner } from './durable-owner.js';
@@ -131,7 +131,7 @@ export async function signalRun(o: DurableOwner, runId: string, name: string, pa
     startedAt,
   };
   const entry: JournalEntry = { step: waiting!.step, value: accepted.value, trace };
-  encodeRunValue(entry); // a payload the journal cannot keep is refused before the take
+  checkRunValue(entry); // a payload the journal cannot keep is refused before the take
   const update = { leaseUntil: t + o.leaseMs, deadlineAt: t + chain.timeoutMs };
   if (!(await o.bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, o.owner, 'waiting', update, entry))))
     return 'not_waiting';

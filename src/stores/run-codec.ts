@@ -18,13 +18,28 @@ const decode = decodeCheckpoint as (text: string) => unknown;
  */
 export function encodeRunValue(value: unknown): string {
   // Most run values are plain JSON, for which JSON.stringify writes what the codec would, natively.
-  let plain: boolean;
+  return isPlain(value) ? JSON.stringify(value) : encode(value);
+}
+
+/**
+ * Throws what {@link encodeRunValue} would throw for `value`, without making its text when it is
+ * plain JSON: a value checked now (a step failed at once) and encoded later, with the write.
+ *
+ * @example
+ * ```ts
+ * checkRunValue(entry); // throws CheckpointEncodeError for a function, a cycle, a Map, …
+ * ```
+ */
+export function checkRunValue(value: unknown): void {
+  if (!isPlain(value)) encode(value);
+}
+
+function isPlain(value: unknown): boolean {
   try {
-    plain = plainJson(value, 0);
+    return plainJson(value, 0);
   } catch {
-    plain = false; // a throwing getter or a hostile Proxy: the codec refuses it with its own error
+    return false; // a throwing getter or a hostile Proxy: the codec refuses it with its own error
   }
-  return plain ? JSON.stringify(value) : encode(value);
 }
 
 /** Deeper than this, the codec decides (it refuses past its own limit). */

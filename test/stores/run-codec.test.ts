@@ -1,7 +1,7 @@
 // The run codec writes plain JSON values with JSON.stringify: the text must be what the checkpoint
 // codec writes, and everything the codec tags or refuses must still go through it.
 import { describe, expect, it } from 'vitest';
-import { encodeRunValue, storedRun } from '../../src/stores/run-codec.js';
+import { checkRunValue, encodeRunValue, storedRun } from '../../src/stores/run-codec.js';
 import { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from '../../src/stores/serialize.js';
 
 const encodeAll = (value: unknown): string => encodeCheckpoint(value as never);
@@ -75,8 +75,14 @@ describe('encodeRunValue', () => {
       }),
     ],
   ];
-  it.each(refused)('refuses %s with the codec error', (_, value) => {
+  it.each(refused)('refuses %s with the codec error (checkRunValue too)', (_, value) => {
     expect(() => encodeRunValue(value)).toThrow(CheckpointEncodeError);
+    expect(() => checkRunValue(value)).toThrow(CheckpointEncodeError);
+  });
+
+  it('checkRunValue accepts what encodeRunValue encodes: plain JSON, and Dates, BigInts, undefined through the codec', () => {
+    for (const value of [{ a: [1, 'x', null] }, { at: new Date(0), n: 2n ** 70n, u: undefined, x: Number.NaN }])
+      expect(() => checkRunValue(value)).not.toThrow();
   });
 
   it('inherited enumerable keys do not leak in (JSON.stringify would skip them too, the codec decides)', () => {
