@@ -68,7 +68,8 @@ function appendCtes(s: string, from: string | undefined, p: number): string {
   return `c AS (
   INSERT INTO ${s}.run_event_logs AS l (run_id, last, expires_at)
   SELECT $1::text, json_array_length(${events}::json), ${expires}::double precision${from ? ` FROM ${from}` : ''}
-  ON CONFLICT (run_id) DO UPDATE SET last = l.last + json_array_length(${events}::json), expires_at = EXCLUDED.expires_at
+  ON CONFLICT (run_id) DO UPDATE SET last = l.last + json_array_length(${events}::json),
+    expires_at = EXCLUDED.expires_at
   WHERE l.expires_at IS NULL OR l.expires_at > ${now}
   RETURNING last
 ),
