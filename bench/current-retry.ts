@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The two functions a baseline wraps each call in, and the versions they come from. */
@@ -80,3 +81,28 @@ export async function currentRetryKit(): Promise<RetryKit | string> {
     return `the p-retry ${WANTED['p-retry']} / p-timeout ${WANTED['p-timeout']} baseline was skipped: ${error instanceof Error ? error.message : String(error)}`;
   }
 }
+
+/**
+ * The same calls without p-retry and p-timeout: the retry loop and the timeout race a developer
+ * writes by hand (a timer per attempt, cleared when it settles; exponential backoff).
+ */
+export const plainKit: RetryKit = {
+  async pRetry(fn, { retries, minTimeout }) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (attempt >= retries) throw error;
+        if (minTimeout > 0) await sleep(minTimeout * 2 ** attempt);
+      }
+    }
+  },
+  pTimeout(promise, { milliseconds }) {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${milliseconds} ms`)), milliseconds);
+    });
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  },
+  versions: 'a hand-written retry loop and timeout race',
+};

@@ -1,5 +1,7 @@
 // The bench's find-and-update workload, shared by `npm run bench` (run.ts) and the profiling scripts:
 // a user's five tasks and the built-in chain over copies of the task tools without rate limits.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseSchema, type Schema } from '../src/define/schema.js';
 import { defineChain, defineTool, findAndUpdate, listTasks, ref, updateTask, type Tool } from '../src/index.js';
 
 export const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
@@ -50,3 +52,22 @@ export const idempotentChain = findAndUpdateWith(
   'find_and_update_idempotent',
   defineTool({ ...update, idempotent: true }),
 );
+
+/** The task tools' fake implementations taking 5 ms each (the 10,000-chain load of run.ts and its profiles). */
+export const slow = {
+  list_tasks: async (_input?: { user_id: string }) => {
+    await sleep(5);
+    return { tasks: TASKS };
+  },
+  update_task: async (i: { task_id?: string; title?: string }) => {
+    await sleep(5);
+    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
+  },
+};
+
+/** What `schema.parse` is for zod: tool schemas are typed structurally (any zod copy or Standard Schema). */
+export const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
+  const r = parseSchema(schema, value);
+  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
+  return r.data;
+};

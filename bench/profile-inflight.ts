@@ -5,44 +5,15 @@
 // Prints the heap AT ms after every chain started (after a GC) and once their results are all held;
 // SNAP=file.heapsnapshot writes a heap snapshot at the first point.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseSchema, type Schema } from '../src/define/schema.js';
 import { createRunner, functionInvoker, listTasks, updateTask } from '../src/index.js';
-import { chain, list, TASKS, update, USER } from './fixture.js';
-const slow = {
-  list_tasks: async () => {
-    await sleep(5);
-    return { tasks: TASKS };
-  },
-  update_task: async (i: { title?: string }) => {
-    await sleep(5);
-    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
-  },
-};
-const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
-  const r = parseSchema(schema, value);
-  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
-  return r.data;
-};
-async function pRetry(fn: () => Promise<unknown>, { retries, minTimeout }: { retries: number; minTimeout: number }) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await fn();
-    } catch (error) {
-      if (attempt >= retries) throw error;
-      if (minTimeout > 0) await sleep(minTimeout * 2 ** attempt);
-    }
-  }
-}
-function pTimeout(promise: Promise<unknown>, { milliseconds }: { milliseconds: number }) {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('t')), milliseconds);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+import { plainKit } from './current-retry.js';
+import { chain, list, parse, slow, update, USER } from './fixture.js';
 async function baseline(): Promise<unknown> {
   const call = (fn: () => unknown, ms: number) =>
-    pRetry(() => pTimeout(Promise.resolve(fn()), { milliseconds: ms }), { retries: 3, minTimeout: 100 });
+    plainKit.pRetry(() => plainKit.pTimeout(Promise.resolve(fn()), { milliseconds: ms }), {
+      retries: 3,
+      minTimeout: 100,
+    });
   parse(listTasks.input, { user_id: USER, status: 'all' }); // checked as run.ts's loop does; the fake ignores it
   const l = parse(listTasks.output, await call(() => slow.list_tasks(), 3000));
   const found = l.tasks.filter((t) => t.title.toLowerCase().includes('dentist'));

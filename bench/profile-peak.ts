@@ -1,21 +1,10 @@
 // The 10,000-chain load of run.ts in one process, to see where its peak heap goes (not part of `npm run bench`):
 //   npx tsup bench/profile-peak.ts --no-config --format esm --target node20 --out-dir .bench --silent && node --expose-gc .bench/profile-peak.js
 // Prints the peak above the start, what the results hold once all resolved (after a GC), and the heap without them.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createRunner, functionInvoker } from '../src/index.js';
-import { chain, list, TASKS, update, USER } from './fixture.js';
+import { chain, list, slow, update, USER } from './fixture.js';
 
-const impl = {
-  list_tasks: async () => {
-    await sleep(5);
-    return { tasks: TASKS };
-  },
-  update_task: async (i: { title?: string }) => {
-    await sleep(5);
-    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
-  },
-};
-const runner = createRunner({ invoker: functionInvoker(impl), tools: [list, update] });
+const runner = createRunner({ invoker: functionInvoker(slow), tools: [list, update] });
 runner.events.on('step:end', () => {});
 runner.events.on('chain:end', () => {});
 const one = () => runner.run(chain, { match: 'dentist', title: 'x' }, { context: { userId: USER } });

@@ -10,10 +10,9 @@ import { promisify } from 'node:util';
 import pRetry from 'p-retry';
 import pTimeout from 'p-timeout';
 import Redis from 'ioredis';
-import { parseSchema, type Schema } from '../src/define/schema.js';
 import { buildMetadata } from '../src/guidance/metadata.js';
 import { redisStores } from '../src/redis/index.js';
-import { currentRetryKit, installedVersion, type RetryKit } from './current-retry.js';
+import { currentRetryKit, installedVersion, plainKit, type RetryKit } from './current-retry.js';
 import { durableBench, journalBench } from './durable.js';
 import {
   MetricsCollector,
@@ -25,7 +24,7 @@ import {
   type Runner,
   type RunResult,
 } from '../src/index.js';
-import { chain, idempotentChain, list, TASKS, update, USER } from './fixture.js';
+import { chain, idempotentChain, list, parse, slow, TASKS, update, USER } from './fixture.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -37,54 +36,11 @@ const instant: Impl = {
   list_tasks: () => ({ tasks: TASKS }),
   update_task: (i) => ({ task: { ...TASKS[3]!, title: i.title ?? '' } }),
 };
-const slow: Impl = {
-  list_tasks: async () => {
-    await sleep(5);
-    return { tasks: TASKS };
-  },
-  update_task: async (i) => {
-    await sleep(5);
-    return { task: { ...TASKS[3]!, title: i.title ?? '' } };
-  },
-};
-
-// What `schema.parse` is for zod: tool schemas are typed structurally (any zod copy or Standard Schema).
-const parse = <T>(schema: Schema<T, any>, value: unknown): T => {
-  const r = parseSchema(schema, value);
-  if (!r.success) throw new Error(r.error.issues[0]?.message ?? 'invalid');
-  return r.data;
-};
-
 /** The p-retry and p-timeout a baseline uses: the project's devDependencies, or the current majors (current-retry.ts). */
 const devKit: RetryKit = {
   pRetry,
   pTimeout,
   versions: `p-retry ${installedVersion('p-retry')}, p-timeout ${installedVersion('p-timeout')}`,
-};
-
-/**
- * The same calls without p-retry and p-timeout: the retry loop and the timeout race a developer
- * writes by hand (a timer per attempt, cleared when it settles; exponential backoff).
- */
-const plainKit: RetryKit = {
-  async pRetry(fn, { retries, minTimeout }) {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn();
-      } catch (error) {
-        if (attempt >= retries) throw error;
-        if (minTimeout > 0) await sleep(minTimeout * 2 ** attempt);
-      }
-    }
-  },
-  pTimeout(promise, { milliseconds }) {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${milliseconds} ms`)), milliseconds);
-    });
-    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-  },
-  versions: 'a hand-written retry loop and timeout race',
 };
 
 /** The hand-written baseline: one find-and-update. */
