@@ -58,7 +58,8 @@ async function endListener(client: Listener, connected: Promise<Listener>): Prom
 }
 
 /**
- * The common table expressions of an append (`c`: the log's counter row, `i`, `d`, `n`: the NOTIFY), `$1` the
+ * The common table expressions of an append (`c`: the log's counter row and the seq before the first
+ * event, measured once: a json parameter is re-read by each call, `i`, `d`, `n`: the NOTIFY), `$1` the
  * run id and `$p` … `$p+5` the events, their expiry, now, the cap, the channel and whether to wake readers
  * (a NOTIFY serializes commits: skipped at the end of a run nobody watches). With `from`, they append only
  * when that expression yields a row: a run's end and its last events in one statement.
@@ -71,10 +72,10 @@ function appendCtes(s: string, from: string | undefined, p: number): string {
   ON CONFLICT (run_id) DO UPDATE SET last = l.last + json_array_length(${events}::json),
     expires_at = EXCLUDED.expires_at
   WHERE l.expires_at IS NULL OR l.expires_at > ${now}
-  RETURNING last
+  RETURNING last, last - json_array_length(${events}::json) AS base
 ),
 i AS (INSERT INTO ${s}.run_events (run_id, seq, event)
-  SELECT $1, c.last - json_array_length(${events}::json) + u.i, u.e
+  SELECT $1, c.base + u.i, u.e
   FROM c, ${textRows(`$${p}`)}),
 d AS (DELETE FROM ${s}.run_events WHERE run_id = $1 AND seq <= (SELECT last FROM c) - ${cap}),
 n AS (SELECT pg_notify(${channel}, $1) FROM c WHERE json_array_length(${events}::json) > 0 AND ${wake}::boolean)`;

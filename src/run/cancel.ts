@@ -43,7 +43,8 @@ function cancelledEnd(run: StoredRun): boolean {
 /** Whether the confirmation a run is parked at has expired by `now` (its resume token is refused). */
 function confirmationExpired(run: StoredRun, now: number): boolean {
   const result = run.result as RunResult | undefined;
-  return result?.status === 'awaiting_confirmation' && Date.parse(result.confirmation.expiresAt) <= now;
+  const expiresAt = result?.status === 'awaiting_confirmation' ? result.confirmation?.expiresAt : undefined;
+  return typeof expiresAt === 'string' && Date.parse(expiresAt) <= now;
 }
 
 /**
@@ -69,8 +70,12 @@ export async function cancelRun(
     if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
     run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
     if (!run) return 'not_found';
-    // Its confirmation expired: nobody can continue it any more, so there is nothing left to cancel.
-    if (run.status === 'awaiting_confirmation' && confirmationExpired(run, now())) return 'ended';
+    // Its confirmation expired by this runner's clock: the take was refused for that, not for a missing chain.
+    if (run.status === 'awaiting_confirmation' && confirmationExpired(run, now()))
+      throw new Error(
+        `Run ${runId} is parked at a confirmation that has expired (by this runner's clock): ` +
+          'it can no longer be resumed or cancelled from here.',
+      );
     // Refused before the take (no such chain here, or another definition): the run and its token are untouched.
     if (run.status === 'awaiting_confirmation')
       throw new Error(

@@ -3,7 +3,7 @@
 import { CheckpointEncodeError } from '../stores/serialize.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import { checkRunValue } from '../stores/run-codec.js';
+import { checkRunValue, encodeRunValue } from '../stores/run-codec.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { UNDO_FLOOR_MS } from './call-context.js';
 import { earlyFailure } from './early-result.js';
@@ -121,7 +121,7 @@ export function ownSegment(
       },
     };
     try {
-      checkRunValue(started);
+      encodeRunValue(started); // made, not only checked: any refusal (a text too long to make, too) drops the input
     } catch {
       delete started.started!.input; // an input the journal cannot encode is not shown, the start still recorded
     }

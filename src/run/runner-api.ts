@@ -143,8 +143,8 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * are undone, and the run ends `failed` with category `cancelled`, code `run_cancelled`. Resolves
    * once the run has ended (or after 3 s if a tool ignores its signal): `'cancelled'`; `'ended'`
    * for a run that had ended already, or that ended otherwise before the cancel took (it completed
-   * first: nothing was undone) or is parked at a confirmation that has expired (it can no longer
-   * continue); `'not_found'` for one the store does not know.
+   * first: nothing was undone); `'not_found'` for one the store does not know. A run parked at a gate
+   * that this runner cannot take (no such chain here, or its confirmation expired) throws, untouched.
    *
    * @example
    * ```ts

@@ -1493,7 +1493,7 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
       expect(calls).toEqual(['reserve', 'send']);
     });
 
-    it('cancel of a parked run whose confirmation has expired (still kept by the store) answers ended, calls nothing', async () => {
+    it('cancel of a parked run whose confirmation has expired (still kept by the store) names that cause, calls nothing', async () => {
       const [sa, sb] = await (await setup()).stores(2);
       const calls: string[] = [];
       const a = make(sa!, calls);
@@ -1511,8 +1511,9 @@ export function decideAcrossRunnersContract(name: string, setup: () => Promise<D
         now: () => Date.now() + 2 * HOUR,
       });
       runners.push(late);
-      expect(await late.cancel(runId)).toBe('ended');
+      await expect(late.cancel(runId)).rejects.toThrow(/confirmation that has expired/);
       expect(calls).toEqual(['reserve']);
+      expect((await a.getRun(runId))?.status).toBe('awaiting_confirmation'); // untouched
     });
 
     it('50 concurrent decide and resume calls on one gate from 3 instances make exactly one tool call', async () => {
