@@ -59,7 +59,6 @@ const SWEEP_BATCH = 1000;
  */
 const CLOSE_SWEEP_WAIT_MS = 1_000;
 
-/** The pool, the schema and what every store on them shares. */
 /**
  * Texts sent as one parameter, read by {@link textRows}: JSON rather than a PostgreSQL array, whose
  * literal pg builds by escaping every element with two regular expressions, slow on texts of JSON.
@@ -82,6 +81,7 @@ export const textList = (texts: readonly string[]): string => JSON.stringify(tex
 export const textRows = (param: string): string =>
   `json_array_elements_text(${param}::json) WITH ORDINALITY AS u(e, i)`;
 
+/** The pool, the schema and what every store on them shares. */
 export class Db {
   /** The schema, quoted. */
   readonly s: string;

@@ -40,13 +40,6 @@ function cancelledEnd(run: StoredRun): boolean {
   return result?.status === 'failed' && result.error.code === 'run_cancelled';
 }
 
-/** Whether the confirmation a run is parked at has expired by `now` (its resume token is refused). */
-function confirmationExpired(run: StoredRun, now: number): boolean {
-  const result = run.result as RunResult | undefined;
-  const expiresAt = result?.status === 'awaiting_confirmation' ? result.confirmation?.expiresAt : undefined;
-  return typeof expiresAt === 'string' && Date.parse(expiresAt) <= now;
-}
-
 /**
  * Cancels `runId` (see `Runner.cancel`): `'cancelled'` when the cancel ended the run or is recorded on a
  * run still in flight, `'ended'` when the run had ended or ended otherwise first, `'not_found'`.
@@ -67,11 +60,12 @@ export async function cancelRun(
   let run = await read();
   if (!run) return 'not_found';
   if (run.status === 'awaiting_confirmation' && durable) {
-    if (await cancelParked(parked(), run, cancelOptions.reason)) return 'cancelled';
+    const took = await cancelParked(parked(), run, cancelOptions.reason);
+    if (took === true) return 'cancelled';
     run = await read(); // a resume or a decision took the checkpoint first: cancel the run it continued
     if (!run) return 'not_found';
-    // Its confirmation expired by this runner's clock: the take was refused for that, not for a missing chain.
-    if (run.status === 'awaiting_confirmation' && confirmationExpired(run, now()))
+    // Its token refused as expired (by this runner's clock): that is why, not a missing chain.
+    if (run.status === 'awaiting_confirmation' && took === 'expired')
       throw new Error(
         `Run ${runId} is parked at a confirmation that has expired (by this runner's clock): ` +
           'it can no longer be resumed or cancelled from here.',

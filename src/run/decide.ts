@@ -95,15 +95,20 @@ export async function decideRun(steer: ParkedRuns, runId: string, decision: RunD
 
 /**
  * Cancels a parked run: takes its checkpoint (its token is refused from then on), then ends it
- * `failed`/`run_cancelled`, undoing its completed steps with `compensate`. `false` when the
- * checkpoint was taken first (a resume or a decision won): the run is then in flight or ended.
+ * `failed`/`run_cancelled`, undoing its completed steps with `compensate`. `true` when it did;
+ * otherwise the refusal's code (`already_used` when a resume or a decision took the checkpoint
+ * first: the run is then in flight or ended; `expired`, …), or `false` for a run not parked at a gate.
  *
  * @example
  * ```ts
- * if (await cancelParked(steer, run, 'the user left')) return 'cancelled';
+ * if ((await cancelParked(steer, run, 'the user left')) === true) return 'cancelled';
  * ```
  */
-export async function cancelParked(steer: ParkedRuns, run: StoredRun, reason: string | undefined): Promise<boolean> {
+export async function cancelParked(
+  steer: ParkedRuns,
+  run: StoredRun,
+  reason: string | undefined,
+): Promise<boolean | string> {
   const token = parkedToken(run);
   if (token === undefined) return false;
   const stop = new AbortController();
@@ -115,7 +120,7 @@ export async function cancelParked(steer: ParkedRuns, run: StoredRun, reason: st
     { approved: true },
     { context: run.context as Record<string, unknown>, signal: stop.signal },
   );
-  if ('status' in prepared) return false;
+  if ('status' in prepared) return prepared.status === 'failed' ? prepared.error.code : false;
   // The approved gate is not asked again, and nothing past it starts: the abort stops the run first.
   const result: RunResult = await steer.durable.resume(prepared);
   return result.status === 'failed';

@@ -65,8 +65,8 @@ export function ownSegment(
     if (retried?.steps.has(entry.step) && entry.trace) entry.trace.decidedBy = retried.by;
     if (plan.skip.has(entry.step)) return true;
     if (plan.atEnd.has(entry.step) || plan.defer.has(entry.step)) {
-      // A value no store keeps fails its step now, not the later write. Encoded again then: masking a
-      // failed run's trace may change the entry in between.
+      // A value no store keeps fails its step now, not the later write; encoded only at that write:
+      // masking a failed run's trace may change the entry in between.
       checkRunValue(entry);
       return void (plan.atEnd.has(entry.step) ? atEnd : deferred).push(entry);
     }
