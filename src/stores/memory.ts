@@ -168,11 +168,13 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   checkOptions('memoryIdempotencyStore options', IDEMPOTENCY_OPTIONS, options);
   const now = options.now ?? Date.now;
   const entries = new Map<string, IdempotencyEntry>(); // insertion order = age
+  // Past this size the next insert trims: above the cap while claims in flight fill it (trimOldest).
+  let trimAt = max;
 
   // Expired and finished entries, oldest first, down to the cap; a claim in flight is never evicted.
   const evict = (): void => {
     const t = now();
-    trimOldest(
+    trimAt = trimOldest(
       entries,
       max,
       (e) => e.expiresAt <= t,
@@ -186,7 +188,9 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
     entries.delete(key);
     entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
     e?.waiters?.resolve(value);
-    if (entries.size > max) evict(); // a late answer may come for a key already gone
+    // One entry more may go now: while claims hold the store over its cap, the next trim comes that much sooner.
+    if (trimAt > max) trimAt--;
+    if (entries.size > trimAt) evict(); // a late answer may come for a key already gone
   };
 
   return {
@@ -218,7 +222,7 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
           ? { expiresAt: now() + ttl, done: false, run: { runId: run.runId, owner: run.owner } }
           : { expiresAt: now() + ttl, done: false },
       );
-      if (entries.size > max) evict();
+      if (entries.size > trimAt) evict();
       return { status: 'new' };
     },
     complete,

@@ -6,11 +6,15 @@
  * while the map holds more than `max`, each entry that may go; stops at the first entry that is
  * neither. An entry `keep` holds (a claim in flight) is passed over, whatever its age. `drop` must
  * delete the entry from the map. Past the cap it drops down to 90 % of `max` (exactly `max` below 10),
- * so one walk serves a tenth of the inserts: O(1) amortised.
+ * so one walk serves a tenth of the inserts: O(1) amortised. Returns the size past which the next trim
+ * is due: `max`, or, when entries `keep` holds left the map over `max`, its size and a tenth more (a
+ * map full of claims in flight is then walked once per tenth of its size in inserts, not on each).
  *
  * @example
  * ```ts
- * if (entries.size > max) trimOldest(entries, max, (e) => e.expiresAt <= now(), (id) => entries.delete(id));
+ * let trimAt = max;
+ * const drop = (id: string) => entries.delete(id);
+ * if (entries.size > trimAt) trimAt = trimOldest(entries, max, (e) => e.expiresAt <= now(), drop);
  * ```
  */
 export function trimOldest<K, V>(
@@ -19,7 +23,7 @@ export function trimOldest<K, V>(
   expired: (value: V) => boolean,
   drop: (key: K, value: V) => void,
   keep?: (value: V) => boolean,
-): void {
+): number {
   // Past the cap, down to 90 % at once: each walk from the front passes the Map's deleted slots and the
   // entries kept, so trimming one entry per insert would cost a walk per insert (exact below 10).
   const target = map.size > max ? max - Math.floor(max / 10) : max;
@@ -28,4 +32,6 @@ export function trimOldest<K, V>(
     if (map.size <= target && !expired(value)) break;
     drop(key, value);
   }
+  // Geometric, so however many claims are in flight a walk is paid for by a tenth as many inserts.
+  return map.size <= max ? max : map.size + Math.max(1, Math.floor(map.size / 10));
 }

@@ -81,3 +81,26 @@ describe('the memory idempotency store at its cap', () => {
     expect(store.begin('k10')).toMatchObject({ status: 'new' });
   });
 });
+
+describe('the memory idempotency store full of claims in flight', () => {
+  it('does not walk its map on every insert while claims fill it past its cap, and trims once they finish', () => {
+    // The store reads its clock once per claim and once per trim: the reads count the trims.
+    let reads = 0;
+    const store = memoryIdempotencyStore({
+      maxEntries: 100,
+      now: () => {
+        reads++;
+        return 1_000;
+      },
+    });
+    for (let i = 0; i < 2_000; i++) expect(store.begin(`k${i}`)).toMatchObject({ status: 'new' });
+    // 2,000 claims, none evictable: a trim per insert past the cap would read the clock ~3,900 times.
+    expect(reads).toBeLessThan(2_100);
+    for (let i = 0; i < 2_000; i++) expect(store.begin(`k${i}`)).toMatchObject({ status: 'pending' }); // none evicted
+    for (let i = 0; i < 2_000; i++) store.complete(`k${i}`, i);
+    // Finished, they are evictable again: the store is back under its cap, the newest kept.
+    store.begin('next');
+    expect(store.begin('k0')).toMatchObject({ status: 'new' });
+    expect(store.begin('k1999')).toMatchObject({ status: 'done', value: 1999 });
+  });
+});
