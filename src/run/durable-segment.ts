@@ -1,6 +1,7 @@
 // One segment of a durable run this runner owns (from its start, a resume, a take-over, a wake-up or a
 // decision to its end or its next parking): each step and undo journaled, the end recorded.
 import { CheckpointEncodeError } from '../stores/serialize.js';
+import { AbortScope } from '../policies/abort.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
 import { checkRunValue, encodeRunValue } from '../stores/run-codec.js';
@@ -47,15 +48,11 @@ export function ownSegment(
   let carrying: Promise<void> | undefined;
   const lease = o.leases.hold(runId, leaseUntil);
   // A lease found lost while a tool runs (by the renewal timer) stops the run at once, retries included;
-  // so does a cancel from any instance (announced through the run's event log).
-  // One controller for both (a cancel aborts the run's event writer's): no signal combined per run.
+  // so does a cancel from any instance (announced through the run's event log). One scope for both (a
+  // cancel aborts the run's event writer's), linked to the run beside the caller's signal: no
+  // AbortController, combined signal or EventTarget listener per durable run.
   const events = parts.recorder.runEvents;
-  lease.stop = events ? events.open(runId).stopper : new AbortController();
-  const stops = [lease.stop.signal];
-  if (exec.signal) stops.push(exec.signal);
-  // any: Node 20.3+
-  exec.signal =
-    stops.length === 1 || typeof AbortSignal.any !== 'function' ? stops[stops.length - 1]! : AbortSignal.any(stops);
+  exec.stop = lease.stop = events ? events.open(runId).stopper : new AbortScope();
   exec.deadlineAt = deadlineAt;
   exec.durable = { runId, owner, takeOver: true };
   exec.interrupted = () => lease.lost || lease.failed !== undefined;

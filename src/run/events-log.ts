@@ -7,6 +7,7 @@ import type { RunEndData, RunEventDraft } from '../observe/run-events.js';
 import type { Logger } from '../observe/logger.js';
 import type { RunResult } from '../observe/result.js';
 import { RunAbortReason } from '../errors/failure.js';
+import { AbortScope } from '../policies/abort.js';
 import { callStore } from '../stores/guard.js';
 import { encodeRunValue } from '../stores/run-codec.js';
 import type { LastEvents, RunEventLog } from '../stores/run-event-log.js';
@@ -41,7 +42,7 @@ export class RunEventWriter {
   private buffer: string[] = [];
   private inFlight: Promise<void> | undefined;
   private again = false;
-  private stop: AbortController | undefined;
+  private stop: AbortScope | undefined;
   watched: boolean;
 
   constructor(
@@ -52,20 +53,15 @@ export class RunEventWriter {
     this.watched = watched;
   }
 
-  /** Aborted by `runner.cancel` (from any instance): the run's signal. */
-  get cancelled(): AbortSignal {
-    return (this.stop ??= new AbortController()).signal;
-  }
-
-  /** The controller a cancel aborts; the owner may abort it too (a lost lease), one signal for both. */
-  get stopper(): AbortController {
-    return (this.stop ??= new AbortController());
+  /** The scope a cancel aborts; the owner may abort it too (a lost lease), one stop for both. */
+  get stopper(): AbortScope {
+    return (this.stop ??= new AbortScope());
   }
 
   /** Cancels the run: its tools' signals abort, no later step starts, compensation runs. */
   cancel(reason: string | undefined): void {
     const message = `The run was cancelled${reason ? `: ${reason}` : ''}.`;
-    (this.stop ??= new AbortController()).abort(new RunAbortReason('cancelled', message, 'run_cancelled'));
+    (this.stop ??= new AbortScope()).abort(new RunAbortReason('cancelled', message, 'run_cancelled'));
   }
 
   /** Adds an event (`data` already redacted); what cannot be encoded is left out (and logged). */

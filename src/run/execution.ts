@@ -51,6 +51,8 @@ export interface Execution {
   decidedBy?: string;
   confirm?: RunOptions['confirm'];
   signal?: AbortSignal;
+  /** The durable owner's stop (a lost lease, a cancel from any instance): aborts the run with its reason. */
+  stop?: AbortScope;
   /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */
   resumed: boolean;
   /** When this segment's deadline clock started (a resume counts its store reads); default: now. */

@@ -173,6 +173,7 @@ class Run extends Scheduler implements EndingRun {
             : new RunAbortReason('cancelled', 'The caller cancelled the run.'),
         ),
       );
+    exec.stop?.link(this.abort);
     if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
     else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) {

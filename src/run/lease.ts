@@ -1,5 +1,7 @@
 // The leases a runner holds on its durable runs: one timer renews them all; a call or an undo passes
 // its run's fence first, so an owner that lost its lease acts no more.
+import { RunAbortReason } from '../errors/failure.js';
+import type { AbortScope } from '../policies/abort.js';
 import type { RunStore } from '../stores/run-store.js';
 
 /** What a runner knows of a lease it holds. */
@@ -11,7 +13,7 @@ export interface Lease {
   /** The store failed while the run was journaled: it stopped here, for recovery. */
   failed: unknown;
   /** Aborts the run when the lease is found lost. */
-  stop: AbortController | undefined;
+  stop: AbortScope | undefined;
 }
 
 /** A run-store call bounded by a deadline (the durable side's `bounded`). */
@@ -79,7 +81,7 @@ export class LeaseKeeper {
   lose(lease: Lease): void {
     if (lease.lost) return;
     lease.lost = true;
-    lease.stop?.abort();
+    lease.stop?.abort(new RunAbortReason('cancelled', 'Another runner took the run over.'));
   }
 
   /**

@@ -27,6 +27,7 @@ export interface EndingRun extends EndedSegment {
  */
 export function concludeRun(run: EndingRun): RunResult | Promise<RunResult> {
   run.offCallerAbort?.();
+  run.exec.stop?.unlink(run.abort);
   run.calls.active.delete(run.abort);
   let result: RunResult | Promise<RunResult>;
   try {

@@ -354,7 +354,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
 
   it('an owner whose renewal finds its lease lost stops at once: its tool in flight sees its signal abort, nothing is undone', async () => {
     const stores = storesOf(kind, now);
-    let aborted = false;
+    let aborted: unknown = false;
     let started = false;
     const invoker = functionInvoker([read, reserve, ship, release, keep, pay], {
       read: async ({ n }) => ({ n }),
@@ -365,7 +365,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
       ship: (_input, call) =>
         new Promise((_, reject) => {
           started = true;
-          call.signal.addEventListener('abort', () => ((aborted = true), reject(new Error('stopped'))));
+          call.signal.addEventListener('abort', () => ((aborted = call.signal.reason), reject(new Error('stopped'))));
         }),
     });
     const released: string[] = [];
@@ -387,7 +387,8 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
     const began = Date.now();
     const late = await pending; // the owner's next renewal finds the run gone
     expect(Date.now() - began).toBeLessThan(3_000);
-    expect(aborted).toBe(true);
+    // The tool is told why: another runner has the run now (not that its caller cancelled it).
+    expect(aborted).toMatchObject({ kind: 'cancelled', message: 'Another runner took the run over.' });
     expect(late.status === 'failed' && late.error.code).toBe('lease_lost');
     expect(released).toEqual([]);
   });
