@@ -67,7 +67,12 @@ type GetIn<T, K extends string> = T extends null | undefined
         : undefined
     : K extends keyof T
       ? T[K]
-      : undefined;
+      : // A number key (`Record<number, V>`, `{ 0: V }`), written as text in the path.
+        K extends `${infer I extends number}`
+        ? I extends keyof T
+          ? T[I]
+          : undefined
+        : undefined;
 
 /**
  * Checks a ref's `path` into a value of type `T` read from `Source` (`'input'`, `'context'`, a step
@@ -118,8 +123,15 @@ type Check<T, S extends readonly string[], At extends string, Source extends str
           ? Check<Get<T, H>, R, At extends '' ? H : `${At}.${H}`, Source>
           : Miss<NonNullable<T>, H, At, Source>
   : true;
-/** The segments valid after a value of type `N` (any member of a union): fields, or indices and `length` of arrays. */
-type KeysOf<N> = N extends readonly unknown[] ? `${number}` | 'length' : N extends Leaf ? never : keyof N & string;
+/**
+ * The segments valid after a value of type `N` (any member of a union): fields (number keys as text),
+ * or indices and `length` of arrays.
+ */
+type KeysOf<N> = N extends readonly unknown[]
+  ? `${number}` | 'length'
+  : N extends Leaf
+    ? never
+    : (keyof N & string) | `${keyof N & number}`;
 /** Where a path stopped, for messages: `step contact`, `the input`, `tasks.0 in the input`. */
 type Where<At extends string, Source extends string> = `${AtIn<At>}${SourceName<Source>}`;
 type AtIn<At extends string> = At extends '' ? '' : `${At} in `;
@@ -142,7 +154,13 @@ type Miss<N, H extends string, At extends string, Source extends string> = [N] e
       ? `'${H}' is not a field: ${Where<At, Source>} is ${LeafKind<N>}`
       : [KeysOf<N>] extends [never]
         ? `'${H}' is not a field: ${Where<At, Source>} has no fields`
-        : `'${H}' is not a field of ${Where<At, Source>}: ${Join<KeysOf<N>>}`;
+        : `'${H}' is not a field of ${Where<At, Source>}: ${FieldList<KeysOf<N>>}`;
+/** The valid segments, listed; a record by number's keys read `any number` (not a `${number}` pattern). */
+type FieldList<K extends string> = `${number}` extends K
+  ? [Exclude<K, `${number}`>] extends [never]
+    ? 'any number'
+    : `${Join<Exclude<K, `${number}`>>}, or any number`
+  : Join<K>;
 /** The last member of a union (the compiler's order, which is declaration order for an object's keys). */
 type LastOf<U> = (U extends unknown ? (x: () => U) => void : never) extends (x: infer F) => void
   ? F extends () => infer L

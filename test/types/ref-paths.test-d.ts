@@ -2,7 +2,7 @@
 // segment and the valid ones at that level (nested paths and indices too).
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { chain, defineChain, ref, type ChainOutput, type Ref, type RefPath } from 'chainkit';
+import { chain, defineChain, ref, type ChainOutput, type Ref, type RefPath, type RefValueAt } from 'chainkit';
 import { emailInput, searchContacts, sendEmail, setPriority, userContext } from './fixtures.js';
 
 const tasksInput = z.object({ tasks: z.array(z.object({ title: z.string() })), name: z.string() });
@@ -34,6 +34,26 @@ describe('ref path typos', () => {
       // @ts-expect-error — the select's `from` path is checked the same way
       .select('e', (ref) => ({ from: ref('search', 'contactz'), expect: 'all' }))
       .tool('ok', sendEmail, (ref) => ({ to: ref('contact', 'email'), subject: ref('input', 'tasks.0.title'), body: ref('search', 'contacts[0].name') }))
+      .build();
+  });
+
+  it('reads number keys (a record by number, an object with number keys) as text, as the run time does', () => {
+    type R = { r: Record<number, { id: string }>; o: { 0: string; 1: number } };
+    expectTypeOf<RefPath<R, 'r.0.id', 'input'>>().toEqualTypeOf<'r.0.id'>();
+    expectTypeOf<RefValueAt<R, 'r.0.id', 'input'>>().toEqualTypeOf<string>();
+    expectTypeOf<RefPath<R, 'o.1', 'input'>>().toEqualTypeOf<'o.1'>();
+    expectTypeOf<RefValueAt<R, 'o.1', 'input'>>().toEqualTypeOf<number>();
+    expectTypeOf<RefPath<R, 'o.2', 'input'>>().toEqualTypeOf<"'2' is not a field of o in the input: 0, 1">();
+    expectTypeOf<RefPath<R, 'r.0.di', 'input'>>().toEqualTypeOf<"'di' is not a field of r.0 in the input: id">();
+    expectTypeOf<RefPath<R, 'r.x', 'input'>>().toEqualTypeOf<"'x' is not a field of r in the input: any number">();
+    type Mixed = { m: { name: string } & Record<number, string> };
+    expectTypeOf<RefPath<Mixed, 'm.x', 'input'>>().toEqualTypeOf<"'x' is not a field of m in the input: name, or any number">();
+    expectTypeOf<RefValueAt<Mixed, 'm.7', 'input'>>().toEqualTypeOf<string>();
+    const byNumber = z.object({ r: z.record(z.number(), z.object({ name: z.string() })) });
+    chain('by_number', { input: byNumber })
+      .tool('a', searchContacts, (ref) => ({ query: ref('input', 'r.0.name') }))
+      // @ts-expect-error — 'nmae' is not a field of r.0 in the input
+      .tool('b', searchContacts, (ref) => ({ query: ref('input', 'r.0.nmae') }))
       .build();
   });
 
