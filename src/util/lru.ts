@@ -20,8 +20,8 @@ interface Slot<V> {
  * At most `max` entries, evicting the least recently used first ("second chance": a read only
  * marks its entry, so a hit costs one field write, not a Map re-insert). An entry that is not
  * `evictable` is kept, whatever its age: the cap can then be passed; after a pass that could not
- * get back under it, eviction waits until the map grew by another tenth of the cap, so a map full
- * of busy entries does not cost a full pass per insert.
+ * get back under it, eviction waits until the map grew by another tenth of its size, so a map full
+ * of busy entries does not cost a full pass per insert, however many there are.
  *
  * @example
  * ```ts
@@ -35,6 +35,12 @@ export class BoundedLru<K, V> {
   private readonly onEvict: ((value: V, key: K) => void) | undefined;
   /** The size from which the next eviction pass runs (the cap, or more after a pass fell short). */
   private trimAt: number;
+  /**
+   * Where eviction looks next. Every entry it passes is dropped or moved to the back, so it stays at the
+   * front of the live entries; kept from pass to pass because a Map's deleted slots stay at its front
+   * until it is rehashed, and a new iterator per eviction would step over all of them again (O(cap) an insert).
+   */
+  private hand: Iterator<[K, Slot<V>]> | undefined;
 
   constructor(
     readonly max: number,
@@ -86,6 +92,7 @@ export class BoundedLru<K, V> {
   /** Removes every entry (without `onEvict`). */
   clear(): void {
     this.map.clear();
+    this.hand = undefined;
     this.trimAt = this.max + 1;
   }
 
@@ -103,11 +110,18 @@ export class BoundedLru<K, V> {
     for (const slot of this.map.values()) yield slot.value;
   }
 
+  /** The oldest entry (the map is not empty). */
+  private oldest(): [K, Slot<V>] {
+    let next = this.hand?.next();
+    if (next === undefined || next.done === true) next = (this.hand = this.map.entries()).next();
+    return next.value as [K, Slot<V>];
+  }
+
   /** Drops the oldest unused evictable entries until under the cap (never `keep`, just added); one pass at most. */
   private trim(keep: K): void {
     const { map, max, evictable, onEvict } = this;
     for (let left = map.size; map.size > max && left > 0; left--) {
-      const [key, slot] = map.entries().next().value as [K, Slot<V>];
+      const [key, slot] = this.oldest();
       map.delete(key);
       if (slot.used || key === keep || (evictable !== undefined && !evictable(slot.value))) {
         slot.used = false; // passed over: to the back, as if just added
@@ -116,6 +130,7 @@ export class BoundedLru<K, V> {
       }
       onEvict?.(slot.value, key);
     }
-    this.trimAt = map.size > max ? map.size + Math.ceil(max / 10) : max + 1;
+    // Geometric, so however many entries are busy a pass is paid for by a tenth as many inserts.
+    this.trimAt = map.size > max ? map.size + Math.ceil(map.size / 10) : max + 1;
   }
 }

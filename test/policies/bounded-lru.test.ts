@@ -26,7 +26,7 @@ describe('BoundedLru', () => {
     expect(keys(lru)).toEqual(['d', 'a', 'e']);
   });
 
-  it('never drops an entry that is not evictable, nor the one just added; past the cap it waits for a tenth more before the next pass', () => {
+  it('never drops an entry that is not evictable, nor the one just added; past the cap it waits for a tenth of its size more before the next pass', () => {
     let free = false;
     let looked = 0;
     const lru = new BoundedLru<string, number>(20, {
@@ -38,16 +38,85 @@ describe('BoundedLru', () => {
     for (let i = 0; i < 20; i++) lru.set(`b${i}`, i);
     lru.set('x1', 0); // everything else busy: nothing can go, and the newcomer never does
     expect([lru.size, looked]).toEqual([21, 20]);
-    lru.set('x2', 0); // a tenth of 20 is 2: no pass before size 23
-    expect([lru.size, looked]).toEqual([22, 20]);
+    lru.set('x2', 0); // a tenth of 21, rounded up, is 3: no pass before size 24
     lru.set('x3', 0);
-    expect([lru.size, looked]).toEqual([23, 42]);
-    free = true;
+    expect([lru.size, looked]).toEqual([23, 20]);
     lru.set('x4', 0);
-    expect(lru.size).toBe(24);
+    expect([lru.size, looked]).toEqual([24, 43]);
+    free = true;
     lru.set('x5', 0);
+    lru.set('x6', 0);
+    expect(lru.size).toBe(26);
+    lru.set('x7', 0);
     expect(lru.size).toBe(20);
-    expect(lru.get('x5')).toBe(0);
+    expect(lru.get('x7')).toBe(0);
+  });
+
+  it('evicts as a plain reference model does over 20,000 random sets, reads, deletes and clears', () => {
+    // The model: an array in order, oldest first; a pass takes from its front as the class documents.
+    type Slot = { value: number; used: boolean };
+    const model: [string, Slot][] = [];
+    let trimAt = 11;
+    const busy = (v: number) => v % 7 === 0;
+    const evicted: string[] = [];
+    const modelEvicted: string[] = [];
+    const lru = new BoundedLru<string, number>(10, { evictable: (v) => !busy(v), onEvict: (_v, k) => evicted.push(k) });
+    let seed = 42; // mulberry32: the same sequence on every run
+    const random = (n: number): number => {
+      let t = (seed = (seed + 0x6d2b79f5) | 0);
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    for (let step = 0; step < 20_000; step++) {
+      const key = `k${random(40)}`;
+      const op = random(100);
+      const at = model.findIndex(([k]) => k === key);
+      if (op < 55) {
+        const value = random(1_000);
+        lru.set(key, value);
+        if (at >= 0) model.splice(at, 1);
+        model.push([key, { value, used: false }]);
+        if (at < 0 && model.length >= trimAt) {
+          for (let left = model.length; model.length > 10 && left > 0; left--) {
+            const [k, slot] = model.shift()!;
+            if (slot.used || k === key || busy(slot.value)) {
+              slot.used = false;
+              model.push([k, slot]);
+            } else modelEvicted.push(k);
+          }
+          trimAt = model.length > 10 ? model.length + Math.ceil(model.length / 10) : 11;
+        }
+      } else if (op < 90) {
+        expect(lru.get(key)).toBe(at >= 0 ? model[at]![1].value : undefined);
+        if (at >= 0) model[at]![1].used = true;
+      } else if (op < 99) {
+        expect(lru.delete(key)).toBe(at >= 0);
+        if (at >= 0) model.splice(at, 1);
+        if (model.length <= 10) trimAt = 11;
+      } else {
+        lru.clear();
+        model.length = 0;
+        trimAt = 11;
+      }
+      expect(keys(lru)).toEqual(model.map(([k]) => k));
+    }
+    expect(evicted).toEqual(modelEvicted);
+    expect(evicted.length).toBeGreaterThan(1_000);
+  });
+
+  it('full of busy entries far past its cap, looks at each entry a bounded number of times per insert', () => {
+    let looked = 0;
+    const lru = new BoundedLru<string, number>(10, {
+      evictable: () => {
+        looked++;
+        return false;
+      },
+    });
+    for (let i = 0; i < 3_000; i++) lru.set(`b${i}`, i);
+    // A pass per tenth of the cap (one per insert here) would look ~4.5 million times.
+    expect(looked / 3_000).toBeLessThan(15);
+    expect(lru.size).toBe(3_000);
   });
 
   it('moves a replaced entry to the back with its new value; has() does not count as a read', () => {
