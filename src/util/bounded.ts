@@ -32,6 +32,20 @@ export function trimOldest<K, V>(
     if (map.size <= target && !expired(value)) break;
     drop(key, value);
   }
-  // Geometric, so however many claims are in flight a walk is paid for by a tenth as many inserts.
-  return map.size <= max ? max : map.size + Math.max(1, Math.floor(map.size / 10));
+  return nextTrimAt(map.size, max);
+}
+
+/**
+ * The size past which a bounded map of `size` entries with cap `max` trims next, after a trim: `max`, or,
+ * when entries that may not go left it over `max`, a tenth of its size more. Geometric, so however many
+ * entries are busy, a walk over them is paid for by a tenth as many inserts.
+ *
+ * @example
+ * ```ts
+ * nextTrimAt(90, 100); // 100
+ * nextTrimAt(2_000, 100); // 2_200
+ * ```
+ */
+export function nextTrimAt(size: number, max: number): number {
+  return size <= max ? max : size + Math.max(1, Math.floor(size / 10));
 }

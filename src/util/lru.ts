@@ -1,6 +1,7 @@
 // A Map with a cap on its size: past it, the least recently used entries that may go are dropped.
 // The one bounded map of the core: the rate limiters' per-key limiters, the context-hash cache, the
 // per-session state of transitions and fallback advice.
+import { nextTrimAt } from './bounded.js';
 
 /** Options of {@link BoundedLru}. */
 export interface BoundedLruOptions<K, V> {
@@ -33,7 +34,7 @@ export class BoundedLru<K, V> {
   private readonly map = new Map<K, Slot<V>>();
   private readonly evictable: ((value: V) => boolean) | undefined;
   private readonly onEvict: ((value: V, key: K) => void) | undefined;
-  /** The size from which the next eviction pass runs (the cap, or more after a pass fell short). */
+  /** The size past which the next eviction pass runs (the cap, or more after a pass fell short). */
   private trimAt: number;
   /**
    * Where eviction looks next. Every entry it passes is dropped or moved to the back, so it stays at the
@@ -50,7 +51,7 @@ export class BoundedLru<K, V> {
       throw new TypeError('Expected the cap of a BoundedLru to be a positive integer.');
     this.evictable = options.evictable;
     this.onEvict = options.onEvict;
-    this.trimAt = max + 1;
+    this.trimAt = max;
   }
 
   /** The value under `key`, marked as used. */
@@ -66,7 +67,7 @@ export class BoundedLru<K, V> {
     const slot = this.map.get(key);
     if (slot === undefined) {
       this.map.set(key, { value, used: false });
-      if (this.map.size >= this.trimAt) this.trim(key);
+      if (this.map.size > this.trimAt) this.trim(key);
       return value;
     }
     // Replaced: the same slot moves to the back (no allocation for a key updated on every call).
@@ -85,7 +86,7 @@ export class BoundedLru<K, V> {
   /** Removes an entry (without `onEvict`). */
   delete(key: K): boolean {
     const had = this.map.delete(key);
-    if (this.map.size <= this.max) this.trimAt = this.max + 1; // back under the cap: the next insert past it trims
+    if (this.map.size <= this.max) this.trimAt = this.max; // back under the cap: the next insert past it trims
     return had;
   }
 
@@ -93,7 +94,7 @@ export class BoundedLru<K, V> {
   clear(): void {
     this.map.clear();
     this.hand = undefined;
-    this.trimAt = this.max + 1;
+    this.trimAt = this.max;
   }
 
   get size(): number {
@@ -130,7 +131,6 @@ export class BoundedLru<K, V> {
       }
       onEvict?.(slot.value, key);
     }
-    // Geometric, so however many entries are busy a pass is paid for by a tenth as many inserts.
-    this.trimAt = map.size > max ? map.size + Math.ceil(map.size / 10) : max + 1;
+    this.trimAt = nextTrimAt(map.size, max);
   }
 }

@@ -38,7 +38,7 @@ describe('BoundedLru', () => {
     for (let i = 0; i < 20; i++) lru.set(`b${i}`, i);
     lru.set('x1', 0); // everything else busy: nothing can go, and the newcomer never does
     expect([lru.size, looked]).toEqual([21, 20]);
-    lru.set('x2', 0); // a tenth of 21, rounded up, is 3: no pass before size 24
+    lru.set('x2', 0); // a tenth of 21, rounded down, is 2: no pass before size 24 (past 23)
     lru.set('x3', 0);
     expect([lru.size, looked]).toEqual([23, 20]);
     lru.set('x4', 0);
@@ -56,7 +56,7 @@ describe('BoundedLru', () => {
     // The model: an array in order, oldest first; a pass takes from its front as the class documents.
     type Slot = { value: number; used: boolean };
     const model: [string, Slot][] = [];
-    let trimAt = 11;
+    let trimAt = 10;
     const busy = (v: number) => v % 7 === 0;
     const evicted: string[] = [];
     const modelEvicted: string[] = [];
@@ -77,7 +77,7 @@ describe('BoundedLru', () => {
         lru.set(key, value);
         if (at >= 0) model.splice(at, 1);
         model.push([key, { value, used: false }]);
-        if (at < 0 && model.length >= trimAt) {
+        if (at < 0 && model.length > trimAt) {
           for (let left = model.length; model.length > 10 && left > 0; left--) {
             const [k, slot] = model.shift()!;
             if (slot.used || k === key || busy(slot.value)) {
@@ -85,7 +85,7 @@ describe('BoundedLru', () => {
               model.push([k, slot]);
             } else modelEvicted.push(k);
           }
-          trimAt = model.length > 10 ? model.length + Math.ceil(model.length / 10) : 11;
+          trimAt = model.length > 10 ? model.length + Math.floor(model.length / 10) : 10;
         }
       } else if (op < 90) {
         expect(lru.get(key)).toBe(at >= 0 ? model[at]![1].value : undefined);
@@ -93,11 +93,11 @@ describe('BoundedLru', () => {
       } else if (op < 99) {
         expect(lru.delete(key)).toBe(at >= 0);
         if (at >= 0) model.splice(at, 1);
-        if (model.length <= 10) trimAt = 11;
+        if (model.length <= 10) trimAt = 10;
       } else {
         lru.clear();
         model.length = 0;
-        trimAt = 11;
+        trimAt = 10;
       }
       expect(keys(lru)).toEqual(model.map(([k]) => k));
     }
