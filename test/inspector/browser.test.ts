@@ -158,8 +158,9 @@ describe('the inspector in Chromium', () => {
       'ready',
     ]);
     await h.runner.decide(other.runId, { approved: false, by: 'ops:e2e' });
-    const cancel = await page.waitForSelector('::-p-aria(Cancel run)');
-    await cancel!.click();
+    // A locator finds the button when it clicks, and again if a live re-render (the decision above,
+    // pushed to the page) replaced it in between; a handle found first can be detached by then.
+    await page.locator('::-p-aria(Cancel run)').click();
     await until(() => h.calls.slowAborted === 1);
     const result = await running;
     expect(result.status === 'failed' && result.error.code).toBe('run_cancelled');
@@ -182,8 +183,7 @@ describe('the inspector in Chromium', () => {
     if (process.env.UPDATE_SCREENSHOTS === '1') copyFileSync('.artifacts/inspector.png', 'docs/inspector.png');
 
     h.calls.explodeFails = false;
-    const rerun = await page.waitForSelector('::-p-aria(Re-run)');
-    await rerun!.click();
+    await page.locator('::-p-aria(Re-run)').click();
     await page.waitForFunction(() => location.hash === `#/run/${encodeURIComponent('refund-42~rerun1')}`);
     await page.waitForFunction(() => document.querySelector('#run-h .badge')?.textContent === 'completed');
     expect(await page.$eval('.meta', (el) => el.textContent ?? '')).toContain('Re-run ofrefund-42');
