@@ -40,6 +40,12 @@ interface Entry {
   contextHash: string;
 }
 
+/** One context's pending checkpoints: their ids, oldest first, and a time none of them expires before. */
+interface Pending {
+  ids: Set<string>;
+  soonest: number;
+}
+
 const CHECKPOINT_OPTIONS = z.object(
   { maxEntries: integer('maxEntries', 1).optional(), maxPerContext: integer('maxPerContext', 1).optional() },
   { error: 'Expected memoryCheckpointStore options to be an object.' },
@@ -63,13 +69,13 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
   checkOptions('memoryCheckpointStore options', CHECKPOINT_OPTIONS, options);
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>(); // insertion order = age
-  const pending = new Map<string, Set<string>>(); // context hash → ids of its pending checkpoints, oldest first
+  const pending = new Map<string, Pending>(); // context hash → its pending checkpoints
 
   const unlist = (id: string, e: Entry): void => {
     if (e.data === undefined) return;
-    const ids = pending.get(e.contextHash);
-    ids?.delete(id);
-    if (ids?.size === 0) pending.delete(e.contextHash);
+    const p = pending.get(e.contextHash);
+    p?.ids.delete(id);
+    if (p?.ids.size === 0) pending.delete(e.contextHash);
   };
   const drop = (id: string, e: Entry): void => {
     unlist(id, e);
@@ -80,12 +86,23 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
     const t = now();
     trimOldest(entries, max, (e) => e.expiresAt <= t, drop);
   };
-  // One context over its bound: its expired checkpoints go, then its own oldest.
-  const trim = (ids: Set<string>): void => {
+  // One context over its bound: its expired checkpoints go, then its own oldest. Expiry is not insertion
+  // order (gates have their own TTLs), so finding the expired ones walks them all: only once the clock
+  // has reached `soonest`, which no checkpoint of the context expires before (each walk makes it exact
+  // again): a context at its cap is walked when one of its checkpoints may have expired, not on every save.
+  const trim = (p: Pending): void => {
     const t = now();
-    for (const id of ids) if (entries.get(id)!.expiresAt <= t) drop(id, entries.get(id)!);
-    for (const id of ids) {
-      if (ids.size <= perContext) break;
+    if (t >= p.soonest) {
+      let soonest = Infinity;
+      for (const id of p.ids) {
+        const e = entries.get(id)!;
+        if (e.expiresAt <= t) drop(id, e);
+        else soonest = Math.min(soonest, e.expiresAt);
+      }
+      p.soonest = soonest;
+    }
+    for (const id of p.ids) {
+      if (p.ids.size <= perContext) break;
       drop(id, entries.get(id)!);
     }
   };
@@ -96,10 +113,11 @@ export function memoryCheckpointStore(options: MemoryCheckpointStoreOptions = {}
       const old = entries.get(checkpoint.id);
       if (old) drop(checkpoint.id, old);
       entries.set(checkpoint.id, { data, expiresAt: checkpoint.expiresAt, contextHash: checkpoint.contextHash });
-      let ids = pending.get(checkpoint.contextHash);
-      if (!ids) pending.set(checkpoint.contextHash, (ids = new Set()));
-      ids.add(checkpoint.id);
-      if (ids.size > perContext) trim(ids);
+      let p = pending.get(checkpoint.contextHash);
+      if (!p) pending.set(checkpoint.contextHash, (p = { ids: new Set(), soonest: Infinity }));
+      p.ids.add(checkpoint.id);
+      p.soonest = Math.min(p.soonest, checkpoint.expiresAt);
+      if (p.ids.size > perContext) trim(p);
       if (entries.size > max) sweep();
     },
     async peek(id): Promise<TakeResult> {

@@ -60,6 +60,39 @@ describe('the memory checkpoint store at its cap', () => {
   });
 });
 
+describe('a context at its maxPerContext', () => {
+  it('does not walk its checkpoints on every save, and still lets the expired ones go before the oldest live one', async () => {
+    // Steps through any Set counted (a context's checkpoints are a Set): a walk per save would take ~2,000,000.
+    const setIterator = Object.getPrototypeOf(new Set().values()) as { next: () => unknown };
+    const next = setIterator.next;
+    let steps = 0;
+    let t = 1_000_000;
+    const store = memoryCheckpointStore({ maxPerContext: 1_000, maxEntries: 100_000, now: () => t });
+    await store.save(checkpoint('long', 'ctx', t + 10_000_000)); // the oldest, and the last to expire
+    setIterator.next = function (this: unknown) {
+      steps++;
+      return next.call(this);
+    };
+    try {
+      for (let i = 0; i < 3_000; i++) await store.save(checkpoint(`c${i}`, 'ctx', t + 60_000 + i));
+    } finally {
+      setIterator.next = next;
+    }
+    expect(steps).toBeLessThan(20_000);
+    expect((await store.peek('long')).status).toBe('missing'); // the oldest went for the cap: none had expired
+    expect((await store.peek('c1999')).status).toBe('missing');
+    expect((await store.peek('c2000')).status).toBe('taken');
+
+    // Another context: its oldest checkpoint lives longest; once the others have expired, they go, not it.
+    await store.save(checkpoint('long2', 'ctx2', t + 10_000_000));
+    for (let i = 0; i < 999; i++) await store.save(checkpoint(`d${i}`, 'ctx2', t + 60_000));
+    t += 70_000;
+    await store.save(checkpoint('last', 'ctx2', t + 60_000));
+    expect((await store.peek('long2')).status).toBe('taken');
+    expect((await store.peek('last')).status).toBe('taken');
+  });
+});
+
 describe('the memory idempotency store at its cap', () => {
   it('evicts finished entries oldest first and never a claim in flight', () => {
     const store = memoryIdempotencyStore({ maxEntries: 2 });
