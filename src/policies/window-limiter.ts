@@ -86,6 +86,8 @@ interface Waiter {
   reject: (reason: unknown) => void;
   off: () => void;
   cancelDeadline: () => void;
+  /** Left the queue (cancelled or past its deadline): skipped when its turn comes. */
+  gone: boolean;
 }
 
 /** A fixed-window limiter in this process. */
@@ -93,7 +95,12 @@ class WindowLimiter implements Limiter {
   private windowStart: number;
   private used = 0;
   private running = 0;
-  private readonly queue: Waiter[] = [];
+  // Waiters in arrival order from `head`; one that leaves is marked gone and skipped, so leaving and
+  // granting cost O(1) however long the queue (a splice or shift per call is O(queue)). `waiting` counts
+  // the live ones; the array is compacted once the dead make up half of it.
+  private queue: Waiter[] = [];
+  private head = 0;
+  private waiting = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly maxQueue: number;
   lastActive: number;
@@ -107,7 +114,7 @@ class WindowLimiter implements Limiter {
   }
 
   get idle(): boolean {
-    return this.queue.length === 0 && this.running === 0;
+    return this.waiting === 0 && this.running === 0;
   }
 
   private readonly release: Release = () => {
@@ -133,14 +140,14 @@ class WindowLimiter implements Limiter {
     const t = this.now();
     this.lastActive = t;
     this.refresh(t);
-    if (this.queue.length === 0 && this.free()) {
+    if (this.waiting === 0 && this.free()) {
       this.used++;
       this.running++;
       return this.release;
     }
-    if (this.queue.length >= this.maxQueue) return { refused: 'queue_full' };
+    if (this.waiting >= this.maxQueue) return { refused: 'queue_full' };
     // The earliest the slot can come; blocked only by concurrency it cannot be known, and the deadline ends the wait.
-    const grantAt = earliestSlot(this.spec, this.windowStart, this.spec.limit - this.used, this.queue.length);
+    const grantAt = earliestSlot(this.spec, this.windowStart, this.spec.limit - this.used, this.waiting);
     if (grantAt !== undefined && grantAt >= deadlineAt) return { refused: 'wait', waitMs: grantAt - t };
     try {
       onWait?.();
@@ -148,14 +155,16 @@ class WindowLimiter implements Limiter {
       // a logging hook that throws must not lose the call
     }
     return new Promise<Release>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, off: () => {}, cancelDeadline: () => {} };
+      if (scope.aborted) return reject(scope.reason); // aborted by onWait: never queued, so never granted
+      const waiter: Waiter = { resolve, reject, off: () => {}, cancelDeadline: () => {}, gone: false };
       const drop = (reason: unknown): void => {
-        const i = this.queue.indexOf(waiter);
-        if (i >= 0) this.queue.splice(i, 1);
+        waiter.gone = true;
+        this.waiting--;
         waiter.cancelDeadline();
         waiter.off();
         reject(reason);
-        if (this.queue.length === 0) this.stopTimer();
+        if (this.waiting === 0) this.stopTimer();
+        this.compact();
       };
       waiter.off = scope.onAbort(drop);
       // The deadline still holds while waiting for a slot.
@@ -166,22 +175,34 @@ class WindowLimiter implements Limiter {
         'The deadline passed while waiting for a rate-limit slot.',
       );
       this.queue.push(waiter);
+      this.waiting++;
       this.schedule();
     });
   }
 
   private drain(): void {
     this.refresh(this.now());
-    while (this.queue.length > 0 && this.free()) {
-      const w = this.queue.shift()!;
+    while (this.waiting > 0 && this.free()) {
+      const w = this.queue[this.head++]!;
+      if (w.gone) continue;
+      this.waiting--;
       w.cancelDeadline();
       w.off();
       this.used++;
       this.running++;
       w.resolve(this.release);
     }
-    if (this.queue.length === 0) this.stopTimer();
+    this.compact();
+    if (this.waiting === 0) this.stopTimer();
     else this.schedule();
+  }
+
+  /** Drops the granted and gone waiters from the array once they are half of it (amortised O(1)). */
+  private compact(): void {
+    const dead = this.queue.length - this.waiting;
+    if (dead < 32 || dead * 2 < this.queue.length) return;
+    this.queue = this.queue.filter((w, i) => i >= this.head && !w.gone);
+    this.head = 0;
   }
 
   /** Wakes up at the next window when waiters are blocked by the window (not by concurrency). */
@@ -203,7 +224,10 @@ class WindowLimiter implements Limiter {
 
   close(reason: unknown): void {
     this.stopTimer();
-    for (const w of this.queue.splice(0)) {
+    const queue = this.queue.slice(this.head).filter((w) => !w.gone);
+    this.queue = [];
+    this.head = this.waiting = 0;
+    for (const w of queue) {
       w.cancelDeadline();
       w.off();
       w.reject(reason);
