@@ -4,6 +4,7 @@ import type { RedactRule } from '../util/redact.js';
 import type { Runner } from '../run/runner-api.js';
 import { lastEventId, SSE_HEADERS, toSSE } from '../sse/index.js';
 import { RUN_STATUSES } from '../stores/run-list.js';
+import { isValidRunId } from '../run/run-id.js';
 import type { RunStatus, RunSummary } from '../stores/run-store.js';
 import { APP_CSS, APP_JS } from './assets.js';
 import { checkCsrf, cookieNonce, CSRF_HEADER, csrfCookie, csrfToken, newNonce } from './csrf.js';
@@ -49,6 +50,12 @@ export interface InspectorOptions {
 
 /** A web-standard handler: `(request) => Promise<Response>`. */
 export type InspectorHandler = (request: Request) => Promise<Response>;
+
+/** The event streams' headers: `no-store` as on every other answer, `no-transform` so no proxy buffers them. */
+const SSE: Readonly<Record<string, string>> = { ...SSE_HEADERS, 'cache-control': 'no-store, no-transform' };
+
+/** Where each inspector handler is mounted: `toNodeHandler` sends a request outside it to `next` untouched. */
+export const basePaths = new WeakMap<InspectorHandler, string>();
 
 /** Responses for requests outside `basePath`: `toNodeHandler` passes them to `next`. */
 export const outside = new WeakSet<Response>();
@@ -120,7 +127,8 @@ export function createInspector(
     const view = (runs: RunSummary[]) => runs.map((r) => summaryView(r, safe));
     return json({
       capabilities: capabilities(),
-      counts: { byStatus, byChain: safe(byChain), sampled: sample.runs.length, more: sample.cursor !== undefined },
+      // Counts keyed by chain names: nothing to mask (a key-based mask would hide a chain named `password_reset`).
+      counts: { byStatus, byChain, sampled: sample.runs.length, more: sample.cursor !== undefined },
       inbox: view(inbox.runs),
       runs: view(page.runs),
       ...(page.cursor !== undefined && { cursor: page.cursor }),
@@ -132,7 +140,7 @@ export function createInspector(
 
   async function act(request: Request, body: Record<string, unknown>, action: InspectorAction): Promise<Response> {
     const runId = body.runId;
-    if (typeof runId !== 'string' || runId === '' || runId.length > 255) return problem(400, 'Expected `runId`.');
+    if (!isValidRunId(runId)) return problem(400, 'Expected `runId`.');
     switch (action) {
       case 'decide': {
         if (typeof body.approved !== 'boolean') return problem(400, 'Expected `approved`: true or false.');
@@ -224,32 +232,32 @@ export function createInspector(
         return overview(url);
       case '/api/run': {
         const id = url.searchParams.get('id');
-        if (!id) return problem(400, 'Expected ?id=<runId>.');
+        if (!isValidRunId(id)) return problem(400, 'Expected ?id=<runId>.');
         const info = await runner.getRun(id);
         if (!info) return problem(404, 'No such run.');
         return json({ capabilities: capabilities(), run: runView(info, safe) });
       }
       case '/api/events': {
         const id = url.searchParams.get('id');
-        if (!id) return problem(400, 'Expected ?id=<runId>.');
+        if (!isValidRunId(id)) return problem(400, 'Expected ?id=<runId>.');
+        if (method === 'HEAD') return respond(null, 200, SSE_HEADERS['content-type'], SSE);
         const given = Number(url.searchParams.get('after') ?? 0);
         const after = lastEventId(request.headers) ?? (Number.isSafeInteger(given) && given >= 0 ? given : 0);
         const events = runner.watch(id, { after, signal: request.signal });
-        const headers = { ...SSE_HEADERS };
         return respond(
           toSSE(
             mapped(events, (e) => eventView(e, safe)),
             { retryMs: 1000 },
           ),
           200,
-          headers['content-type'],
-          headers,
+          SSE_HEADERS['content-type'],
+          SSE,
         );
       }
-      case '/api/live': {
-        const headers = { ...SSE_HEADERS };
-        return respond(liveStream(hub, request.signal), 200, headers['content-type'], headers);
-      }
+      case '/api/live':
+        // HEAD: the headers only; a stream made for it would hold a live page no client ever closes.
+        if (method === 'HEAD') return respond(null, 200, SSE_HEADERS['content-type'], SSE);
+        return respond(liveStream(hub, request.signal), 200, SSE_HEADERS['content-type'], SSE);
       default:
         return problem(404, 'Not found.');
     }
@@ -264,7 +272,12 @@ export function createInspector(
       return problem(500, 'Authorization failed.');
     }
     if (verdict === true) return undefined;
-    if (verdict instanceof Response) return verdict;
+    if (verdict instanceof Response) {
+      // One Response returned for every request (a module-level 401) can be sent once with its body:
+      // afterwards its status and headers still are.
+      if (!verdict.bodyUsed && !verdict.body?.locked) return verdict;
+      return new Response(null, { status: verdict.status, statusText: verdict.statusText, headers: verdict.headers });
+    }
     return problem(403, 'Forbidden.');
   }
 
@@ -278,10 +291,14 @@ export function createInspector(
     }
     try {
       return await route(request, url, path.slice(base.length));
-    } catch {
-      return problem(500, 'The inspector could not answer.');
+    } catch (error) {
+      // A TypeError is what the request sent that chainkit refuses (a cursor it did not make).
+      return error instanceof TypeError
+        ? problem(400, 'The request is not valid.')
+        : problem(500, 'The inspector could not answer.');
     }
   };
   Object.defineProperty(handle, 'openPages', { get: () => hub.openPages });
+  basePaths.set(handle, base);
   return handle as InspectorHandler & { readonly openPages: number };
 }

@@ -1,6 +1,7 @@
 // The inspector's HTTP answers: security headers on every response, JSON bodies, and the checks of
 // what a request sends (its JSON body, bounded; whether it comes from another site).
 const JSON_TYPE = 'application/json; charset=utf-8';
+/** Most an action's JSON body may hold (actions are small). */
 const MAX_BODY = 64 * 1024;
 
 /** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
@@ -36,8 +37,8 @@ export const problem = (status: number, message: string): Response => json({ err
 export async function readBody(request: Request): Promise<Record<string, unknown> | undefined> {
   const type = request.headers.get('content-type') ?? '';
   if (!type.toLowerCase().startsWith('application/json')) return undefined;
-  const text = await request.text();
-  if (text.length > MAX_BODY) return undefined;
+  const text = await boundedText(request);
+  if (text === undefined) return undefined;
   try {
     const parsed: unknown = JSON.parse(text);
     return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
@@ -46,6 +47,30 @@ export async function readBody(request: Request): Promise<Record<string, unknown
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The body as text, read only up to {@link MAX_BODY} bytes: a larger one is cancelled there
+ * (`undefined`), so a huge body is never held in memory.
+ */
+async function boundedText(request: Request): Promise<string | undefined> {
+  if (Number(request.headers.get('content-length')) > MAX_BODY || request.body === null) return undefined;
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder(); // web-standard: the handler also runs where there is no Buffer
+  let text = '';
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY) {
+      // Not awaited: the body may be a clone's branch, whose cancel settles only once the other branch's does.
+      reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
 }
 
 /**

@@ -1,6 +1,6 @@
 // The inspector on Node's request/response pair (node:http, Express, Fastify's raw pair, Koa's ctx.req/res).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { outside, type InspectorHandler } from './handler.js';
+import { basePaths, outside, type InspectorHandler } from './handler.js';
 
 /** Most a request body may hold (actions are small JSON). */
 const MAX_BODY = 64 * 1024;
@@ -14,6 +14,20 @@ export type NodeInspectorHandler = (
   res: ServerResponse,
   next?: (error?: unknown) => void,
 ) => Promise<void>;
+
+/** Methods a `Request` may carry here (fetch refuses TRACE, CONNECT, TRACK; the inspector answers none of the rest). */
+const ALLOWED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+/** Whether a request target's path is `base` or under it (`''` is the root: everything). */
+function under(base: string, target: string): boolean {
+  let path: string;
+  try {
+    path = new URL(target, 'http://x').pathname;
+  } catch {
+    return false;
+  }
+  return path === base || path.startsWith(`${base}/`) || base === '';
+}
 
 async function bodyOf(req: NodeRequest): Promise<Uint8Array | string | undefined> {
   if (req.method === 'GET' || req.method === 'HEAD') return undefined;
@@ -48,15 +62,33 @@ async function bodyOf(req: NodeRequest): Promise<Uint8Array | string | undefined
  */
 export function toNodeHandler(handle: InspectorHandler): NodeInspectorHandler {
   if (typeof handle !== 'function') throw new TypeError('Expected the handler returned by inspector(runner, options).');
+  const base = basePaths.get(handle);
   return async (req, res, next) => {
     const r = req as NodeRequest;
+    const target = r.originalUrl ?? req.url ?? '/';
+    // The app's other routes go on untouched: their bodies unread, their methods and Host headers not ours to judge.
+    if (base !== undefined && !under(base, target)) {
+      if (next) return next();
+      res.writeHead(404).end();
+      return;
+    }
+    const method = req.method ?? 'GET';
+    if (!ALLOWED_METHODS.has(method)) {
+      res.writeHead(405, { allow: 'GET, HEAD, POST' }).end();
+      return;
+    }
     const abort = new AbortController();
     res.on('close', () => abort.abort());
     let response: Response;
     try {
-      const host = typeof req.headers.host === 'string' ? req.headers.host : 'localhost';
       const secure = (req.socket as { encrypted?: boolean }).encrypted === true;
-      const url = new URL(r.originalUrl ?? req.url ?? '/', `${secure ? 'https' : 'http'}://${host}`);
+      let url: URL;
+      try {
+        url = new URL(target, `${secure ? 'https' : 'http'}://${req.headers.host ?? 'localhost'}`);
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
       const headers = new Headers();
       for (const [key, value] of Object.entries(req.headers)) {
         if (value === undefined) continue;
@@ -72,7 +104,7 @@ export function toNodeHandler(handle: InspectorHandler): NodeInspectorHandler {
       }
       response = await handle(
         new Request(url, {
-          method: req.method ?? 'GET',
+          method,
           headers,
           ...(body !== undefined && { body }),
           signal: abort.signal,
@@ -97,7 +129,13 @@ export function toNodeHandler(handle: InspectorHandler): NodeInspectorHandler {
       return;
     }
     res.flushHeaders();
-    const reader = response.body.getReader();
+    let reader: ReadableStreamDefaultReader<Uint8Array>;
+    try {
+      reader = response.body.getReader();
+    } catch {
+      res.end(); // a body read already (a Response shared between requests): what was sent is all
+      return;
+    }
     const stop = (): void => void reader.cancel().catch(() => undefined);
     res.on('close', stop);
     try {

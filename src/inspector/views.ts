@@ -199,11 +199,14 @@ export function learnedView(runner: Runner, safe: Safe): unknown {
         calls,
       };
     });
-  return safe({
+  // Transitions are keyed by tool names and hold counts: not masked, or a tool named `refresh_token` would be.
+  return {
     transitions: summary.transitions,
-    commonChains: summary.commonChains.slice(0, 20),
-    entryTools: summary.entryTools,
-    terminalTools: summary.terminalTools,
-    timing,
-  });
+    ...(safe({
+      commonChains: summary.commonChains.slice(0, 20),
+      entryTools: summary.entryTools,
+      terminalTools: summary.terminalTools,
+      timing,
+    }) as object),
+  };
 }
