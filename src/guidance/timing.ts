@@ -53,10 +53,14 @@ const MAX_SAMPLES = 1000;
 export function complexityOf(input: unknown): number {
   if (typeof input !== 'object' || input === null) return 1;
   let c = 1;
-  for (const key in input) {
-    const v = (input as Record<string, unknown>)[key];
-    if (Array.isArray(v)) c += v.length;
-    else if (typeof v === 'string' && v.length > 1024) c += Math.floor(v.length / 1024);
+  try {
+    for (const key in input) {
+      const v = (input as Record<string, unknown>)[key];
+      if (Array.isArray(v)) c += v.length;
+      else if (typeof v === 'string' && v.length > 1024) c += Math.floor(v.length / 1024);
+    }
+  } catch {
+    // a getter that throws or a hostile Proxy (a schema that passes objects through): what was counted
   }
   return c;
 }

@@ -173,11 +173,21 @@ export async function callByName<O>(
     });
   }
   if (recorder.traceDetail === 'full') traceInput = recorder.redacted(parsed.data);
+  try {
+    ctx = callContext(calls, site, name, tool, parsed.data, opts.idempotencyKey);
+  } catch (error) {
+    // A context it cannot read (a throwing getter: a write's key is scoped by the context's hash), or a
+    // tool's idempotencyKey function that throws: a result, never a throw, before anything is called.
+    return failed(
+      'invalid_input',
+      'unreadable_input',
+      `The call to tool ${name} could not be prepared: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
   calls.active.add(abort);
   const offCallerAbort =
     opts.signal &&
     onSignalAbort(opts.signal, () => abort.abort(new RunAbortReason('cancelled', 'The caller cancelled the call.')));
-  ctx = callContext(calls, site, name, tool, parsed.data, opts.idempotencyKey);
   recorder.stepStarted(site, name, name, 1);
   try {
     return finish({ status: 'completed', output: (await calls.call(ctx)) as O });

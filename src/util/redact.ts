@@ -112,23 +112,38 @@ export function walk(
   if (depth > 12) return '[Truncated]';
   seen.add(value);
   let out: unknown;
-  if (Array.isArray(value)) {
-    out = value.map((v) => walk(v, rule, depth + 1, seen, text));
-  } else if (value instanceof Date) {
-    out = value.toISOString();
-  } else if (value instanceof Error) {
-    out = { name: value.name, message: text ? text(value.message) : value.message };
-  } else {
-    const o: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) {
-      const v = (value as Record<string, unknown>)[key];
-      o[key] = isSecretKey(key) || hides(rule, key, v) ? REDACTED : walk(v, rule, depth + 1, seen, text);
+  // A getter that throws or a hostile Proxy: what cannot be read is shown as such, never thrown from
+  // here (a copy is made while a failure is reported, and must not fail in turn).
+  try {
+    if (Array.isArray(value)) {
+      out = value.map((v) => walk(v, rule, depth + 1, seen, text));
+    } else if (value instanceof Date) {
+      out = value.toISOString();
+    } else if (value instanceof Error) {
+      out = { name: value.name, message: text ? text(value.message) : value.message };
+    } else {
+      const o: Record<string, unknown> = {};
+      for (const key of Object.keys(value)) {
+        let v: unknown;
+        try {
+          v = (value as Record<string, unknown>)[key];
+        } catch {
+          o[key] = UNREADABLE;
+          continue;
+        }
+        o[key] = isSecretKey(key) || hides(rule, key, v) ? REDACTED : walk(v, rule, depth + 1, seen, text);
+      }
+      out = o;
     }
-    out = o;
+  } catch {
+    out = UNREADABLE;
   }
   seen.delete(value);
   return out;
 }
+
+/** What {@link walk} shows for a value it cannot read (a throwing getter, a revoked Proxy). */
+const UNREADABLE = '[Unreadable]';
 
 /** A short, redacted, single-line description of any value, for error messages. */
 export function describeValue(value: unknown, rule?: RedactRule, max = 300): string {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
@@ -371,5 +372,67 @@ describe('classification of a huge message', () => {
     expect(classifyError(new Error(`upstream dependency unavailable ${'x'.repeat(1_000_000)}`)).category).toBe(
       'unavailable',
     );
+  });
+});
+
+describe('values that throw when read, met while a step fails or a call ends', () => {
+  const withThrowingGetter = (title: string): Record<string, unknown> =>
+    Object.defineProperty({ title }, 'owner', {
+      enumerable: true,
+      get() {
+        throw new Error('lazy field not loaded');
+      },
+    });
+
+  it('an ambiguous select over items with a throwing getter fails as ambiguous (it crashed the host, or never settled)', async () => {
+    const list = defineTool({
+      name: 'list',
+      description: 'List',
+      input: z.object({}),
+      output: z.object({ items: z.array(z.any()) }),
+      effect: 'read',
+    });
+    const runner = createRunner({
+      invoker: async () => ({ items: [withThrowingGetter('milk'), withThrowingGetter('milk')] }),
+      tools: [list],
+    });
+    const chain = defineChain({
+      name: 'pick',
+      input: z.object({}),
+      timeoutMs: 1_000,
+      steps: [
+        { id: 'find', tool: list, input: {} },
+        { id: 'one', select: { from: ref('find', 'items'), where: { title: { equals: 'milk' } }, expect: 'one' } },
+      ],
+    });
+    const r = await runner.run(chain, {});
+    expect(r.status === 'failed' && r.error.category).toBe('ambiguous');
+    expect(JSON.stringify(r.status === 'failed' && r.error)).toContain('[Unreadable]');
+    await runner.close();
+  });
+
+  it('runner.invoke returns a result for an input or output with a throwing getter, and for a context it cannot read', async () => {
+    const write = defineTool({ name: 'w', description: 'Write', input: z.any(), output: z.any(), effect: 'write' });
+    let calls = 0;
+    for (const traceDetail of ['summary', 'full'] as const) {
+      const runner = createRunner({
+        invoker: async () => (calls++, withThrowingGetter('out')),
+        tools: [write],
+        traceDetail,
+      });
+      const r = await runner.invoke('w', withThrowingGetter('in'));
+      expect([traceDetail, r.status]).toEqual([traceDetail, 'completed']);
+      const signal = new AbortController().signal;
+      const unreadable = {
+        get userId(): string {
+          throw new Error('context getter');
+        },
+      };
+      const refused = await runner.invoke('w', {}, { context: unreadable, signal });
+      expect(refused.status === 'failed' && refused.error.code).toBe('unreadable_input');
+      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+      await runner.close();
+    }
+    expect(calls).toBe(2); // the refused calls never reached the tool
   });
 });
