@@ -3,7 +3,7 @@ import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
 import { checkOptions, finiteMs, integer } from '../define/options.js';
 import { trimOldest } from '../util/bounded.js';
 import { z } from 'zod';
-import { unknownClaim, unknownOutcomeInfo } from './pending.js';
+import { holdMs, unknownClaim, unknownOutcomeInfo } from './pending.js';
 import type { Classified } from '../errors/failure.js';
 import type {
   BreakerChange,
@@ -212,9 +212,10 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   };
 
   return {
-    begin(key, run): IdempotencyClaim {
+    begin(key, run, holdUntil): IdempotencyClaim {
+      const t = now();
       const e = entries.get(key);
-      if (e && e.expiresAt > now()) {
+      if (e && e.expiresAt > t) {
         if (e.done) return { status: 'done', value: e.value };
         if (e.unknown) return unknownClaim(e.unknown, pendingTtl);
         // A recovered run takes over the claim its dead owner left (waiters get the new owner's outcome).
@@ -234,11 +235,11 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
         return { status: 'pending', settled: e.waiters.promise };
       }
       entries.delete(key);
+      // Claimed while the call may be in flight: up to its deadline when that is further off than the TTL.
+      const expiresAt = t + holdMs(ttl, holdUntil, t);
       entries.set(
         key,
-        run
-          ? { expiresAt: now() + ttl, done: false, run: { runId: run.runId, owner: run.owner } }
-          : { expiresAt: now() + ttl, done: false },
+        run ? { expiresAt, done: false, run: { runId: run.runId, owner: run.owner } } : { expiresAt, done: false },
       );
       if (entries.size > trimAt) evict();
       return { status: 'new' };

@@ -137,3 +137,15 @@ describe('the memory idempotency store full of claims in flight', () => {
     expect(store.begin('k1999')).toMatchObject({ status: 'done', value: 1999 });
   });
 });
+
+describe('the memory idempotency store and a call in flight past its ttlMs', () => {
+  it("holds the claim until the call's deadline (holdUntil): a duplicate waits, it does not run the write again", () => {
+    let t = 1_000_000;
+    const store = memoryIdempotencyStore({ ttlMs: 1_000, now: () => t });
+    expect(store.begin('k', undefined, t + 5_000)).toMatchObject({ status: 'new' });
+    t += 2_000; // past ttlMs, before the deadline
+    expect(store.begin('k', undefined, t + 5_000)).toMatchObject({ status: 'pending' });
+    t += 3_001; // past the deadline: a claim nobody completed lapses
+    expect(store.begin('k')).toMatchObject({ status: 'new' });
+  });
+});
