@@ -56,7 +56,10 @@ function limitKey(spec: Readonly<RateLimitSpec>, ctx: CallContext): string | und
   } else {
     return undefined;
   }
-  return typeof key === 'string' && key !== '' ? key : ANONYMOUS;
+  if (typeof key === 'string') return key !== '' ? key : ANONYMOUS;
+  // A numeric user id (a database serial) is that user's own key, not the anonymous one all share.
+  if ((typeof key === 'number' && Number.isFinite(key)) || typeof key === 'bigint') return String(key);
+  return ANONYMOUS;
 }
 
 /**

@@ -87,6 +87,17 @@ describe('rate limits keyed by a function', () => {
     }
   });
 
+  it("per: 'user' with numeric user ids keeps each user apart (they shared the anonymous limit)", async () => {
+    const { runner, call, startsOf } = setup({ limit: 1, intervalMs: 1000, per: 'user' });
+    const calls = [call({ userId: 1 }, 0), call({ userId: 2 }, 1), call({ userId: 1 }, 2)];
+    await vi.advanceTimersByTimeAsync(0);
+    expect([startsOf('1'), startsOf('2')]).toEqual([[0], [0]]);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(startsOf('1')).toEqual([0, 1000]);
+    expect((await Promise.all(calls)).every((r) => r.status === 'completed')).toBe(true);
+    await runner.close();
+  });
+
   it("puts calls the key function gives no key for (undefined, '', or a throw) in one shared 'anonymous' limit, apart from keyed ones", async () => {
     const { runner, call, startsOf } = setup({
       limit: 1,
