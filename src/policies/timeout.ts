@@ -29,13 +29,18 @@ class Attempt extends AbortScope {
    * or was aborted), then only the idempotency policy hears it.
    */
   answered(value: unknown): void {
-    if (this.settle()) this.resolve(value);
-    else this.ctx.lateAnswer?.(value);
+    if (this.settle()) {
+      this.ctx.reached = false;
+      this.resolve(value);
+    } else this.ctx.lateAnswer?.(value);
   }
 
-  /** The tool failed in time. */
+  /** The tool failed in time: nothing of this attempt is in flight any more (a cut-off in the backoff leaves no doubt). */
   failed(error: unknown): void {
-    if (this.settle()) this.reject(error);
+    if (this.settle()) {
+      this.ctx.reached = false;
+      this.reject(error);
+    }
   }
 
   /** Timed out, or the run aborted (the run aborts its attempts): the call fails with `reason`. */

@@ -35,7 +35,10 @@ export interface CallContext {
   cached?: boolean;
   /** The current attempt's abort scope; set by the timeout policy. */
   attemptScope?: AbortScope;
-  /** True once an attempt was handed to the invoker: from then on, an abort leaves the outcome unknown. */
+  /**
+   * True while an attempt is with the tool: from when it is handed to the invoker until the tool
+   * answers in time. An abort meanwhile leaves the outcome unknown; one in a retry's backoff does not.
+   */
   reached?: boolean;
   /**
    * Set by the idempotency policy on a call it claimed: the timeout policy hands it the tool's

@@ -18,6 +18,37 @@ describe('idempotency', () => {
     vi.useRealTimers();
   });
 
+  it('a write cancelled in its retry backoff (nothing in flight) is not held as unknown: a re-run calls it again', async () => {
+    const write = defineTool({
+      name: 'w',
+      description: 'Write',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'write',
+    });
+    let calls = 0;
+    let refuse = true;
+    const runner = createRunner({
+      invoker: async () => {
+        calls++;
+        // Nothing was sent: retried as usual, after a backoff.
+        if (refuse) throw Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' });
+        return { ok: true };
+      },
+      tools: [write],
+    });
+    const chain = defineChain({ name: 'one_write', input: z.object({}), steps: [{ id: 's', tool: write, input: {} }] });
+    const caller = new AbortController();
+    runner.events.on('step:retry', () => setTimeout(() => caller.abort(), 20)); // cancelled during the backoff
+    const first = await runner.run(chain, {}, { runId: 'order-1', signal: caller.signal });
+    expect(first.status === 'failed' && first.error.category).toBe('cancelled');
+    refuse = false;
+    const again = await runner.run(chain, {}, { runId: 'order-1' });
+    expect(again.status).toBe('completed'); // it failed at once with outcome_unknown for 60 s
+    expect(calls).toBe(2);
+    await runner.close();
+  });
+
   it('a run retried with the same runId performs its write once', async () => {
     const store = createTaskStore({ users: fixtures.users });
     const runner = createRunner({ invoker: store.invoker });
