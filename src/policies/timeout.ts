@@ -35,7 +35,7 @@ class Attempt extends AbortScope {
     } else this.ctx.lateAnswer?.(value);
   }
 
-  /** The tool failed in time: nothing of this attempt is in flight any more (a cut-off in the backoff leaves no doubt). */
+  /** The tool failed in time: nothing of this attempt is with the tool any more (a later cut-off leaves no doubt). */
   failed(error: unknown): void {
     if (this.settle()) {
       this.ctx.reached = false;
