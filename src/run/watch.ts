@@ -21,6 +21,8 @@ const NOT_FOUND_WAITS = 5;
  * up after STORE_WAIT_MS (`RunEventWriter.close`).
  */
 const ENDED_QUIET_MS = 2 * STORE_WAIT_MS;
+/** The statuses after which a run has no more events. */
+const FINAL = new Set(['completed', 'failed', 'declined']);
 
 /** Why a watch stopped before `run:end`: `fell_behind` (cut off: resume with `after: lastSeq`), or `not_found`. */
 export class RunWatchError extends Error {
@@ -82,6 +84,12 @@ export async function* watchRun(
   const unwatch = hub.watch(runId);
   let announced = 0;
   try {
+    if (after > 0) {
+      // Resumed after the run's final end (a reconnect that had read it all): nothing more comes, and none may be
+      // made up. A run that parked (a gate, a wait, a write in doubt) may still go on: watched as usual.
+      const [seen] = await log.read(runId, after - 1, 1);
+      if (seen?.seq === after && seen.type === 'run:end' && FINAL.has(seen.data.status as string)) return;
+    }
     await log.announce(runId).catch(() => undefined);
     announced = source.now();
     let idle = 0;

@@ -126,6 +126,10 @@ describe('watching runs (memory run store)', () => {
       expect(rest.map((e) => e.seq)).toEqual(all.slice(n).map((e) => e.seq));
       expect(rest).toEqual(all.slice(n));
     }
+    // After run:end itself (a reconnect that had read everything): it ends at once, with no made-up second end.
+    const started = Date.now();
+    expect(await collect(runner.watch('w2', { after: all.length }))).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(5_000); // not after the ~20 s an ended run with no events is given
   });
 
   it('a watch that started before the run sees it live; a retry shows as step:retry', async () => {
