@@ -275,6 +275,65 @@ describe('forEach step', () => {
     expect(started.length).toBeLessThan(5);
   });
 
+  it("onItemError 'collect' keeps the run's deadline too: the run fails deadline_exceeded, no later step or item runs", async () => {
+    const started: string[] = [];
+    let after = 0;
+    const invoker = functionInvoker({
+      list: listImpl,
+      mark: async ({ id }: { id: string }, call: { signal: AbortSignal }) => {
+        started.push(id);
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 1_000);
+          call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
+        });
+        return { id, marked: true };
+      },
+    });
+    const c = chain('slow_collect', { input: z.object({}), timeoutMs: 100 })
+      .tool('find', list, () => ({ n: 4 }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 2,
+        onItemError: 'collect',
+      }))
+      .compute('after', () => ++after)
+      .build();
+    const r = await runChain(c, {}, { invoker });
+    expect(r.status === 'failed' && [r.error.category, r.error.code]).toEqual(['timeout', 'deadline_exceeded']);
+    expect(started).toEqual(['t0', 't1']); // items 2 and 3 were started after the deadline before
+    expect(after).toBe(0);
+  });
+
+  it("onItemError 'collect' with 5,000 items whose input cannot be built: all collected (it overflowed the stack)", async () => {
+    const invoker = createMockInvoker({
+      list: { ok: listImpl({ n: 5_000 }) },
+      mark: { ok: { id: 'x', marked: true } },
+    });
+    const c = defineChain({
+      name: 'all_bad',
+      input: z.object({}),
+      steps: [
+        { id: 'find', tool: list, input: { n: 5_000 } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: markOne,
+            onItemError: 'collect',
+            input: (): { id: string } => {
+              throw new Error('no');
+            },
+          },
+        },
+      ],
+    });
+    const r = await runChain(c, {}, { invoker });
+    expect(r.status === 'completed' && r.output.length).toBe(5_000);
+    expect(r.status === 'completed' && r.output.every((e) => !e.ok)).toBe(true);
+  });
+
   it('an empty array yields an empty result without running the chain', async () => {
     const invoker = createMockInvoker({ list: { ok: { items: [] } }, mark: { ok: { id: 'x', marked: true } } });
     const c = chain('empty', { input: z.object({}) })

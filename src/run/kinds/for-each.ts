@@ -46,6 +46,8 @@ class ItemRun {
   private readonly prior;
   private next = 0;
   private running = 0;
+  /** In `launch`'s loop: an item that ends synchronously (its input could not be built) must not recurse into it. */
+  private launching = false;
   private stop: StepOutcome | undefined;
   private resolve!: (outcome: StepOutcome) => void;
 
@@ -73,12 +75,17 @@ class ItemRun {
 
   /** Starts items while fewer than `concurrency` run; ends the step when none runs and none is left. */
   private launch(): void {
+    // Its loop re-reads `running` and `next`: a `done()` from within it (an item failing at once) needs
+    // nothing more, and a recursion per item would overflow the stack on a long run of such items.
+    if (this.launching) return;
+    this.launching = true;
     const { items, prior } = this;
     while (
       this.running < this.concurrency &&
       this.next < items.length &&
       this.stop === undefined &&
-      !this.group.aborted
+      !this.group.aborted &&
+      !this.pastDeadline()
     ) {
       const i = this.next++;
       const kept = prior?.get(i);
@@ -113,6 +120,7 @@ class ItemRun {
       }
       end.then((e) => this.ended(i, id, e, started), failed);
     }
+    this.launching = false;
     if (this.running === 0 && (this.next >= items.length || this.stop !== undefined || this.group.aborted))
       this.finish();
   }
@@ -144,7 +152,7 @@ class ItemRun {
       return this.done();
     }
     if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
-    else if (this.collect && !this.group.aborted) {
+    else if (this.collect && !this.group.aborted && !this.pastDeadline()) {
       this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
     } else {
       // A failure or a decline stops the step even when an item waits at a gate (it would fail on resume).
@@ -166,6 +174,20 @@ class ItemRun {
       (kept) => (kept === false ? this.failed(id, false) : this.done()),
       (error: unknown) => this.failed(id, error),
     );
+  }
+
+  /**
+   * Whether the run's deadline has passed: then no item starts and no failure is collected; the step
+   * (and the run) fails `deadline_exceeded`, its items in flight cut off.
+   */
+  private pastDeadline(): boolean {
+    if (this.host.calls.now() < this.host.deadlineAt) return false;
+    if (this.stop === undefined) {
+      const reason = new RunAbortReason('deadline', `Step ${this.step.id} passed the run's deadline.`);
+      this.stop = { kind: 'failed', error: unitFailure(this.host, this.key, reason) };
+      this.group.abort(reason);
+    }
+    return true;
   }
 
   private failed(id: string, error: unknown): void {
