@@ -213,7 +213,7 @@ async function finishPlain(
 ): Promise<boolean> {
   const plain = {
     ...result,
-    trace: { ...result.trace, steps: result.trace.steps.map(({ input: _i, output: _o, ...step }) => step) },
+    trace: { ...result.trace, steps: plainSteps(result.trace.steps) },
     ...('completed' in result && { completed: {} }),
     ...('output' in result && { output: undefined }),
   };
@@ -225,6 +225,13 @@ async function finishPlain(
     o.warn(error, `could not record the end of run ${runId}`);
     return false;
   }
+}
+
+/** Trace steps without the values they carry, at every depth (the steps of sub-chains and items too). */
+function plainSteps(steps: readonly TraceStep[]): TraceStep[] {
+  return steps.map(({ input: _i, output: _o, ...step }) =>
+    step.children === undefined ? step : { ...step, children: plainSteps(step.children) },
+  );
 }
 
 /** A run cut off by a lost lease or a failed store: the caller learns that, not a failure that was never recorded. */

@@ -1,7 +1,16 @@
 // a gate inside a sub-chain whose checkpoint holds a value the codec refuses.
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, functionInvoker, ref, type Runner } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  functionInvoker,
+  memoryRunStore,
+  ref,
+  type Runner,
+} from 'chainkit';
 import { save, unsave } from './nested-tools.js';
 
 const open: Runner[] = [];
@@ -58,5 +67,41 @@ describe('baseline: a top-level gate whose checkpoint the codec refuses', () => 
     const r = await runner.run(c, { id: 'a' });
     expect(r.status).toBe('failed');
     expect(calls.filter((x) => x.startsWith('unsave:'))).toEqual(['unsave:a']);
+  });
+});
+
+describe('a durable run with full traces whose sub-chain step returns a value the journal cannot encode', () => {
+  it('ends failed in the store too (it stayed running, and every recover() ran it again)', async () => {
+    let calls = 0;
+    const charge = defineTool({
+      name: 'charge',
+      description: 'Charge',
+      input: z.object({}),
+      output: z.any(),
+      effect: 'read',
+      retry: false,
+    });
+    const invoker = functionInvoker({ charge: () => (calls++, { id: 'ch_1', format: () => 'ch_1' }) });
+    const inner = defineChain({
+      name: 'inner_charge',
+      input: z.object({}),
+      steps: [{ id: 'pay', tool: charge, input: {} }],
+    });
+    const top = defineChain({ name: 'top_charge', input: z.object({}), steps: [{ id: 's', chain: inner, input: {} }] });
+    const runner = createRunner({
+      invoker,
+      tools: [charge],
+      chains: [top],
+      leaseMs: 200,
+      traceDetail: 'full',
+      stores: { runs: memoryRunStore() },
+    });
+    open.push(runner);
+    const r = await runner.run(top, {}, { runId: 'codec-j1' });
+    expect(r.status === 'failed' && r.error.code).toBe('checkpoint_unserializable');
+    expect((await runner.getRun('codec-j1'))?.status).toBe('failed');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // past the lease
+    expect(await runner.recover()).toEqual([]);
+    expect(calls).toBe(1);
   });
 });
