@@ -84,8 +84,12 @@ export async function cancelRun(
       ? 'ended'
       : 'cancelled';
   // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
-  if (run.status === 'waiting' && durable)
-    return (await durable.cancelWaiting(run, cancelOptions.reason)) ? 'cancelled' : 'ended';
+  if (run.status === 'waiting' && durable) {
+    if (await durable.cancelWaiting(run, cancelOptions.reason)) return 'cancelled';
+    run = await read(); // a signal or its wake-up took it first: cancel the run it went on as
+    if (!run) return 'not_found';
+    if (PARKED.has(run.status)) return cancelRun(c, runId, cancelOptions);
+  }
   if (run.status !== 'running') return 'ended';
   // Recorded first: an owner that died (or dies before it hears the announce) leaves the run to
   // whoever takes it over, and that runner ends it cancelled instead of continuing it.

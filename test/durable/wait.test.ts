@@ -381,3 +381,49 @@ describe('sleep without parking', () => {
     ).toThrow(/signal/);
   });
 });
+
+describe('a cancel racing the signal that continues a waiting run', () => {
+  it('cancels the run the signal continued (it answered ended at once and the run went on to complete)', async () => {
+    const write = defineTool({
+      name: 'w',
+      description: 'Write',
+      input: z.object({ n: z.number() }),
+      output: z.object({ n: z.number() }),
+    });
+    const calls: string[] = [];
+    const invoker = functionInvoker({
+      w: async ({ n }: { n: number }, call: { signal: AbortSignal }) => {
+        calls.push(`start w${n}`);
+        await new Promise<void>((resolve, reject) => {
+          const t = setTimeout(resolve, n === 2 ? 5_000 : 0);
+          call.signal.addEventListener(
+            'abort',
+            () => (clearTimeout(t), calls.push(`w${n} aborted`), reject(new Error('aborted'))),
+          );
+        });
+        return { n };
+      },
+    });
+    const c = defineChain({
+      name: 'race_signal',
+      input: z.object({}),
+      steps: [
+        { id: 'w1', tool: write, input: { n: 1 } },
+        { id: 'rev', waitFor: { signal: 'go', schema: z.object({}) } },
+        { id: 'w2', tool: write, input: { n: 2 } },
+      ],
+    });
+    const runner = createRunner({ invoker, tools: [write], chains: [c], stores: { runs: memoryRunStore() } });
+    try {
+      expect((await runner.run(c, {}, { runId: 'race-1' })).status).toBe('waiting');
+      const signalled = runner.signal('race-1', 'go', {}); // takes the run before the cancel does
+      expect(await runner.cancel('race-1', { reason: 'the user left' })).toBe('cancelled');
+      const r = await signalled;
+      expect(typeof r !== 'string' && r.status === 'failed' && r.error.code).toBe('run_cancelled');
+      expect(calls).toContain('w2 aborted');
+      expect((await runner.getRun('race-1'))?.status).toBe('failed');
+    } finally {
+      await runner.close();
+    }
+  });
+});
