@@ -137,9 +137,8 @@ export async function signalRun(o: DurableOwner, runId: string, name: string, pa
     return 'not_waiting';
   o.leases.hold(runId, update.leaseUntil);
   const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
-  const ran = ownSegment(o, exec, update.deadlineAt, false, update.leaseUntil);
-  o.parts.recorder.signalReceived(runId, waiting!.step, name);
-  return ran;
+  exec.signalled = { step: waiting!.step, signal: name };
+  return ownSegment(o, exec, update.deadlineAt, false, update.leaseUntil);
 }
 
 /** Takes a waiting run for this runner (exactly once) and continues it; with `error`, it fails and compensates. */

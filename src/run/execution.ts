@@ -55,6 +55,8 @@ export interface Execution {
   stop?: AbortScope;
   /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */
   resumed: boolean;
+  /** The signal that continued this segment (a `waitFor`): its `signal:received` event follows `run:start`. */
+  signalled?: { step: string; signal: string };
   /** When this segment's deadline clock started (a resume counts its store reads); default: now. */
   segmentStart?: number;
   /** The segment's deadline (epoch ms); default: `segmentStart` + the chain's `timeoutMs`. */

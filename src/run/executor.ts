@@ -174,8 +174,10 @@ class Run extends Scheduler implements EndingRun {
         ),
       );
     exec.stop?.link(this.abort);
-    if (exec.nested === undefined) this.recorder.chainStarted(this, exec.resumed);
-    else exec.nested.abortWith.link(this.abort);
+    if (exec.nested === undefined) {
+      this.recorder.chainStarted(this, exec.resumed);
+      if (exec.signalled) this.recorder.signalReceived(exec.runId, exec.signalled.step, exec.signalled.signal);
+    } else exec.nested.abortWith.link(this.abort);
     if (!exec.resumed) {
       const error = preconditionFailure(exec.chain.preconditions, this.scope, this.calls.retryTable);
       if (error) this.stop = { index: -1, outcome: { kind: 'failed', error } };

@@ -426,4 +426,31 @@ describe('a cancel racing the signal that continues a waiting run', () => {
       await runner.close();
     }
   });
+
+  it('logs signal:received before the steps the signal lets run (it came after them)', async () => {
+    const c = defineChain({
+      name: 'order_signal',
+      input: z.object({}),
+      steps: [
+        { id: 'rev', waitFor: { signal: 'review', schema: z.object({ ok: z.boolean() }) } },
+        { id: 'after', compute: () => 1 },
+      ],
+    });
+    const runner = createRunner({ invoker: functionInvoker({}), chains: [c], stores: { runs: memoryRunStore() } });
+    try {
+      await runner.run(c, {}, { runId: 'order-1' });
+      await runner.signal('order-1', 'review', { ok: true });
+      const seen: string[] = [];
+      for await (const e of runner.watch('order-1')) seen.push(`${e.type}${e.step ? ` ${e.step}` : ''}`);
+      expect(seen.slice(-5)).toEqual([
+        'run:start',
+        'signal:received rev',
+        'step:start after',
+        'step:end after',
+        'run:end',
+      ]);
+    } finally {
+      await runner.close();
+    }
+  });
 });
