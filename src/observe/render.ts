@@ -1,5 +1,6 @@
 // Human views of runs and chains: a terminal waterfall of a trace, a Mermaid flowchart of a chain.
 import type { Chain } from '../define/chain.js';
+import type { PlannedStep } from '../define/step-kinds.js';
 import type { Trace, TraceStep } from './trace.js';
 
 const MARK: Record<TraceStep['status'], string> = {
@@ -85,33 +86,54 @@ export function formatTrace(trace: Trace, options: FormatTraceOptions = {}): str
  * ```
  */
 export function toMermaid(chain: Chain): string {
-  const safe = (s: string): string => s.replace(/"/g, "'");
-  const lines = ['flowchart TD', `  start(["${safe(chain.name)}"])`];
+  // Node ids are the step ids, but for `end` (a Mermaid keyword) and the chain's own start node,
+  // which take the first free name with underscores added.
+  const taken = new Set(chain.plan.map((p) => p.id));
+  const free = (base: string): string => {
+    let id = base;
+    while (taken.has(id)) id += '_';
+    taken.add(id);
+    return id;
+  };
+  const start = free('start');
+  const endId = taken.has('end') ? free('end_') : 'end_';
+  const node = (id: string): string => (id === 'end' ? endId : id);
+  const lines = ['flowchart TD', `  ${start}(["${mermaidText(chain.name)}"])`];
   const subgraphs: string[] = [];
   for (const p of chain.plan) {
+    const id = node(p.id);
     const label = p.tool
       ? `${p.id}<br/>${p.tool.name}`
       : p.calls
         ? `${p.id}<br/>${p.kind}: ${p.calls.map((c) => c.chain.name).join(' | ')}`
         : `${p.id}<br/>${p.kind}`;
-    // A step that runs chains: each sub-chain's steps in a subgraph the step points at.
-    p.calls?.forEach((c, n) => {
-      const sub = `${p.id}__${n}`;
-      subgraphs.push(`  subgraph ${sub}["${safe(c.chain.name)}"]`);
-      for (const q of (c.chain as Chain).plan) {
-        subgraphs.push(
-          `    ${sub}_${q.id}["${safe(q.tool ? `${q.id}<br/>${q.tool.name}` : `${q.id}<br/>${q.kind}`)}"]`,
-        );
-        for (const d of q.deps) subgraphs.push(`    ${sub}_${(c.chain as Chain).plan[d]!.id} --> ${sub}_${q.id}`);
-      }
-      subgraphs.push('  end', `  ${p.id} -.-> ${sub}`);
-    });
+    // A step that runs chains: each sub-chain's steps in a subgraph the step points at, at every depth.
+    subChains(p, `${p.id}__`, id, subgraphs, '  ');
     const gated = p.step.confirm ? ' ⚠ confirm' : '';
-    lines.push(p.kind === 'tool' ? `  ${p.id}["${safe(label)}${gated}"]` : `  ${p.id}{{"${safe(label)}"}}`);
-    if (p.deps.length === 0) lines.push(`  start --> ${p.id}`);
+    lines.push(p.kind === 'tool' ? `  ${id}["${mermaidText(label)}${gated}"]` : `  ${id}{{"${mermaidText(label)}"}}`);
+    if (p.deps.length === 0) lines.push(`  ${start} --> ${id}`);
     // Only direct edges: a dependency already implied through another dependency is left out.
     const implied = new Set(p.deps.flatMap((d) => chain.plan[d]!.deps));
-    for (const d of p.deps) if (!implied.has(d)) lines.push(`  ${chain.plan[d]!.id} --> ${p.id}`);
+    for (const d of p.deps) if (!implied.has(d)) lines.push(`  ${node(chain.plan[d]!.id)} --> ${id}`);
   }
   return [...lines, ...subgraphs].join('\n');
+}
+
+const mermaidText = (s: string): string => s.replace(/"/g, "'");
+
+/** The subgraphs of the chains step `p` runs (named `prefix` + their index), pointed at from node `from`. */
+function subChains(p: PlannedStep, prefix: string, from: string, out: string[], indent: string): void {
+  p.calls?.forEach((c, n) => {
+    const sub = `${prefix}${n}`;
+    const plan = (c.chain as Chain).plan;
+    out.push(`${indent}subgraph ${sub}["${mermaidText(c.chain.name)}"]`);
+    for (const q of plan) {
+      out.push(
+        `${indent}  ${sub}_${q.id}["${mermaidText(q.tool ? `${q.id}<br/>${q.tool.name}` : `${q.id}<br/>${q.kind}`)}"]`,
+      );
+      for (const d of q.deps) out.push(`${indent}  ${sub}_${plan[d]!.id} --> ${sub}_${q.id}`);
+      subChains(q, `${sub}_${q.id}__`, `${sub}_${q.id}`, out, `${indent}  `);
+    }
+    out.push(`${indent}end`, `${indent}${from} -.-> ${sub}`);
+  });
 }

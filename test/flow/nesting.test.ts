@@ -74,4 +74,23 @@ describe('nesting', () => {
     expect(mermaid).toContain('each<br/>forEach: one');
     await runner.close();
   });
+
+  it('toMermaid draws sub-chains at every depth, and steps named start or end do not clash with its own nodes', () => {
+    const leaf = chain('leaf', { input: z.object({}) })
+      .compute('x', () => 1)
+      .build();
+    const mid = chain('mid', { input: z.object({}) })
+      .chain('inner', leaf, () => ({}))
+      .build();
+    const top = chain('top', { input: z.object({}) })
+      .compute('start', () => 1)
+      .chain('end', mid, () => ({}))
+      .build();
+    const lines = toMermaid(top).split('\n');
+    expect(lines).toContain('    subgraph end__0_inner__0["leaf"]'); // the second level was missing
+    expect(lines).toContain('      end__0_inner__0_x["x<br/>compute"]');
+    expect(lines).toContain('  start_ --> start'); // the chain's start node and the step named start
+    // `end` alone closes a subgraph in Mermaid: no node or edge is named so.
+    expect(lines.filter((l) => /(^|\s)end(\{|\[|\s-)/.test(l))).toEqual([]);
+  });
 });
