@@ -118,7 +118,8 @@ export type StepOutcome =
    * A gate; `at` and `tool` name a gated step inside a sub-chain (`done/3/delete`), which parks the run as one gate.
    */
   | { kind: 'gate'; prompt: string; details: unknown; at?: string; tool?: string }
-  | { kind: 'declined' }
+  /** Declined; `at` names a declined step inside a sub-chain (`done/3/delete`), as a gate's does. */
+  | { kind: 'declined'; at?: string }
   /** A durable run parks `waiting`: until `until` (a sleep), or for `signal` (a waitFor; `until`: its timeout). */
   | { kind: 'wait'; until?: number; signal?: string; at?: string };
 

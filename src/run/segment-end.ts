@@ -134,7 +134,7 @@ async function stoppedResult(
     result = failed(stop.outcome.error);
     await compensate(result as Extract<RunResult, { status: 'failed' }>);
   } else if (stop.outcome.kind === 'declined') {
-    result = { status: 'declined', step: plan[stop.index]!.id, ...base };
+    result = { status: 'declined', step: stop.outcome.at ?? plan[stop.index]!.id, ...base };
   } else if (stop.outcome.kind === 'wait') {
     // A durable run parks (run/durable.ts records it `waiting`): what finished beside this step is journaled already.
     const { until, signal, at } = stop.outcome;

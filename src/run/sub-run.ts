@@ -170,7 +170,12 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
     }
   }
   const { outcome } = stop;
-  if (outcome.kind === 'declined') return { outcome, trace: run.traceEntries() };
+  if (outcome.kind === 'declined')
+    // Named by the innermost declined step, as a decline through a resume is.
+    return {
+      outcome: { ...outcome, at: outcome.at ?? run.stepKey(exec.chain.plan[stop.index]!) },
+      trace: run.traceEntries(),
+    };
   if (outcome.kind === 'gate') {
     // Named by the innermost gated step: a gate deeper down arrives with its `at` already set.
     const step = exec.chain.plan[stop.index]!;

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import {
   chain,
   createRunner,
+  defineChain,
   defineTool,
   functionInvoker,
   memoryCheckpointStore,
@@ -346,5 +347,51 @@ describe('confirm on a select, compute, sleep or waitFor step', () => {
     const declined = await runner.run(c, { n: 1 }, { confirm: () => false });
     expect(declined).toMatchObject({ status: 'declined', step: 'double' });
     expect(computed).toBe(1);
+  });
+});
+
+describe('a decline inside a sub-chain, answered in-process or through a resume', () => {
+  it("ends the run declined at the innermost step either way, also under onItemError 'collect'", async () => {
+    const del = defineTool({
+      name: 'del_n',
+      description: 'Delete',
+      effect: 'destructive',
+      input: z.object({ n: z.number() }),
+      output: z.object({ n: z.number() }),
+    });
+    const calls: string[] = [];
+    const invoker = functionInvoker({ del_n: async ({ n }: { n: number }) => (calls.push(`del${n}`), { n }) });
+    const item = defineChain({
+      name: 'del_item',
+      input: z.object({ n: z.number() }),
+      steps: [{ id: 'drop', tool: del, input: { n: ref('input', 'n') }, confirm: { prompt: 'Delete it?' } }],
+    });
+    const top = defineChain({
+      name: 'del_all',
+      input: z.object({ xs: z.array(z.number()) }),
+      steps: [
+        {
+          id: 'each',
+          forEach: { over: ref('input', 'xs'), chain: item, input: { n: ref('item') }, onItemError: 'collect' },
+        },
+      ],
+    });
+    const runner = createRunner({ invoker, tools: [del], chains: [top] });
+    try {
+      let r = await runner.run(top, { xs: [1, 2, 3] });
+      while (r.status === 'awaiting_confirmation')
+        r = await runner.resume(r.resumeToken, { approved: r.confirmation.step !== 'each/1/drop' });
+      expect([r.status, r.status === 'declined' && r.step, calls]).toEqual(['declined', 'each/1/drop', ['del1']]);
+      calls.length = 0;
+      const inProcess = await runner.run(top, { xs: [1, 2, 3] }, { confirm: async (c) => c.step !== 'each/1/drop' });
+      // It was collected as an error, the run completed and deleted item 3; and named the step `each`.
+      expect([inProcess.status, inProcess.status === 'declined' && inProcess.step, calls]).toEqual([
+        'declined',
+        'each/1/drop',
+        ['del1'],
+      ]);
+    } finally {
+      await runner.close();
+    }
   });
 });

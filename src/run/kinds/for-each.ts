@@ -5,7 +5,6 @@ import type { Chain } from '../../define/chain.js';
 import type { ItemScope } from '../../define/spec.js';
 import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/failure.js';
-import type { ChainErrorInfo } from '../../errors/categories.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
 import { StepError, type StepOutcome } from '../execution.js';
@@ -152,8 +151,9 @@ class ItemRun {
       return this.done();
     }
     if (outcome.kind === 'ok') this.values[i] = this.collect ? { ok: true, value: outcome.value } : outcome.value;
-    else if (this.collect && !this.group.aborted && !this.pastDeadline()) {
-      this.values[i] = { ok: false, error: outcome.kind === 'failed' ? outcome.error : declinedInfo(host, id) };
+    else if (outcome.kind === 'failed' && this.collect && !this.group.aborted && !this.pastDeadline()) {
+      // A failure is collected; a decline is the user's answer, and ends the run `declined` (as through a resume).
+      this.values[i] = { ok: false, error: outcome.error };
     } else {
       // A failure or a decline stops the step even when an item waits at a gate (it would fail on resume).
       if (this.stop === undefined || this.stop.kind === 'gate' || this.stop.kind === 'wait') {
@@ -230,12 +230,4 @@ class ItemRun {
       });
     this.resolve({ kind: 'ok', value: this.values, skipped: false });
   }
-}
-
-function declinedInfo(host: StepHost, id: string): ChainErrorInfo {
-  return unitFailure(
-    host,
-    id,
-    new StepError({ category: 'confirmation', code: 'declined', message: `Item ${id}: a confirmation was declined.` }),
-  );
 }
