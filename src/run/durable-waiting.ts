@@ -6,13 +6,14 @@ import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { checkRunValue } from '../stores/run-codec.js';
+import { CheckpointEncodeError } from '../stores/serialize.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import type { DurableOwner } from './durable-owner.js';
 import { ownSegment } from './durable-segment.js';
 import { continuation } from './journal.js';
 import { checkRunId } from './run-id.js';
-import { signalPayload, type SignalResult } from './signal.js';
+import { signalPayload, SignalRefused, type SignalResult } from './signal.js';
 
 type Waiting = Extract<RunResult, { status: 'waiting' }>['waiting'];
 const waitingOf = (run: StoredRun): Waiting | undefined =>
@@ -131,7 +132,15 @@ export async function signalRun(o: DurableOwner, runId: string, name: string, pa
     startedAt,
   };
   const entry: JournalEntry = { step: waiting!.step, value: accepted.value, trace };
-  checkRunValue(entry); // a payload the journal cannot keep is refused before the take
+  // A payload the journal cannot keep (a function, a cycle) is refused before the take, as its schema's refusals are.
+  try {
+    checkRunValue(entry);
+  } catch (error) {
+    if (!(error instanceof CheckpointEncodeError)) throw error;
+    throw new SignalRefused(`Signal ${name} to run ${runId}: its payload cannot be kept in the run's journal.`, [
+      { path: [], message: error.message },
+    ]);
+  }
   const update = { leaseUntil: t + o.leaseMs, deadlineAt: t + chain.timeoutMs };
   if (!(await o.bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, o.owner, 'waiting', update, entry))))
     return 'not_waiting';

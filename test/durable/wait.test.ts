@@ -453,4 +453,24 @@ describe('a cancel racing the signal that continues a waiting run', () => {
       await runner.close();
     }
   });
+
+  it('refuses a payload the journal cannot keep as SignalRefused, and the run keeps waiting', async () => {
+    const c = defineChain({
+      name: 'unkeepable_signal',
+      input: z.object({}),
+      steps: [{ id: 'rev', waitFor: { signal: 'review', schema: z.object({ note: z.any() }) } }],
+    });
+    const runner = createRunner({ invoker: functionInvoker({}), chains: [c], stores: { runs: memoryRunStore() } });
+    try {
+      await runner.run(c, {}, { runId: 'keep-1' });
+      const refused = runner.signal('keep-1', 'review', { note: () => 'a function' });
+      await expect(refused).rejects.toBeInstanceOf(SignalRefused); // a CheckpointEncodeError before
+      await expect(refused).rejects.toMatchObject({ code: 'invalid_signal' });
+      expect((await runner.getRun('keep-1'))?.status).toBe('waiting');
+      const r = await runner.signal('keep-1', 'review', { note: 'fine' });
+      expect(typeof r !== 'string' && r.status).toBe('completed');
+    } finally {
+      await runner.close();
+    }
+  });
 });
