@@ -65,6 +65,26 @@ describe('branch step', () => {
     expect(invoker.calls).toHaveLength(0);
   });
 
+  it('a ref to a numeric field names the case written as that number (it always failed no_branch)', async () => {
+    const c = defineChain({
+      name: 'by_level',
+      input: z.object({ level: z.number() }),
+      steps: [
+        {
+          id: 'n',
+          branch: {
+            on: ref('input', 'level'),
+            cases: { 1: { chain: fallback, input: {} }, 2: { chain: sms, input: { channel: 'x', to: 'abcd' } } },
+          },
+        },
+      ],
+    });
+    const r = await runChain(c, { level: 2 }, { invoker: createMockInvoker({}) });
+    expect(r.status === 'completed' && r.output).toBe(4);
+    const none = await runChain(c, { level: 3 }, { invoker: createMockInvoker({}) });
+    expect(none.status === 'failed' && none.error.code).toBe('no_branch');
+  });
+
   it('takes `on` as a function of the scope', async () => {
     const c = defineChain({
       name: 'fn',

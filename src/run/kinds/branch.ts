@@ -26,7 +26,9 @@ export function runBranch(host: StepHost, step: PlannedStep, inFlight: InFlight)
       message: `Step ${step.id}: \`on\` threw: ${describeThrown(error)}`,
     });
   }
-  let index = typeof value === 'string' ? names.indexOf(value) : -1;
+  // Case names are object keys, so text; a number (a ref to a numeric field) names the case written as it.
+  const name = typeof value === 'number' && Number.isFinite(value) ? String(value) : value;
+  let index = typeof name === 'string' ? names.indexOf(name) : -1;
   if (index < 0) {
     if (!hasDefault) {
       const shown = typeof value === 'string' ? `'${value}'` : String(value);
