@@ -54,11 +54,24 @@ export type InspectorHandler = (request: Request) => Promise<Response>;
 /** The event streams' headers: `no-store` as on every other answer, `no-transform` so no proxy buffers them. */
 const SSE: Readonly<Record<string, string>> = { ...SSE_HEADERS, 'cache-control': 'no-store, no-transform' };
 
+/**
+ * An event stream's answer; to HEAD, its headers only: a stream made for it would hold a watch or a
+ * live page that no client ever closes.
+ */
+function eventStream(method: string, open: () => ReadableStream<Uint8Array>): Response {
+  return respond(method === 'HEAD' ? null : open(), 200, SSE_HEADERS['content-type'], SSE);
+}
+
 /** Where each inspector handler is mounted: `toNodeHandler` sends a request outside it to `next` untouched. */
 export const basePaths = new WeakMap<InspectorHandler, string>();
 
 /** Responses for requests outside `basePath`: `toNodeHandler` passes them to `next`. */
 export const outside = new WeakSet<Response>();
+
+/** Whether `path` is `base` or under it (`base` normalized: `''` is the root, so every path). */
+export function inBase(path: string, base: string): boolean {
+  return path === base || path.startsWith(`${base}/`);
+}
 
 /** `basePath` checked and normalized: starts with `/`, no trailing `/` (`''` for the root). */
 function normalizeBase(basePath: unknown): string {
@@ -240,24 +253,18 @@ export function createInspector(
       case '/api/events': {
         const id = url.searchParams.get('id');
         if (!isValidRunId(id)) return problem(400, 'Expected ?id=<runId>.');
-        if (method === 'HEAD') return respond(null, 200, SSE_HEADERS['content-type'], SSE);
-        const given = Number(url.searchParams.get('after') ?? 0);
-        const after = lastEventId(request.headers) ?? (Number.isSafeInteger(given) && given >= 0 ? given : 0);
-        const events = runner.watch(id, { after, signal: request.signal });
-        return respond(
-          toSSE(
+        return eventStream(method, () => {
+          const given = Number(url.searchParams.get('after') ?? 0);
+          const after = lastEventId(request.headers) ?? (Number.isSafeInteger(given) && given >= 0 ? given : 0);
+          const events = runner.watch(id, { after, signal: request.signal });
+          return toSSE(
             mapped(events, (e) => eventView(e, safe)),
             { retryMs: 1000 },
-          ),
-          200,
-          SSE_HEADERS['content-type'],
-          SSE,
-        );
+          );
+        });
       }
       case '/api/live':
-        // HEAD: the headers only; a stream made for it would hold a live page no client ever closes.
-        if (method === 'HEAD') return respond(null, 200, SSE_HEADERS['content-type'], SSE);
-        return respond(liveStream(hub, request.signal), 200, SSE_HEADERS['content-type'], SSE);
+        return eventStream(method, () => liveStream(hub, request.signal));
       default:
         return problem(404, 'Not found.');
     }
@@ -284,7 +291,7 @@ export function createInspector(
   const handle = async (request: Request): Promise<Response> => {
     const url = new URL(request.url);
     const path = url.pathname;
-    if (path !== base && !path.startsWith(`${base}/`)) {
+    if (!inBase(path, base)) {
       const miss = problem(404, 'Not found.');
       outside.add(miss);
       return miss;

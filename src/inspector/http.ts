@@ -2,7 +2,7 @@
 // what a request sends (its JSON body, bounded; whether it comes from another site).
 const JSON_TYPE = 'application/json; charset=utf-8';
 /** Most an action's JSON body may hold (actions are small). */
-const MAX_BODY = 64 * 1024;
+export const MAX_BODY = 64 * 1024;
 
 /** Strict: scripts and styles from this origin only (no inline script or style), no frames, no other origin. */
 export const CSP =

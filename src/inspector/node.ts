@@ -1,9 +1,7 @@
 // The inspector on Node's request/response pair (node:http, Express, Fastify's raw pair, Koa's ctx.req/res).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { basePaths, outside, type InspectorHandler } from './handler.js';
-
-/** Most a request body may hold (actions are small JSON). */
-const MAX_BODY = 64 * 1024;
+import { basePaths, inBase, outside, type InspectorHandler } from './handler.js';
+import { MAX_BODY } from './http.js';
 
 /** A Node request as frameworks hand it: Express keeps the full path in `originalUrl` and may have parsed `body`. */
 type NodeRequest = IncomingMessage & { originalUrl?: string; body?: unknown };
@@ -18,15 +16,13 @@ export type NodeInspectorHandler = (
 /** Methods a `Request` may carry here (fetch refuses TRACE, CONNECT, TRACK; the inspector answers none of the rest). */
 const ALLOWED_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
-/** Whether a request target's path is `base` or under it (`''` is the root: everything). */
-function under(base: string, target: string): boolean {
-  let path: string;
+/** Whether a request target (`/path?query`) is under `base`; one that is no URL is not. */
+function targetIn(base: string, target: string): boolean {
   try {
-    path = new URL(target, 'http://x').pathname;
+    return inBase(new URL(target, 'http://x').pathname, base);
   } catch {
     return false;
   }
-  return path === base || path.startsWith(`${base}/`) || base === '';
 }
 
 async function bodyOf(req: NodeRequest): Promise<Uint8Array | string | undefined> {
@@ -67,7 +63,7 @@ export function toNodeHandler(handle: InspectorHandler): NodeInspectorHandler {
     const r = req as NodeRequest;
     const target = r.originalUrl ?? req.url ?? '/';
     // The app's other routes go on untouched: their bodies unread, their methods and Host headers not ours to judge.
-    if (base !== undefined && !under(base, target)) {
+    if (base !== undefined && !targetIn(base, target)) {
       if (next) return next();
       res.writeHead(404).end();
       return;

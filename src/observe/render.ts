@@ -96,7 +96,7 @@ export function toMermaid(chain: Chain): string {
     return id;
   };
   const start = free('start');
-  const endId = taken.has('end') ? free('end_') : 'end_';
+  const endId = free('end_');
   const node = (id: string): string => (id === 'end' ? endId : id);
   const lines = ['flowchart TD', `  ${start}(["${mermaidText(chain.name)}"])`];
   const subgraphs: string[] = [];

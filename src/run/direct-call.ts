@@ -13,6 +13,7 @@ import type { InvokeResult, ResponseMetadata } from '../observe/result.js';
 import { settleTrace } from '../observe/trace.js';
 import { AbortScope, onSignalAbort } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
+import { describeThrown } from './execution.js';
 import { newId } from './ids.js';
 import { callContext, failureInfo, INVOKE_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
 import { schemaFailure } from './pipeline.js';
@@ -154,7 +155,7 @@ export async function callByName<O>(
     return failed(
       'invalid_input',
       'unreadable_input',
-      `The input of tool ${name} could not be read: ${error instanceof Error ? error.message : String(error)}`,
+      `The input of tool ${name} could not be read: ${describeThrown(error)}`,
     );
   }
   if (!parsed.success) {
@@ -181,7 +182,7 @@ export async function callByName<O>(
     return failed(
       'invalid_input',
       'unreadable_input',
-      `The call to tool ${name} could not be prepared: ${error instanceof Error ? error.message : String(error)}`,
+      `The call to tool ${name} could not be prepared: ${describeThrown(error)}`,
     );
   }
   calls.active.add(abort);

@@ -33,6 +33,23 @@ const list = defineTool({
 });
 const listImpl = ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) });
 
+/** A `mark` that takes `ms` unless its call is aborted (then it rejects with the reason); the ids it started. */
+function slowMarks(ms: number) {
+  const started: string[] = [];
+  const invoker = functionInvoker({
+    list: listImpl,
+    mark: async ({ id }: { id: string }, call: { signal: AbortSignal }) => {
+      started.push(id);
+      await new Promise((resolve, reject) => {
+        const t = setTimeout(resolve, ms);
+        call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
+      });
+      return { id, marked: true };
+    },
+  });
+  return { started, invoker };
+}
+
 describe('forEach step', () => {
   it('never has more than `concurrency` items in flight (1,000 items at 8), and keeps the order of results', async () => {
     let inFlight = 0;
@@ -254,18 +271,7 @@ describe('forEach step', () => {
   });
 
   it("keeps the run's one deadline: items still to run when it passes are not started", async () => {
-    const started: string[] = [];
-    const invoker = functionInvoker({
-      list: listImpl,
-      mark: async ({ id }: { id: string }, call: { signal: AbortSignal }) => {
-        started.push(id);
-        await new Promise((resolve, reject) => {
-          const t = setTimeout(resolve, 40);
-          call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
-        });
-        return { id, marked: true };
-      },
-    });
+    const { started, invoker } = slowMarks(40);
     const c = chain('slow', { input: z.object({}), timeoutMs: 100 })
       .tool('find', list, () => ({ n: 10 }))
       .forEach('done', (ref) => ({ over: ref('find', 'items'), chain: markOne, input: (item) => ({ id: item('id') }) }))
@@ -276,19 +282,8 @@ describe('forEach step', () => {
   });
 
   it("onItemError 'collect' keeps the run's deadline too: the run fails deadline_exceeded, no later step or item runs", async () => {
-    const started: string[] = [];
+    const { started, invoker } = slowMarks(1_000);
     let after = 0;
-    const invoker = functionInvoker({
-      list: listImpl,
-      mark: async ({ id }: { id: string }, call: { signal: AbortSignal }) => {
-        started.push(id);
-        await new Promise((resolve, reject) => {
-          const t = setTimeout(resolve, 1_000);
-          call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
-        });
-        return { id, marked: true };
-      },
-    });
     const c = chain('slow_collect', { input: z.object({}), timeoutMs: 100 })
       .tool('find', list, () => ({ n: 4 }))
       .forEach('done', (ref) => ({
