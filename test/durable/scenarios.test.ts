@@ -505,7 +505,18 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
         throw new Error('boom');
       },
     };
-    for (const runId of ['', 'x'.repeat(256), 'a\nb', 'tab\there', '\u0000', { id: 1 }, hostile, 42]) {
+    for (const runId of [
+      '',
+      'x'.repeat(256),
+      'a\nb',
+      'tab\there',
+      '\u0000',
+      'order-\uD800',
+      'order-\uDBFF',
+      { id: 1 },
+      hostile,
+      42,
+    ]) {
       const result = await r.run(order, { n: 1 }, { ...alice, runId: runId as string });
       expect(result.status === 'failed' && [result.error.category, result.error.code]).toEqual([
         'invalid_input',
@@ -516,6 +527,6 @@ describe.each(['memory', 'redis', 'postgres'] as const)('durable runs on %s', (k
       });
     }
     expect(asked).toBe(0);
-    expect((await r.run(order, { n: 1 }, { ...alice, runId: `ok ${'é'.repeat(200)}` })).status).toBe('completed');
+    expect((await r.run(order, { n: 1 }, { ...alice, runId: `ok ${'é'.repeat(200)} 🙂` })).status).toBe('completed');
   });
 });

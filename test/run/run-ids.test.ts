@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { createRunner, defineTool, functionInvoker, memoryRunStore } from '../../src/index.js';
 import { type RunStore } from '../../src/stores/index.js';
 
-const BAD_IDS: unknown[] = ['', 'x'.repeat(256), 'a\nb', 'nul\u0000', { id: 1 }];
+const BAD_IDS: unknown[] = ['', 'x'.repeat(256), 'a\nb', 'nul\u0000', 'lone-\uD800', 'lone-\uDFFF-end', { id: 1 }];
 
 describe('run ids outside runs', () => {
   it('getRun, cancel, decide and watch refuse a malformed run id with invalid_run_id before any store call', async () => {
