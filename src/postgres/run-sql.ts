@@ -105,12 +105,14 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
     `UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`,
   );
   const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
-  // A parked run ($5: its status, never 'running') taken back by
-  // one decision, its entry ($7) journaled in the same statement.
+  // A parked run ($5: its status, never 'running') taken back by one decision, its entry ($7) journaled
+  // in the same statement; with $8, only while still parked at that step with $9 journal entries.
   const takeParked = db.sql(`
 WITH t AS (UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, deadline_at = $4, result = NULL,
     expires_at = NULL, ended_at = NULL
   WHERE run_id = $1 AND status = $5 AND status <> 'running' AND (expires_at IS NULL OR expires_at > $6)
+    AND ($8::text IS NULL OR (COALESCE(result::json #>> '{waiting,step}', result::json ->> 'step') = $8::text
+      AND (SELECT count(*) FROM ${s}.run_journal WHERE run_id = $1) = $9::bigint))
   RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT t.run_id, $7::text FROM t WHERE $7::text IS NOT NULL)
 SELECT run_id FROM t`);

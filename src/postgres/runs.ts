@@ -274,7 +274,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;
       return fromRow(row, row.journal);
     },
-    async takeParked(runId, owner, from, update, entry) {
+    async takeParked(runId, owner, from, update, entry, seen) {
       const data = entry ? encodeRunValue(entry) : null;
       return (
         (
@@ -286,6 +286,8 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
             from,
             db.now(),
             data,
+            seen?.step ?? null,
+            seen?.journal ?? null,
           ])
         ).rowCount === 1
       );

@@ -282,12 +282,20 @@ redis.call('HSET', KEYS[1], 'cancel', ARGV[1])
 return 1`;
 
 // KEYS: run hash, journal, live set. ARGV: owner, leaseUntil, deadlineAt, runId, index prefix, run key prefix, parked
-// status, journal entry ('' for none).
+// status, journal entry ('' for none), the step the taker saw it parked at ('' for any) and its journal length then.
 // Takes a run parked with that status (in doubt, for one) back to running under the owner, with its entry journaled:
-// exactly one taker wins.
+// exactly one taker wins, and one that read an earlier park of the run does not take a later one.
 export const TAKE_PARKED = `local ARGV_RUN = ARGV[6]
 ${INDEX}
 if ARGV[7] == 'running' or redis.call('HGET', KEYS[1], 'status') ~= ARGV[7] then return 0 end
+if ARGV[9] ~= '' then
+  if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[10]) then return 0 end
+  local ok, r = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'result') or 'null')
+  if ok and type(r) == 'table' then
+    local at = type(r['waiting']) == 'table' and r['waiting']['step'] or r['step']
+    if at ~= ARGV[9] then return 0 end
+  end
+end
 redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'deadline', ARGV[3])
 redis.call('HDEL', KEYS[1], 'result', 'ended')
 local f = redis.call('HMGET', KEYS[1], 'chain', 'started')

@@ -285,14 +285,15 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       ),
     requestCancel: (runId, reason) =>
       guard('cancel', async () => (await requestCancel(redis, [runKey(runId)], [reason ?? ''])) === 1),
-    takeParked: (runId, owner, from, update, entry) =>
+    takeParked: (runId, owner, from, update, entry, seen) =>
       guard('take', async () => {
         const data = entry ? encodeRunValue(entry) : '';
+        const at = seen ? [seen.step, seen.journal] : ['', 0];
         return (
           (await takeParked(
             redis,
             [runKey(runId), journalKey(runId), live],
-            [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data],
+            [owner, update.leaseUntil, update.deadlineAt, runId, idx, `${p}:run:`, from, data, ...at],
           )) === 1
         );
       }),

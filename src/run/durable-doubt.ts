@@ -170,7 +170,7 @@ async function takeInDoubt(
   // The run waited for a person: its decision starts a new segment, with the chain's whole time budget.
   const update = { leaseUntil: t + o.leaseMs, deadlineAt: t + chain.timeoutMs };
   const taken = await o.bounded('take', t + STORE_WAIT_MS, () =>
-    store.takeParked!(run.runId, o.owner, 'in_doubt', update, entry),
+    store.takeParked!(run.runId, o.owner, 'in_doubt', update, entry, { step: entry.step, journal: run.journal.length }),
   );
   if (!taken) return false;
   o.leases.hold(run.runId, update.leaseUntil);

@@ -142,8 +142,9 @@ export async function signalRun(o: DurableOwner, runId: string, name: string, pa
     ]);
   }
   const update = { leaseUntil: t + o.leaseMs, deadlineAt: t + chain.timeoutMs };
-  if (!(await o.bounded('take', t + STORE_WAIT_MS, () => store.takeParked!(runId, o.owner, 'waiting', update, entry))))
-    return 'not_waiting';
+  const seen = { step: waiting!.step, journal: run.journal.length };
+  const take = () => store.takeParked!(runId, o.owner, 'waiting', update, entry, seen);
+  if (!(await o.bounded('take', t + STORE_WAIT_MS, take))) return 'not_waiting';
   o.leases.hold(runId, update.leaseUntil);
   const exec = continuation({ ...run, journal: [...run.journal, entry] }, chain);
   exec.signalled = { step: waiting!.step, signal: name };
@@ -164,7 +165,7 @@ async function takeWaiting(
   const update = { leaseUntil: t + o.leaseMs, deadlineAt: t + chain.timeoutMs };
   if (
     !(await o.bounded('take', t + STORE_WAIT_MS, () =>
-      o.store.takeParked!(run.runId, o.owner, 'waiting', update, entry),
+      o.store.takeParked!(run.runId, o.owner, 'waiting', update, entry, { step, journal: run.journal.length }),
     ))
   )
     return undefined;

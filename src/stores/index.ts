@@ -46,6 +46,7 @@ export type {
   ClaimFilter,
   CreateRunResult,
   JournalEntry,
+  ParkSeen,
   RunListAfter,
   RunListQuery,
   RunListResult,

@@ -3,7 +3,7 @@
 import { memoryEventLog } from './memory-events.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
-import { encodeRunValue, storedRun } from './run-codec.js';
+import { decodeRunValue, encodeRunValue, parkedStep, storedRun } from './run-codec.js';
 import { isAfter, newestFirst, steered, summarize } from './run-list.js';
 import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
@@ -254,10 +254,16 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.cancelReason = reason ?? '';
       return true;
     },
-    async takeParked(runId, owner, from, update, entry) {
+    async takeParked(runId, owner, from, update, entry, seen) {
       const encoded = entry && encodeRunValue(entry);
       const run = live(runId);
       if (!run || run.status === 'running' || run.status !== from) return false;
+      if (
+        seen &&
+        (run.journal.length !== seen.journal ||
+          parkedStep(run.result === undefined ? undefined : decodeRunValue(run.result)) !== seen.step)
+      )
+        return false;
       Object.assign(run, {
         status: 'running',
         owner,

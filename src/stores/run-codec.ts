@@ -129,3 +129,18 @@ export function storedRun(record: string, state: RunState, journal: readonly str
 export function decodeRunValue(text: string): unknown {
   return decode(text);
 }
+
+/**
+ * The step a parked run's stored result names: a waiting run's `waiting.step`, an in-doubt run's
+ * `step` (what `RunStore.takeParked`'s `seen` is checked against).
+ *
+ * @example
+ * ```ts
+ * parkedStep({ status: 'waiting', waiting: { step: 'approve' } }); // 'approve'
+ * ```
+ */
+export function parkedStep(result: unknown): string | undefined {
+  const r = result as { waiting?: { step?: unknown }; step?: unknown } | null | undefined;
+  const step = r?.waiting?.step ?? r?.step;
+  return typeof step === 'string' ? step : undefined;
+}

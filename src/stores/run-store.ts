@@ -14,6 +14,15 @@ import type { LastEvents, RunEventLog } from './run-event-log.js';
 export type RunStatus =
   'running' | 'awaiting_confirmation' | 'completed' | 'failed' | 'declined' | 'retrying' | 'in_doubt' | 'waiting';
 
+/**
+ * A parked run as its taker read it ({@link RunStore.takeParked}): the step it is parked at (a
+ * waiting run's `waiting.step`, an in-doubt run's `step`) and how many entries its journal held.
+ */
+export interface ParkSeen {
+  step: string;
+  journal: number;
+}
+
 /** One completed step of a durable run, journaled before any step that depends on it starts. */
 export interface JournalEntry {
   /** The step id. */
@@ -245,6 +254,9 @@ export interface RunStore {
    * stored `result`, and appends `entry` to its journal in the same atomic write. Exactly one of
    * several concurrent takers gets `true`; `false`: the run is not parked with that status (missing,
    * running, ended, or taken first). Absent: parked runs other than gates cannot be decided.
+   * With `seen` (what the caller read: the step the run was parked at and its journal's length), the
+   * take also needs the run still parked there: a run taken, continued and parked again since that
+   * read is not taken by a late signal, wake-up or decision meant for its earlier park.
    */
   takeParked?(
     runId: string,
@@ -252,6 +264,7 @@ export interface RunStore {
     from: RunStatus,
     update: { leaseUntil: number; deadlineAt: number },
     entry?: JournalEntry,
+    seen?: ParkSeen,
   ): Promise<boolean>;
   /**
    * Parks a run `owner` holds as `waiting` (a sleep or a waitFor, API.md §12): no owner, no lease,

@@ -127,6 +127,12 @@ const reviewedInside = chain('reviewed_inside', { input: z.object({ n: z.number(
   .tool('notify', notify, (ref) => ({ ok: ref('ask', 'ok') }))
   .output((s) => ({ by: s.results.ask.by, sent: s.results.notify.sent }));
 
+// Two waits in a row for the same signal: a late take meant for the first must not land on the second.
+const twoReviews = chain('two_reviews', { input: z.object({ n: z.number() }), timeoutMs: 60_000 })
+  .waitFor('first', { signal: 'review', schema: Review, timeoutMs: 3_600_000 })
+  .waitFor('second', { signal: 'review', schema: Review, timeoutMs: 3_600_000 })
+  .output((s) => ({ first: s.results.first.by, second: s.results.second.by }));
+
 const runners: Runner[] = [];
 afterEach(async () => {
   for (const r of runners.splice(0)) await r.close();
@@ -149,7 +155,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     const r = createRunner({
       invoker,
       tools: [reserve, release, notify],
-      chains: [sleeper, reviewed, sleepsInside, reviewedInside],
+      chains: [sleeper, reviewed, sleepsInside, reviewedInside, twoReviews],
       stores,
       leaseMs: 30_000,
       now,
@@ -316,6 +322,62 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
       ['review', { signal: 'review' }],
     ]);
     expect(events.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
+  });
+
+  /** Stores whose takes wait until `release()`: a taker that read the run, then reached the store late. */
+  function lateTakes(stores: Stores) {
+    let release!: () => void;
+    let reached!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const taking = new Promise<void>((r) => (reached = r));
+    const takeParked: RunStore['takeParked'] = async (...args) => {
+      reached();
+      await held;
+      return stores.runs.takeParked!(...args);
+    };
+    return { stores: { ...stores, runs: { ...stores.runs, takeParked } }, taking, release };
+  }
+
+  it('a signal that read the run at its first wait does not take it at the second (it overwrote the first payload)', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const late = lateTakes(stores);
+    const b = runner(late.stores);
+    const runId = rid('twice');
+    expect(await a.runner.run(twoReviews, { n: 1 }, { runId })).toMatchObject({ waiting: { step: 'first' } });
+    const fromB = b.runner.signal(runId, 'review', { ok: true, by: 'B' });
+    await late.taking;
+    expect(await a.runner.signal(runId, 'review', { ok: true, by: 'A' })).toMatchObject({
+      status: 'waiting',
+      waiting: { step: 'second' },
+    });
+    late.release();
+    expect(await fromB).toBe('not_waiting');
+    expect((await a.runner.getRun(runId))?.steps).toEqual(['first']);
+    expect(await a.runner.signal(runId, 'review', { ok: true, by: 'C' })).toMatchObject({
+      status: 'completed',
+      output: { first: 'A', second: 'C' },
+    });
+  });
+
+  it('a wake-up that read the run past its first wait does not fail it at the second, where a signal moved it', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const late = lateTakes(stores);
+    const b = runner(late.stores);
+    const runId = rid('woken');
+    expect((await a.runner.run(twoReviews, { n: 1 }, { runId })).status).toBe('waiting');
+    const t0 = t;
+    t += 3_600_001; // b's clock: the first wait timed out
+    const recovered = b.runner.recover();
+    await late.taking;
+    t = t0 + 1_000; // a's signal came within the timeout
+    expect(await a.runner.signal(runId, 'review', { ok: true, by: 'A' })).toMatchObject({
+      waiting: { step: 'second' },
+    });
+    late.release();
+    expect(await recovered).toEqual([]);
+    expect(await a.runner.getRun(runId)).toMatchObject({ status: 'waiting', steps: ['first'] });
   });
 
   it('past its timeout a waitFor fails the run timeout/wait_timeout at recovery, undoing what it completed', async () => {

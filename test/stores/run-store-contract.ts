@@ -411,6 +411,48 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(await runs.dueWaiting!(t + HOUR, 10)).toEqual([]);
     });
 
+    it('takeParked with `seen` takes a run only while it is still parked where its taker read it', async () => {
+      const { runs } = await setup();
+      const t = Date.now();
+      const rec = record('A', t + 1000);
+      await runs.create(rec, t);
+      const update = { leaseUntil: t + 9000, deadlineAt: t + 2 * HOUR };
+      const waitingAt = (step: string) => ({ status: 'waiting', waiting: { step, signal: 'approve' } });
+      // Parked at w1 (a sleep s0 journaled with the park); two readers see it there.
+      expect(await runs.parkWaiting!(rec.runId, 'A', waitingAt('w1'), null, [entry('s0', null)])).toBe(true);
+      const read = (await runs.get(rec.runId))!;
+      const seen = { step: 'w1', journal: read.journal.length };
+      expect(
+        await runs.takeParked!(rec.runId, 'B', 'waiting', update, entry('w1', 'from-B'), { step: 'w2', journal: 1 }),
+      ).toBe(false);
+      expect(
+        await runs.takeParked!(rec.runId, 'B', 'waiting', update, entry('w1', 'from-B'), { step: 'w1', journal: 0 }),
+      ).toBe(false);
+      // The first reader takes it, and the run goes on to park at w2 with nothing journaled on the way.
+      expect(await runs.takeParked!(rec.runId, 'B', 'waiting', update, undefined, seen)).toBe(true);
+      expect(await runs.parkWaiting!(rec.runId, 'B', waitingAt('w2'), null)).toBe(true);
+      // The second reader's take, meant for w1, comes late: refused, and nothing journaled.
+      expect(await runs.takeParked!(rec.runId, 'C', 'waiting', update, entry('w1', 'from-C'), seen)).toBe(false);
+      expect(await runs.get(rec.runId)).toMatchObject({ status: 'waiting', result: waitingAt('w2') });
+      expect(steps((await runs.get(rec.runId))!)).toEqual(['s0']);
+      // Taken at w2, it journals w2 and parks in doubt at a write; a decision read before is refused.
+      expect(
+        await runs.takeParked!(rec.runId, 'C', 'waiting', update, entry('w2', 'ok'), { step: 'w2', journal: 1 }),
+      ).toBe(true);
+      expect(await runs.journal(rec.runId, 'C', [{ step: 'pay', started: { tool: 'pay', input: {}, at: t } }])).toBe(
+        true,
+      );
+      expect(await runs.finish(rec.runId, 'C', 'in_doubt', { status: 'in_doubt', step: 'pay' }, Infinity)).toBe(true);
+      const decision = { step: 'pay', decision: { retry: true, by: 'ops', at: t } };
+      expect(await runs.takeParked!(rec.runId, 'D', 'in_doubt', update, decision, { step: 'pay', journal: 2 })).toBe(
+        false,
+      );
+      expect(await runs.takeParked!(rec.runId, 'D', 'in_doubt', update, decision, { step: 'pay', journal: 3 })).toBe(
+        true,
+      );
+      expect(steps((await runs.get(rec.runId))!)).toEqual(['s0', 'w2', 'pay', 'pay']);
+    });
+
     it('parks a run in doubt with no owner and no lease, never claimed; takeParked takes it back once, its entry journaled in the same write', async () => {
       const { runs } = await setup();
       const t = Date.now();
