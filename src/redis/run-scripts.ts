@@ -190,16 +190,18 @@ export const LIST = `
 local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local ascore, aid = tonumber(ARGV[6]), ARGV[7]
 local cands = {}
+-- Whether the member is listed, and whether it left the index (a page's offset does not count it).
 local function valid(key, id, status)
   local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain', 'retry')
   local st = f[1]
   if st == 'running' and f[3] then st = 'retrying' end
   if st ~= status then
     -- A run waiting out a retry stays in the running index too (it is running again once the wait ends).
-    if not (status == 'running' and st == 'retrying') then redis.call('ZREM', key, id) end
-    return false
+    if status == 'running' and st == 'retrying' then return false, false end
+    redis.call('ZREM', key, id)
+    return false, true
   end
-  return ARGV[8] == '' or f[2] == ARGV[8]
+  return ARGV[8] == '' or f[2] == ARGV[8], false
 end
 for i = 9, #ARGV, 2 do
   local key, status = ARGV[i], ARGV[i + 1]
@@ -223,11 +225,12 @@ for i = 9, #ARGV, 2 do
     if #rows == 0 then break end
     for j = 1, #rows, 2 do
       if got > limit then break end
-      if valid(key, rows[j], status) then
+      local listed, gone = valid(key, rows[j], status)
+      if listed then
         cands[#cands + 1] = {tonumber(rows[j + 1]), rows[j]}
         got = got + 1
       end
-      offset = offset + 1
+      if not gone then offset = offset + 1 end
     end
     if #rows < 2 * (limit + 1) then break end
   end

@@ -744,6 +744,28 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const two = await runs.listRuns!(q({ statuses: ['completed', 'failed'], limit: 2 }));
       expect(two.more).toBe(true);
     });
+
+    it('pages past newer runs that expired since they were indexed, skipping none of the kept ones', async () => {
+      const { runs } = await setup();
+      const kept: string[] = [];
+      for (let i = 0; i < 3; i++) kept.unshift(await add(runs, T0 + 300 + i, 'completed'));
+      for (let i = 0; i < 10; i++) {
+        const rec = record('A', Date.now() + HOUR, { startedAt: T0 + 400 + i });
+        await runs.create(rec, Date.now());
+        expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, 1)).toBe(true); // kept 1 ms
+      }
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const seen: string[] = [];
+      let after: RunListQuery['after'];
+      for (let page = 0; page < 10; page++) {
+        const got = await runs.listRuns!(q({ statuses: ['completed'], limit: 2, ...(after && { after }) }));
+        seen.push(...ids(got));
+        if (!got.more) break;
+        const last = got.runs[got.runs.length - 1]!;
+        after = { startedAt: last.startedAt, runId: last.runId };
+      }
+      expect(seen).toEqual(kept);
+    });
   });
 }
 
