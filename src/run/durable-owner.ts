@@ -95,13 +95,18 @@ export class DurableOwner {
     this.parts.logger?.warn({ err: error, owner: this.owner }, `durable runs: ${what}`);
   };
 
-  /** How long the store keeps a run that ended (or parked) so: its kind's retention; a parked run, its token's. */
+  /**
+   * How long the store keeps a run that ended (or parked) so, and its events: its kind's retention; a
+   * run at a gate, its token's; a run waiting or in doubt, until it is taken (`Infinity`).
+   */
   keepFor(status: RunResult['status']): number {
     return status === 'failed'
       ? this.failedMs
       : status === 'awaiting_confirmation'
         ? this.parts.gates.confirmationTtlMs
-        : this.completedMs;
+        : status === 'waiting' || status === 'in_doubt'
+          ? Infinity
+          : this.completedMs;
   }
 
   leaseLost(runId: string): ToolFailure {
@@ -142,7 +147,7 @@ export class DurableOwner {
       await events.close(
         result.runId,
         runEndData(result, (v) => this.parts.recorder.redacted(v)),
-        this.keepFor(result.status === 'in_doubt' ? 'failed' : result.status),
+        this.keepFor(result.status),
         until,
       );
     }

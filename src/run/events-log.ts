@@ -125,7 +125,8 @@ export class RunEventWriter {
 
   /**
    * Sends the rest, `end` last, keeping the log `keepMs` (the run ended or parked); an interrupted run
-   * keeps it open. Gives up at `until` (the run's deadline): a silent store never holds the caller past it.
+   * keeps it open, and a run parked until taken (`Infinity`: waiting, in doubt) keeps it as long as
+   * it stays parked. Gives up at `until` (the run's deadline): a silent store never holds the caller past it.
    */
   async close(end: RunEndData | undefined, keepMs: number | undefined, until: number): Promise<void> {
     if (end) this.push('run:end', undefined, end);
@@ -235,9 +236,11 @@ export class RunEventHub {
     until = Number.POSITIVE_INFINITY,
   ): Promise<void> {
     const t = this.now();
+    // Kept until taken (Infinity) is kept as in flight, with no retention: an earlier one is lifted.
+    const keep = keepMs === Infinity ? undefined : keepMs;
     try {
       await callStore(
-        () => this.log.append(runId, batch, keepMs),
+        () => this.log.append(runId, batch, keep),
         Math.min(t + STORE_WAIT_MS, until),
         this.now,
         'run (events)',

@@ -127,7 +127,11 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
   let t = 1_700_000_000_000;
   const now = (): number => t;
   /** A runner on `stores` (its own process, as far as the store can tell), recording its tool calls and their keys. */
-  function runner(stores: Stores, impl: Partial<Record<Name, (call: ToolCall) => unknown>> = {}) {
+  function runner(
+    stores: Stores,
+    impl: Partial<Record<Name, (call: ToolCall) => unknown>> = {},
+    retention?: { failedMs: number },
+  ) {
     const calls: string[] = [];
     const keys: (string | undefined)[] = [];
     const tool = (name: Name, dflt: (call: ToolCall) => unknown) => async (_input: unknown, call: ToolCall) => {
@@ -149,6 +153,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
       stores,
       leaseMs: LEASE,
       now,
+      ...(retention && { retention }),
     });
     runners.push(r);
     return { runner: r, calls, keys };
@@ -208,6 +213,19 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     const again = await other.runner.run(chain, { n: 4 }, { ...alice, runId }); // the caller's retry gets the parked result
     expect(again.status).toBe('in_doubt');
     expect([...heir.calls, ...other.calls]).toEqual([]);
+  });
+
+  it('keeps the events of a run in doubt past the failed retention, as long as the run waits for its decision', async () => {
+    const stores = storesOf(kind, now);
+    const { runId } = await silentInRefund(stores);
+    const heir = runner(stores, {}, { failedMs: 100 });
+    expect(await heir.runner.recover()).toMatchObject([{ status: 'in_doubt' }]);
+    const types = async () => (await stores.runs.events!.read(runId, 0, 100)).map((e) => e.type);
+    const parked = await types();
+    expect(parked.at(-1)).toBe('run:end');
+    t += 300; // the memory store's clock; Redis and PostgreSQL expire by the real one
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await types()).toEqual(parked); // it expired after 100 ms while the run waited for a decision
   });
 
   it('a re-submitted run id whose owner went silent mid-write is taken over into in_doubt, not called again', async () => {

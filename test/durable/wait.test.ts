@@ -141,7 +141,7 @@ afterEach(async () => {
 describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s', (kind) => {
   let t = 1_700_000_000_000;
   const now = (): number => t;
-  function runner(stores: Stores) {
+  function runner(stores: Stores, retention?: { completedMs: number }) {
     const calls: string[] = [];
     const tool = (name: string, fn: (input: any, call: any) => unknown) => async (input: unknown, call: unknown) => {
       calls.push(name);
@@ -159,6 +159,7 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
       stores,
       leaseMs: 30_000,
       now,
+      ...(retention && { retention }),
     });
     runners.push(r);
     return { runner: r, calls };
@@ -188,6 +189,25 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(b.calls).toEqual(['notify']); // reserve was journaled before the sleep
     expect(await b.runner.recover()).toEqual([]); // woken once
     expect((await b.runner.getRun(runId))?.status).toBe('completed');
+  });
+
+  it('keeps the events of a run waiting past its completed retention, and numbers them on after the wake', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores, { completedMs: 100 });
+    const runId = rid('kept');
+    expect((await a.runner.run(sleeper, { n: 1 }, { runId })).status).toBe('waiting');
+    const seqs = async () => (await stores.runs.events!.read(runId, 0, 100)).map((e) => `${e.seq}:${e.type}`);
+    const parked = await seqs();
+    expect(parked.at(-1)).toMatch(/:run:end$/);
+    t += 300; // the memory store's clock; Redis and PostgreSQL expire by the real one
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await seqs()).toEqual(parked); // it expired after 100 ms while the run waited
+    t += 2_000;
+    expect(await a.runner.recover()).toMatchObject([{ status: 'completed' }]);
+    const all = await seqs();
+    expect(all.slice(0, parked.length)).toEqual(parked);
+    expect(all.map((e) => Number(e.split(':')[0]))).toEqual(all.map((_, i) => i + 1));
+    expect(all.at(-1)).toMatch(/:run:end$/);
   });
 
   it('stream of a run that parks waiting goes on through its wake to its real end: every seq once, nothing made up', async () => {
