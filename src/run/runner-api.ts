@@ -103,6 +103,7 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * `options.after` (a seq), in order, each once, ending after `run:end`. A reader that falls so far
    * behind that the log dropped what it had not read is cut off with a {@link RunWatchError}
    * (`fell_behind`, with `lastSeq` to resume from); a run the store does not know, `not_found`.
+   * `runner.close()` ends the runner's watches (without a `run:end`).
    *
    * @example
    * ```ts

@@ -80,9 +80,10 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
   parts.recorder.runEvents = hub;
   const watchSource = (what: string): WatchSource => {
     if (!runStore || !hub) throw needsRunStore(what);
-    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now };
+    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now, closed: closing.signal };
   };
   let closed = false;
+  const closing = new AbortController();
   const parked = (): ParkedRuns => {
     if (!durable || !runStore) throw needsRunStore('decide()');
     return { parts, durable, store: runStore };
@@ -271,6 +272,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      closing.abort();
       hub?.shutdown();
       const closeBy = now() + CLOSE_WAIT_MS;
       // Before the aborts: the runs cut off stay recorded as in flight, for another instance to recover.

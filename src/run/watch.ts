@@ -53,6 +53,8 @@ export interface WatchSource {
   hub: RunEventHub;
   redacted: (value: unknown) => unknown;
   now: () => number;
+  /** Aborted when the runner closes: its watches end there (no `run:end` made up), leaving no read waiting. */
+  closed: AbortSignal;
 }
 
 /**
@@ -73,10 +75,11 @@ export async function* watchRun(
   settled?: { result(): RunResult | undefined; signal: AbortSignal },
 ): AsyncGenerator<RunEvent, void, undefined> {
   const { store, log, hub } = source;
-  const { signal } = options;
-  // A wait ends early when the caller stops, or when the run this runner started settles.
+  // The watch ends when the caller stops or the runner closes; a wait also ends when the run this runner started
+  // settles.
+  const signal = options.signal ? AbortSignal.any([options.signal, source.closed]) : source.closed;
   let ending = settled;
-  let wake = settled ? (signal ? AbortSignal.any([signal, settled.signal]) : settled.signal) : signal;
+  let wake = settled ? AbortSignal.any([signal, settled.signal]) : signal;
   const after = options.after ?? 0;
   if (!(Number.isSafeInteger(after) && after >= 0))
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
@@ -96,7 +99,7 @@ export async function* watchRun(
     /** When this watch found the run ended with no event after `last` yet (undefined: not so since the last event). */
     let endedSeen: number | undefined;
     for (;;) {
-      if (signal?.aborted) return;
+      if (signal.aborted) return;
       const page = await log.read(runId, last, PAGE);
       for (const e of page) {
         if (e.seq !== last + 1) {
@@ -113,7 +116,7 @@ export async function* watchRun(
         yield e;
         // A run parked `waiting` (§12) goes on by itself: its watch goes on to its end.
         if (e.type === 'run:end' && e.data.status !== 'waiting') return;
-        if (signal?.aborted) return;
+        if (signal.aborted) return;
       }
       if (page.length > 0) {
         idle = 0;

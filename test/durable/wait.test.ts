@@ -210,6 +210,25 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(all.at(-1)).toMatch(/:run:end$/);
   });
 
+  it('a watch of a waiting run ends when its runner closes (it went on reading, on a connection close() had let go)', async () => {
+    const stores = storesOf(kind, now);
+    const a = runner(stores);
+    const runId = rid('closing');
+    expect((await a.runner.run(reviewed, { n: 1 }, { runId })).status).toBe('waiting');
+    const seen: string[] = [];
+    const watched = (async () => {
+      for await (const e of a.runner.watch(runId)) seen.push(e.type);
+      return 'ended';
+    })();
+    for (let i = 0; i < 200 && !seen.includes('run:end'); i++) await new Promise((r) => setTimeout(r, 5));
+    expect(seen.at(-1)).toBe('run:end'); // the park's: the watch goes on
+    await a.runner.close();
+    const late = new Promise((r) => setTimeout(r, 2_000, 'still watching'));
+    expect(await Promise.race([watched, late])).toBe('ended');
+    const after = a.runner.watch(runId)[Symbol.asyncIterator]();
+    expect(await after.next()).toEqual({ done: true, value: undefined }); // a watch begun after close ends at once
+  });
+
   it('stream of a run that parks waiting goes on through its wake to its real end: every seq once, nothing made up', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);
