@@ -178,7 +178,8 @@ export function ownSegment(
       await events?.close(runId, recorded ? end() : undefined, recorded ? keepMs : undefined, until);
     else if (unsent !== undefined)
       await events!.append(runId, recorded ? unsent : unsent.slice(0, -1), recorded ? keepMs : undefined, until);
-    if (!recorded && (atEnd.length > 0 || compensating)) return unrecorded(o, result);
+    // A park not recorded has not parked: the caller is not told `waiting` for a run the store says runs.
+    if (!recorded && (atEnd.length > 0 || compensating || result.status === 'waiting')) return unrecorded(o, result);
     parts.recorder.durableRunEnded(result, recovered);
   };
   return execute(o.fencedParts, exec);
@@ -264,8 +265,11 @@ function unrecorded(o: DurableOwner, result: RunResult): RunResult {
     o.calls,
     'unavailable',
     'store_unavailable',
-    `Run ${result.runId} ran to its end, but the run store did not record it; ` +
-      'a runner will finish it from its journal.',
+    result.status === 'waiting'
+      ? `Run ${result.runId} reached step ${result.waiting.step}, but the run store did not record it waiting there; ` +
+          'a runner will continue it from its journal.'
+      : `Run ${result.runId} ran to its end, but the run store did not record it; ` +
+          'a runner will finish it from its journal.',
   );
   settleTrace(result.trace, 'failed', body.error);
   return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };

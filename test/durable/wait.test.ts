@@ -229,6 +229,24 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(await after.next()).toEqual({ done: true, value: undefined }); // a watch begun after close ends at once
   });
 
+  it('a park the store fails to record answers store_unavailable, not waiting; recovery parks the run later', async () => {
+    const stores = storesOf(kind, now);
+    const failing: Stores = {
+      ...stores,
+      runs: { ...stores.runs, parkWaiting: () => Promise.reject(new Error('ECONNRESET')) },
+    };
+    const a = runner(failing);
+    const runId = rid('unparked');
+    const r = await a.runner.run(reviewed, { n: 1 }, { runId });
+    expect(r).toMatchObject({ status: 'failed', error: { category: 'unavailable', code: 'store_unavailable' } });
+    expect((await a.runner.getRun(runId))?.status).toBe('running');
+    t += 60_000; // its lease ran out
+    const b = runner(stores);
+    expect(await b.runner.recover()).toMatchObject([{ status: 'waiting', waiting: { step: 'review' } }]);
+    expect(a.calls).toEqual(['reserve']);
+    expect(b.calls).toEqual([]); // reserve was journaled before the wait
+  });
+
   it('stream of a run that parks waiting goes on through its wake to its real end: every seq once, nothing made up', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);
