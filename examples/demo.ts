@@ -87,3 +87,9 @@ const after = await runner.run(taskSummary, {}, alice);
 if (after.status === 'completed') console.log(`  completion rate: ${after.output.completion_rate} %`);
 
 await runner.close();
+
+// `npm run demo -- --inspect`: then serve the inspector on the same task chains (examples/inspector.ts).
+if (process.argv.includes('--inspect')) {
+  title('10. The inspector');
+  await import('./inspector.js');
+}

@@ -2,7 +2,7 @@
 // would stop it) and another instance finishes the run from its journal — the first step is not
 // called again, the second runs again under the same idempotency key.
 // Needs Redis on 127.0.0.1:6379. Run: npx tsx examples/durable-runs.ts
-import Redis from 'ioredis';
+import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker } from 'chainkit';
 import { redisStores } from 'chainkit/redis';
@@ -18,6 +18,9 @@ const refund = defineTool({
   name: 'refund',
   description: 'Refund an order',
   effect: 'write',
+  // The payment API dedupes by the idempotency key it is sent: calling it again after a crash is safe.
+  // A plain write (not idempotent) would instead park the recovered run in_doubt for someone to decide.
+  idempotent: true,
   input: z.object({ orderId: z.string(), amount: z.number() }),
   output: z.object({ refundId: z.string() }),
 });

@@ -88,7 +88,8 @@ const handle = inspector(runner, {
 const server = createServer(toNodeHandler(handle));
 const check = process.argv.includes('--check');
 server.listen(check ? 0 : Number(process.env.PORT ?? 4777), '127.0.0.1', () => {
-  const { port } = server.address() as { port: number };
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
   const url = `http://127.0.0.1:${port}/inspector/`;
   console.log(`chainkit inspector: ${url}   (Ctrl-C to stop)`);
   if (check)
@@ -99,7 +100,8 @@ server.listen(check ? 0 : Number(process.env.PORT ?? 4777), '127.0.0.1', () => {
 });
 async function selfCheck(url: string): Promise<void> {
   const page = await fetch(url);
-  const overview = (await (await fetch(`${url}api/overview`)).json()) as { inbox: unknown[]; runs: unknown[] };
+  const Overview = z.object({ inbox: z.array(z.unknown()), runs: z.array(z.unknown()) });
+  const overview = Overview.parse(await (await fetch(`${url}api/overview`)).json());
   if (page.status !== 200 || overview.inbox.length !== 2)
     throw new Error(`unexpected: page ${page.status}, inbox ${overview.inbox.length}`);
   console.log(`page ${page.status}, ${overview.runs.length} runs, ${overview.inbox.length} in the inbox`);

@@ -3,8 +3,7 @@
 // Here a real HTTP client plays the browser: it drops the connection half-way, reconnects with the
 // last id it saw, and gets the rest — no event twice, none missing. Exits by itself.
 // Run: npx tsx examples/stream-to-browser.ts
-import { createServer } from 'node:http';
-import { Readable } from 'node:stream';
+import { createServer, type ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, memoryRunStore } from 'chainkit';
 import { lastEventId, SSE_HEADERS, toSSE } from 'chainkit/sse';
@@ -43,6 +42,13 @@ const runner = createRunner({
   stores: { runs: memoryRunStore() }, // redisStores(...) or postgresStores(...) to watch from any instance
 });
 
+/** Writes a web stream (what `toSSE` returns, also a `Response` body elsewhere) to a Node response. */
+async function send(body: ReadableStream<Uint8Array>, res: ServerResponse): Promise<void> {
+  const reader = body.getReader();
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
+  res.end();
+}
+
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (req.method === 'POST' && url.pathname === '/refunds') {
@@ -59,7 +65,7 @@ const server = createServer((req, res) => {
       after: lastEventId(req.headers) ?? 0,
       signal: gone.signal,
     });
-    Readable.fromWeb(toSSE(events)).pipe(res);
+    void send(toSSE(events), res);
     return;
   }
   res.writeHead(404).end();
@@ -87,7 +93,7 @@ async function listen(url: string, lastId: string | undefined, stopAfter = Infin
       const data = /^data: (.*)$/m.exec(frame)?.[1];
       if (!id || !type || !data) continue;
       ids.push(id);
-      const event = JSON.parse(data) as { step?: string; data: unknown };
+      const event = z.object({ step: z.string().optional(), data: z.unknown() }).parse(JSON.parse(data));
       console.log(`  #${id} ${type}${event.step ? ` ${event.step}` : ''} ${JSON.stringify(event.data)}`);
       if (ids.length >= stopAfter) {
         await reader.cancel(); // the connection drops
@@ -97,7 +103,9 @@ async function listen(url: string, lastId: string | undefined, stopAfter = Infin
   }
 }
 
-const { runId } = (await (await fetch(`${base}/refunds`, { method: 'POST' })).json()) as { runId: string };
+const { runId } = z
+  .object({ runId: z.string() })
+  .parse(await (await fetch(`${base}/refunds`, { method: 'POST' })).json());
 console.log(`run ${runId} started; the browser listens:`);
 const first = await listen(`${base}/runs/${runId}/events`, undefined, 5);
 console.log(`  … connection lost after #${first.at(-1)}; reconnecting with Last-Event-ID: ${first.at(-1)}`);

@@ -103,8 +103,11 @@ type CheckedCase<K, I> = K extends { chain: infer C; input: infer M }
  * ```
  */
 export interface BranchSpec<Cases, D, S, I = unknown> {
-  /** A ref to the case name, or a function of the scope returning it. */
-  on: Ref<string | null | undefined, string, string> | ((scope: S) => string);
+  /**
+   * A ref to the case name (a number names the case written as that number),
+   * or a function of the scope returning it.
+   */
+  on: Ref<string | number | null | undefined, string, string> | ((scope: S) => string | number);
   cases: { [K in keyof Cases]: CheckedCase<Cases[K], I> };
   /** Runs when `on` names no case. */
   default?: CheckedCase<D, I>;

@@ -52,6 +52,14 @@ describe('§12 builder: chain, forEach, branch, loop', () => {
     });
   });
 
+  it('takes a numeric `on` (the case written as that number), and refuses one of another type', () => {
+    const b = chain('levels', { input: z.object({ level: z.number(), urgent: z.boolean(), q: z.string() }) });
+    b.branch('by_level', (ref) => ({ on: ref('input', 'level'), cases: { 1: sms, 2: sms } }));
+    b.branch('by_fn', () => ({ on: (s) => s.input.level * 2, cases: { 2: sms } }));
+    // @ts-expect-error — a boolean names no case
+    b.branch('x1', (ref) => ({ on: ref('input', 'urgent'), cases: { a: sms } }));
+  });
+
   it('checks sub-chain input mappings like a tool\'s', () => {
     const b = chain('subs', { input: z.object({ q: z.string(), n: z.number() }) });
     // @ts-expect-error — a number ref into the string field 'to'

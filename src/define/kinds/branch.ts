@@ -27,7 +27,7 @@ export type BranchCase<S = Scope> =
 export interface BranchStep<S = Scope> extends StepCommon<S> {
   branch: {
     /** A ref to the case name, or a function of the scope returning it. */
-    on: Ref | ((scope: S) => string);
+    on: Ref | ((scope: S) => string | number);
     cases: Record<string, BranchCase<S>>;
     /** Runs when `on` names no case; without it that fails with `invalid_input`/`no_branch`. */
     default?: BranchCase<S>;
