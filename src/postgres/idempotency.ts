@@ -4,6 +4,7 @@
 // whose outcome is unknown kept claimed, answering its failure, until its late answer is kept
 // (`completeLate`) or `pendingTtlMs` passes.
 import type { Classified } from '../errors/failure.js';
+import { decodeKept, encodeKept } from '../stores/run-codec.js';
 import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { IdempotencyClaim, IdempotencyStore } from '../stores/types.js';
@@ -78,7 +79,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
   const kept = (row: Row | undefined): KeptOutcome => {
     if (row === undefined) return undefined;
-    if (row.state === 'd') return { s: 'd', v: row.value === null ? undefined : JSON.parse(row.value) };
+    if (row.state === 'd') return { s: 'd', v: decodeKept(row.value) };
     if (row.state === 'u') return { s: 'u', e: JSON.parse(row.value ?? '{}') as Classified };
     return { s: 'p' };
   };
@@ -108,7 +109,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
       }
     },
     async complete(key, value, ttlMs) {
-      const kept = JSON.stringify(value) ?? null;
+      const kept = encodeKept(value);
       await db.query('idempotency', complete, () => [key, kept, db.now() + (ttlMs ?? timing.ttlMs)]);
     },
     async fail(key, error, outcomeUnknown, run) {
@@ -123,7 +124,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
       await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs, runId, owner]);
     },
     async completeLate(key, value, ttlMs) {
-      const late = JSON.stringify(value) ?? null;
+      const late = encodeKept(value);
       await db.query('idempotency', completeLate, () => {
         const now = db.now();
         return [key, late, now + (ttlMs ?? timing.ttlMs), now];

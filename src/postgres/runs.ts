@@ -3,7 +3,7 @@
 // either lands before a take-over or is refused after it; whoever takes a run over reads the journal
 // in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
 import { StoreFailure } from '../stores/guard.js';
-import { encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { encodeKept, encodeRunValue, storedRun } from '../stores/run-codec.js';
 import { steered } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
@@ -166,9 +166,9 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       let kept: string | null | undefined;
       if (complete) {
         try {
-          kept = JSON.stringify(complete.value) ?? null;
+          kept = encodeKept(complete.value);
         } catch {
-          kept = undefined; // a result JSON cannot hold is not kept, as by the idempotency store itself
+          kept = undefined; // a result the codec cannot hold is not kept, as by the idempotency store itself
         }
       }
       db.sweepSoon();

@@ -10,9 +10,10 @@ import { z } from 'zod';
 import { storeFailure } from '../stores/guard.js';
 import { holdMs, unknownClaim, unknownOutcomeInfo, waitForDuplicate, type KeptOutcome } from '../stores/pending.js';
 import { decodeCheckpoint, encodeCheckpoint } from '../stores/serialize.js';
+import { decodeKept } from '../stores/run-codec.js';
 import type { LimiterStore } from '../policies/window-limiter.js';
 import { redisLimiterStore } from './limiter.js';
-import { beginForRun, redisRunStore, runMarker } from './runs.js';
+import { beginForRun, keptEntry, redisRunStore, runMarker } from './runs.js';
 import { redisLearningStore } from './learning.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
@@ -252,8 +253,11 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
   };
 
   const idemKey = (key: string): string => `${p}:idem:${key}`;
+  // The kept value inside is in the run codec (Dates and BigInts survive); markers and older entries are plain JSON.
   const parseEntry = (raw: string): Exclude<KeptOutcome, undefined> =>
-    JSON.parse(raw) as Exclude<KeptOutcome, undefined>;
+    decodeKept(raw) as Exclude<KeptOutcome, undefined>;
+  // Redis takes whole milliseconds: a tool's idempotencyTtlMs may be a fraction (DAY / 7).
+  const px = (ms: number): number => Math.max(1, Math.ceil(ms));
   const wait = { now, waitMs: pendingWait, pollMs, pendingTtlMs: pendingTtl };
   const read = async (key: string): Promise<KeptOutcome> => {
     try {
@@ -266,7 +270,7 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
   const idempotency: IdempotencyStore = {
     async begin(key, run?: IdempotencyBeginOptions, holdUntil?: number): Promise<IdempotencyClaim> {
       let raw: string | null;
-      const hold = holdMs(pendingTtl, holdUntil, now());
+      const hold = px(holdMs(pendingTtl, holdUntil, now()));
       if (run) {
         // A durable run's call: its marker names the run and owner; a dead owner's claim may be taken over.
         raw = await beginForRun(redis, idemKey(key), hold, run);
@@ -283,7 +287,7 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       return waitForDuplicate(key, () => read(key), wait);
     },
     async complete(key, value, ttlMs) {
-      await redis.set(idemKey(key), JSON.stringify({ s: 'd', v: value }), 'PX', ttlMs ?? idemTtl);
+      await redis.set(idemKey(key), keptEntry(value), 'PX', px(ttlMs ?? idemTtl));
     },
     async fail(key, error, outcomeUnknown, run) {
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
@@ -291,8 +295,7 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       await redis.eval(FAIL, 1, idemKey(key), run ? runMarker(run) : '', unknown, String(pendingTtl));
     },
     async completeLate(key, value, ttlMs) {
-      const kept = JSON.stringify({ s: 'd', v: value });
-      await redis.eval(COMPLETE_LATE, 1, idemKey(key), kept, String(ttlMs ?? idemTtl));
+      await redis.eval(COMPLETE_LATE, 1, idemKey(key), keptEntry(value), String(px(ttlMs ?? idemTtl)));
     },
   };
 

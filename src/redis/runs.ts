@@ -5,7 +5,7 @@
 import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
-import { encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { encodeKept, encodeRunValue, storedRun } from '../stores/run-codec.js';
 import { steered, summarize } from '../stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
@@ -46,12 +46,24 @@ export interface RedisRunStoreOptions {
 }
 
 /**
- * The idempotency store's encoding of a kept result; `undefined`
- * when JSON cannot hold it (not kept, as by its own `complete`).
+ * The idempotency store's entry of a kept result: `{ s: 'd', v }`, the value in the run codec (a
+ * cached answer keeps the Dates and BigInts of the first). Throws `CheckpointEncodeError` for what
+ * no store can keep.
+ *
+ * @example
+ * ```ts
+ * await redis.set(key, keptEntry(value), 'PX', ttlMs);
+ * ```
  */
+export function keptEntry(value: unknown): string {
+  const text = encodeKept(value);
+  return text === null ? '{"s":"d"}' : `{"s":"d","v":${text}}`;
+}
+
+/** {@link keptEntry}, or `undefined` for a value no store can keep (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
   try {
-    return JSON.stringify({ s: 'd', v: value });
+    return keptEntry(value);
   } catch {
     return undefined;
   }
@@ -189,7 +201,12 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
         const kept = complete && keepable(complete.value);
         // The idempotency store's own key and encoding: it reads this as a kept result.
         if (kept !== undefined) keys.push(`${p}:idem:${complete!.key}`);
-        const args = [owner, kept ?? '', kept === undefined ? '' : (complete!.ttlMs ?? idemTtl), ...data];
+        const args = [
+          owner,
+          kept ?? '',
+          kept === undefined ? '' : Math.max(1, Math.ceil(complete!.ttlMs ?? idemTtl)),
+          ...data,
+        ];
         return (await journal(redis, keys, args)) === 1;
       }),
     renew: (owner, runIds, leaseUntil) =>

@@ -144,3 +144,41 @@ export function parkedStep(result: unknown): string | undefined {
   const step = r?.waiting?.step ?? r?.step;
   return typeof step === 'string' ? step : undefined;
 }
+
+/**
+ * A write's result as an idempotency store keeps it (`null` for `undefined`): the run codec, so a
+ * cached answer holds the Dates and BigInts the first one did. What the codec refuses (nesting
+ * past its depth, a class instance) is kept as JSON writes it, as it always was; a value JSON cannot
+ * hold either throws.
+ *
+ * @example
+ * ```ts
+ * const text = encodeKept({ at: new Date() }); // decodeKept(text) gives a Date back
+ * ```
+ */
+export function encodeKept(value: unknown): string | null {
+  if (value === undefined) return null;
+  try {
+    return encodeRunValue(value);
+  } catch (error) {
+    return (JSON.stringify(value) as string | undefined) ?? null;
+  }
+}
+
+/**
+ * A kept result back from {@link encodeKept}'s text (or from an entry that holds it); plain JSON, as
+ * kept before, reads the same.
+ *
+ * @example
+ * ```ts
+ * const value = decodeKept(row.value);
+ * ```
+ */
+export function decodeKept(text: string | null): unknown {
+  if (text === null) return undefined;
+  try {
+    return decode(text);
+  } catch {
+    return JSON.parse(text) as unknown; // kept as JSON: deeper than the codec reads
+  }
+}

@@ -262,3 +262,30 @@ describe.each(stores)('a kept failure never carries the secrets of the call that
     await runner.close();
   });
 });
+
+describe.each(stores)('a kept result keeps its types, and a fractional TTL (%s)', (_, store) => {
+  const receipt = defineTool({
+    name: 'charge',
+    description: 'charges a card',
+    input: z.object({ cents: z.bigint() }),
+    output: z.object({ cents: z.bigint(), at: z.date() }),
+    effect: 'write',
+    idempotencyTtlMs: 86_400_000 / 7, // 12342857.14…: Redis refused a fraction, and kept nothing
+  });
+  it('a write returning a BigInt and a Date is called once; the cached answer from another runner has both', async () => {
+    const at = new Date('2023-11-14T22:13:20.000Z');
+    const invoker = createMockInvoker({ charge: ({ cents }: { cents: bigint }) => ({ cents, at }) });
+    const idempotency = store(); // Redis and PostgreSQL read the result back from the server
+    const [a, b] = [0, 1].map(() => createRunner({ invoker, tools: [receipt], stores: { idempotency } }));
+    const key = unique('charge');
+    const first = await a!.invoke('charge', { cents: 12345n }, { idempotencyKey: key, context: alice });
+    expect(first.status === 'completed' && first.output).toEqual({ cents: 12345n, at });
+    const again = await b!.invoke('charge', { cents: 12345n }, { idempotencyKey: key, context: alice });
+    expect(again.status).toBe('completed'); // it was never kept (BigInt), and waited its claim out
+    expect(again.status === 'completed' && again.output).toEqual({ cents: 12345n, at }); // a string for the Date
+    expect(again.trace.steps[0]!.status).toBe('cached');
+    expect(invoker.calls).toHaveLength(1);
+    await a!.close();
+    await b!.close();
+  });
+});
