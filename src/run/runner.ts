@@ -80,10 +80,16 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
   parts.recorder.runEvents = hub;
   const watchSource = (what: string): WatchSource => {
     if (!runStore || !hub) throw needsRunStore(what);
-    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now, closed: closing.signal };
+    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now, enlist };
   };
   let closed = false;
-  const closing = new AbortController();
+  // The stops of the watches in progress: close() ends them.
+  const watches = new Set<AbortController>();
+  const enlist = (stop: AbortController): (() => void) => {
+    if (closed) stop.abort();
+    else watches.add(stop);
+    return () => watches.delete(stop);
+  };
   const parked = (): ParkedRuns => {
     if (!durable || !runStore) throw needsRunStore('decide()');
     return { parts, durable, store: runStore };
@@ -272,7 +278,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      closing.abort();
+      for (const stop of watches) stop.abort();
+      watches.clear();
       hub?.shutdown();
       const closeBy = now() + CLOSE_WAIT_MS;
       // Before the aborts: the runs cut off stay recorded as in flight, for another instance to recover.

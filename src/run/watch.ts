@@ -53,8 +53,11 @@ export interface WatchSource {
   hub: RunEventHub;
   redacted: (value: unknown) => unknown;
   now: () => number;
-  /** Aborted when the runner closes: its watches end there (no `run:end` made up), leaving no read waiting. */
-  closed: AbortSignal;
+  /**
+   * Registers a watch's stop: the runner aborts it when it closes (at once if it has), so its watches end
+   * there (no `run:end` made up), leaving no read waiting. Returns the function that unregisters it.
+   */
+  enlist(stop: AbortController): () => void;
 }
 
 /**
@@ -75,15 +78,28 @@ export async function* watchRun(
   settled?: { result(): RunResult | undefined; signal: AbortSignal },
 ): AsyncGenerator<RunEvent, void, undefined> {
   const { store, log, hub } = source;
-  // The watch ends when the caller stops or the runner closes; a wait also ends when the run this runner started
-  // settles.
-  const signal = options.signal ? AbortSignal.any([options.signal, source.closed]) : source.closed;
   let ending = settled;
-  let wake = settled ? AbortSignal.any([signal, settled.signal]) : signal;
   const after = options.after ?? 0;
   if (!(Number.isSafeInteger(after) && after >= 0))
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
   let last = after;
+  // The watch ends when the caller stops or the runner closes (`signal`); a wait also ends when the run this
+  // runner started settles (`wake`). Listeners removed at the end, not AbortSignal.any: a source that lives on
+  // (the caller's, the runner's) would keep every watch's combined signal.
+  const stop = new AbortController();
+  const signal = stop.signal;
+  const halt = (): void => stop.abort();
+  const leave = source.enlist(stop);
+  if (options.signal?.aborted) stop.abort();
+  else options.signal?.addEventListener('abort', halt, { once: true });
+  const roused = settled && new AbortController();
+  const rouse = (): void => roused!.abort();
+  if (roused) {
+    if (settled!.signal.aborted || signal.aborted) roused.abort();
+    settled!.signal.addEventListener('abort', rouse, { once: true });
+    signal.addEventListener('abort', rouse, { once: true });
+  }
+  let wake = roused ? roused.signal : signal;
   const unwatch = hub.watch(runId);
   let announced = 0;
   try {
@@ -181,5 +197,8 @@ export async function* watchRun(
     }
   } finally {
     unwatch();
+    leave();
+    options.signal?.removeEventListener('abort', halt);
+    settled?.signal.removeEventListener('abort', rouse);
   }
 }
