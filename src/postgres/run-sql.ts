@@ -58,12 +58,14 @@ UPDATE ${s}.runs SET lease_until = $3
 WHERE run_id = ANY($2::text[]) AND owner = $1 AND status = 'running' RETURNING run_id`);
   // One statement: the end and the entries nobody waited for (ordered as given: seq follows insertion).
   // `f` yields the run's row when this owner ended it ($1 … $7); the last events may ride on it (run-events.ts).
-  const finishCtes = `f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0, expires_at = $5,
-    ended_at = $7, retry_until = NULL
+  const endCtes = (parked: string): string => `f AS (UPDATE ${s}.runs SET status = $3, result = $4, lease_until = 0,
+    expires_at = $5, ended_at = $7, retry_until = NULL, parked_step = ${parked}
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
   SELECT f.run_id, u.e FROM f, ${textRows('$6')} ORDER BY u.i)`;
-  const finish = db.sql(`WITH ${finishCtes}
+  // $8: the step of a run parked in doubt (NULL for an end); with events, a run ends (never parks in doubt).
+  const finishCtes = endCtes('NULL');
+  const finish = db.sql(`WITH ${endCtes('$8')}
 SELECT run_id FROM f`);
   const reopen = db.sql(`
 UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, approved_gate = $4, deadline_at = $5,
@@ -106,12 +108,13 @@ ORDER BY p.started_at DESC, p.run_id DESC`;
   );
   const requestCancel = db.sql(`UPDATE ${s}.runs SET cancel_reason = $2 WHERE run_id = $1 AND status = 'running'`);
   // A parked run ($5: its status, never 'running') taken back by one decision, its entry ($7) journaled
-  // in the same statement; with $8, only while still parked at that step with $9 journal entries.
+  // in the same statement; with $8, only while still parked at that step (a run parked before the column
+  // existed: by its journal alone) with $9 journal entries.
   const takeParked = db.sql(`
 WITH t AS (UPDATE ${s}.runs SET status = 'running', owner = $2, lease_until = $3, deadline_at = $4, result = NULL,
-    expires_at = NULL, ended_at = NULL
+    expires_at = NULL, ended_at = NULL, parked_step = NULL
   WHERE run_id = $1 AND status = $5 AND status <> 'running' AND (expires_at IS NULL OR expires_at > $6)
-    AND ($8::text IS NULL OR (COALESCE(result::json #>> '{waiting,step}', result::json ->> 'step') = $8::text
+    AND ($8::text IS NULL OR ((parked_step IS NULL OR parked_step = $8::text)
       AND (SELECT count(*) FROM ${s}.run_journal WHERE run_id = $1) = $9::bigint))
   RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry) SELECT t.run_id, $7::text FROM t WHERE $7::text IS NOT NULL)
@@ -120,7 +123,7 @@ SELECT run_id FROM t`);
   // A run parked waiting: its wake-up in lease_until (Infinity: only a signal takes it), kept until taken.
   const parkWaiting = db.sql(`
 WITH f AS (UPDATE ${s}.runs SET status = 'waiting', result = $3, lease_until = $4, expires_at = NULL, ended_at = NULL,
-    retry_until = NULL
+    retry_until = NULL, parked_step = $6
   WHERE run_id = $1 AND owner = $2 AND status = 'running' RETURNING run_id),
 j AS (INSERT INTO ${s}.run_journal (run_id, entry)
   SELECT f.run_id, u.e FROM f, ${textRows('$5')} ORDER BY u.i)

@@ -3,7 +3,7 @@
 // either lands before a take-over or is refused after it; whoever takes a run over reads the journal
 // in a statement of its own, after its claim committed, so it sees every entry that was acknowledged.
 import { StoreFailure } from '../stores/guard.js';
-import { encodeKept, encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { encodeKept, encodeRunValue, parkedStep, storedRun } from '../stores/run-codec.js';
 import { steered } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
@@ -205,6 +205,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
             db.now() + retentionMs,
             journaled,
             db.now(),
+            status === 'in_doubt' ? (parkedStep(result) ?? null) : null,
           ])
         ).rowCount === 1
       );
@@ -306,7 +307,16 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       const data = encodeRunValue(result);
       const journaled = textList(entries.map((e) => encodeRunValue(e)));
       return (
-        (await db.query('run (park)', parkWaiting, [runId, owner, data, wakeAt ?? Infinity, journaled])).rowCount === 1
+        (
+          await db.query('run (park)', parkWaiting, [
+            runId,
+            owner,
+            data,
+            wakeAt ?? Infinity,
+            journaled,
+            parkedStep(result) ?? null,
+          ])
+        ).rowCount === 1
       );
     },
     async dueWaiting(now, limit, only) {

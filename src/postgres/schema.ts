@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -70,6 +70,8 @@ ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS retry_until double precision;
 ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS cancel_reason text;
 -- Version 5: runs parked waiting (a sleep, a waitFor's timeout) by wake-up, kept in lease_until.
 CREATE INDEX IF NOT EXISTS runs_wake ON ${s}.runs (lease_until) WHERE status = 'waiting';
+-- Version 6: the step a run waiting or in doubt is parked at, which a take checks (NULL: parked before version 6).
+ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS parked_step text;
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (
   run_id text NOT NULL,
   seq bigint GENERATED ALWAYS AS IDENTITY,

@@ -105,15 +105,16 @@ for i = 4, #ARGV do
 end
 return out`;
 
-// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0:
-// kept until deleted), runId, now, index prefix, run key prefix, journal entries….
+// KEYS: run hash, journal, live set. ARGV: owner, status, result, retentionMs (0: kept until deleted), runId, now,
+// index prefix, run key prefix, the step it parks at ('' for an end), journal entries….
 export const FINISH = `local ARGV_RUN = ARGV[8]
 ${INDEX}
 ${EXPIRY}
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
-for i = 9, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 10, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'result', ARGV[3], 'lease', '0', 'ended', ARGV[6])
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'parked', ARGV[9]) else redis.call('HDEL', KEYS[1], 'parked') end
 redis.call('ZREM', KEYS[3], ARGV[5])
 if redis.call('HDEL', KEYS[1], 'retry') == 1 and f[3] then
   local a, b = idx(ARGV[7], 'retrying', f[3])
@@ -293,12 +294,10 @@ ${INDEX}
 if ARGV[7] == 'running' or redis.call('HGET', KEYS[1], 'status') ~= ARGV[7] then return 0 end
 if ARGV[9] ~= '' then
   if redis.call('LLEN', KEYS[2]) ~= tonumber(ARGV[10]) then return 0 end
-  local ok, r = pcall(cjson.decode, redis.call('HGET', KEYS[1], 'result') or 'null')
-  if ok and type(r) == 'table' then
-    local at = type(r['waiting']) == 'table' and r['waiting']['step'] or r['step']
-    if at ~= ARGV[9] then return 0 end
-  end
+  local at = redis.call('HGET', KEYS[1], 'parked')
+  if at and at ~= ARGV[9] then return 0 end -- absent: parked before the field was kept, judged by its journal
 end
+redis.call('HDEL', KEYS[1], 'parked')
 redis.call('HSET', KEYS[1], 'status', 'running', 'owner', ARGV[1], 'lease', ARGV[2], 'deadline', ARGV[3])
 redis.call('HDEL', KEYS[1], 'result', 'ended')
 local f = redis.call('HMGET', KEYS[1], 'chain', 'started')

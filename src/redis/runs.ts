@@ -5,7 +5,7 @@
 import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
-import { encodeKept, encodeRunValue, storedRun } from '../stores/run-codec.js';
+import { encodeKept, encodeRunValue, parkedStep, storedRun } from '../stores/run-codec.js';
 import { steered, summarize } from '../stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
@@ -59,6 +59,9 @@ export function keptEntry(value: unknown): string {
   const text = encodeKept(value);
   return text === null ? '{"s":"d"}' : `{"s":"d","v":${text}}`;
 }
+
+/** The step a run parked in doubt is parked at ('' for an end): what a take checks (`RunStore.takeParked`). */
+const parkedAt = (status: string, result: unknown): string => (status === 'in_doubt' && parkedStep(result)) || '';
 
 /** {@link keptEntry}, or `undefined` for a value no store can keep (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
@@ -224,7 +227,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           (await finish(
             redis,
             [runKey(runId), journalKey(runId), live],
-            [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, ...journaled],
+            [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, parkedAt(status, result), ...journaled],
           )) === 1
         );
       }),
@@ -325,7 +328,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           (await finish(
             redis,
             [runKey(runId), journalKey(runId), live],
-            [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, ...journaled],
+            [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, parkedStep(result) ?? '', ...journaled],
           )) === 1
         );
       }),

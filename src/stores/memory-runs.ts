@@ -258,12 +258,9 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const encoded = entry && encodeRunValue(entry);
       const run = live(runId);
       if (!run || run.status === 'running' || run.status !== from) return false;
-      if (
-        seen &&
-        (run.journal.length !== seen.journal ||
-          parkedStep(run.result === undefined ? undefined : decodeRunValue(run.result)) !== seen.step)
-      )
-        return false;
+      if (seen && run.journal.length !== seen.journal) return false;
+      const at = seen && parkedStep(run.result === undefined ? undefined : decodeRunValue(run.result));
+      if (at !== undefined && at !== seen!.step) return false;
       Object.assign(run, {
         status: 'running',
         owner,

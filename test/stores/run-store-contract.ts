@@ -417,7 +417,12 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const rec = record('A', t + 1000);
       await runs.create(rec, t);
       const update = { leaseUntil: t + 9000, deadlineAt: t + 2 * HOUR };
-      const waitingAt = (step: string) => ({ status: 'waiting', waiting: { step, signal: 'approve' } });
+      // Text PostgreSQL's JSON parser refuses (a NUL, a lone surrogate) rides along, as a full trace would carry it.
+      const waitingAt = (step: string) => ({
+        status: 'waiting',
+        waiting: { step, signal: 'approve' },
+        odd: 'a\u0000b\ud800',
+      });
       // Parked at w1 (a sleep s0 journaled with the park); two readers see it there.
       expect(await runs.parkWaiting!(rec.runId, 'A', waitingAt('w1'), null, [entry('s0', null)])).toBe(true);
       const read = (await runs.get(rec.runId))!;
