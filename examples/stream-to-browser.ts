@@ -3,6 +3,7 @@
 // Here a real HTTP client plays the browser: it drops the connection half-way, reconnects with the
 // last id it saw, and gets the rest — no event twice, none missing. Exits by itself.
 // Run: npx tsx examples/stream-to-browser.ts
+import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { chain, createRunner, defineTool, functionInvoker, memoryRunStore } from 'chainkit';
@@ -45,7 +46,9 @@ const runner = createRunner({
 /** Writes a web stream (what `toSSE` returns, also a `Response` body elsewhere) to a Node response. */
 async function send(body: ReadableStream<Uint8Array>, res: ServerResponse): Promise<void> {
   const reader = body.getReader();
-  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
+  res.on('close', () => void reader.cancel()); // the browser left
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+    if (!res.write(chunk.value)) await Promise.race([once(res, 'drain'), once(res, 'close')]); // a slow client: wait for it
   res.end();
 }
 

@@ -78,11 +78,13 @@ export async function cancelRun(
       );
   }
   // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
-  if (run.status === 'in_doubt' && durable)
-    return typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) ===
-      'string'
-      ? 'ended'
-      : 'cancelled';
+  if (run.status === 'in_doubt' && durable) {
+    const settled = await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '');
+    if (typeof settled !== 'string') return 'cancelled';
+    run = await read(); // a decision took it first: cancel the run it went on as (parked again, or running)
+    if (!run) return 'not_found';
+    if (PARKED.has(run.status)) return cancelRun(c, runId, cancelOptions);
+  }
   // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
   if (run.status === 'waiting' && durable) {
     if (await durable.cancelWaiting(run, cancelOptions.reason)) return 'cancelled';

@@ -156,6 +156,7 @@ export function ownSegment(
         ? events.takeEnd(runId, end(), keepMs)
         : undefined;
     let unsent = last?.events; // taken, and not known to be written with the end
+    let threw = false; // the write failed, rather than answering that this runner no longer owns the run
     try {
       recorded = await o.bounded('finish', until, () =>
         result.status === 'waiting'
@@ -166,6 +167,7 @@ export function ownSegment(
       );
       if (recorded) unsent = undefined;
     } catch (error) {
+      threw = true;
       if (error instanceof CheckpointEncodeError) recorded = await finishPlain(o, runId, result, until, atEnd);
       else {
         o.warn(error, `could not record the end of run ${runId}`);
@@ -179,7 +181,8 @@ export function ownSegment(
     else if (unsent !== undefined)
       await events!.append(runId, recorded ? unsent : unsent.slice(0, -1), recorded ? keepMs : undefined, until);
     // A park not recorded has not parked: the caller is not told `waiting` for a run the store says runs.
-    if (!recorded && (atEnd.length > 0 || compensating || result.status === 'waiting')) return unrecorded(o, result);
+    if (!recorded && (atEnd.length > 0 || compensating || result.status === 'waiting'))
+      return unrecorded(o, result, !threw);
     parts.recorder.durableRunEnded(result, recovered);
   };
   return execute(o.fencedParts, exec);
@@ -259,9 +262,21 @@ function interruptedResult(o: DurableOwner, result: RunResult, lease: Lease): Ru
   };
 }
 
-/** A run that ran to its end whose end the store did not record: the caller is told a runner will finish it. */
-function unrecorded(o: DurableOwner, result: RunResult): RunResult {
-  const body = earlyFailure(
+/**
+ * A run whose end or park the store did not record: `lease_lost` when the store answered that this
+ * runner no longer owns it, else `store_unavailable` (a runner will go on from its journal).
+ */
+function unrecorded(o: DurableOwner, result: RunResult, refused: boolean): RunResult {
+  const body = refused
+    ? earlyFailure(o.calls, 'conflict', 'lease_lost', o.leaseLost(result.runId).message)
+    : unrecordedFailure(o, result);
+  settleTrace(result.trace, 'failed', body.error);
+  return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
+}
+
+/** The store failed at a run's end or park: `store_unavailable`, and its next owner goes on from the journal. */
+function unrecordedFailure(o: DurableOwner, result: RunResult) {
+  return earlyFailure(
     o.calls,
     'unavailable',
     'store_unavailable',
@@ -271,8 +286,6 @@ function unrecorded(o: DurableOwner, result: RunResult): RunResult {
       : `Run ${result.runId} ran to its end, but the run store did not record it; ` +
           'a runner will finish it from its journal.',
   );
-  settleTrace(result.trace, 'failed', body.error);
-  return { ...body, runId: result.runId, chain: result.chain, trace: result.trace, metadata: result.metadata };
 }
 
 /** The trace entry of a compensation's start (it names no step). */

@@ -333,6 +333,19 @@ describe.each(['memory', 'redis', 'postgres'] as const)('plain writes in doubt o
     expect((info?.result as { error: { code: string } }).error.code).toBe('run_cancelled');
   });
 
+  it('cancel() that loses its take of a run in doubt reads it again: still parked, it cancels it (it answered ended)', async () => {
+    const stores = storesOf(kind, now);
+    const { runId } = await silentInRefund(stores);
+    await runner(stores).runner.recover();
+    // The cancel's first take is refused, as when a decision re-parked the run in doubt after it read it.
+    let refusals = 1;
+    const takeParked: RunStore['takeParked'] = (...args) =>
+      refusals-- > 0 ? Promise.resolve(false) : stores.runs.takeParked!(...args);
+    const canceller = runner({ ...stores, runs: { ...stores.runs, takeParked } });
+    expect(await canceller.runner.cancel(runId)).toBe('cancelled');
+    expect((await canceller.runner.getRun(runId))?.status).toBe('failed');
+  });
+
   it('a decision of the wrong form is a TypeError: { approved } for a run in doubt, { retry } for a gate; neither changes the run', async () => {
     const stores = storesOf(kind, now);
     const { runId } = await silentInRefund(stores);

@@ -247,6 +247,13 @@ describe.each(['memory', 'redis', 'postgres'] as const)('sleep and waitFor on %s
     expect(b.calls).toEqual([]); // reserve was journaled before the wait
   });
 
+  it('a park the store refuses (another runner owns the run now) answers lease_lost, not store_unavailable', async () => {
+    const stores = storesOf(kind, now);
+    const taken: Stores = { ...stores, runs: { ...stores.runs, parkWaiting: () => Promise.resolve(false) } };
+    const r = await runner(taken).runner.run(reviewed, { n: 1 }, { runId: rid('taken') });
+    expect(r).toMatchObject({ status: 'failed', error: { category: 'conflict', code: 'lease_lost' } });
+  });
+
   it('stream of a run that parks waiting goes on through its wake to its real end: every seq once, nothing made up', async () => {
     const stores = storesOf(kind, now);
     const a = runner(stores);
