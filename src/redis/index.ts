@@ -146,14 +146,17 @@ elseif v ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
 
-// KEYS: breaker hash. ARGV: now. Returns 'closed', 'probe', or the ms until it may be probed.
+// KEYS: breaker hash. ARGV: now, openMs. Returns 'closed', 'probe', or the ms until it may be probed.
+// 'probing' holds when the probe began ('0': none): one older than openMs is taken as lost (its instance died
+// mid-call), so another may probe; the breaker no longer stays open until the hash expires (10 × openMs).
 const ACQUIRE = `
 local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
 if open == 0 then return 'closed' end
 local now = tonumber(ARGV[1])
 if now < open then return tostring(open - now) end
-if redis.call('HGET', KEYS[1], 'probing') == '1' then return '1000' end
-redis.call('HSET', KEYS[1], 'probing', '1')
+local probing = tonumber(redis.call('HGET', KEYS[1], 'probing') or '0') or 0
+if probing > 0 and now - probing < tonumber(ARGV[2]) then return tostring(probing + tonumber(ARGV[2]) - now) end
+redis.call('HSET', KEYS[1], 'probing', ARGV[1])
 return 'probe'`;
 
 // KEYS: breaker hash. Returns 'closed' if it was open.
@@ -165,14 +168,14 @@ return ''`;
 
 // KEYS: breaker hash. Gives back a probe that never reached the tool: the next call may probe.
 const RELEASE = `
-if redis.call('HGET', KEYS[1], 'probing') == '1' then redis.call('HSET', KEYS[1], 'probing', '0') end
+if (redis.call('HGET', KEYS[1], 'probing') or '0') ~= '0' then redis.call('HSET', KEYS[1], 'probing', '0') end
 return 1`;
 
 // KEYS: breaker hash. ARGV: now, threshold, openMs. Returns 'opened' when it opens.
 const FAILURE = `
 local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
 local open = tonumber(redis.call('HGET', KEYS[1], 'openUntil') or '0')
-local probing = redis.call('HGET', KEYS[1], 'probing') == '1'
+local probing = (redis.call('HGET', KEYS[1], 'probing') or '0') ~= '0'
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]) * 10)
 if probing or (open == 0 and failures >= tonumber(ARGV[2])) then
   redis.call('HSET', KEYS[1], 'openUntil', tonumber(ARGV[1]) + tonumber(ARGV[3]), 'probing', '0')
@@ -301,8 +304,8 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
 
   const brKey = (tool: string): string => `${p}:breaker:${tool}`;
   const breakers: BreakerStore = {
-    async acquire(tool, at): Promise<BreakerDecision> {
-      const r = String(await redis.eval(ACQUIRE, 1, brKey(tool), String(at)));
+    async acquire(tool, at, openMs): Promise<BreakerDecision> {
+      const r = String(await redis.eval(ACQUIRE, 1, brKey(tool), String(at), String(openMs)));
       if (r === 'closed') return { status: 'closed' };
       if (r === 'probe') return { status: 'probe' };
       return { status: 'open', retryAfterMs: Number(r) };

@@ -170,3 +170,17 @@ describe('per-user rate limits on Redis', () => {
     await store.close!();
   });
 });
+
+describe('a shared breaker whose probe is lost', () => {
+  it('lets another probe through once openMs has passed (the probing instance died mid-call: open ~10× openMs)', async () => {
+    const { breakers } = redisStores(redis, { prefix: `${prefix}:lost-probe` });
+    const openMs = 1_000;
+    const t0 = Date.now();
+    await breakers.failure('flaky', t0, 1, openMs); // open until t0 + 1 s
+    expect(await breakers.acquire('flaky', t0 + openMs, openMs)).toEqual({ status: 'probe' }); // then its caller dies
+    expect(await breakers.acquire('flaky', t0 + openMs + 200, openMs)).toEqual({ status: 'open', retryAfterMs: 800 });
+    expect(await breakers.acquire('flaky', t0 + 2 * openMs, openMs)).toEqual({ status: 'probe' }); // the lost one lapsed
+    expect(await breakers.success('flaky')).toBe('closed');
+    expect(await breakers.acquire('flaky', t0 + 2 * openMs, openMs)).toEqual({ status: 'closed' });
+  });
+});
