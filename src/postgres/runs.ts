@@ -205,7 +205,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
             db.now() + retentionMs,
             journaled,
             db.now(),
-            status === 'in_doubt' ? (parkedStep(result) ?? null) : null,
+            parkedStep(status, result) ?? null,
           ])
         ).rowCount === 1
       );
@@ -314,7 +314,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
             data,
             wakeAt ?? Infinity,
             journaled,
-            parkedStep(result) ?? null,
+            parkedStep('waiting', result) ?? null,
           ])
         ).rowCount === 1
       );

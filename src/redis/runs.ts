@@ -60,9 +60,6 @@ export function keptEntry(value: unknown): string {
   return text === null ? '{"s":"d"}' : `{"s":"d","v":${text}}`;
 }
 
-/** The step a run parked in doubt is parked at ('' for an end): what a take checks (`RunStore.takeParked`). */
-const parkedAt = (status: string, result: unknown): string => (status === 'in_doubt' && parkedStep(result)) || '';
-
 /** {@link keptEntry}, or `undefined` for a value no store can keep (not kept, as by its own `complete`). */
 function keepable(value: unknown): string | undefined {
   try {
@@ -227,7 +224,18 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           (await finish(
             redis,
             [runKey(runId), journalKey(runId), live],
-            [owner, status, data, ms, runId, Date.now(), idx, `${p}:run:`, parkedAt(status, result), ...journaled],
+            [
+              owner,
+              status,
+              data,
+              ms,
+              runId,
+              Date.now(),
+              idx,
+              `${p}:run:`,
+              parkedStep(status, result) ?? '',
+              ...journaled,
+            ],
           )) === 1
         );
       }),
@@ -328,7 +336,18 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           (await finish(
             redis,
             [runKey(runId), journalKey(runId), live],
-            [owner, 'waiting', data, 0, runId, Date.now(), idx, `${p}:run:`, parkedStep(result) ?? '', ...journaled],
+            [
+              owner,
+              'waiting',
+              data,
+              0,
+              runId,
+              Date.now(),
+              idx,
+              `${p}:run:`,
+              parkedStep('waiting', result) ?? '',
+              ...journaled,
+            ],
           )) === 1
         );
       }),

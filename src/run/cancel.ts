@@ -77,18 +77,17 @@ export async function cancelRun(
           `give it chain '${run.chain}' (the same definition) in \`chains\`.`,
       );
   }
-  // A run in doubt: its write is not called again; it ends cancelled, its completed steps undone.
-  if (run.status === 'in_doubt' && durable) {
-    const settled = await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '');
-    if (typeof settled !== 'string') return 'cancelled';
-    run = await read(); // a decision took it first: cancel the run it went on as (parked again, or running)
-    if (!run) return 'not_found';
-    if (PARKED.has(run.status)) return cancelRun(c, runId, cancelOptions);
-  }
-  // A waiting run (§12): taken like a signal would, it ends cancelled, its completed steps undone.
-  if (run.status === 'waiting' && durable) {
-    if (await durable.cancelWaiting(run, cancelOptions.reason)) return 'cancelled';
-    run = await read(); // a signal or its wake-up took it first: cancel the run it went on as
+  // A run in doubt (its write not called again) or waiting (§12, taken as a signal would take it): it ends
+  // cancelled, its completed steps undone. A decision, signal or wake-up that took it first: cancel the run it
+  // went on as (parked again, or running).
+  if ((run.status === 'in_doubt' || run.status === 'waiting') && durable) {
+    const took =
+      run.status === 'in_doubt'
+        ? typeof (await durable.settleDoubt(run, { retry: false, by: 'cancel' }, cancelOptions.reason ?? '')) !==
+          'string'
+        : await durable.cancelWaiting(run, cancelOptions.reason);
+    if (took) return 'cancelled';
+    run = await read();
     if (!run) return 'not_found';
     if (PARKED.has(run.status)) return cancelRun(c, runId, cancelOptions);
   }

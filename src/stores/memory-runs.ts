@@ -3,7 +3,7 @@
 import { memoryEventLog } from './memory-events.js';
 import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
-import { decodeRunValue, encodeRunValue, parkedStep, storedRun } from './run-codec.js';
+import { encodeRunValue, parkedStep, storedRun } from './run-codec.js';
 import { isAfter, newestFirst, steered, summarize } from './run-list.js';
 import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
@@ -38,6 +38,7 @@ interface MemoryRun {
   deadlineAt: number;
   approvedGate?: string;
   result?: string; // encoded
+  parked?: string; // the step a run waiting or in doubt is parked at (takeParked's `seen`)
   journal: string[]; // encoded entries, oldest first
   expiresAt: number; // retention of an ended or parked run; Infinity while running
   startedAt: number;
@@ -171,6 +172,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       run.journal.push(...journaled);
       run.status = status;
       run.result = encoded;
+      run.parked = parkedStep(status, result);
       run.leaseUntil = 0;
       delete run.retryUntil;
       run.expiresAt = now() + retentionMs;
@@ -258,9 +260,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const encoded = entry && encodeRunValue(entry);
       const run = live(runId);
       if (!run || run.status === 'running' || run.status !== from) return false;
-      if (seen && run.journal.length !== seen.journal) return false;
-      const at = seen && parkedStep(run.result === undefined ? undefined : decodeRunValue(run.result));
-      if (at !== undefined && at !== seen!.step) return false;
+      if (seen && (run.journal.length !== seen.journal || run.parked !== seen.step)) return false;
       Object.assign(run, {
         status: 'running',
         owner,
@@ -269,6 +269,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
         expiresAt: Infinity,
       });
       delete run.result;
+      delete run.parked;
       delete run.endedAt;
       ended.delete(runId);
       if (encoded !== undefined) run.journal.push(encoded);
@@ -281,7 +282,13 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const run = live(runId);
       if (!owns(run, owner)) return false;
       run.journal.push(...journaled);
-      Object.assign(run, { status: 'waiting', result: encoded, leaseUntil: 0, expiresAt: Infinity });
+      Object.assign(run, {
+        status: 'waiting',
+        result: encoded,
+        parked: parkedStep('waiting', result),
+        leaseUntil: 0,
+        expiresAt: Infinity,
+      });
       delete run.retryUntil;
       if (wakeAt === null) delete run.wakeAt;
       else run.wakeAt = wakeAt;

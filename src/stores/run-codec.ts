@@ -131,17 +131,17 @@ export function decodeRunValue(text: string): unknown {
 }
 
 /**
- * The step a parked run's stored result names: a waiting run's `waiting.step`, an in-doubt run's
- * `step` (what `RunStore.takeParked`'s `seen` is checked against).
+ * The step a run written with `status` is parked at, kept beside it for `RunStore.takeParked`'s
+ * `seen`: a waiting run's `waiting.step`, an in-doubt run's `step`; none for any other status.
  *
  * @example
  * ```ts
- * parkedStep({ status: 'waiting', waiting: { step: 'approve' } }); // 'approve'
+ * parkedStep('waiting', { status: 'waiting', waiting: { step: 'approve' } }); // 'approve'
  * ```
  */
-export function parkedStep(result: unknown): string | undefined {
+export function parkedStep(status: RunStatus, result: unknown): string | undefined {
   const r = result as { waiting?: { step?: unknown }; step?: unknown } | null | undefined;
-  const step = r?.waiting?.step ?? r?.step;
+  const step = status === 'waiting' ? r?.waiting?.step : status === 'in_doubt' ? r?.step : undefined;
   return typeof step === 'string' ? step : undefined;
 }
 
@@ -160,7 +160,7 @@ export function encodeKept(value: unknown): string | null {
   if (value === undefined) return null;
   try {
     return encodeRunValue(value);
-  } catch (error) {
+  } catch {
     return (JSON.stringify(value) as string | undefined) ?? null;
   }
 }

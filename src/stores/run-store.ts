@@ -256,8 +256,9 @@ export interface RunStore {
    * running, ended, or taken first). Absent: parked runs other than gates cannot be decided.
    * With `seen` (what the caller read: the step the run was parked at and its journal's length), the
    * take also needs the run still parked there: a run taken, continued and parked again since that
-   * read is not taken by a late signal, wake-up or decision meant for its earlier park. A stored park
-   * whose step cannot be read (one recorded before the store kept it) is judged by its journal alone.
+   * read is not taken by a late signal, wake-up or decision meant for its earlier park. The store keeps
+   * the parked step beside the run when it parks it; a run parked before a store kept it (Redis and
+   * PostgreSQL rows written by earlier versions) is judged by its journal alone.
    */
   takeParked?(
     runId: string,
