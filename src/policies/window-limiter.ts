@@ -1,8 +1,8 @@
 // The limiter under the rate-limit policy (rate-limit.ts): its contract (`Limiter`, `LimiterStore`)
 // and the in-process store, fixed windows (at most `limit` attempts start per `intervalMs`, windows
 // counted from the limiter's creation) with `maxConcurrent` and a bounded queue. Written by hand:
-// bottleneck passes every job through several setTimeout(0) hops, milliseconds per job, far above
-// what chainkit may add to a call. Shared limits across processes plug in as a LimiterStore.
+// a general-purpose limiter (bottleneck) passes every job through several setTimeout(0) hops,
+// milliseconds per job. Shared limits across processes plug in as a LimiterStore (redis/limiter.ts).
 import type { RateLimitSpec } from '../define/tool.js';
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, type AbortScope } from './abort.js';
@@ -38,7 +38,7 @@ export function maxQueueOf(spec: Readonly<RateLimitSpec>): number {
  * earliestSlot({ limit: 2, intervalMs: 1000, per: 'global' }, 0, 0, 3); // 2000: two windows on
  * ```
  */
-export function earliestSlot(
+function earliestSlot(
   spec: Readonly<RateLimitSpec>,
   windowStart: number,
   available: number,

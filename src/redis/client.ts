@@ -14,7 +14,7 @@ export interface RedisTransaction {
 
 /**
  * An ioredis client, v5 or v6 (`new Redis(…)` from `ioredis`): the commands chainkit/redis sends,
- * typed by the installed ioredis, and `duplicate()` (the rate limiter's own connections).
+ * typed by the installed ioredis, and `duplicate()` (the run events' own connection, for blocking reads).
  *
  * @example
  * ```ts
@@ -25,10 +25,10 @@ export interface RedisTransaction {
  */
 export interface RedisClient extends Pick<
   Redis,
-  'eval' | 'evalsha' | 'get' | 'set' | 'exists' | 'del' | 'hmget' | 'lrange'
+  'eval' | 'evalsha' | 'get' | 'set' | 'exists' | 'del' | 'hmget' | 'lrange' | 'zrem'
 > {
   /** Starts a transaction (MULTI … EXEC): the learning store appends in one. */
   multi(): RedisTransaction;
-  /** A new connection with the same options: the rate limiter's own connections. */
+  /** A new connection with the same options: the run events' own connection. */
   duplicate(override?: { lazyConnect?: boolean }): unknown;
 }

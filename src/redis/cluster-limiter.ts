@@ -1,245 +1,341 @@
-// One rate limit shared across processes (chainkit/redis): a bottleneck limiter on Redis whose wait
-// is computed from its state in Redis and refused fast, like the memory limiter's (limiter.ts: the store).
-import Bottleneck from 'bottleneck';
+// One rate limit shared across processes (chainkit/redis): the memory limiter's fixed windows and
+// concurrency cap (window-limiter.ts), kept in Redis by two Lua scripts of our own. A call reserves
+// its window slot when it asks, so the wait is known at once (refused when it passes the deadline),
+// the order across processes is the order of asking, and a call that gives up hands its slot back.
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from './client.js';
+import { script } from './script.js';
 import type { RateLimitSpec } from '../define/tool.js';
 import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
 import { storeFailure } from '../stores/guard.js';
-import { earliestSlot, maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/window-limiter.js';
+import { maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/window-limiter.js';
 
-// How long past its deadline a job may hold a slot before the cluster reclaims it (a process that died mid-call).
-const EXPIRY_GRACE_MS = 5_000;
-// Redis 7 prefixes script errors with "ERR ", which bottleneck 2's own recovery does not expect.
-const LOST_STATE = /SETTINGS_KEY_NOT_FOUND|UNKNOWN_CLIENT/;
+/** How long past its deadline a call's concurrency lease lasts: the lease of a process that died mid-call lapses. */
+const LEASE_GRACE_MS = 5_000;
+/** A call with no deadline: how long after its slot its lease lasts, were its process to die. */
+const UNBOUNDED_LEASE_MS = 15 * 60_000;
+/** Calls blocked by `maxConcurrent` ask again this often: a slot freed in another process is not announced. */
+const POLL_MS = 50;
+
 const QUEUE_FULL: Refusal = { refused: 'queue_full' };
 
-// KEYS: a bottleneck limiter's settings hash and its per-client queue counts. What a wait estimate
-// needs — reservoir, when it was last refilled, calls waiting across the cluster, running, maxConcurrent —
-// or false before its first use. Reads bottleneck 2.19.5's key layout (its refs.lua / process_tick.lua),
-// pinned by package.json and checked by test/redis/bottleneck-layout.test.ts.
-const LIMITER_STATE = `
-local s = redis.call('HMGET', KEYS[1], 'reservoir', 'lastReservoirRefresh', 'running', 'maxConcurrent')
-local reservoir, last = tonumber(s[1]), tonumber(s[2])
-if not reservoir or not last then return false end
-local queued = 0
-for _, n in ipairs(redis.call('HVALS', KEYS[2])) do
-  local q = tonumber(n) or 0
-  if q > 0 then queued = queued + q end
+// Both scripts take KEYS: the windows (hash: o, the first window's start on Redis's clock; k, the
+// last window with slots taken; n, how many in it), the holes (zset: window slots given back before
+// k, by window) and the leases (zset: calls holding a concurrency slot, by when they lapse).
+// Windows are counted from the limiter's first use; a window before k is full but for its holes.
+const CLOCK = `
+local tm = redis.call('TIME')
+local now = tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000)
+local s = redis.call('HMGET', KEYS[1], 'o', 'k', 'n')
+local o, k, n = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])`;
+
+// ARGV: limit, intervalMs, maxConcurrent (-1: none), ms to the deadline (-1: none), whether the call may
+// wait for a later window (1/0), its token, the lease's grace and the lease of a call with no deadline.
+// Returns {0}: every concurrency slot is held; {1, wait}: the slot comes after the deadline; {2}: it
+// would wait but may not; {3, wait, window}: the slot is the call's, `wait` ms from now.
+const ACQUIRE = `${CLOCK}
+local limit, interval, maxc, left = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if maxc >= 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  if redis.call('ZCARD', KEYS[3]) >= maxc then return {0} end
 end
-return {reservoir, last, queued, tonumber(s[3]) or 0, tonumber(s[4]) or -1}`;
+if not o then o, k, n = now, 0, 0 end
+local w = math.floor((now - o) / interval)
+if k < w then k, n = w, 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. w)
+local hole = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local j = hole[1] and tonumber(hole[2]) or (n < limit and k or k + 1)
+local wait = j > w and o + j * interval - now or 0
+if wait > 0 and left >= 0 and wait >= left then return {1, wait} end
+if wait > 0 and ARGV[5] ~= '1' then return {2} end
+if hole[1] then redis.call('ZREM', KEYS[2], hole[1]) elseif j == k then n = n + 1 else k, n = j, 1 end
+local ttl = math.ceil(o + (k + 2) * interval - now)
+redis.call('HSET', KEYS[1], 'o', o, 'k', k, 'n', n)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+if maxc >= 0 then
+  local hold = math.ceil((left >= 0 and left or wait + tonumber(ARGV[8])) + tonumber(ARGV[7]))
+  redis.call('ZADD', KEYS[3], now + hold, ARGV[6])
+  if redis.call('PTTL', KEYS[3]) < hold then redis.call('PEXPIRE', KEYS[3], hold) end
+end
+return {3, wait, j}`;
 
-/** What {@link LIMITER_STATE} returns: reservoir, last refill, queued, running, maxConcurrent (-1: none). */
-type LimiterState = [number, number, number, number, number];
+// ARGV: the token and window of a call that gave up before its slot came, and intervalMs. Its
+// lease goes; its window slot goes back unless that window is over.
+const CANCEL = `${CLOCK}
+redis.call('ZREM', KEYS[3], ARGV[1])
+local j = tonumber(ARGV[2])
+if not o or j < math.floor((now - o) / tonumber(ARGV[3])) then return 0 end
+if j == k then
+  if n > 0 then redis.call('HSET', KEYS[1], 'n', n - 1) end
+else
+  redis.call('ZADD', KEYS[2], j, ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))
+end
+return 1`;
 
-/** One bottleneck limiter and the jobs this process has on it. */
-interface Instance {
-  readonly b: Bottleneck;
-  jobs: number;
-  retired: boolean;
-}
+const acquireScript = script(ACQUIRE);
+const cancelScript = script(CANCEL);
 
-/** What a {@link ClusterLimiter} needs from its store. */
-export interface Cluster {
-  readonly redis: RedisClient;
-  readonly now: () => number;
-  open(limiter: ClusterLimiter): Bottleneck;
+type Reply = [0] | [1, number] | [2] | [3, number, number];
+
+// Tokens name a call's lease and holes: unique across processes by a random part per process.
+const PROCESS = randomBytes(9).toString('base64url');
+let calls = 0;
+
+/** One call in a {@link ClusterLimiter}, from asking until granted, refused or given up. */
+class Call {
+  readonly token = `${PROCESS}:${++calls}`;
+  state: 'asking' | 'blocked' | 'window' | 'done' = 'asking';
+  /** Counted in the limiter's `queued` (it waits, or is known to). */
+  queued = false;
+  /** The window its slot was reserved in, once reserved. */
+  window = -1;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  off: () => void = () => {};
+  cancelDeadline: () => void = () => {};
+
+  constructor(
+    readonly deadlineAt: number,
+    readonly onWait: (() => void) | undefined,
+    readonly resolve: (slot: Release | Refusal) => void,
+    readonly reject: (reason: unknown) => void,
+  ) {}
 }
 
 /**
- * One shared limit (a tool, or a tool and user): a bottleneck limiter on Redis, whose slot is a job
- * held open until the attempt ends. Before queueing, the wait is computed from the limiter's state
- * in Redis and refused when the slot would come after the deadline. If Redis lost the state (a
- * restart, an expired idle limit), the bottleneck limiter is recreated and the call tried once more.
+ * One shared limit (a tool, or a tool and user): at most `limit` attempts start per `intervalMs`
+ * window and at most `maxConcurrent` run at once, across every process on the same Redis. Calls of
+ * this process wait in order; `maxQueue` bounds those waiting here.
  */
 export class ClusterLimiter implements Limiter {
-  /** Calls in `acquire` here, in this process, not granted or refused yet. */
-  waiting = 0;
-  /** Of these, the ones handed to bottleneck: calls ahead of a newcomer. */
-  scheduled = 0;
-  /** Of these, the ones known to wait (the estimate said so): what `maxQueue` bounds. */
-  queued = 0;
-  /** Bottleneck jobs of this process not finished yet (a waiter that gave up leaves its job queued). */
-  jobs = 0;
-  /** Slots granted in this process so far. */
-  private grants = 0;
-  lastActive: number;
-  private current: Instance | undefined;
+  /** Calls asked of Redis, not answered yet. */
+  private asking = 0;
+  /** Calls waiting here, for a window or a concurrency slot: what `maxQueue` bounds. */
+  private queued = 0;
+  /** Slots granted here and not released. */
+  private held = 0;
+  /** Calls not granted or refused yet. */
+  private readonly live = new Set<Call>();
+  /** Calls blocked by `maxConcurrent`, in order: the first asks again on a release here or every {@link POLL_MS}. */
+  private blocked: Call[] = [];
+  private poll: ReturnType<typeof setTimeout> | undefined;
+  /** The first blocked call is asking again; `again`: a slot was released here meanwhile, ask once more if refused. */
+  private retrying = false;
+  private again = false;
+  private readonly keys: readonly [string, string, string];
   private readonly maxQueue: number;
+  lastActive: number;
 
   constructor(
-    private readonly cluster: Cluster,
+    private readonly redis: RedisClient,
+    private readonly now: () => number,
+    /** The limit's key prefix in Redis. */
     readonly bid: string,
     readonly spec: Readonly<RateLimitSpec>,
-    readonly ttlMs: number | undefined,
   ) {
-    this.lastActive = cluster.now();
+    this.lastActive = now();
     this.maxQueue = maxQueueOf(spec);
+    // Windows by interval: after a change of `intervalMs`, old and new processes each keep their own windows.
+    this.keys = [`${bid}:w:${spec.intervalMs}`, `${bid}:h:${spec.intervalMs}`, `${bid}:c`];
   }
 
   get idle(): boolean {
-    return this.waiting === 0 && this.jobs === 0;
+    return this.live.size === 0 && this.held === 0;
   }
 
-  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Release | Promise<Release | Refusal> | Refusal {
-    const { now } = this.cluster;
-    this.lastActive = now();
-    // A newcomer waits behind the calls already queued here (first come, first served): refused at once.
+  acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Promise<Release | Refusal> | Refusal {
+    this.lastActive = this.now();
     if (this.queued >= this.maxQueue) return QUEUE_FULL;
     if (scope.aborted) return Promise.reject(scope.reason);
-    this.waiting++;
     return new Promise<Release | Refusal>((resolve, reject) => {
-      let settled = false;
-      let inBottleneck = false;
-      let inQueue = false;
-      const cancelDeadline = abortAtDeadline(
+      const call = new Call(deadlineAt, onWait, resolve, reject);
+      this.live.add(call);
+      call.off = scope.onAbort((reason) => this.giveUp(call, reason));
+      call.cancelDeadline = abortAtDeadline(
         scope,
         deadlineAt,
-        now,
+        this.now,
         'The deadline passed while waiting for a rate-limit slot.',
       );
-      const settle = (): boolean => {
-        if (settled) return false;
-        settled = true;
-        this.waiting--;
-        if (inBottleneck) this.scheduled--;
-        if (inQueue) this.queued--;
-        cancelDeadline();
-        off();
-        return true;
-      };
-      const off = scope.onAbort((reason) => {
-        if (settle()) reject(reason);
-      });
-      let release: Release = () => {};
-      const held = new Promise<void>((r) => {
-        release = r;
-      });
-      const task = (): Promise<void> => {
-        if (!settle()) return Promise.resolve(); // nobody wants the slot any more: give it back
-        this.grants++;
-        resolve(release);
-        return held;
-      };
-      const expiration = Number.isFinite(deadlineAt)
-        ? Math.max(1000, Math.ceil(deadlineAt - now()) + EXPIRY_GRACE_MS)
-        : undefined;
-      const schedule = (first: boolean): void => {
-        let inst: Instance;
-        try {
-          inst = this.instance();
-        } catch (error) {
-          if (settle()) reject(storeFailure('rate-limit', error));
-          return;
-        }
-        inst.jobs++;
-        this.jobs++;
-        const ended = (): void => this.ended(inst);
-        inst.b.schedule(expiration === undefined ? {} : { expiration }, task).then(ended, (error: unknown) => {
-          ended();
-          if (settled) return; // granted (then expired), or given up already
-          if (first && error instanceof Error && LOST_STATE.test(error.message)) {
-            this.retire(inst);
-            return schedule(false);
-          }
-          if (error instanceof Bottleneck.BottleneckError && /dropped/i.test(error.message)) {
-            if (settle()) resolve(QUEUE_FULL); // bottleneck's highWater: more waiting than this process knew
-            return;
-          }
-          if (settle()) reject(storeFailure('rate-limit', error));
-        });
-      };
-      // Decided in the reply's own callback, so each call counts the ones scheduled before it.
-      const grantsBefore = this.grants;
-      this.cluster.redis.eval(LIMITER_STATE, 2, `b_${this.bid}_settings`, `b_${this.bid}_client_num_queued`).then(
-        (state) => {
-          if (settled) return;
-          const wait = this.estimate(state as LimiterState | null, grantsBefore, deadlineAt);
-          if (typeof wait === 'number') {
-            if (settle()) resolve({ refused: 'wait', waitMs: wait });
-            return;
-          }
-          if (wait === 'queue') {
-            if (this.queued >= this.maxQueue) {
-              if (settle()) resolve(QUEUE_FULL);
-              return;
-            }
-            inQueue = true;
-            this.queued++;
-            try {
-              onWait?.();
-            } catch {
-              // a logging hook that throws must not lose the call (nor reject where nobody listens)
-            }
-          }
-          inBottleneck = true;
-          this.scheduled++;
-          schedule(true);
-        },
-        (error: unknown) => {
-          if (settle()) reject(storeFailure('rate-limit', error));
-        },
-      );
+      // Behind calls already blocked here, a newcomer waits its turn rather than asking past them.
+      if (this.head()) this.block(call);
+      else this.ask(call);
     });
   }
 
-  /**
-   * From the limiter's state in Redis: the wait (ms) if the slot comes after `deadlineAt`, 'queue'
-   * if the call will wait, 'go' if a slot looks free.
-   */
-  private estimate(state: LimiterState | null, grantsBefore: number, deadlineAt: number): number | 'queue' | 'go' {
-    const { now } = this.cluster;
-    // Bottleneck's clock is this process's Date.now(); a tick at or after lastRefresh + interval refills the reservoir.
-    const t = Date.now();
-    const { limit, intervalMs } = this.spec;
-    // No state yet: the first call creates it, with a full window starting now.
-    const [reservoir, lastRefresh, queued, running, maxConcurrent] = state ?? [
-      limit,
-      t,
-      0,
-      0,
-      this.spec.maxConcurrent ?? -1,
-    ];
-    const refilled = t >= lastRefresh + intervalMs;
-    // Calls ahead: those queued across the cluster, or those this process handed to bottleneck
-    // before (Redis answers in order, so they were scheduled first), if not all counted there yet;
-    // plus slots granted here since the state was asked for, which it may not show yet.
-    const ahead = Math.max(queued, this.scheduled) + (this.grants - grantsBefore);
-    const grantAt = earliestSlot(this.spec, refilled ? t : lastRefresh, refilled ? limit : reservoir, ahead);
-    if (grantAt !== undefined) {
-      const waitMs = grantAt - t;
-      return now() + waitMs >= deadlineAt ? waitMs : 'queue';
+  private ask(call: Call): void {
+    const retry = call.state === 'blocked';
+    this.asking++;
+    if (retry) {
+      this.retrying = true;
+      this.again = false;
     }
-    // A slot is left in this window: only a concurrency cap (running, plus the calls ahead) makes it wait.
-    return maxConcurrent >= 0 && running + ahead >= maxConcurrent ? 'queue' : 'go';
+    const left = Number.isFinite(call.deadlineAt) ? Math.max(0, call.deadlineAt - this.now()) : -1;
+    // A call may reserve a later window only while the calls here that could end up waiting fit the queue.
+    const mayWait = retry || this.queued + this.asking <= this.maxQueue;
+    const { limit, intervalMs, maxConcurrent } = this.spec;
+    acquireScript(this.redis, this.keys, [
+      limit,
+      intervalMs,
+      maxConcurrent ?? -1,
+      left,
+      mayWait ? 1 : 0,
+      call.token,
+      LEASE_GRACE_MS,
+      UNBOUNDED_LEASE_MS,
+    ]).then(
+      (reply) => {
+        this.asking--;
+        if (retry) this.retrying = false;
+        this.answered(call, reply as Reply, retry);
+      },
+      (error: unknown) => {
+        this.asking--;
+        if (retry) this.retrying = false;
+        if (this.settle(call)) call.reject(storeFailure('rate-limit', error));
+        if (retry) this.pump();
+      },
+    );
   }
 
-  private instance(): Instance {
-    return (this.current ??= { b: this.cluster.open(this), jobs: 0, retired: false });
+  private answered(call: Call, reply: Reply, retry: boolean): void {
+    if (call.state === 'done') {
+      // Given up while asking: a slot it was given goes back.
+      if (reply[0] === 3) void this.cancel(call.token, reply[2]);
+      if (retry) this.pump();
+      return;
+    }
+    switch (reply[0]) {
+      case 0:
+        if (retry) {
+          if (this.again) this.pump();
+          else this.schedulePoll();
+        } else if (this.queued >= this.maxQueue) this.refuse(call, QUEUE_FULL);
+        else this.block(call);
+        return;
+      case 1:
+        this.refuse(call, { refused: 'wait', waitMs: reply[1] });
+        break;
+      case 2:
+        this.refuse(call, QUEUE_FULL);
+        break;
+      case 3: {
+        const [, wait, window] = reply;
+        call.window = window;
+        if (wait <= 0) this.grant(call);
+        else {
+          call.state = 'window';
+          this.markQueued(call);
+          if (call.state === 'window') call.timer = setTimeout(() => this.grant(call), wait);
+        }
+        break;
+      }
+    }
+    if (retry) this.pump();
   }
 
-  private ended(inst: Instance): void {
-    inst.jobs--;
-    this.jobs--;
-    if (inst.retired && inst.jobs === 0) detach(inst.b);
+  private block(call: Call): void {
+    call.state = 'blocked';
+    this.markQueued(call);
+    if (call.state !== 'blocked') return; // onWait aborted the run
+    this.blocked.push(call);
+    if (this.blocked.length === 1) this.schedulePoll();
   }
 
-  /** Stops using a bottleneck limiter; it is detached once its jobs are done. */
-  private retire(inst: Instance): void {
-    if (this.current === inst) this.current = undefined;
-    inst.retired = true;
-    if (inst.jobs === 0) detach(inst.b);
+  /** Counts a call as waiting, and tells `onWait` once. */
+  private markQueued(call: Call): void {
+    if (call.queued) return;
+    call.queued = true;
+    this.queued++;
+    try {
+      call.onWait?.();
+    } catch {
+      // a logging hook that throws must not lose the call (nor reject where nobody listens)
+    }
   }
 
-  /** Dropped from the store: detach the bottleneck limiter (at once, or when its jobs are done). */
-  close(): void {
-    if (this.current) this.retire(this.current);
+  /** The first call still blocked, dropping those that left the line. */
+  private head(): Call | undefined {
+    while (this.blocked.length > 0 && this.blocked[0]!.state !== 'blocked') this.blocked.shift();
+    return this.blocked[0];
   }
-}
 
-/** Detaches a limiter from the shared connection, once it is set up (else its heartbeat would start afterwards). */
-function detach(b: Bottleneck): void {
-  void b
-    .ready()
-    .then(() => b.disconnect(false))
-    .catch(() => undefined);
+  /** The first blocked call asks again now (a slot may be free), unless it is asking already. */
+  private pump(): void {
+    clearTimeout(this.poll);
+    this.poll = undefined;
+    const head = this.head();
+    if (!head) return;
+    if (this.retrying) this.again = true;
+    else this.ask(head);
+  }
+
+  private schedulePoll(): void {
+    if (this.poll) return;
+    this.poll = setTimeout(() => {
+      this.poll = undefined;
+      this.pump();
+    }, POLL_MS);
+  }
+
+  private grant(call: Call): void {
+    if (!this.settle(call)) return;
+    this.held++;
+    const leased = this.spec.maxConcurrent !== undefined;
+    let released = false;
+    call.resolve(() => {
+      if (released) return;
+      released = true;
+      this.held--;
+      this.lastActive = this.now();
+      // Sent before the next ask on the same connection, so the slot is free when that one comes.
+      if (leased) this.redis.zrem(this.keys[2], call.token).catch(() => 0); // else it lapses with its lease
+      this.pump();
+    });
+  }
+
+  private refuse(call: Call, refusal: Refusal): void {
+    if (this.settle(call)) call.resolve(refusal);
+  }
+
+  /** The run aborted (a cancel, its deadline, `close()`): a reserved slot goes back. */
+  private giveUp(call: Call, reason: unknown): void {
+    const reserved = call.state === 'window';
+    if (!this.settle(call)) return;
+    call.reject(reason);
+    if (reserved) void this.cancel(call.token, call.window);
+  }
+
+  private cancel(token: string, window: number): Promise<unknown> {
+    // Best effort: were Redis away, the slot stays taken (never given twice) and the lease lapses.
+    return cancelScript(this.redis, this.keys, [token, window, this.spec.intervalMs]).catch(() => 0);
+  }
+
+  /** Ends a call's wait; false if it had ended already. */
+  private settle(call: Call): boolean {
+    if (call.state === 'done') return false;
+    call.state = 'done';
+    this.live.delete(call);
+    if (call.queued) this.queued--;
+    clearTimeout(call.timer);
+    call.cancelDeadline();
+    call.off();
+    return true;
+  }
+
+  /** Rejects every call still waiting with `reason`, giving their slots back. */
+  async close(reason: unknown): Promise<void> {
+    clearTimeout(this.poll);
+    this.poll = undefined;
+    const cancels: Promise<unknown>[] = [];
+    for (const call of [...this.live]) {
+      const reserved = call.state === 'window';
+      if (!this.settle(call)) continue;
+      call.reject(reason);
+      if (reserved) cancels.push(this.cancel(call.token, call.window));
+    }
+    this.blocked = [];
+    await Promise.all(cancels);
+  }
 }

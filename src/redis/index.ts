@@ -72,7 +72,7 @@ export interface RedisStores {
   breakers: BreakerStore;
   /** What runners learn (transitions, timing samples), bounded. */
   metrics: LearningStore;
-  /** Rate limits shared by every process (bottleneck's Redis clustering). */
+  /** Rate limits shared by every process on the same Redis (windows, concurrency, order). */
   limiter: LimiterStore;
   /**
    * Durable runs ([guide](https://github.com/chainkit-dev/chainkit/blob/main/docs/guides/durable-runs.md)):

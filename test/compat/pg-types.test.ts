@@ -61,7 +61,7 @@ describe('an app on chainkit/postgres without @types/pg', () => {
     expect(untar.code, untar.out).toBe(0);
     // What the app installed besides: pg (JavaScript only), zod, Node's types; chainkit's own dependencies.
     mkdirSync(join(app, 'node_modules', '@types'), { recursive: true });
-    for (const pkg of ['pg', 'zod', 'eventemitter3', 'bottleneck', '@types/node'])
+    for (const pkg of ['pg', 'zod', 'eventemitter3', '@types/node'])
       symlinkSync(join(root, 'node_modules', pkg), join(app, 'node_modules', pkg), 'dir');
     writeFileSync(
       join(app, 'package.json'),

@@ -82,7 +82,7 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
     });
     afterAll(async () => {
       for (const child of started) if (child.exitCode === null) child.kill('SIGKILL'); // a timed-out test leaves no process behind
-      const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))]; // ours and bottleneck's
+      const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
       redis.disconnect();
     });
@@ -165,10 +165,10 @@ export function redisStoresSuite({ label, client, workerNodeArgs = [] }: SuiteOp
       );
       expect(slots.every((s) => typeof s === 'function')).toBe(true); // one slot each: the users do not share a limit
       for (const release of slots) (release as () => void)();
-      const keys = await redis.keys(`b_${prefix}:users:*_settings`);
-      expect(keys.map((k) => k.slice(`b_${prefix}:users:`.length)).sort()).toEqual([
-        'chainkit:limited:org:1_settings',
-        'chainkit:limited:org:2_settings',
+      const keys = await redis.keys(`${prefix}:users:*`);
+      expect(keys.map((k) => k.slice(`${prefix}:users:`.length)).sort()).toEqual([
+        'chainkit:limited:org:1:w:60000',
+        'chainkit:limited:org:2:w:60000',
       ]);
       await store.close!();
     });

@@ -14,7 +14,7 @@ beforeAll(async () => {
   await redis.connect();
 });
 afterAll(async () => {
-  const keys = [...(await redis.keys(`${prefix}*`)), ...(await redis.keys(`b_${prefix}*`))]; // ours and bottleneck's
+  const keys = await redis.keys(`${prefix}*`);
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
 });
@@ -169,6 +169,87 @@ describe('per-user rate limits on Redis', () => {
     for (const s of slots) if (typeof s === 'function') s();
     await store.close!();
   });
+});
+
+describe('limits shared by processes on Redis', () => {
+  const scope = () => new AbortScope();
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const granted = (slot: unknown): Release => {
+    if (typeof slot !== 'function') throw new Error(`not granted: ${JSON.stringify(slot)}`);
+    return slot as Release;
+  };
+
+  it('a call that gives up while waiting for a window hands its slot back to the next caller, in any process', async () => {
+    const [a, b] = [0, 1].map(() => redisLimiterStore(redis, { prefix: `${prefix}:given-back` }));
+    const spec = { limit: 1, intervalMs: 1_000, per: 'global' as const };
+    granted(await a!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 5_000)); // this window's slot
+    const gaveUp = [scope(), scope(), scope()];
+    const waiting = gaveUp.map((s) => a!.limiter('chainkit:t', spec).acquire(s, Date.now() + 10_000));
+    await sleep(50); // each holds one of the next three windows
+    for (const s of gaveUp) s.abort(new Error('cancelled'));
+    expect((await Promise.allSettled(waiting)).map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    await sleep(50); // the slots reach Redis again
+    // Another process gets the next window, not the fourth: cancelled calls took nothing.
+    const next = await b!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 1_500);
+    granted(next)();
+    // And close() gives back what its waiting calls held.
+    const pending = a!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 10_000);
+    const closed = expect(pending).rejects.toMatchObject({ kind: 'closed' });
+    await sleep(50);
+    await a!.close!();
+    await closed;
+    const after = await b!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 2_500);
+    granted(after)();
+    await b!.close!();
+  });
+
+  it('a process that declares a new limit has it at once, though another set the old one', async () => {
+    const [a, b] = [0, 1].map(() => redisLimiterStore(redis, { prefix: `${prefix}:respec` }));
+    granted(await a!.limiter('chainkit:t', { limit: 1, intervalMs: 60_000 }).acquire(scope(), Date.now() + 1_000));
+    const wider = b!.limiter('chainkit:t', { limit: 3, intervalMs: 60_000 });
+    granted(await wider.acquire(scope(), Date.now() + 1_000));
+    granted(await wider.acquire(scope(), Date.now() + 1_000));
+    expect(await wider.acquire(scope(), Date.now() + 1_000)).toMatchObject({ refused: 'wait' }); // 3 in this window
+    const narrower = b!.limiter('chainkit:t', { limit: 1, intervalMs: 60_000, maxQueue: 1 }, 'x');
+    granted(await narrower.acquire(scope(), Date.now() + 1_000));
+    await Promise.all([a!.close!(), b!.close!()]);
+  });
+
+  it('maxConcurrent holds across processes: a call blocked in one gets the slot another releases', async () => {
+    const [a, b] = [0, 1].map(() => redisLimiterStore(redis, { prefix: `${prefix}:concurrent` }));
+    const spec = { limit: 100, intervalMs: 60_000, per: 'global' as const, maxConcurrent: 1 };
+    const held = granted(await a!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 5_000));
+    let got = false;
+    const waiting = Promise.resolve(b!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 5_000)).then((s) => {
+      got = true;
+      return s;
+    });
+    await sleep(300);
+    expect(got).toBe(false); // A still holds the only slot
+    const released = Date.now();
+    held();
+    granted(await waiting)();
+    expect(Date.now() - released).toBeLessThan(1_000); // B asks again every 50 ms
+    await Promise.all([a!.close!(), b!.close!()]);
+  });
+
+  it('takes an intervalMs and deadlines with fractions of a millisecond', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:fractions` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 250.5, maxConcurrent: 1 });
+    granted(await limiter.acquire(scope(), Date.now() + 1_000.25))();
+    granted(await limiter.acquire(scope(), Date.now() + 1_000.25))(); // the next window, 250.5 ms on
+    await store.close!();
+  });
+
+  it('the slot of a process that died mid-call lapses after its deadline', async () => {
+    const [dead, b] = [0, 1].map(() => redisLimiterStore(redis, { prefix: `${prefix}:lapsed` }));
+    const spec = { limit: 100, intervalMs: 60_000, per: 'global' as const, maxConcurrent: 1 };
+    granted(await dead!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 200)); // never released
+    const t0 = Date.now();
+    granted(await b!.limiter('chainkit:t', spec).acquire(scope(), Date.now() + 10_000))();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(4_500); // its deadline and 5 s of grace
+    await b!.close!();
+  }, 15_000);
 });
 
 describe('a shared breaker whose probe is lost', () => {
