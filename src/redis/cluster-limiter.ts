@@ -125,7 +125,6 @@ export class ClusterLimiter implements Limiter {
   private again = false;
   private readonly keys: readonly [string, string, string];
   private readonly maxQueue: number;
-  lastActive: number;
 
   constructor(
     private readonly redis: RedisClient,
@@ -134,7 +133,6 @@ export class ClusterLimiter implements Limiter {
     readonly bid: string,
     readonly spec: Readonly<RateLimitSpec>,
   ) {
-    this.lastActive = now();
     this.maxQueue = maxQueueOf(spec);
     // Windows by interval: after a change of `intervalMs`, old and new processes each keep their own windows.
     this.keys = [`${bid}:w:${spec.intervalMs}`, `${bid}:h:${spec.intervalMs}`, `${bid}:c`];
@@ -145,7 +143,6 @@ export class ClusterLimiter implements Limiter {
   }
 
   acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Promise<Release | Refusal> | Refusal {
-    this.lastActive = this.now();
     if (this.queued >= this.maxQueue) return QUEUE_FULL;
     if (scope.aborted) return Promise.reject(scope.reason);
     return new Promise<Release | Refusal>((resolve, reject) => {
@@ -288,7 +285,6 @@ export class ClusterLimiter implements Limiter {
       if (released) return;
       released = true;
       this.held--;
-      this.lastActive = this.now();
       // Sent before the next ask on the same connection, so the slot is free when that one comes.
       if (leased) this.redis.zrem(this.keys[2], call.token).catch(() => 0); // else it lapses with its lease
       this.pump();
