@@ -89,6 +89,8 @@ class Call {
   state: 'asking' | 'blocked' | 'window' | 'done' = 'asking';
   /** Counted in the limiter's `queued` (it waits, or is known to). */
   queued = false;
+  /** Its ask in flight is counted in the limiter's `mayQueue`. */
+  mayQueue = false;
   /** The window its slot was reserved in, once reserved. */
   window = -1;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -109,8 +111,8 @@ class Call {
  * this process wait in order; `maxQueue` bounds those waiting here.
  */
 export class ClusterLimiter implements Limiter {
-  /** Calls asked of Redis, not answered yet. */
-  private asking = 0;
+  /** Asks in flight that may take a later window (so end up waiting): they and `queued` fit `maxQueue`. */
+  private mayQueue = 0;
   /** Calls waiting here, for a window or a concurrency slot: what `maxQueue` bounds. */
   private queued = 0;
   /** Slots granted here and not released. */
@@ -163,14 +165,17 @@ export class ClusterLimiter implements Limiter {
 
   private ask(call: Call): void {
     const retry = call.state === 'blocked';
-    this.asking++;
+    // A blocked call is counted in `queued` already; another may wait only while the queue has room for it.
+    const mayWait = retry || this.room();
+    if (!retry && mayWait) {
+      call.mayQueue = true;
+      this.mayQueue++;
+    }
     if (retry) {
       this.retrying = true;
       this.again = false;
     }
     const left = Number.isFinite(call.deadlineAt) ? Math.max(0, call.deadlineAt - this.now()) : -1;
-    // A call may reserve a later window only while the calls here that could end up waiting fit the queue.
-    const mayWait = retry || this.queued + this.asking <= this.maxQueue;
     const { limit, intervalMs, maxConcurrent } = this.spec;
     acquireScript(this.redis, this.keys, [
       limit,
@@ -183,17 +188,28 @@ export class ClusterLimiter implements Limiter {
       UNBOUNDED_LEASE_MS,
     ]).then(
       (reply) => {
-        this.asking--;
-        if (retry) this.retrying = false;
+        this.asked(call, retry);
         this.answered(call, reply as Reply, retry);
       },
       (error: unknown) => {
-        this.asking--;
-        if (retry) this.retrying = false;
+        this.asked(call, retry);
         if (this.settle(call)) call.reject(storeFailure('rate-limit', error));
         if (retry) this.pump();
       },
     );
+  }
+
+  private asked(call: Call, retry: boolean): void {
+    if (call.mayQueue) {
+      call.mayQueue = false;
+      this.mayQueue--;
+    }
+    if (retry) this.retrying = false;
+  }
+
+  /** Whether one more call may wait here: those waiting and those that may, fewer than `maxQueue`. */
+  private room(): boolean {
+    return this.queued + this.mayQueue < this.maxQueue;
   }
 
   private answered(call: Call, reply: Reply, retry: boolean): void {
@@ -208,14 +224,16 @@ export class ClusterLimiter implements Limiter {
         if (retry) {
           if (this.again) this.pump();
           else this.schedulePoll();
-        } else if (this.queued >= this.maxQueue) this.refuse(call, QUEUE_FULL);
-        else this.block(call);
+        } else if (this.room()) this.block(call);
+        else this.refuse(call, QUEUE_FULL);
         return;
       case 1:
         this.refuse(call, { refused: 'wait', waitMs: reply[1] });
         break;
       case 2:
-        this.refuse(call, QUEUE_FULL);
+        // Asked while the queue looked full with asks that may wait; answered in order, it may have room now.
+        if (this.room()) this.ask(call);
+        else this.refuse(call, QUEUE_FULL);
         break;
       case 3: {
         const [, wait, window] = reply;

@@ -203,6 +203,30 @@ describe('limits shared by processes on Redis', () => {
     await b!.close!();
   });
 
+  it('a burst larger than maxQueue queues the calls that wait, up to maxQueue, as the memory limiter does', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:burst-queue` });
+    const limiter = store.limiter('chainkit:t', { limit: 55, intervalMs: 60_000, maxQueue: 3 });
+    const scopes = Array.from({ length: 60 }, () => scope());
+    const outcomes: unknown[] = Array(60).fill('waiting');
+    const slots = scopes.map((s, i) =>
+      Promise.resolve(limiter.acquire(s, Date.now() + 120_000)).then(
+        (r) => (outcomes[i] = typeof r === 'function' ? 'granted' : r),
+        () => (outcomes[i] = 'gave up'),
+      ),
+    );
+    await sleep(300);
+    // 55 start in this window; 3 wait for the next (maxQueue); 2 are refused.
+    expect(outcomes.filter((o) => o === 'granted')).toHaveLength(55);
+    expect(outcomes.filter((o) => o === 'waiting')).toHaveLength(3);
+    expect(outcomes.filter((o) => o !== 'granted' && o !== 'waiting')).toEqual([
+      { refused: 'queue_full' },
+      { refused: 'queue_full' },
+    ]);
+    for (const s of scopes) s.abort(new Error('done'));
+    await Promise.all(slots);
+    await store.close!();
+  });
+
   it('a process that declares a new limit has it at once, though another set the old one', async () => {
     const [a, b] = [0, 1].map(() => redisLimiterStore(redis, { prefix: `${prefix}:respec` }));
     granted(await a!.limiter('chainkit:t', { limit: 1, intervalMs: 60_000 }).acquire(scope(), Date.now() + 1_000));
