@@ -7,6 +7,7 @@ import type { RedisClient } from './client.js';
 import { script } from './script.js';
 import type { RateLimitSpec } from '../define/tool.js';
 import { abortAtDeadline, type AbortScope } from '../policies/abort.js';
+import { delayUntil, MAX_TIMER_MS, STORE_WAIT_MS } from '../util/timer.js';
 import { storeFailure } from '../stores/guard.js';
 import { maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/window-limiter.js';
 
@@ -18,6 +19,8 @@ const UNBOUNDED_LEASE_MS = 15 * 60_000;
 const POLL_MS = 50;
 
 const QUEUE_FULL: Refusal = { refused: 'queue_full' };
+/** The longest time the scripts write (~300 years in ms): a longer one would reach Redis with an exponent. */
+const MAX_MS = 10_000_000_000_000;
 
 // Both scripts take KEYS: the windows (hash: o, the first window's start on Redis's clock; k, the
 // last window with slots taken; n, how many in it), the holes (zset: window slots given back before
@@ -31,41 +34,42 @@ local o, k, n = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])`;
 
 // ARGV: limit, intervalMs, maxConcurrent (-1: none), ms to the deadline (-1: none), whether the call may
 // wait for a later window (1/0), its token, the lease's grace and the lease of a call with no deadline.
-// Returns {0}: every concurrency slot is held; {1, wait}: the slot comes after the deadline; {2}: it
-// would wait but may not; {3, wait, window}: the slot is the call's, `wait` ms from now.
+// Returns {1, wait}: the slot comes after the deadline; {0}: every concurrency slot is held; {2}: it
+// would wait but may not; {3, wait, window, origin}: the slot is the call's, `wait` ms from now (rounded
+// up: never before its window). Nothing is written before the last refusal; no write can then fail
+// (times are capped at ~300 years, so Lua never writes one with an exponent).
 const ACQUIRE = `${CLOCK}
 local limit, interval, maxc, left = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if maxc >= 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-  if redis.call('ZCARD', KEYS[3]) >= maxc then return {0} end
-end
 if not o then o, k, n = now, 0, 0 end
 local w = math.floor((now - o) / interval)
 if k < w then k, n = w, 0 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. w)
-local hole = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local hole = redis.call('ZRANGEBYSCORE', KEYS[2], w, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local j = hole[1] and tonumber(hole[2]) or (n < limit and k or k + 1)
-local wait = j > w and o + j * interval - now or 0
+local wait = j > w and math.ceil(o + j * interval - now) or 0
 if wait > 0 and left >= 0 and wait >= left then return {1, wait} end
+if maxc >= 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') >= maxc then return {0} end
 if wait > 0 and ARGV[5] ~= '1' then return {2} end
 if hole[1] then redis.call('ZREM', KEYS[2], hole[1]) elseif j == k then n = n + 1 else k, n = j, 1 end
-local ttl = math.ceil(o + (k + 2) * interval - now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. w)
+local ttl = math.min(math.ceil(o + (k + 2) * interval - now), ${MAX_MS})
 redis.call('HSET', KEYS[1], 'o', o, 'k', k, 'n', n)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 if maxc >= 0 then
-  local hold = math.ceil((left >= 0 and left or wait + tonumber(ARGV[8])) + tonumber(ARGV[7]))
+  local hold = math.min(math.ceil((left >= 0 and left or wait + tonumber(ARGV[8])) + tonumber(ARGV[7])), ${MAX_MS})
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
   redis.call('ZADD', KEYS[3], now + hold, ARGV[6])
   if redis.call('PTTL', KEYS[3]) < hold then redis.call('PEXPIRE', KEYS[3], hold) end
 end
-return {3, wait, j}`;
+return {3, wait, j, o}`;
 
-// ARGV: the token and window of a call that gave up before its slot came, and intervalMs. Its
-// lease goes; its window slot goes back unless that window is over.
+// ARGV: the token, window and origin of a call that gave up before its slot came, and intervalMs. Its
+// lease goes; its window slot goes back, unless that window is over or no longer counted (the windows
+// were lost, as after a flush, and counted afresh from another origin).
 const CANCEL = `${CLOCK}
 redis.call('ZREM', KEYS[3], ARGV[1])
 local j = tonumber(ARGV[2])
-if not o or j < math.floor((now - o) / tonumber(ARGV[3])) then return 0 end
+if not o or o ~= tonumber(ARGV[4]) or j > k or j < math.floor((now - o) / tonumber(ARGV[3])) then return 0 end
 if j == k then
   if n > 0 then redis.call('HSET', KEYS[1], 'n', n - 1) end
 else
@@ -77,7 +81,7 @@ return 1`;
 const acquireScript = script(ACQUIRE);
 const cancelScript = script(CANCEL);
 
-type Reply = [0] | [1, number] | [2] | [3, number, number];
+type Reply = [0] | [1, number] | [2] | [3, number, number, number];
 
 // Tokens name a call's lease and holes: unique across processes by a random part per process.
 const PROCESS = randomBytes(9).toString('base64url');
@@ -91,13 +95,16 @@ class Call {
   queued = false;
   /** Its ask in flight is counted in the limiter's `mayQueue`. */
   mayQueue = false;
-  /** The window its slot was reserved in, once reserved. */
+  /** The window its slot was reserved in, and the windows' origin then (what a cancel checks). */
   window = -1;
+  origin = -1;
+  /** Its wait for a window, or for an answer from Redis. */
   timer: ReturnType<typeof setTimeout> | undefined;
   off: () => void = () => {};
   cancelDeadline: () => void = () => {};
 
   constructor(
+    readonly scope: AbortScope,
     readonly deadlineAt: number,
     readonly onWait: (() => void) | undefined,
     readonly resolve: (slot: Release | Refusal) => void,
@@ -145,18 +152,13 @@ export class ClusterLimiter implements Limiter {
   }
 
   acquire(scope: AbortScope, deadlineAt: number, onWait?: () => void): Promise<Release | Refusal> | Refusal {
-    if (this.queued >= this.maxQueue) return QUEUE_FULL;
+    // Refused at once only when calls wait already: with `maxQueue: 0`, a free slot is still granted.
+    if (this.queued > 0 && this.queued >= this.maxQueue) return QUEUE_FULL;
     if (scope.aborted) return Promise.reject(scope.reason);
     return new Promise<Release | Refusal>((resolve, reject) => {
-      const call = new Call(deadlineAt, onWait, resolve, reject);
+      const call = new Call(scope, deadlineAt, onWait, resolve, reject);
       this.live.add(call);
       call.off = scope.onAbort((reason) => this.giveUp(call, reason));
-      call.cancelDeadline = abortAtDeadline(
-        scope,
-        deadlineAt,
-        this.now,
-        'The deadline passed while waiting for a rate-limit slot.',
-      );
       // Behind calls already blocked here, a newcomer waits its turn rather than asking past them.
       if (this.head()) this.block(call);
       else this.ask(call);
@@ -175,7 +177,25 @@ export class ClusterLimiter implements Limiter {
       this.retrying = true;
       this.again = false;
     }
-    const left = Number.isFinite(call.deadlineAt) ? Math.max(0, call.deadlineAt - this.now()) : -1;
+    const t = this.now();
+    const left = Number.isFinite(call.deadlineAt) ? Math.max(0, call.deadlineAt - t) : -1;
+    let answered = false;
+    const done = (): boolean => {
+      if (answered) return false;
+      answered = true;
+      clearTimeout(call.timer);
+      this.asked(call, retry);
+      return true;
+    };
+    // Redis silent: the call fails `store_unavailable` by its deadline (at most STORE_WAIT_MS), as every store call does.
+    call.timer = setTimeout(
+      () => {
+        if (!done()) return;
+        if (this.settle(call)) call.reject(storeFailure('rate-limit', 'no answer before the deadline'));
+        if (retry) this.pump();
+      },
+      delayUntil(Math.min(call.deadlineAt, t + STORE_WAIT_MS), this.now),
+    );
     const { limit, intervalMs, maxConcurrent } = this.spec;
     acquireScript(this.redis, this.keys, [
       limit,
@@ -188,11 +208,11 @@ export class ClusterLimiter implements Limiter {
       UNBOUNDED_LEASE_MS,
     ]).then(
       (reply) => {
-        this.asked(call, retry);
-        this.answered(call, reply as Reply, retry);
+        if (done()) this.answered(call, reply as Reply, retry);
+        else if ((reply as Reply)[0] === 3) this.cancelReply(call, reply as Reply); // answered after it gave up
       },
       (error: unknown) => {
-        this.asked(call, retry);
+        if (!done()) return;
         if (this.settle(call)) call.reject(storeFailure('rate-limit', error));
         if (retry) this.pump();
       },
@@ -215,7 +235,7 @@ export class ClusterLimiter implements Limiter {
   private answered(call: Call, reply: Reply, retry: boolean): void {
     if (call.state === 'done') {
       // Given up while asking: a slot it was given goes back.
-      if (reply[0] === 3) void this.cancel(call.token, reply[2]);
+      this.cancelReply(call, reply);
       if (retry) this.pump();
       return;
     }
@@ -236,13 +256,14 @@ export class ClusterLimiter implements Limiter {
         else this.refuse(call, QUEUE_FULL);
         break;
       case 3: {
-        const [, wait, window] = reply;
+        const [, wait, window, origin] = reply;
         call.window = window;
+        call.origin = origin;
         if (wait <= 0) this.grant(call);
         else {
           call.state = 'window';
           this.markQueued(call);
-          if (call.state === 'window') call.timer = setTimeout(() => this.grant(call), wait);
+          if (call.state === 'window') this.grantAt(call, Date.now() + wait);
         }
         break;
       }
@@ -250,14 +271,27 @@ export class ClusterLimiter implements Limiter {
     if (retry) this.pump();
   }
 
+  /** Grants at `at` (this process's clock): in steps, as a timer holds at most ~24.8 days. */
+  private grantAt(call: Call, at: number): void {
+    const left = at - Date.now();
+    if (left <= 0) this.grant(call);
+    else call.timer = setTimeout(() => this.grantAt(call, at), Math.min(left, MAX_TIMER_MS));
+  }
+
   private block(call: Call): void {
     call.state = 'blocked';
     this.markQueued(call);
     if (call.state !== 'blocked') return; // onWait aborted the run
+    // How long a concurrency slot takes is not known: the deadline ends the wait.
+    call.cancelDeadline = abortAtDeadline(
+      call.scope,
+      call.deadlineAt,
+      this.now,
+      'The deadline passed while waiting for a rate-limit slot.',
+    );
     this.blocked.push(call);
     if (this.blocked.length === 1) this.schedulePoll();
   }
-
   /** Counts a call as waiting, and tells `onWait` once. */
   private markQueued(call: Call): void {
     if (call.queued) return;
@@ -318,12 +352,21 @@ export class ClusterLimiter implements Limiter {
     const reserved = call.state === 'window';
     if (!this.settle(call)) return;
     call.reject(reason);
-    if (reserved) void this.cancel(call.token, call.window);
+    if (reserved) void this.cancel(call);
   }
 
-  private cancel(token: string, window: number): Promise<unknown> {
+  /** A slot granted to a call that gave up while asking goes back. */
+  private cancelReply(call: Call, reply: Reply): void {
+    if (reply[0] !== 3) return;
+    call.window = reply[2];
+    call.origin = reply[3];
+    void this.cancel(call);
+  }
+
+  private cancel(call: Call): Promise<unknown> {
     // Best effort: were Redis away, the slot stays taken (never given twice) and the lease lapses.
-    return cancelScript(this.redis, this.keys, [token, window, this.spec.intervalMs]).catch(() => 0);
+    const args = [call.token, call.window, this.spec.intervalMs, call.origin];
+    return cancelScript(this.redis, this.keys, args).catch(() => 0);
   }
 
   /** Ends a call's wait; false if it had ended already. */
@@ -332,6 +375,10 @@ export class ClusterLimiter implements Limiter {
     call.state = 'done';
     this.live.delete(call);
     if (call.queued) this.queued--;
+    if (call.mayQueue) {
+      call.mayQueue = false; // an answer that comes later is handed back, never queued
+      this.mayQueue--;
+    }
     clearTimeout(call.timer);
     call.cancelDeadline();
     call.off();
@@ -347,7 +394,7 @@ export class ClusterLimiter implements Limiter {
       const reserved = call.state === 'window';
       if (!this.settle(call)) continue;
       call.reject(reason);
-      if (reserved) cancels.push(this.cancel(call.token, call.window));
+      if (reserved) cancels.push(this.cancel(call));
     }
     this.blocked = [];
     await Promise.all(cancels);

@@ -257,6 +257,68 @@ describe('limits shared by processes on Redis', () => {
     await Promise.all([a!.close!(), b!.close!()]);
   });
 
+  it('grants a free slot with maxQueue 0, refusing only a call that would wait', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:no-queue` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 60_000, maxQueue: 0 });
+    granted(await limiter.acquire(scope(), Date.now() + 120_000))();
+    expect(await limiter.acquire(scope(), Date.now() + 120_000)).toEqual({ refused: 'queue_full' });
+    await store.close!();
+  });
+
+  it('waits longer than a timer can hold (~24.8 days) without starting early', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:long-wait` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 2 ** 31 - 1 });
+    granted(await limiter.acquire(scope(), Infinity))();
+    const later = [scope(), scope()]; // one and two windows on: the second is past what setTimeout holds
+    const outcomes: string[] = [];
+    const waits = later.map((s) =>
+      Promise.resolve(limiter.acquire(s, Infinity)).then(
+        (r) => outcomes.push(typeof r === 'function' ? 'granted' : JSON.stringify(r)),
+        () => outcomes.push('gave up'),
+      ),
+    );
+    await sleep(200);
+    expect(outcomes).toEqual([]);
+    for (const s of later) s.abort(new Error('done'));
+    await Promise.all(waits);
+    expect(outcomes).toEqual(['gave up', 'gave up']);
+    await store.close!();
+  });
+
+  it('refuses at once a call blocked by maxConcurrent whose window slot comes after its deadline', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:blocked-wait` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 60_000, maxConcurrent: 1 });
+    const held = granted(await limiter.acquire(scope(), Date.now() + 5_000));
+    const t0 = Date.now();
+    expect(await limiter.acquire(scope(), Date.now() + 1_500)).toMatchObject({ refused: 'wait' });
+    expect(Date.now() - t0).toBeLessThan(1_000); // computed, not sat out
+    held();
+    await store.close!();
+  });
+
+  it('a call that gives up after Redis lost the windows hands back nothing of the new ones', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:lost` });
+    const spec = { limit: 1, intervalMs: 1_000 };
+    const limiter = store.limiter('chainkit:t', spec);
+    granted(await limiter.acquire(scope(), Date.now() + 5_000)); // window 0
+    const old = scope();
+    const oldWait = limiter.acquire(old, Date.now() + 5_000); // window 1 of the old windows
+    await sleep(50);
+    await redis.del(...(await redis.keys(`${prefix}:lost:*`))); // lost, as after a restart
+    granted(await limiter.acquire(scope(), Date.now() + 5_000)); // window 0 of the new ones
+    const next = scope();
+    const nextWait = limiter.acquire(next, Date.now() + 5_000); // window 1 of the new ones
+    await sleep(50);
+    old.abort(new Error('gave up'));
+    await expect(oldWait).rejects.toThrow('gave up');
+    await sleep(50);
+    // Window 1 is still taken: the next call's slot is window 2, after this deadline.
+    expect(await limiter.acquire(scope(), Date.now() + 1_500)).toMatchObject({ refused: 'wait' });
+    next.abort(new Error('done'));
+    await expect(nextWait).rejects.toThrow('done');
+    await store.close!();
+  });
+
   it('takes an intervalMs and deadlines with fractions of a millisecond', async () => {
     const store = redisLimiterStore(redis, { prefix: `${prefix}:fractions` });
     const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 250.5, maxConcurrent: 1 });

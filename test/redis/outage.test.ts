@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, taskTools } from 'chainkit';
-import { redisStores } from 'chainkit/redis';
+import { AbortScope, createRunner, findAndDelete, taskTools } from 'chainkit';
+import { redisLimiterStore, redisStores } from 'chainkit/redis';
 import { addOne, limited, TASK, workerInvoker } from '../fixtures/redis-worker.js';
 
 // A Redis of this test's own, on another port, so it can be stopped and restarted.
@@ -98,6 +98,27 @@ describe('chainkit/redis when Redis goes away', () => {
     expect(back.status === 'failed' ? back.error : back.status).toBe('completed');
     await runner.close();
   }, 20_000);
+
+  it('a rate limit whose Redis stops answering fails as a store failure by the deadline, never hangs', async () => {
+    const store = redisLimiterStore(redis, { prefix: `outage-silent:${process.pid}` });
+    const limiter = store.limiter('chainkit:t', { limit: 10, intervalMs: 1_000 });
+    await until(() => redis.status === 'ready');
+    const ok = await limiter.acquire(new AbortScope(), Date.now() + 1_000);
+    expect(typeof ok).toBe('function');
+    const info = spawnSync('redis-cli', ['-p', String(PORT), 'info', 'server']).stdout.toString();
+    const pid = Number(/process_id:(\d+)/.exec(info)![1]);
+    process.kill(pid, 'SIGSTOP'); // up, but silent
+    try {
+      const t0 = Date.now();
+      await expect(limiter.acquire(new AbortScope(), Date.now() + 500)).rejects.toMatchObject({
+        info: { category: 'unavailable', code: 'store_unavailable' },
+      });
+      expect(Date.now() - t0).toBeLessThan(1_500);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await store.close!();
+  });
 
   it('a rate limit whose state Redis lost (a restart) starts afresh, with nothing unhandled', async () => {
     const runner = createRunner({
