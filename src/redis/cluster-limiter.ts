@@ -15,8 +15,13 @@ import { maxQueueOf, type Limiter, type Refusal, type Release } from '../policie
 const LEASE_GRACE_MS = 5_000;
 /** A call with no deadline: how long after its slot its lease lasts, were its process to die. */
 const UNBOUNDED_LEASE_MS = 15 * 60_000;
-/** Calls blocked by `maxConcurrent` ask again this often: a slot freed in another process is not announced. */
+/**
+ * A call blocked by `maxConcurrent` asks again after this long, doubling while it stays blocked up to
+ * {@link MAX_POLL_MS}: a slot freed in another process is not announced (one freed here is, at once),
+ * and a thousand blocked limiters must not each ask Redis 20 times a second.
+ */
 const POLL_MS = 50;
+const MAX_POLL_MS = 400;
 
 const QUEUE_FULL: Refusal = { refused: 'queue_full' };
 /** The longest time the scripts write (~300 years in ms): a longer one would reach Redis with an exponent. */
@@ -126,9 +131,10 @@ export class ClusterLimiter implements Limiter {
   private held = 0;
   /** Calls not granted or refused yet. */
   private readonly live = new Set<Call>();
-  /** Calls blocked by `maxConcurrent`, in order: the first asks again on a release here or every {@link POLL_MS}. */
+  /** Calls blocked by `maxConcurrent`, in order: the first asks again on a release here, or after `pollMs`. */
   private blocked: Call[] = [];
   private poll: ReturnType<typeof setTimeout> | undefined;
+  private pollMs = POLL_MS;
   /** The first blocked call is asking again; `again`: a slot was released here meanwhile, ask once more if refused. */
   private retrying = false;
   private again = false;
@@ -248,6 +254,7 @@ export class ClusterLimiter implements Limiter {
         else this.refuse(call, QUEUE_FULL);
         return;
       case 1:
+        if (retry) this.pollMs = POLL_MS; // the line moves on: the next one asks soon again
         this.refuse(call, { refused: 'wait', waitMs: reply[1] });
         break;
       case 2:
@@ -256,6 +263,7 @@ export class ClusterLimiter implements Limiter {
         else this.refuse(call, QUEUE_FULL);
         break;
       case 3: {
+        if (retry) this.pollMs = POLL_MS;
         const [, wait, window, origin] = reply;
         call.window = window;
         call.origin = origin;
@@ -290,7 +298,10 @@ export class ClusterLimiter implements Limiter {
       'The deadline passed while waiting for a rate-limit slot.',
     );
     this.blocked.push(call);
-    if (this.blocked.length === 1) this.schedulePoll();
+    if (this.blocked.length === 1) {
+      this.pollMs = POLL_MS;
+      this.schedulePoll();
+    }
   }
   /** Counts a call as waiting, and tells `onWait` once. */
   private markQueued(call: Call): void {
@@ -325,7 +336,8 @@ export class ClusterLimiter implements Limiter {
     this.poll = setTimeout(() => {
       this.poll = undefined;
       this.pump();
-    }, POLL_MS);
+    }, this.pollMs);
+    this.pollMs = Math.min(2 * this.pollMs, MAX_POLL_MS);
   }
 
   private grant(call: Call): void {
