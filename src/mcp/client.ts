@@ -24,8 +24,8 @@ export class McpToolError extends Error {
     /** The error category, when the failure tells; otherwise the message is classified. */
     readonly category: ErrorCategory | undefined,
     /**
-     * `invalid_arguments`, `unknown_tool`, `request_timeout`,
-     * `connection_closed`, `mcp_<n>`, an in-band code, or `tool_error`.
+     * `invalid_arguments`, `unknown_tool`, `request_timeout`, `connection_closed`, `invalid_result`,
+     * `transport_error`, `mcp_<n>`, an in-band code, or `tool_error`.
      */
     readonly code: string,
     /** From an in-band `retry_after` (seconds) in the error result. */
@@ -128,6 +128,15 @@ function protocolFailure(tool: string, error: unknown): McpToolError {
   if (error instanceof McpError) {
     const known = Object.hasOwn(PROTOCOL, error.code) ? PROTOCOL[error.code] : undefined;
     return new McpToolError(`${tool}: ${message}`, known?.[0], known?.[1] ?? `mcp_${error.code}`);
+  }
+  // The SDK refused the server's answer (its shape): the call was made and may have taken effect, and
+  // asking again would get the same answer, so it is not a network fault to retry.
+  if (error instanceof Error && Array.isArray((error as { issues?: unknown }).issues)) {
+    return new McpToolError(
+      `${tool}: the server's result could not be read, though the call may have taken effect: ${message}`,
+      'validation',
+      'invalid_result',
+    );
   }
   // Transport failures (a closed pipe, a dead process) are network trouble.
   return new McpToolError(`${tool}: ${message}`, 'network', 'transport_error');

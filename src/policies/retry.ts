@@ -15,9 +15,10 @@ const RATE_LIMIT_JITTER_MS = 1000;
 /** Backoff delays grow by up to this fraction of themselves, from the runner's `random`. */
 const BACKOFF_JITTER = 0.25;
 const TRANSIENT: readonly ErrorCategory[] = ['internal', 'unavailable', 'network'];
-// Connection drops that can come after the request was sent. Refused connections and DNS failures
-// (nothing sent) stay retryable for writes; so do network failures known only by their message.
-const CUT_OFF: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+// Connection drops that can come after the request was sent (an MCP session closed mid-call among them).
+// Refused connections and DNS failures (nothing sent) stay retryable for writes; so do network failures
+// known only by their message.
+const CUT_OFF: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'connection_closed']);
 
 /**
  * Whether a failed attempt of a write may still have taken effect: it timed out (by its attempt

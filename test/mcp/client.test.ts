@@ -191,3 +191,61 @@ describe('over stdio', () => {
     expect(busy.status === 'failed' && busy.error.category).toBe('rate_limited');
   });
 });
+
+/** A raw MCP server on an in-memory pair that answers each request as `answer` says (`undefined`: never). */
+async function rawServer(answer: (method: string, params: unknown) => unknown, tools: () => unknown = () => []) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const calls: string[] = [];
+  serverSide.onmessage = (msg) => {
+    if (!('id' in msg) || !('method' in msg)) return;
+    calls.push(msg.method);
+    const result =
+      msg.method === 'initialize'
+        ? {
+            protocolVersion: (msg.params as { protocolVersion: string }).protocolVersion,
+            capabilities: { tools: {} },
+            serverInfo: { name: 'raw', version: '1' },
+          }
+        : msg.method === 'tools/list'
+          ? tools()
+          : answer(msg.method, msg.params);
+    if (result !== undefined) void serverSide.send({ jsonrpc: '2.0', id: msg.id, result: result as never });
+  };
+  await serverSide.start();
+  const client = new Client({ name: 'chainkit-test', version: '1.0.0' });
+  await client.connect(clientSide);
+  cleanups.push(() => client.close());
+  return { client, calls, serverSide };
+}
+
+describe('mcpInvoker against a server that misbehaves', () => {
+  const charge = defineTool({
+    name: 'charge',
+    description: 'Charges a card.',
+    input: z.object({}),
+    output: z.unknown(),
+    effect: 'write',
+  });
+
+  it('does not call a write again when the session closes before its answer: the outcome is unknown', async () => {
+    const server = await rawServer(() => {
+      setTimeout(() => void server.serverSide.close(), 10); // performs the charge, then the connection drops
+      return undefined;
+    });
+    const runner = createRunner({ invoker: mcpInvoker(server.client), tools: [charge] });
+    const r = await runner.invoke('charge', {}, { context: {} });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'network', code: 'connection_closed' });
+    expect(r.status === 'failed' && r.error.message).toMatch(/outcome is unknown/);
+    expect(server.calls.filter((m) => m === 'tools/call')).toHaveLength(1);
+    await runner.close();
+  });
+
+  it('does not call a write again when the SDK cannot read its result: the call was made', async () => {
+    const server = await rawServer(() => ({ content: 'not an array' }));
+    const runner = createRunner({ invoker: mcpInvoker(server.client), tools: [charge] });
+    const r = await runner.invoke('charge', {}, { context: {} });
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'validation', code: 'invalid_result' });
+    expect(server.calls.filter((m) => m === 'tools/call')).toHaveLength(1);
+    await runner.close();
+  });
+});
