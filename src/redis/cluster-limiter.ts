@@ -1,7 +1,7 @@
 // One rate limit shared across processes (chainkit/redis): the memory limiter's fixed windows and
 // concurrency cap (window-limiter.ts), kept in Redis by two Lua scripts of our own. A call reserves
 // its window slot when it asks, so the wait is known at once (refused when it passes the deadline),
-// the order across processes is the order of asking, and a call that gives up hands its slot back.
+// window slots go in the order of asking across processes, and a call that gives up hands its slot back.
 import { randomBytes } from 'node:crypto';
 import type { RedisClient } from './client.js';
 import { script } from './script.js';
@@ -11,9 +11,12 @@ import { delayUntil, MAX_TIMER_MS, STORE_WAIT_MS } from '../util/timer.js';
 import { storeFailure } from '../stores/guard.js';
 import { maxQueueOf, type Limiter, type Refusal, type Release } from '../policies/window-limiter.js';
 
-/** How long past its deadline a call's concurrency lease lasts: the lease of a process that died mid-call lapses. */
+/**
+ * How long past its deadline a call's concurrency lease lasts. Leases lapse whether or not their process
+ * died: that is how the slot of a process that died mid-call comes back.
+ */
 const LEASE_GRACE_MS = 5_000;
-/** A call with no deadline: how long after its slot its lease lasts, were its process to die. */
+/** A call with no deadline: how long after its slot its lease lasts (one running longer no longer counts). */
 const UNBOUNDED_LEASE_MS = 15 * 60_000;
 /**
  * A call blocked by `maxConcurrent` asks again after this long, doubling while it stays blocked up to
@@ -38,21 +41,23 @@ local s = redis.call('HMGET', KEYS[1], 'o', 'k', 'n')
 local o, k, n = tonumber(s[1]), tonumber(s[2]), tonumber(s[3])`;
 
 // ARGV: limit, intervalMs, maxConcurrent (-1: none), ms to the deadline (-1: none), whether the call may
-// wait for a later window (1/0), its token, the lease's grace and the lease of a call with no deadline.
-// Returns {1, wait}: the slot comes after the deadline; {0}: every concurrency slot is held; {2}: it
-// would wait but may not; {3, wait, window, origin}: the slot is the call's, `wait` ms from now (rounded
-// up: never before its window). Nothing is written before the last refusal; no write can then fail
-// (times are capped at ~300 years, so Lua never writes one with an exponent).
+// wait for a later window (1/0), its token, the lease's grace, the lease of a call with no deadline, and
+// whether calls of its process wait for a concurrency slot ahead of it (1/0: it takes none past them).
+// Returns {1, wait}: the slot comes after the deadline; {0}: every concurrency slot is held (or the
+// call is behind others); {2}: it would wait but may not; {3, wait, window, origin}: the slot is the
+// call's, `wait` ms from now (rounded up: never before its window). Before the last refusal, nothing is
+// written but dropping holes of lost windows; no write can then fail (times are capped at ~300 years,
+// so Lua never writes one with an exponent).
 const ACQUIRE = `${CLOCK}
 local limit, interval, maxc, left = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-if not o then o, k, n = now, 0, 0 end
+if not o then o, k, n = now, 0, 0; redis.call('DEL', KEYS[2]) end -- holes count from a lost origin
 local w = math.floor((now - o) / interval)
 if k < w then k, n = w, 0 end
 local hole = redis.call('ZRANGEBYSCORE', KEYS[2], w, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 local j = hole[1] and tonumber(hole[2]) or (n < limit and k or k + 1)
 local wait = j > w and math.ceil(o + j * interval - now) or 0
 if wait > 0 and left >= 0 and wait >= left then return {1, wait} end
-if maxc >= 0 and redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') >= maxc then return {0} end
+if maxc >= 0 and (ARGV[9] == '1' or redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf') >= maxc) then return {0} end
 if wait > 0 and ARGV[5] ~= '1' then return {2} end
 if hole[1] then redis.call('ZREM', KEYS[2], hole[1]) elseif j == k then n = n + 1 else k, n = j, 1 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. w)
@@ -135,8 +140,8 @@ export class ClusterLimiter implements Limiter {
   private blocked: Call[] = [];
   private poll: ReturnType<typeof setTimeout> | undefined;
   private pollMs = POLL_MS;
-  /** The first blocked call is asking again; `again`: a slot was released here meanwhile, ask once more if refused. */
-  private retrying = false;
+  /** The blocked call asking again, if one is; `again`: a slot was freed here meanwhile, ask once more if refused. */
+  private asking: Call | undefined;
   private again = false;
   private readonly keys: readonly [string, string, string];
   private readonly maxQueue: number;
@@ -165,14 +170,14 @@ export class ClusterLimiter implements Limiter {
       const call = new Call(scope, deadlineAt, onWait, resolve, reject);
       this.live.add(call);
       call.off = scope.onAbort((reason) => this.giveUp(call, reason));
-      // Behind calls already blocked here, a newcomer waits its turn rather than asking past them.
-      if (this.head()) this.block(call);
-      else this.ask(call);
+      this.ask(call);
     });
   }
 
   private ask(call: Call): void {
     const retry = call.state === 'blocked';
+    // Behind calls blocked here, a newcomer takes no slot past them: it only learns a refusal for its window.
+    const behind = !retry && this.head() !== undefined;
     // A blocked call is counted in `queued` already; another may wait only while the queue has room for it.
     const mayWait = retry || this.room();
     if (!retry && mayWait) {
@@ -180,7 +185,7 @@ export class ClusterLimiter implements Limiter {
       this.mayQueue++;
     }
     if (retry) {
-      this.retrying = true;
+      this.asking = call;
       this.again = false;
     }
     const t = this.now();
@@ -189,12 +194,12 @@ export class ClusterLimiter implements Limiter {
     const done = (): boolean => {
       if (answered) return false;
       answered = true;
-      clearTimeout(call.timer);
+      clearTimeout(silence);
       this.asked(call, retry);
       return true;
     };
     // Redis silent: the call fails `store_unavailable` by its deadline (at most STORE_WAIT_MS), as every store call does.
-    call.timer = setTimeout(
+    const silence = setTimeout(
       () => {
         if (!done()) return;
         if (this.settle(call)) call.reject(storeFailure('rate-limit', 'no answer before the deadline'));
@@ -212,6 +217,7 @@ export class ClusterLimiter implements Limiter {
       call.token,
       LEASE_GRACE_MS,
       UNBOUNDED_LEASE_MS,
+      behind ? 1 : 0,
     ]).then(
       (reply) => {
         if (done()) this.answered(call, reply as Reply, retry);
@@ -230,7 +236,7 @@ export class ClusterLimiter implements Limiter {
       call.mayQueue = false;
       this.mayQueue--;
     }
-    if (retry) this.retrying = false;
+    if (this.asking === call) this.asking = undefined;
   }
 
   /** Whether one more call may wait here: those waiting and those that may, fewer than `maxQueue`. */
@@ -327,7 +333,7 @@ export class ClusterLimiter implements Limiter {
     this.poll = undefined;
     const head = this.head();
     if (!head) return;
-    if (this.retrying) this.again = true;
+    if (this.asking) this.again = true;
     else this.ask(head);
   }
 
@@ -362,9 +368,14 @@ export class ClusterLimiter implements Limiter {
   /** The run aborted (a cancel, its deadline, `close()`): a reserved slot goes back. */
   private giveUp(call: Call, reason: unknown): void {
     const reserved = call.state === 'window';
+    const asking = this.asking === call;
     if (!this.settle(call)) return;
     call.reject(reason);
     if (reserved) void this.cancel(call);
+    if (asking) {
+      this.asking = undefined; // its answer, when it comes, is handed back: the next in line asks now
+      this.pump();
+    }
   }
 
   /** A slot granted to a call that gave up while asking goes back. */

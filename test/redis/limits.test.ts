@@ -319,6 +319,41 @@ describe('limits shared by processes on Redis', () => {
     await store.close!();
   });
 
+  it('refuses at once a call behind others blocked by maxConcurrent whose window comes after its deadline', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:behind` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 60_000, maxConcurrent: 1 });
+    const held = granted(await limiter.acquire(scope(), Date.now() + 5_000));
+    const blocked = scope();
+    const inLine = Promise.resolve(limiter.acquire(blocked, Date.now() + 120_000)).catch(() => 'gave up');
+    await sleep(50); // blocked behind the call running
+    const t0 = Date.now();
+    expect(await limiter.acquire(scope(), Date.now() + 2_000)).toMatchObject({ refused: 'wait' });
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    blocked.abort(new Error('done'));
+    expect(await inLine).toBe('gave up');
+    held();
+    await store.close!();
+  });
+
+  it('slots given back before Redis lost the windows are not handed out from the new ones', async () => {
+    const store = redisLimiterStore(redis, { prefix: `${prefix}:holes` });
+    const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 1_000 });
+    granted(await limiter.acquire(scope(), Date.now() + 5_000)); // window 0
+    const gaveUp = scope();
+    const second = limiter.acquire(gaveUp, Date.now() + 5_000); // window 1
+    const third = scope();
+    const thirdWait = limiter.acquire(third, Date.now() + 5_000); // window 2
+    await sleep(50);
+    gaveUp.abort(new Error('gave up')); // window 1 is given back: a hole below the last window
+    await expect(second).rejects.toThrow('gave up');
+    await sleep(50);
+    await redis.del(`${prefix}:holes:chainkit:t:w:1000`); // the windows alone are lost (evicted)
+    granted(await limiter.acquire(scope(), Date.now() + 500)); // the new windows' first: free now
+    third.abort(new Error('done'));
+    await expect(thirdWait).rejects.toThrow('done');
+    await store.close!();
+  });
+
   it('takes an intervalMs and deadlines with fractions of a millisecond', async () => {
     const store = redisLimiterStore(redis, { prefix: `${prefix}:fractions` });
     const limiter = store.limiter('chainkit:t', { limit: 1, intervalMs: 250.5, maxConcurrent: 1 });
