@@ -39,6 +39,9 @@ export class McpToolError extends Error {
 const NO_SDK_TIMEOUT = 2_147_483_647;
 const MAX_DETAIL = 500;
 
+/** The most tools `toolsFromMcp` lists before it refuses a server that keeps paging. */
+const MAX_LISTED_TOOLS = 10_000;
+
 const PROTOCOL: Partial<Record<number, [ErrorCategory, string]>> = {
   [ErrorCode.InvalidParams]: ['invalid_input', 'invalid_arguments'],
   [ErrorCode.MethodNotFound]: ['not_found', 'unknown_tool'],
@@ -196,12 +199,22 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
     throw new TypeError('Expected a connected MCP Client from @modelcontextprotocol/sdk.');
   const listed: McpTool[] = [];
   let cursor: string | undefined;
+  const seen = new Set<string>();
   const signal = options.signal;
   do {
     signal?.throwIfAborted();
     const page = await client.listTools(cursor === undefined ? undefined : { cursor }, signal ? { signal } : undefined);
     listed.push(...page.tools);
     cursor = page.nextCursor;
+    // A server that pages forever (a cursor seen before, or more tools than any agent is given) is refused.
+    if (cursor !== undefined && (seen.has(cursor) || listed.length > MAX_LISTED_TOOLS)) {
+      throw new McpToolError(
+        `The MCP server's tools/list did not end (${seen.has(cursor) ? 'a cursor came back' : `over ${MAX_LISTED_TOOLS} tools`}).`,
+        'invalid_input',
+        'endless_listing',
+      );
+    }
+    if (cursor !== undefined) seen.add(cursor);
   } while (cursor);
   return listed.map((t) =>
     defineTool({

@@ -160,7 +160,7 @@ function resultEnvelope(chain: Chain): z.ZodObject {
  */
 function envelope(output: z.ZodType): z.ZodObject {
   return z.looseObject({
-    status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt']),
+    status: z.enum(['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt', 'waiting']),
     output: output.optional().describe("completed: the chain's result"),
     resumeToken: z.string().optional().describe('awaiting_confirmation: pass to confirm_action'),
     prompt: z.string().optional().describe('awaiting_confirmation: the question for the user'),
@@ -168,6 +168,8 @@ function envelope(output: z.ZodType): z.ZodObject {
     step: z.string().optional(),
     tool: z.string().optional(),
     expiresAt: z.string().optional(),
+    until: z.string().optional().describe('waiting: when the run goes on by itself'),
+    signal: z.string().optional().describe('waiting: the signal it waits for'),
     message: z.string().optional(),
     error: z
       .looseObject({

@@ -249,3 +249,21 @@ describe('mcpInvoker against a server that misbehaves', () => {
     await runner.close();
   });
 });
+
+describe('toolsFromMcp against a server that pages forever', () => {
+  it('refuses a listing whose cursor comes back, or that passes 10,000 tools', async () => {
+    const tool = (i: number) => ({ name: `t${i}`, inputSchema: { type: 'object' } });
+    const looping = await rawServer(
+      () => undefined,
+      () => ({ tools: [tool(0)], nextCursor: 'again' }),
+    );
+    await expect(toolsFromMcp(looping.client)).rejects.toMatchObject({ code: 'endless_listing' });
+    let page = 0;
+    const endless = await rawServer(
+      () => undefined,
+      () => ({ tools: Array.from({ length: 500 }, (_, i) => tool(page * 500 + i)), nextCursor: `p${++page}` }),
+    );
+    await expect(toolsFromMcp(endless.client)).rejects.toMatchObject({ code: 'endless_listing' });
+    expect(page).toBeLessThanOrEqual(21);
+  });
+});

@@ -3,7 +3,17 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, DefinitionError, findAndDelete, ref, taskChains } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  DefinitionError,
+  findAndDelete,
+  memoryRunStore,
+  ref,
+  taskChains,
+} from 'chainkit';
 import { serveChains, type McpRequestExtra } from 'chainkit/mcp';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { echo } from '../helpers.js';
@@ -153,7 +163,7 @@ describe('serveChains', () => {
         type: 'object',
         required: ['status', 'metadata'],
         properties: {
-          status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt'] },
+          status: { enum: ['completed', 'awaiting_confirmation', 'declined', 'failed', 'in_doubt', 'waiting'] },
           resumeToken: { type: 'string' },
           error: { type: 'object' },
         },
@@ -201,6 +211,34 @@ describe('serveChains', () => {
       status: 'completed',
       output: { value: 'hi' },
     });
+  });
+
+  it('a chain that parks waiting for a signal answers status waiting, not a protocol error', async () => {
+    const note = defineTool({
+      name: 'note',
+      description: 'Notes it.',
+      effect: 'read',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+    });
+    const reviewed = chain('review_then_note', { input: z.object({}), timeoutMs: 60_000 })
+      .waitFor('reviewed', { signal: 'review', schema: z.object({ ok: z.boolean() }), timeoutMs: 30_000 })
+      .tool('n', note, () => ({}))
+      .build();
+    const runner = createRunner({ invoker: async () => ({ ok: true }), stores: { runs: memoryRunStore() } });
+    const server = serveChains(runner, [reviewed], { name: 't', version: '1', context: {} });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    cleanups.push(
+      () => runner.close(),
+      () => client.close(),
+      () => server.close(),
+    );
+    const r = await call(client, 'review_then_note', {});
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({ status: 'waiting', step: 'reviewed', signal: 'review' });
   });
 
   it('refuses what cannot be served, listing every problem', () => {
