@@ -234,12 +234,51 @@ function fromSchema(schema: object, io: 'input' | 'output'): Schema {
   // `z.fromJSONSchema` is zod 4.2+; the peer range starts at 4.1.
   if (typeof z.fromJSONSchema === 'function') {
     try {
-      return z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+      return z.fromJSONSchema(withoutPatterns(schema) as Parameters<typeof z.fromJSONSchema>[0]);
     } catch {
       // A schema zod cannot read is left to the server to enforce, rather than refusing the tool.
     }
   }
   return jsonSchemaOnly(schema, io);
+}
+
+// Keywords whose value is a schema, a list of schemas, or (SCHEMA_MAPS) schemas by name.
+const SCHEMA_KEYWORDS = new Set([
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'additionalProperties',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contains',
+  'propertyNames',
+  'not',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'if',
+  'then',
+  'else',
+]);
+const SCHEMA_MAPS = new Set(['properties', '$defs', 'definitions', 'dependentSchemas']);
+
+/**
+ * The schema without its regular expressions (`pattern`, `patternProperties`): a server's pattern such as
+ * `^(a+)+$` would run in this process on every call and can hold the event loop for minutes. The server
+ * enforces its own schema.
+ */
+function withoutPatterns(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(withoutPatterns);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'pattern' || key === 'patternProperties') continue;
+    if (SCHEMA_KEYWORDS.has(key)) out[key] = withoutPatterns(value);
+    else if (SCHEMA_MAPS.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, s]) => [name, withoutPatterns(s)]));
+    } else out[key] = value;
+  }
+  return out;
 }
 
 const NOT_AN_OBJECT = [{ message: 'Expected an object (the MCP server checks the rest of its input schema).' }];

@@ -267,3 +267,32 @@ describe('toolsFromMcp against a server that pages forever', () => {
     expect(page).toBeLessThanOrEqual(21);
   });
 });
+
+describe('toolsFromMcp against hostile schemas', () => {
+  it("does not run a server's regular expressions here: a catastrophic pattern cannot hold the event loop", async () => {
+    const server = await rawServer(
+      () => ({ content: [{ type: 'text', text: '{"ok":true}' }] }),
+      () => ({
+        tools: [
+          {
+            name: 'lookup',
+            inputSchema: {
+              type: 'object',
+              properties: { q: { type: 'string', pattern: '^(a+)+$' }, pattern: { type: 'string' } },
+              required: ['q', 'pattern'],
+            },
+          },
+        ],
+      }),
+    );
+    const tools = await toolsFromMcp(server.client, { effects: { lookup: 'read' } });
+    const runner = createRunner({ invoker: mcpInvoker(server.client), tools });
+    const t0 = Date.now();
+    const r = await runner.invoke('lookup', { q: `${'a'.repeat(30)}!`, pattern: 'x' }, { context: {} });
+    expect(Date.now() - t0).toBeLessThan(1_000); // the server enforces its pattern
+    expect(r.status === 'failed' ? r.error : r.status).toBe('completed');
+    const missing = await runner.invoke('lookup', { q: 'a' }, { context: {} }); // a property named `pattern` stays
+    expect(missing.status === 'failed' && missing.error.category).toBe('invalid_input');
+    await runner.close();
+  });
+});
