@@ -66,11 +66,13 @@ export interface AiSdkChainTool<I, TContext = unknown> {
 /**
  * A chain as an AI SDK tool (v6 or v7): the model fills the chain's input (its schema), `execute`
  * runs the chain and returns a {@link ModelResult}. A chain with a confirmation gate uses the
- * SDK's tool approval: `needsApproval` runs the chain up to the gate (and no further), and the run
- * goes past the gate only when this tool call was approved (`tool-approval-response`); the run id
- * is the tool call id. To show the gate's question in your approval UI, listen to the runner's
+ * SDK's tool approval: `needsApproval` runs the chain up to the gate, where the run parks, and the
+ * run goes past the gate only when this tool call was approved (`tool-approval-response`): with a
+ * run store it is decided where it parked, without one it runs again. The run id is the tool call
+ * id. To show the gate's question in your approval UI, listen to the runner's
  * `confirmation:requested` event (its `runId` is the `toolCallId`); it fires when `needsApproval`
- * reaches the gate and again when the approved call passes it, so key your UI by `runId`.
+ * reaches the gate (and, without a run store, again when the approved call passes it), so key your
+ * UI by `runId`.
  *
  * @example
  * ```ts

@@ -27,10 +27,11 @@ export interface OpenAIAgentsToolOptions<TContext> {
 /**
  * A chain as an OpenAI Agents SDK function tool named after the chain, with the chain's zod input
  * as its parameters; it returns a {@link ModelResult}. A chain with a confirmation gate sets
- * `needsApproval`: the chain runs up to the gate (and no further), the run is interrupted with a
- * tool approval item, and after `state.approve(item)` the chain runs past the gate. The chain's
- * run id is the tool call id; the gate's question is the runner's `confirmation:requested` event
- * (fired when the gate is reached, and again when the approved call passes it).
+ * `needsApproval`: the chain runs up to the gate, where it parks, the run is interrupted with a
+ * tool approval item, and after `state.approve(item)` the chain goes past the gate (with a run
+ * store, from where it parked; without one, run again). The chain's run id is the tool call id;
+ * the gate's question is the runner's `confirmation:requested` event (fired when the gate is
+ * reached, and without a run store again when the approved call passes it).
  *
  * @example
  * ```ts

@@ -3,8 +3,7 @@
 import { isChain, type Chain } from '../define/chain.js';
 import type { Runner } from './runner-api.js';
 import { toModelResult, type ModelResult } from './model-result.js';
-import type { RunOptions } from './types.js';
-import type { ConfirmationRequest } from '../observe/result.js';
+import type { DecideResult, RunOptions } from './types.js';
 
 /** The trusted context of a chain run from an agent: fixed, or read from the framework's own context. */
 export type AgentContextOption<F> =
@@ -15,7 +14,7 @@ export interface ChainToolCore<F> {
   /** Whether the chain has any confirmation gate (else no approval is ever needed). */
   readonly gated: boolean;
   /**
-   * Runs the chain up to its first gate and declines there: true when the call needs the user's
+   * Runs the chain up to its first gate, where it parks: true when the call needs the user's
    * approval. Nothing past the gate runs.
    */
   needsApproval(input: unknown, callId: string, frameworkContext: F): Promise<boolean>;
@@ -41,13 +40,14 @@ export function chainToolCore<F>(
   if (context !== undefined && typeof context !== 'function' && (typeof context !== 'object' || context === null)) {
     throw new TypeError(`${who}: expected \`context\` to be an object or a function of the framework's context.`);
   }
-  // The run id is the tool call id, so both phases share one trace id space and write steps before
-  // the gate are deduplicated by their idempotency keys when execute runs them again.
+  // The run id is the tool call id. With a run store, the run parked at its gate is decided by that id
+  // from any instance (`execute` may come in another request); without one, `execute` runs the chain
+  // again, and write steps before the gate are deduplicated by their idempotency keys.
   const runCall = async (
     input: unknown,
     callId: string,
     f: F,
-    confirm: NonNullable<RunOptions['confirm']>,
+    confirm: RunOptions['confirm'],
     signal?: AbortSignal,
   ) => {
     const ctx = typeof context === 'function' ? await context(f) : context;
@@ -55,19 +55,34 @@ export function chainToolCore<F>(
       runId: callId,
       ...(ctx !== undefined && { context: ctx }),
       ...(signal && { signal }),
-      confirm,
+      ...(confirm && { confirm }),
     });
+  };
+  // The parked run of this call, decided (and each later gate with it), or undefined: none is parked
+  // (no run store, or the call did not stop at a gate when approval was asked).
+  const decideParked = async (callId: string, approved: boolean) => {
+    let decided: DecideResult;
+    try {
+      decided = await runner.decide(callId, { approved, by: who });
+    } catch (error) {
+      if (error instanceof TypeError && /needs durable runs/.test(error.message)) return undefined; // no run store
+      throw error;
+    }
+    while (typeof decided !== 'string' && decided.status === 'awaiting_confirmation' && approved) {
+      decided = await runner.decide(callId, { approved, by: who }); // a later gate: the approval covers the call
+    }
+    return typeof decided === 'string' ? undefined : decided;
   };
   return {
     gated: chain.plan.some(
       (step) => step.kind === 'tool' && (step.step as { confirm?: unknown }).confirm !== undefined,
     ),
     async needsApproval(input, callId, f) {
-      let asked: ConfirmationRequest | undefined;
-      await runCall(input, callId, f, (request) => ((asked = request), false));
-      return asked !== undefined;
+      return (await runCall(input, callId, f, undefined)).status === 'awaiting_confirmation';
     },
     async execute(input, callId, f, approved, signal) {
+      const parked = await decideParked(callId, approved());
+      if (parked) return toModelResult(parked);
       let unasked = false;
       const out = toModelResult(await runCall(input, callId, f, () => approved() || ((unasked = true), false), signal));
       // A gate this call had not reached when approval was decided (the data changed since): not

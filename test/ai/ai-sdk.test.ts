@@ -2,7 +2,7 @@ import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
+import { createRunner, findAndDelete, memoryRunStore, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asAiSdkTool } from 'chainkit/ai';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { taskRunners } from '../helpers.js';
@@ -141,6 +141,26 @@ describe('asAiSdkTool', () => {
       ['call-1', 'delete'],
     ]);
     expect(store.callCount.list_tasks).toBe(2); // up to the gate once, then the approved run
+  });
+
+  it('with a run store, the approved call goes on from the gate its run is parked at (it used to be declined there, and never went on)', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker, stores: { runs: memoryRunStore() } });
+    const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };
+    const messages: ModelMessage[] = [{ role: 'user', content: 'Delete my dentist task' }];
+    const model = () => scriptedModel('find_and_delete', { match: 'dentist' });
+    const first = await generateText({ model: model(), messages, tools, stopWhen: stepCountIs(3) });
+    const request = first.content.find((p) => p.type === 'tool-approval-request');
+    expect(await runner.getRun('call-1')).toMatchObject({ status: 'awaiting_confirmation' });
+    messages.push(...first.response.messages, {
+      role: 'tool',
+      content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }],
+    });
+    const second = await generateText({ model: model(), messages, tools, stopWhen: stepCountIs(3) });
+    expect(second.text).toContain('"deleted":true');
+    expect(store.callCount.delete_task).toBe(1);
+    expect(store.callCount.list_tasks).toBe(1); // decided where it parked, not run again
+    await runner.close();
   });
 
   it('a denied approval deletes nothing', async () => {

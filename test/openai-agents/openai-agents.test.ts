@@ -9,9 +9,9 @@ import {
   type ModelResponse,
 } from '@openai/agents';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findAndDelete, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
+import { createRunner, findAndDelete, memoryRunStore, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asOpenAIAgentsTool } from 'chainkit/openai-agents';
-import { fixtures } from 'chainkit/testing';
+import { createTaskStore, fixtures } from 'chainkit/testing';
 import { taskRunners } from '../helpers.js';
 
 beforeAll(() => setTracingDisabled(true)); // the SDK would export traces to OpenAI; nothing here leaves the machine
@@ -113,6 +113,26 @@ describe('asOpenAIAgentsTool', () => {
       ['call_1', 'delete'],
       ['call_1', 'delete'],
     ]);
+  });
+
+  it('with a run store, the approved call goes on from the gate its run is parked at (it used to be declined there, and never went on)', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker, stores: { runs: memoryRunStore() } });
+    const agent = new Agent({
+      name: 'Tasks',
+      model: new ScriptedModel('find_and_delete', { match: 'dentist' }),
+      tools: [asOpenAIAgentsTool(runner, findAndDelete, { context: { userId: fixtures.alice } })],
+    });
+    const first = await run(agent, 'Delete my dentist task');
+    expect(first.interruptions).toHaveLength(1);
+    expect(await runner.getRun('call_1')).toMatchObject({ status: 'awaiting_confirmation' });
+    first.state.approve(first.interruptions[0]!);
+    const second = await run(agent, first.state);
+    expect(second.finalOutput).toContain('"deleted":true');
+    expect(store.callCount.delete_task).toBe(1);
+    expect(store.callCount.list_tasks).toBe(1); // decided where it parked, not run again
+    expect(await runner.getRun('call_1')).toMatchObject({ status: 'completed' });
+    await runner.close();
   });
 
   it('a rejected approval deletes nothing', async () => {
