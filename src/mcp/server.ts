@@ -9,6 +9,7 @@ import { ERROR_CATEGORIES } from '../errors/categories.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { modelSummary, toModelResult } from '../run/model-result.js';
 import type { Runner } from '../run/runner-api.js';
+import { trustedContext } from '../run/agent-tool.js';
 import type { RunResult } from '../observe/result.js';
 
 /** What an MCP request handler is given: `signal`, `sessionId`, `authInfo`, `requestInfo`, … */
@@ -66,8 +67,8 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
     { name: options.name, version: options.version },
     { ...(options.instructions !== undefined && { instructions: options.instructions }) },
   );
-  const contextOf = async (extra: McpRequestExtra): Promise<Record<string, unknown> | undefined> =>
-    typeof options.context === 'function' ? await options.context(extra) : options.context;
+  const contextOf = (extra: McpRequestExtra): Promise<Record<string, unknown> | undefined> =>
+    trustedContext(options.context, extra, 'serveChains');
 
   for (const chain of chains) {
     const effects = chain.plan.flatMap((p) => (p.tool ? [p.tool.effect] : []));

@@ -50,7 +50,7 @@ export function chainToolCore<F>(
     confirm: RunOptions['confirm'],
     signal?: AbortSignal,
   ) => {
-    const ctx = typeof context === 'function' ? await context(f) : context;
+    const ctx = await trustedContext(context, f, who);
     return runner.run(chain, input, {
       runId: callId,
       ...(ctx !== undefined && { context: ctx }),
@@ -98,4 +98,22 @@ export function chainToolCore<F>(
       return out;
     },
   };
+}
+
+/**
+ * @internal The trusted context of a call, from the app's function. What that function throws may
+ * hold the app's secrets (a connection string, a token), and it would reach the model or client as
+ * the tool's error: it becomes a plain error whose `cause` is the original, for the app's own logs.
+ */
+export async function trustedContext<F>(
+  context: AgentContextOption<F> | undefined,
+  f: F,
+  who: string,
+): Promise<Record<string, unknown> | undefined> {
+  if (typeof context !== 'function') return context;
+  try {
+    return await context(f);
+  } catch (error) {
+    throw new Error(`${who}: the context function failed, so nothing was run.`, { cause: error });
+  }
 }

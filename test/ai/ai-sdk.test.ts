@@ -163,6 +163,26 @@ describe('asAiSdkTool', () => {
     await runner.close();
   });
 
+  it("a context function that throws fails the call without showing the model the error's text", async () => {
+    const { runner } = setup();
+    const tools = {
+      task_summary: asAiSdkTool(runner, taskSummary, {
+        context: () => {
+          throw new Error('session store redis://admin:S3cr3t@10.0.0.1 unreachable');
+        },
+      }),
+    };
+    const r = await generateText({
+      model: scriptedModel('task_summary', {}),
+      prompt: 'Sum up',
+      tools,
+      stopWhen: stepCountIs(3),
+    });
+    const seen = JSON.stringify(r.response.messages);
+    expect(seen).toContain('context function failed');
+    expect(seen).not.toMatch(/S3cr3t|redis:/);
+  });
+
   it('a denied approval deletes nothing', async () => {
     const { store, runner } = setup();
     const tools = { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) };

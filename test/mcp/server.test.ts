@@ -241,6 +241,31 @@ describe('serveChains', () => {
     expect(r.structuredContent).toMatchObject({ status: 'waiting', step: 'reviewed', signal: 'review' });
   });
 
+  it("a context function that throws fails the call without showing the client the error's text", async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker });
+    const server = serveChains(runner, taskChains, {
+      name: 't',
+      version: '1',
+      context: () => {
+        throw new Error('session store redis://admin:S3cr3t@10.0.0.1 unreachable');
+      },
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    cleanups.push(
+      () => runner.close(),
+      () => client.close(),
+      () => server.close(),
+    );
+    const r = await call(client, 'task_summary', {});
+    expect(r.isError).toBe(true);
+    expect(JSON.stringify(r)).not.toMatch(/S3cr3t|redis:/);
+    expect(JSON.stringify(r.content)).toContain('context function failed');
+  });
+
   it('refuses what cannot be served, listing every problem', () => {
     const runner = createRunner({ invoker: async () => ({}) });
     cleanups.push(() => runner.close());
