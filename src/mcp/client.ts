@@ -208,11 +208,8 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
     cursor = page.nextCursor;
     // A server that pages forever (a cursor seen before, or more tools than any agent is given) is refused.
     if (cursor !== undefined && (seen.has(cursor) || listed.length > MAX_LISTED_TOOLS)) {
-      throw new McpToolError(
-        `The MCP server's tools/list did not end (${seen.has(cursor) ? 'a cursor came back' : `over ${MAX_LISTED_TOOLS} tools`}).`,
-        'invalid_input',
-        'endless_listing',
-      );
+      const why = seen.has(cursor) ? 'a cursor came back' : `over ${MAX_LISTED_TOOLS} tools`;
+      throw new McpToolError(`The MCP server's tools/list did not end (${why}).`, 'invalid_input', 'endless_listing');
     }
     if (cursor !== undefined) seen.add(cursor);
   } while (cursor);

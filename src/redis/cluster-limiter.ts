@@ -198,7 +198,7 @@ export class ClusterLimiter implements Limiter {
       this.asked(call, retry);
       return true;
     };
-    // Redis silent: the call fails `store_unavailable` by its deadline (at most STORE_WAIT_MS), as every store call does.
+    // Redis silent: the call fails `store_unavailable` by its deadline (at most STORE_WAIT_MS), as store calls do.
     const silence = setTimeout(
       () => {
         if (!done()) return;
