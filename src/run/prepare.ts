@@ -162,8 +162,9 @@ export async function prepareResume(
   const peeked = await read('peek');
   if ('status' in peeked) return peeked;
   const given = opts.chain;
+  // A list given is the only chains the token may be for (a server serving some chains resumes no other).
   const chain: Chain | undefined = Array.isArray(given)
-    ? ((given as readonly Chain[]).find((c) => c.name === peeked.chain) ?? parts.chains.get(peeked.chain))
+    ? (given as readonly Chain[]).find((c) => c.name === peeked.chain)
     : ((given as Chain | undefined) ?? parts.chains.get(peeked.chain));
   if (!chain || chain.name !== peeked.chain)
     return refuse(

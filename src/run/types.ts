@@ -22,8 +22,8 @@ export interface ResumeOptions<C = Record<string, unknown>> {
   /** Must be the same trusted context as the original run. */
   context?: C;
   /**
-   * The chain to resume, or the chains it may be one of (matched by name); default: the runner's
-   * chain of the checkpoint's name.
+   * The chain to resume, or the only chains it may be one of (matched by name; a token of another
+   * chain is refused, `unknown_chain`); default: the runner's chain of the checkpoint's name.
    */
   chain?: Chain | readonly Chain[];
   signal?: AbortSignal;

@@ -266,6 +266,28 @@ describe('serveChains', () => {
     expect(JSON.stringify(r.content)).toContain('context function failed');
   });
 
+  it('confirm_action resumes only the chains the server serves', async () => {
+    const store = createTaskStore({ users: fixtures.users });
+    const runner = createRunner({ invoker: store.invoker, chains: [...taskChains] });
+    const parked = await runner.run(findAndDelete, { match: 'dentist' }, { context: { userId: fixtures.alice } });
+    expect(parked.status).toBe('awaiting_confirmation');
+    const summaryOnly = taskChains.filter((c) => c.name === 'task_summary');
+    const server = serveChains(runner, summaryOnly, { name: 't', version: '1', context: { userId: fixtures.alice } });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    cleanups.push(
+      () => runner.close(),
+      () => client.close(),
+      () => server.close(),
+    );
+    const token = parked.status === 'awaiting_confirmation' ? parked.resumeToken : '';
+    const r = await call(client, 'confirm_action', { resumeToken: token, approved: true });
+    expect(r.structuredContent).toMatchObject({ status: 'failed', error: { code: 'unknown_chain' } });
+    expect(store.callCount.delete_task ?? 0).toBe(0);
+  });
+
   it('refuses what cannot be served, listing every problem', () => {
     const runner = createRunner({ invoker: async () => ({}) });
     cleanups.push(() => runner.close());
