@@ -7,7 +7,7 @@ import { isChain, type Chain } from '../define/chain.js';
 import { schemaToJSONSchema, type Schema } from '../define/schema.js';
 import { ERROR_CATEGORIES } from '../errors/categories.js';
 import { DefinitionError } from '../errors/definition-error.js';
-import { modelSummary, toModelResult } from '../run/model-result.js';
+import { modelSummary, toModelResult, type ModelResult } from '../run/model-result.js';
 import type { Runner } from '../run/runner-api.js';
 import { trustedContext } from '../run/agent-tool.js';
 import type { RunResult } from '../observe/result.js';
@@ -191,9 +191,20 @@ function envelope(output: z.ZodType): z.ZodObject {
 function toCallResult(result: RunResult): CallToolResult {
   const relayed = toModelResult(result, { howToConfirm: HOW_TO_CONFIRM });
   // structuredContent must be a JSON object; a round trip drops what JSON cannot carry, as the wire would.
-  const structured = JSON.parse(JSON.stringify(relayed)) as Record<string, unknown>;
+  let structured: Record<string, unknown>;
+  let text: string;
+  try {
+    structured = JSON.parse(JSON.stringify(relayed)) as Record<string, unknown>;
+    text = modelSummary(relayed);
+  } catch {
+    // An output JSON cannot hold (a BigInt, nesting deeper than the stack): the run's end is still told,
+    // since what it did is done, without the output.
+    text = `The chain ${result.status === 'completed' ? 'completed' : 'ended'}, but its output cannot be sent as JSON.`;
+    const { output: _unsent, ...rest } = relayed as ModelResult & { output?: unknown };
+    structured = JSON.parse(JSON.stringify({ ...rest, message: text })) as Record<string, unknown>;
+  }
   return {
-    content: [{ type: 'text', text: modelSummary(relayed) }],
+    content: [{ type: 'text', text }],
     structuredContent: structured,
     ...(result.status === 'failed' && { isError: true }),
   };

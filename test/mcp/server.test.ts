@@ -288,6 +288,40 @@ describe('serveChains', () => {
     expect(store.callCount.delete_task ?? 0).toBe(0);
   });
 
+  it('a chain whose output JSON cannot hold still reports that it completed (its action happened)', async () => {
+    const save = defineTool({
+      name: 'save',
+      description: 'Saves it.',
+      effect: 'write',
+      input: z.object({ n: z.number() }),
+      output: z.object({ id: z.bigint() }),
+    });
+    const saving = defineChain({
+      name: 'save_it',
+      description: 'Saves it.',
+      input: z.object({ n: z.number() }),
+      steps: [{ id: 's', tool: save, input: { n: ref('input', 'n') } }],
+    });
+    const runner = createRunner({ invoker: async () => ({ id: 7n }) });
+    const server = serveChains(runner, [saving], { name: 't', version: '1', context: {} });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    const client = new Client({ name: 'c', version: '1' });
+    await client.connect(clientSide);
+    cleanups.push(
+      () => runner.close(),
+      () => client.close(),
+      () => server.close(),
+    );
+    const r = await call(client, 'save_it', { n: 1 });
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toMatchObject({
+      status: 'completed',
+      message: expect.stringContaining('cannot be sent'),
+    });
+    expect(r.structuredContent.output).toBeUndefined();
+  });
+
   it('refuses what cannot be served, listing every problem', () => {
     const runner = createRunner({ invoker: async () => ({}) });
     cleanups.push(() => runner.close());
