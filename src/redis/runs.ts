@@ -5,14 +5,13 @@
 import type { RedisClient } from './client.js';
 import { redisEventLog } from './run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
-import { encodeKept, encodeRunValue, parkedStep, storedRun } from '../stores/run-codec.js';
+import { encodeRunValue, parkedStep, storedRun } from '../stores/run-codec.js';
+import { keepable } from './kept.js';
 import { steered, summarize } from '../stores/run-list.js';
-import type { IdempotencyBeginOptions } from '../stores/types.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
 import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
 import {
-  begin,
   claim,
   create,
   due,
@@ -45,30 +44,6 @@ export interface RedisRunStoreOptions {
   maxEventsPerRun?: number;
 }
 
-/**
- * The idempotency store's entry of a kept result: `{ s: 'd', v }`, the value in the run codec (a
- * cached answer keeps the Dates and BigInts of the first). Throws `CheckpointEncodeError` for what
- * no store can keep.
- *
- * @example
- * ```ts
- * await redis.set(key, keptEntry(value), 'PX', ttlMs);
- * ```
- */
-export function keptEntry(value: unknown): string {
-  const text = encodeKept(value);
-  return text === null ? '{"s":"d"}' : `{"s":"d","v":${text}}`;
-}
-
-/** {@link keptEntry}, or `undefined` for a value no store can keep (not kept, as by its own `complete`). */
-function keepable(value: unknown): string | undefined {
-  try {
-    return keptEntry(value);
-  } catch {
-    return undefined;
-  }
-}
-
 /** A stored run from a run hash (HGETALL, flat) and its journal. */
 function fromHash(flat: readonly string[], entries: readonly string[]): StoredRun {
   const h = new Map<string, string>();
@@ -89,32 +64,6 @@ function fromHash(flat: readonly string[], entries: readonly string[]): StoredRu
     h.get('retry'),
     h.get('cancel'),
   );
-}
-
-/** The pending marker of a durable run's call: names the run and the owner that claimed the key. */
-export const runMarker = (run: IdempotencyBeginOptions): string =>
-  JSON.stringify({ s: 'p', r: run.runId, o: run.owner });
-
-/**
- * Claims an idempotency key for a durable run's call (see {@link IdempotencyBeginOptions}): `null`
- * when claimed (or taken over), else the raw entry. Used by `redisStores().idempotency.begin`.
- *
- * @example
- * ```ts
- * const raw = await beginForRun(redis, `${prefix}:idem:${key}`, 60_000, { runId, owner, takeOver: true });
- * ```
- */
-export async function beginForRun(
-  redis: RedisClient,
-  key: string,
-  pendingTtlMs: number,
-  options: IdempotencyBeginOptions,
-): Promise<string | null> {
-  return (await begin(
-    redis,
-    [key],
-    [runMarker(options), pendingTtlMs, options.runId, options.owner, options.takeOver ? '1' : '0'],
-  )) as string | null;
 }
 
 const REDIS_RUN_STORE_OPTIONS = z.object(

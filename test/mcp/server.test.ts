@@ -59,6 +59,20 @@ async function serve(signedInAs: Record<string, string>) {
   return { store, clients, extras };
 }
 
+/** A client connected to `server` in memory; the runner, server and client are closed after the test. */
+async function connected(runner: { close(): Promise<void> }, server: ReturnType<typeof serveChains>): Promise<Client> {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'c', version: '1' });
+  await client.connect(clientSide);
+  cleanups.push(
+    () => runner.close(),
+    () => client.close(),
+    () => server.close(),
+  );
+  return client;
+}
+
 const call = async (client: Client, name: string, args: Record<string, unknown>) =>
   (await client.callTool({ name, arguments: args })) as CallToolResult & { structuredContent: Record<string, any> };
 
@@ -191,15 +205,7 @@ describe('serveChains', () => {
       steps: [{ id: 'e', tool: echo, input: { value: ref('input', 'value') } }],
     });
     const server = serveChains(runner, [say], { name: 'echo', version: '1.0.0' });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await server.connect(serverSide);
-    const client = new Client({ name: 'c', version: '1.0.0' });
-    await client.connect(clientSide);
-    cleanups.push(
-      () => runner.close(),
-      () => server.close(),
-      () => client.close(),
-    );
+    const client = await connected(runner, server);
     const listed = (await client.listTools()).tools.find((t) => t.name === 'say_it')!;
     expect(listed.title).toBe('Say it');
     expect(listed.outputSchema!.properties!.output).toMatchObject({
@@ -227,15 +233,7 @@ describe('serveChains', () => {
       .build();
     const runner = createRunner({ invoker: async () => ({ ok: true }), stores: { runs: memoryRunStore() } });
     const server = serveChains(runner, [reviewed], { name: 't', version: '1', context: {} });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await server.connect(serverSide);
-    const client = new Client({ name: 'c', version: '1' });
-    await client.connect(clientSide);
-    cleanups.push(
-      () => runner.close(),
-      () => client.close(),
-      () => server.close(),
-    );
+    const client = await connected(runner, server);
     const r = await call(client, 'review_then_note', {});
     expect(r.isError).toBeFalsy();
     expect(r.structuredContent).toMatchObject({ status: 'waiting', step: 'reviewed', signal: 'review' });
@@ -251,15 +249,7 @@ describe('serveChains', () => {
         throw new Error('session store redis://admin:S3cr3t@10.0.0.1 unreachable');
       },
     });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await server.connect(serverSide);
-    const client = new Client({ name: 'c', version: '1' });
-    await client.connect(clientSide);
-    cleanups.push(
-      () => runner.close(),
-      () => client.close(),
-      () => server.close(),
-    );
+    const client = await connected(runner, server);
     const r = await call(client, 'task_summary', {});
     expect(r.isError).toBe(true);
     expect(JSON.stringify(r)).not.toMatch(/S3cr3t|redis:/);
@@ -273,15 +263,7 @@ describe('serveChains', () => {
     expect(parked.status).toBe('awaiting_confirmation');
     const summaryOnly = taskChains.filter((c) => c.name === 'task_summary');
     const server = serveChains(runner, summaryOnly, { name: 't', version: '1', context: { userId: fixtures.alice } });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await server.connect(serverSide);
-    const client = new Client({ name: 'c', version: '1' });
-    await client.connect(clientSide);
-    cleanups.push(
-      () => runner.close(),
-      () => client.close(),
-      () => server.close(),
-    );
+    const client = await connected(runner, server);
     const token = parked.status === 'awaiting_confirmation' ? parked.resumeToken : '';
     const r = await call(client, 'confirm_action', { resumeToken: token, approved: true });
     expect(r.structuredContent).toMatchObject({ status: 'failed', error: { code: 'unknown_chain' } });
@@ -304,15 +286,7 @@ describe('serveChains', () => {
     });
     const runner = createRunner({ invoker: async () => ({ id: 7n }) });
     const server = serveChains(runner, [saving], { name: 't', version: '1', context: {} });
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await server.connect(serverSide);
-    const client = new Client({ name: 'c', version: '1' });
-    await client.connect(clientSide);
-    cleanups.push(
-      () => runner.close(),
-      () => client.close(),
-      () => server.close(),
-    );
+    const client = await connected(runner, server);
     const r = await call(client, 'save_it', { n: 1 });
     expect(r.isError).toBeFalsy();
     expect(r.structuredContent).toMatchObject({
