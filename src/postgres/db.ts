@@ -60,18 +60,20 @@ const SWEEP_BATCH = 1000;
 const CLOSE_SWEEP_WAIT_MS = 1_000;
 
 /**
- * Texts sent as one parameter, read by {@link textRows}: JSON rather than a PostgreSQL array, whose
- * literal pg builds by escaping every element with two regular expressions, slow on texts of JSON.
+ * JSON texts (as `encodeRunValue` writes them) sent as one parameter, read by {@link textRows}: one
+ * JSON array of them as they are, rather than a PostgreSQL array (whose literal pg builds by escaping
+ * every element with two regular expressions) or a JSON array of strings (every quote escaped again).
  *
  * @example
  * ```ts
  * await db.query('run (journal)', journal, [runId, owner, textList(entries)]);
  * ```
  */
-export const textList = (texts: readonly string[]): string => JSON.stringify(texts);
+export const textList = (texts: readonly string[]): string => `[${texts.join(',')}]`;
 
 /**
  * The rows `u(e, i)` of a {@link textList} parameter (`$n`): each text `e` and its place `i`, from 1.
+ * A `json` element cast to text is its text as sent, byte for byte (`json`, unlike `jsonb`, keeps it).
  *
  * @example
  * ```ts
@@ -79,7 +81,7 @@ export const textList = (texts: readonly string[]): string => JSON.stringify(tex
  * ```
  */
 export const textRows = (param: string): string =>
-  `json_array_elements_text(${param}::json) WITH ORDINALITY AS u(e, i)`;
+  `(SELECT j::text AS e, i FROM json_array_elements(${param}::json) WITH ORDINALITY AS x(j, i)) AS u`;
 
 /** The pool, the schema and what every store on them shares. */
 export class Db {
