@@ -1,7 +1,7 @@
 // Shared test fixtures: small tools and ids.
 import { z } from 'zod';
 import { afterEach } from 'vitest';
-import { createRunner, defineTool, type Runner } from 'chainkit';
+import { createRunner, defineChain, defineTool, ref, type Runner } from 'chainkit';
 import { createTaskStore, fixtures, type TaskStore } from 'chainkit/testing';
 
 export const USER = '6f1d2c3b-4a5e-4f60-8a7b-1c2d3e4f5a6b';
@@ -50,4 +50,36 @@ export function taskRunners(): () => { store: TaskStore; runner: Runner } {
     open.push(runner);
     return { store, runner };
   };
+}
+
+/**
+ * A chain whose input schema transforms (not idempotently, and to another type: `'21'` becomes 42)
+ * on a runner whose tool records the inputs it saw; the runner is closed after the test. Run
+ * through an agent adapter, the tool must see what `runner.run` would give it: the transform once.
+ */
+export function transformingChain(): { runner: Runner; chain: ReturnType<typeof doubled>; seen: unknown[] } {
+  const seen: unknown[] = [];
+  const runner = createRunner({
+    invoker: async (call) => {
+      seen.push(call.input);
+      return { ok: true };
+    },
+  });
+  afterEach(() => runner.close());
+  return { runner, chain: doubled(), seen };
+}
+
+function doubled() {
+  const save = defineTool({
+    name: 'save',
+    description: 'Saves it.',
+    input: z.object({ n: z.number() }),
+    output: z.object({ ok: z.boolean() }),
+  });
+  return defineChain({
+    name: 'save_it',
+    description: 'Saves it.',
+    input: z.object({ n: z.string().transform((s) => Number(s) * 2) }),
+    steps: [{ id: 's', tool: save, input: { n: ref('input', 'n') } }],
+  });
 }

@@ -10,6 +10,7 @@ import { DefinitionError } from '../errors/definition-error.js';
 import { modelSummary, toModelResult, type ModelResult } from '../run/model-result.js';
 import type { Runner } from '../run/runner-api.js';
 import { trustedContext } from '../run/agent-tool.js';
+import { INPUT_PARSED, type ParsedInputOptions } from '../run/prepare.js';
 import type { RunResult } from '../observe/result.js';
 
 /** What an MCP request handler is given: `signal`, `sessionId`, `authInfo`, `requestInfo`, … */
@@ -88,11 +89,13 @@ export function serveChains(runner: Runner, chains: readonly Chain[], options: S
       },
       async (input: unknown, extra: McpRequestExtra) => {
         const context = await contextOf(extra);
-        const result = await runner.run(chain, input, {
+        const run: ParsedInputOptions<Record<string, unknown>> = {
+          [INPUT_PARSED]: true, // the SDK parsed it with chain.input, the tool's inputSchema
           signal: extra.signal,
           ...(context !== undefined && { context }),
           ...(extra.sessionId !== undefined && { sessionId: extra.sessionId }),
-        });
+        };
+        const result = await runner.run(chain, input, run);
         return toCallResult(result);
       },
     );

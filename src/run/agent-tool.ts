@@ -1,6 +1,7 @@
 // What the agent-framework adapters share: a chain as one tool call, with its gates answered by
 // the framework's approval step.
 import { isChain, type Chain } from '../define/chain.js';
+import { INPUT_PARSED, type ParsedInputOptions } from './prepare.js';
 import type { Runner } from './runner-api.js';
 import { toModelResult, type ModelResult } from './model-result.js';
 import type { DecideResult, RunOptions } from './types.js';
@@ -51,12 +52,14 @@ export function chainToolCore<F>(
     signal?: AbortSignal,
   ) => {
     const ctx = await trustedContext(context, f, who);
-    return runner.run(chain, input, {
+    const options: ParsedInputOptions<Record<string, unknown>> = {
+      [INPUT_PARSED]: true, // the framework parsed it with chain.input
       runId: callId,
       ...(ctx !== undefined && { context: ctx }),
       ...(signal && { signal }),
       ...(confirm && { confirm }),
-    });
+    };
+    return runner.run(chain, input, options);
   };
   // The parked run of this call, decided (and each later gate with it), or undefined: none is parked
   // (no run store, or the call did not stop at a gate when approval was asked).

@@ -24,6 +24,25 @@ import { nullRecord } from '../util/record.js';
 const NONE: readonly never[] = Object.freeze([]);
 
 /**
+ * @internal A run option of the agent adapters: the framework already parsed the input with the chain's
+ * own input schema (the MCP SDK, the AI SDK and OpenAI Agents each do, and hand the tool what it gave),
+ * so the run takes it as parsed and a transform in the schema runs once. A symbol, so that no options
+ * read from JSON carry it; `Symbol.for`, so that two copies of chainkit agree on it.
+ *
+ * @example
+ * ```ts
+ * const options: ParsedInputOptions<Ctx> = { [INPUT_PARSED]: true, context };
+ * await runner.run(chain, frameworkParsedInput, options);
+ * ```
+ */
+export const INPUT_PARSED: unique symbol = Symbol.for('chainkit.inputParsed') as never;
+
+/** @internal Run options with {@link INPUT_PARSED}. */
+export interface ParsedInputOptions<C> extends RunOptions<C> {
+  [INPUT_PARSED]?: true;
+}
+
+/**
  * A fresh run of `chain`: its execution, or a failed result for input or context that do not match
  * the chain's schemas. Throws only on input or options that cannot be read.
  *
@@ -52,7 +71,10 @@ export function prepareRun(
     );
   }
   const runId = (given as string | undefined) ?? newId();
-  const parsed = parseSchema(chain.input, input);
+  const parsed =
+    (opts as ParsedInputOptions<unknown>)[INPUT_PARSED] === true
+      ? { success: true as const, data: input }
+      : parseSchema(chain.input, input);
   if (!parsed.success) {
     const f = schemaFailure(
       'invalid_input',

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { createRunner, findAndDelete, memoryRunStore, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
 import { asAiSdkTool } from 'chainkit/ai';
 import { createTaskStore, fixtures } from 'chainkit/testing';
-import { taskRunners } from '../helpers.js';
+import { taskRunners, transformingChain } from '../helpers.js';
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
@@ -60,6 +60,18 @@ describe('asAiSdkTool', () => {
     expect(model.doGenerateCalls[0]!.tools).toEqual([
       expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description }),
     ]);
+  });
+
+  it("parses the model's input once: a transform in the chain's input schema runs once", async () => {
+    const { runner, chain, seen } = transformingChain();
+    const result = await generateText({
+      model: scriptedModel('save_it', { n: '21' }),
+      prompt: 'Save 21',
+      stopWhen: stepCountIs(3),
+      tools: { save_it: asAiSdkTool(runner, chain) },
+    });
+    expect(result.steps[0]!.toolResults[0]!.output).toMatchObject({ status: 'completed' });
+    expect(seen).toEqual([{ n: 42 }]);
   });
 
   it("reads the tool context from v7's `context` (the tool's `toolsContext` entry) or v6's `experimental_context`", async () => {

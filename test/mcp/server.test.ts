@@ -16,7 +16,7 @@ import {
 } from 'chainkit';
 import { serveChains, type McpRequestExtra } from 'chainkit/mcp';
 import { createTaskStore, fixtures } from 'chainkit/testing';
-import { echo } from '../helpers.js';
+import { echo, transformingChain } from '../helpers.js';
 import { connectStdio } from './stdio.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -268,6 +268,20 @@ describe('serveChains', () => {
     const r = await call(client, 'confirm_action', { resumeToken: token, approved: true });
     expect(r.structuredContent).toMatchObject({ status: 'failed', error: { code: 'unknown_chain' } });
     expect(store.callCount.delete_task ?? 0).toBe(0);
+  });
+
+  it("parses a chain's input once: a transform in its schema runs once, as with runner.run", async () => {
+    const { runner, chain, seen } = transformingChain();
+    const server = serveChains(runner, [chain], { name: 't', version: '1', context: {} });
+    const client = await connected(runner, server);
+    const listed = (await client.listTools()).tools.find((t) => t.name === 'save_it')!;
+    expect(listed.inputSchema.properties).toMatchObject({ n: { type: 'string' } });
+    const r = await call(client, 'save_it', { n: '21' });
+    expect(r.structuredContent).toMatchObject({ status: 'completed' });
+    expect(seen).toEqual([{ n: 42 }]);
+    const bad = await call(client, 'save_it', { n: 21 });
+    expect(bad.isError).toBe(true);
+    expect(seen).toHaveLength(1);
   });
 
   it('a chain whose output JSON cannot hold still reports that it completed (its action happened)', async () => {
