@@ -212,6 +212,99 @@ describe.each(stores)('completeLate keeps a late answer only where the outcome i
   });
 });
 
+describe.each(stores)('forget drops a kept result only (%s)', (_, store) => {
+  it('a kept result goes (the next begin claims the key); a claim in flight and an unknown outcome stay', async () => {
+    const s = store();
+    const kept = unique('forget-kept');
+    await s.begin(kept);
+    await s.complete(kept, { v: 1 });
+    await s.forget!(kept);
+    expect(await s.begin(kept)).toEqual({ status: 'new' });
+
+    const inFlight = unique('forget-in-flight');
+    await s.begin(inFlight);
+    await s.forget!(inFlight);
+    const claim = await s.begin(inFlight);
+    expect(claim.status).toBe('pending');
+    if (claim.status === 'pending') claim.cancel?.();
+
+    const unknown = unique('forget-unknown');
+    await s.begin(unknown);
+    await s.fail(unknown, new Error('socket hang up'), true);
+    await s.forget!(unknown);
+    const told = await s.begin(unknown); // still answered with the unknown outcome, not claimed anew
+    expect(told.status).toBe('pending');
+    if (told.status === 'pending') await expect(told.settled).rejects.toThrow(/socket hang up|may have/i);
+
+    await s.forget!(unique('forget-missing')); // nothing kept: nothing happens
+  });
+});
+
+describe.each(stores)('a write undone by compensation is done again by a retried request (%s)', (_, store) => {
+  const hold = defineTool({
+    name: 'hold_seat',
+    description: 'holds a seat',
+    input: z.object({ seat: z.string() }),
+    output: z.object({ hold: z.string() }),
+    effect: 'write',
+    // A key of its own (not the run id): another run for the same seat gets this hold while it stands.
+    idempotencyKey: (input) => `seat-${input.seat}`,
+  });
+  const release = defineTool({
+    name: 'release_seat',
+    description: 'releases a hold',
+    input: z.object({ hold: z.string() }),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+  });
+  const charge = defineTool({
+    name: 'charge_card',
+    description: 'charges',
+    input: z.object({}),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+    retry: false,
+  });
+  const book = defineChain({
+    name: 'book',
+    input: z.object({ seat: z.string() }),
+    steps: [
+      {
+        id: 'hold',
+        tool: hold,
+        input: { seat: ref('input', 'seat') },
+        compensate: { tool: release, input: { hold: ref('hold', 'hold') } },
+      },
+      { id: 'pay', tool: charge, input: {} },
+    ],
+  });
+
+  it('the tool-keyed hold and its release both run again: nothing is answered from the undone first attempt', async () => {
+    let holds = 0;
+    let declined = true;
+    const invoker = createMockInvoker({
+      hold_seat: () => ({ hold: `h${++holds}` }),
+      release_seat: { ok: { ok: true } },
+      charge_card: () => {
+        if (declined) throw Object.assign(new Error('card declined'), { status: 402 });
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker, stores: { idempotency: store() } });
+    const seat = unique('12A');
+    const first = await runner.run(book, { seat }, { runId: unique('book') });
+    expect(first.status === 'failed' && first.compensated).toEqual(['hold']);
+    const second = await runner.run(book, { seat }, { runId: unique('book') });
+    expect(second.status === 'failed' && second.compensated).toEqual(['hold']);
+    declined = false;
+    const third = await runner.run(book, { seat }, { runId: unique('book') });
+    expect(third.status).toBe('completed');
+    expect(invoker.callsTo('hold_seat')).toHaveLength(3);
+    expect(invoker.callsTo('release_seat').map((c) => c.input)).toEqual([{ hold: 'h1' }, { hold: 'h2' }]);
+    await runner.close();
+  });
+});
+
 describe.each(stores)('a late failure leaves a kept result (%s)', (_, store) => {
   it('a stalled call whose claim lapsed and was completed by another: its failure changes nothing', async () => {
     const s = store();
