@@ -97,7 +97,8 @@ export function asAiSdkTool<I, C, O, TContext = unknown>(
   chain: Chain<I, C, O, any, any>,
   options: AiSdkToolOptions<TContext> = {},
 ): AiSdkChainTool<I, TContext> {
-  const core = chainToolCore<TContext>(runner, chain, options.context, 'asAiSdkTool');
+  // The SDK asks needsApproval only of a call whose input its schema (chain.input) parsed, with that value.
+  const core = chainToolCore<TContext>(runner, chain, options.context, 'asAiSdkTool', true);
   const tool: AiSdkChainTool<I, TContext> = {
     description: chain.description,
     inputSchema: chain.input,

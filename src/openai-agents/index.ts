@@ -49,7 +49,8 @@ export function asOpenAIAgentsTool<I, C, O, TContext = unknown>(
   chain: Chain<I, C, O, any, any>,
   options: OpenAIAgentsToolOptions<TContext> = {},
 ): FunctionTool<TContext> {
-  const core = chainToolCore<TContext>(runner, chain, options.context, 'asOpenAIAgentsTool');
+  // The SDK hands needsApproval the model's arguments as JSON.parse gave them, checked by nothing.
+  const core = chainToolCore<TContext>(runner, chain, options.context, 'asOpenAIAgentsTool', false);
   const callIdOf = (id: string | undefined): string => id ?? `call_${randomUUID()}`;
   return tool({
     name: chain.name,

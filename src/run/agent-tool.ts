@@ -35,6 +35,8 @@ export function chainToolCore<F>(
   chain: Chain,
   context: AgentContextOption<F> | undefined,
   who: string,
+  /** Whether the framework hands `needsApproval` the input it parsed with `chain.input` (else the run parses it). */
+  approvalInputParsed: boolean,
 ): ChainToolCore<F> {
   if (typeof runner?.run !== 'function') throw new TypeError(`${who}: expected a runner made by createRunner().`);
   if (!isChain(chain)) throw new TypeError(`${who}: expected a chain made by defineChain().`);
@@ -49,11 +51,12 @@ export function chainToolCore<F>(
     callId: string,
     f: F,
     confirm: RunOptions['confirm'],
+    parsed: boolean,
     signal?: AbortSignal,
   ) => {
     const ctx = await trustedContext(context, f, who);
     const options: ParsedInputOptions<Record<string, unknown>> = {
-      [INPUT_PARSED]: true, // the framework parsed it with chain.input
+      ...(parsed && { [INPUT_PARSED]: true as const }), // the framework parsed it with chain.input
       runId: callId,
       ...(ctx !== undefined && { context: ctx }),
       ...(signal && { signal }),
@@ -81,13 +84,15 @@ export function chainToolCore<F>(
       (step) => step.kind === 'tool' && (step.step as { confirm?: unknown }).confirm !== undefined,
     ),
     async needsApproval(input, callId, f) {
-      return (await runCall(input, callId, f, undefined)).status === 'awaiting_confirmation';
+      return (await runCall(input, callId, f, undefined, approvalInputParsed)).status === 'awaiting_confirmation';
     },
     async execute(input, callId, f, approved, signal) {
       const parked = await decideParked(callId, approved());
       if (parked) return toModelResult(parked);
       let unasked = false;
-      const out = toModelResult(await runCall(input, callId, f, () => approved() || ((unasked = true), false), signal));
+      // Both SDKs parse a call's input with chain.input before `execute`, and hand it what that gave.
+      const confirm = (): boolean => approved() || ((unasked = true), false);
+      const out = toModelResult(await runCall(input, callId, f, confirm, true, signal));
       // A gate this call had not reached when approval was decided (the data changed since): not
       // passed, and the model is told to ask again rather than that the user said no.
       if (unasked && out.status === 'declined') {

@@ -9,7 +9,18 @@ import {
   type ModelResponse,
 } from '@openai/agents';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createRunner, findAndDelete, memoryRunStore, taskSummary, type ConfirmationRequestedEvent } from 'chainkit';
+import {
+  createRunner,
+  defineChain,
+  defineTool,
+  findAndDelete,
+  functionInvoker,
+  memoryRunStore,
+  ref,
+  taskSummary,
+  type ConfirmationRequestedEvent,
+} from 'chainkit';
+import { z } from 'zod';
 import { asOpenAIAgentsTool } from 'chainkit/openai-agents';
 import { createTaskStore, fixtures } from 'chainkit/testing';
 import { taskRunners } from '../helpers.js';
@@ -80,6 +91,50 @@ describe('asOpenAIAgentsTool', () => {
     expect(model.requests[0]!.tools).toEqual([
       expect.objectContaining({ type: 'function', name: 'task_summary', description: taskSummary.description }),
     ]);
+  });
+
+  it("checks the arguments needsApproval is given (the SDK hands it the model's JSON unchecked): nothing runs on bad input", async () => {
+    const refunds: unknown[] = [];
+    const refund = defineTool({
+      name: 'refund',
+      description: 'Refunds.',
+      input: z.object({ cents: z.number() }),
+      output: z.object({ ok: z.boolean() }),
+      idempotent: true,
+    });
+    const notify = defineTool({
+      name: 'notify',
+      description: 'Notifies.',
+      input: z.object({}),
+      output: z.object({ ok: z.boolean() }),
+      idempotent: true,
+    });
+    const refundThenNotify = defineChain({
+      name: 'refund_then_notify',
+      description: 'Refunds at most 100 cents, then notifies after approval.',
+      input: z.object({ cents: z.number().int().min(1).max(100) }),
+      steps: [
+        { id: 'refund', tool: refund, input: { cents: ref('input', 'cents') } },
+        { id: 'notify', tool: notify, input: {}, confirm: { prompt: 'Notify the customer?' } },
+      ],
+    });
+    const runner = createRunner({
+      invoker: functionInvoker({
+        refund: (input: unknown) => (refunds.push(input), { ok: true }),
+        notify: () => ({ ok: true }),
+      }),
+    });
+    try {
+      const agent = new Agent({
+        name: 'Refunds',
+        model: new ScriptedModel('refund_then_notify', { cents: 1_000_000 }),
+        tools: [asOpenAIAgentsTool(runner, refundThenNotify)],
+      });
+      await run(agent, 'Refund me', { maxTurns: 2 }).catch(() => undefined);
+      expect(refunds).toEqual([]);
+    } finally {
+      await runner.close();
+    }
   });
 
   it('a gate is a run interruption: the chain goes past it only after state.approve', async () => {
