@@ -76,8 +76,6 @@ WHERE key = $1 AND state <> 'd' AND ($2::text IS NULL OR (state = 'p' AND run_id
 WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner = $5))`,
   );
 
-  const forget = db.sql(`DELETE FROM ${s}.idempotency WHERE key = $1 AND state = 'd'`);
-
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
   const kept = (row: Row | undefined): KeptOutcome => {
     if (row === undefined) return undefined;
@@ -131,9 +129,6 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
         const now = db.now();
         return [key, late, now + (ttlMs ?? timing.ttlMs), now];
       });
-    },
-    async forget(key) {
-      await db.query('idempotency', forget, [key]);
     },
     close: () => db.close(),
   };

@@ -147,12 +147,6 @@ elseif v ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
 
-// KEYS: idempotency key. Deletes it only while it holds a kept result (a claim in flight or an unknown outcome stays).
-const FORGET = `
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 8) == '{"s":"d"' then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
 // KEYS: breaker hash. ARGV: now, openMs. Returns 'closed', 'probe', or the ms until it may be probed.
 // 'probing' holds when the probe began ('0': none): one older than openMs is taken as lost (its instance died
 // mid-call), so another may probe; the breaker no longer stays open until the hash expires (10 × openMs).
@@ -306,9 +300,6 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
     },
     async completeLate(key, value, ttlMs) {
       await redis.eval(COMPLETE_LATE, 1, idemKey(key), keptEntry(value), String(px(ttlMs ?? idemTtl)));
-    },
-    async forget(key) {
-      await redis.eval(FORGET, 1, idemKey(key));
     },
   };
 

@@ -11,7 +11,7 @@ import { inputSizeOf } from '../guidance/timing.js';
 import type { RedactRule } from '../util/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
-import type { IdempotencyBeginOptions, IdempotencyStore } from '../stores/types.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
 import { hashContext } from './checkpoint.js';
 import { StepError } from './execution.js';
 
@@ -30,8 +30,6 @@ export interface Calls {
   readonly guidance: GuidanceSources;
   /** Abort scopes of the runs and calls in flight, aborted by `close()`. */
   readonly active: Set<AbortScope>;
-  /** The idempotency store of the pipeline: a compensation drops what it undid from it. */
-  readonly idempotency: IdempotencyStore;
 }
 
 /** Where calls are made: a run (one site for all its steps), a direct `runner.invoke`, an undo. */
@@ -142,29 +140,7 @@ export function idempotencyStoreKey(tool: string, context: object, key: string):
   return storeKey;
 }
 
-/**
- * The key the idempotency store kept the write of `tool` at step `step` under, as {@link callContext}
- * made it: from the step's own key (`given`), else the tool's `idempotencyKey(input)`, else `runId:step`.
- *
- * @example
- * ```ts
- * await store.forget?.(writeStoreKey(site, 'reserve', reserve, input, undefined));
- * ```
- */
-export function writeStoreKey(
-  site: KeySite,
-  step: string,
-  tool: Tool,
-  input: unknown,
-  given: string | undefined,
-): string {
-  return idempotencyStoreKey(tool.name, site.context, given ?? defaultKey(site, step, tool, input));
-}
-
-/** What a call's key is made of, of its site. */
-type KeySite = Pick<CallSite, 'runId' | 'sessionId' | 'context'>;
-
-function defaultKey(site: KeySite, step: string, tool: Tool, input: unknown): string {
+function defaultKey(site: CallSite, step: string, tool: Tool, input: unknown): string {
   if (!tool.idempotencyKey) return `${site.runId}:${step}`;
   return tool.idempotencyKey(input, {
     tool: tool.name,

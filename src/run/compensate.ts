@@ -2,7 +2,6 @@
 // first. It belongs to the run (it acts on what the run did), not to the policies around one call.
 import type { Scope } from '../define/ref.js';
 import { parseSchema } from '../define/schema.js';
-import type { ToolStep } from '../define/spec.js';
 import type { PlannedStep } from '../define/step-kinds.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
@@ -12,8 +11,8 @@ import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../policies/abort.js';
 import type { CallContext } from '../policies/types.js';
-import { callContext, failureInfo, UNDO_FLOOR_MS, writeStoreKey, type Calls, type CallSite } from './call-context.js';
-import { describeThrown, iso, type UndoJournal } from './execution.js';
+import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
+import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import type { Recorder } from './recorder.js';
 import { traceEntry } from './trace-entry.js';
@@ -74,13 +73,11 @@ export async function compensateRun(
     : [];
   if (!journal || (await journal.start(result.error))) {
     for (const unit of steps) {
-      const { entry, error, undoKey } = await undo(calls, recorder, run, unit);
+      const { entry, error } = await undo(calls, recorder, run, unit);
       if (error) failures.push({ step: unit.id, error });
       else result.compensated.push(unit.id);
       trace.steps.push(entry);
       if (journal && !(await journal.undone(unit.id, entry, error))) break;
-      // Only once the undo is journaled: a recovered run must still find the undo done, not do it again.
-      if (!error) await forgetUndone(calls, recorder, run, unit, undoKey);
     }
   }
   if (failures.length > 0) result.compensationFailures = failures;
@@ -98,7 +95,7 @@ async function undo(
   recorder: Recorder,
   run: CompensationRun,
   { step, id, scope }: UndoUnit,
-): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined; undoKey: string | undefined }> {
+): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
   const { tool, resolveInput } = step.compensate!;
   const started = calls.now();
   const abort = new AbortScope();
@@ -151,40 +148,5 @@ async function undo(
   );
   if (error) entry.error = error;
   recorder.stepEnded(site, entry);
-  return { entry, error, undoKey: ctx?.storeKey };
-}
-
-/**
- * After an undo: drops the undone write's kept result (and the undo's own), so that a retried request
- * (the same run id, or the same key) does the write again instead of being answered that it is done,
- * and undoes that one too if it must. The undo's key goes first: should the write's stay, a retry is
- * answered from it and undoes nothing twice. A store that fails here is logged; the undo stands.
- */
-async function forgetUndone(
-  calls: Calls,
-  recorder: Recorder,
-  run: CompensationRun,
-  { step, id, scope }: UndoUnit,
-  undoKey: string | undefined,
-): Promise<void> {
-  const store = calls.idempotency;
-  if (!store.forget) return;
-  const tool = step.tool!;
-  try {
-    if (undoKey !== undefined) await store.forget(undoKey);
-    if (tool.effect === 'read') return;
-    const given = (step.step as ToolStep).idempotencyKey?.(scope);
-    let input: unknown;
-    if (given === undefined && tool.idempotencyKey) {
-      const parsed = parseSchema(tool.input, step.resolveInput!(scope));
-      if (!parsed.success) return; // it parsed when the write ran: this scope is not the write's
-      input = parsed.data;
-    }
-    await store.forget(writeStoreKey(run, id, tool, input, given));
-  } catch (thrown) {
-    recorder.logger?.warn(
-      { runId: run.runId, traceId: run.traceId, chain: run.chain, step: id, tool: tool.name },
-      `step ${id} was undone, but its kept result could not be dropped: ${describeThrown(thrown)}`,
-    );
-  }
+  return { entry, error };
 }

@@ -251,9 +251,6 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       if (e && e.expiresAt > now() && e.unknown === undefined) return;
       complete(key, value, ttlMs);
     },
-    forget(key) {
-      if (entries.get(key)?.done) entries.delete(key);
-    },
     fail(key, error, outcomeUnknown, run) {
       const e = entries.get(key);
       // Only a claim in flight ends, never a kept result (this call's claim lapsed and another completed the

@@ -112,13 +112,6 @@ export interface IdempotencyStore {
    * unknown until `pendingTtlMs` and drops the late answer.
    */
   completeLate?(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
-  /**
-   * Drops the result kept for `key`, so that a later call with it runs: the write was undone (a
-   * compensation succeeded), and a retried request must do it again rather than be answered that
-   * it is done. A claim in flight or an unknown outcome is left as it is. A store without it keeps
-   * an undone write's result until its TTL: a retry with the same key is answered without running.
-   */
-  forget?(key: string): MaybePromise<void>;
 }
 
 /** Whether a call may go through the breaker now. */

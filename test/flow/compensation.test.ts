@@ -266,38 +266,6 @@ describe('compensation inside sub-chains', () => {
       await runner.close();
     }
   });
-
-  it('undone items are done again by a retried request (the same run id, no run store), and undone again', async () => {
-    const t = tools();
-    const runner = createRunner({ invoker: t.invoker });
-    try {
-      const c = defineChain({
-        name: 'retried_fan_out',
-        input: z.object({}),
-        steps: [
-          { id: 'find', tool: list, input: { n: 2 } },
-          { id: 'done', forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') } } },
-          { id: 'fail', tool: boom, input: () => ({}) },
-        ],
-      });
-      for (let i = 0; i < 2; i++) {
-        const r = await runner.run(c, {}, { runId: 'retried-request' });
-        expect(r.status === 'failed' && r.compensated).toEqual(['done/1/save', 'done/0/save']);
-      }
-      expect(t.calls).toEqual([
-        'save t0',
-        'save t1',
-        'unsave t1',
-        'unsave t0',
-        'save t0',
-        'save t1',
-        'unsave t1',
-        'unsave t0',
-      ]);
-    } finally {
-      await runner.close();
-    }
-  });
 });
 
 /**

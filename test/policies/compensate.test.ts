@@ -101,35 +101,3 @@ describe('compensation', () => {
     expect(invoker.callsTo('release')).toHaveLength(0);
   });
 });
-
-describe('compensation and a retried request (the same run id, no run store)', () => {
-  it('does an undone write again: what was compensated is not answered from the idempotency store', async () => {
-    let declined = true;
-    const invoker = createMockInvoker({
-      reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
-      release: { ok: { ok: true } },
-      charge: () => {
-        if (declined) throw http(402, 'card declined');
-        return { ok: true };
-      },
-    });
-    const runner = createRunner({ invoker });
-    const first = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o2' });
-    expect(first.status === 'failed' && first.compensated).toEqual(['second', 'first']);
-    declined = false; // the user fixed the card and retried the request
-    const again = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o2' });
-    expect(again.status).toBe('completed');
-    // Both holds were released by the first run, so the retry must take them again.
-    expect(invoker.callsTo('reserve').map((c) => c.input)).toEqual([
-      { item: 'x' },
-      { item: 'y' },
-      { item: 'x' },
-      { item: 'y' },
-    ]);
-    // Failed a second time, the retry's holds are released again too.
-    declined = true;
-    const third = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o3' });
-    expect(third.status === 'failed' && third.compensated).toEqual(['second', 'first']);
-    await runner.close();
-  });
-});
