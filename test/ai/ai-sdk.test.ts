@@ -74,6 +74,19 @@ describe('asAiSdkTool', () => {
     expect(seen).toEqual([{ n: 42 }]);
   });
 
+  it('a gated chain called with input its schema refuses runs no step (needsApproval is asked only with checked input)', async () => {
+    const { store, runner } = setup();
+    const result = await generateText({
+      model: scriptedModel('find_and_delete', { match: 42 }),
+      prompt: 'Delete task 42',
+      stopWhen: stepCountIs(2),
+      tools: { find_and_delete: asAiSdkTool(runner, findAndDelete, { context: { userId: fixtures.alice } }) },
+    });
+    expect(result.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
+    expect(store.callCount.list_tasks ?? 0).toBe(0);
+    expect(store.callCount.delete_task ?? 0).toBe(0);
+  });
+
   it("reads the tool context from v7's `context` (the tool's `toolsContext` entry) or v6's `experimental_context`", async () => {
     const { runner } = setup();
     const seen: unknown[] = [];
