@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { Schema } from '../define/schema.js';
 import { defineTool, type Tool, type ToolEffect } from '../define/tool.js';
 import type { ErrorCategory } from '../errors/categories.js';
+import { DefinitionError, isDefinitionError, type DefinitionIssue } from '../errors/definition-error.js';
 import { servedNames } from '../invokers/serves.js';
 import type { ToolInvoker } from '../invokers/types.js';
 
@@ -187,6 +188,8 @@ export interface ToolsFromMcpOptions {
  * (no `z.fromJSONSchema`; it came in 4.2), or a schema zod cannot read, a tool keeps the server's
  * JSON Schema as is (what a model is offered) but checks only that its input is an object and not
  * its output: the server enforces its own schema, and refs into the output are not checked statically.
+ * A listed tool chainkit cannot take (a name outside `^[A-Za-z][\w.-]{0,63}$`) is refused: one
+ * `DefinitionError` names every such tool.
  *
  * @example
  * ```ts
@@ -213,18 +216,31 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
     }
     if (cursor !== undefined) seen.add(cursor);
   } while (cursor);
-  return listed.map((t) =>
-    defineTool({
-      name: t.name,
-      description: t.description ?? t.title ?? t.name,
-      input: fromSchema(t.inputSchema, 'input'),
-      output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
-      effect:
-        options.effects?.[t.name] ??
-        (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
-      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-    }),
-  );
+  const tools: Tool[] = [];
+  const refused: DefinitionIssue[] = [];
+  for (const t of listed) {
+    try {
+      tools.push(
+        defineTool({
+          name: t.name,
+          description: t.description ?? t.title ?? t.name,
+          input: fromSchema(t.inputSchema, 'input'),
+          output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
+          effect:
+            options.effects?.[t.name] ??
+            (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
+          ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+        }),
+      );
+    } catch (error) {
+      if (!isDefinitionError(error)) throw error;
+      const at = `tools[${JSON.stringify(t.name)}]`;
+      for (const issue of error.issues) refused.push({ ...issue, path: issue.path ? `${at}.${issue.path}` : at });
+    }
+  }
+  // Every tool that cannot be taken, in one error (as a chain's definition problems are).
+  if (refused.length > 0) throw new DefinitionError('tools listed by the MCP server', refused);
+  return tools;
 }
 
 function fromSchema(schema: object, io: 'input' | 'output'): Schema {

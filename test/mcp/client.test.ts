@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, ref, type Tool, type ToolCall } from 'chainkit';
+import { createRunner, defineChain, defineTool, isDefinitionError, ref, type Tool, type ToolCall } from 'chainkit';
 import { classifyError } from '../../src/errors/classify.js';
 import { parseSchema } from '../../src/define/schema.js';
 import { McpToolError, mcpInvoker, toolsFromMcp } from 'chainkit/mcp';
@@ -265,6 +265,25 @@ describe('toolsFromMcp against a server that pages forever', () => {
     );
     await expect(toolsFromMcp(endless.client)).rejects.toMatchObject({ code: 'endless_listing' });
     expect(page).toBeLessThanOrEqual(21);
+  });
+});
+
+describe('toolsFromMcp with tools chainkit cannot take', () => {
+  it('names every refused tool in one DefinitionError, not just the first', async () => {
+    const server = await rawServer(
+      () => undefined,
+      () => ({
+        tools: [
+          { name: 'ok_tool', inputSchema: { type: 'object' } },
+          { name: '_private', inputSchema: { type: 'object' } },
+          { name: 'files/read', inputSchema: { type: 'object' } },
+        ],
+      }),
+    );
+    const error = await toolsFromMcp(server.client).catch((e: unknown) => e);
+    expect(isDefinitionError(error)).toBe(true);
+    expect(String((error as Error).message)).toMatch(/_private[\s\S]*files\/read/);
+    expect(String((error as Error).message)).not.toMatch(/ok_tool/);
   });
 });
 
