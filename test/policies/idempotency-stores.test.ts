@@ -212,6 +212,70 @@ describe.each(stores)('completeLate keeps a late answer only where the outcome i
   });
 });
 
+describe.each(stores)('a write undone by compensation is not answered as done (%s)', (_, store) => {
+  const hold = defineTool({
+    name: 'hold_seat',
+    description: 'holds a seat',
+    input: z.object({ seat: z.string() }),
+    output: z.object({ hold: z.string() }),
+    effect: 'write',
+    // A key of its own (not the run id): every run for the seat shares it.
+    idempotencyKey: (input) => `seat-${input.seat}`,
+  });
+  const release = defineTool({
+    name: 'release_seat',
+    description: 'releases a hold',
+    input: z.object({ hold: z.string() }),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+  });
+  const charge = defineTool({
+    name: 'charge_card',
+    description: 'charges',
+    input: z.object({ hold: z.string() }),
+    output: z.object({ ok: z.boolean() }),
+    effect: 'write',
+    retry: false,
+  });
+  const book = defineChain({
+    name: 'book',
+    input: z.object({ seat: z.string() }),
+    steps: [
+      {
+        id: 'hold',
+        tool: hold,
+        input: { seat: ref('input', 'seat') },
+        compensate: { tool: release, input: { hold: ref('hold', 'hold') } },
+      },
+      { id: 'pay', tool: charge, input: { hold: ref('hold', 'hold') } },
+    ],
+  });
+
+  it('a later run under the same key is refused (write_undone): it neither completes on the released hold nor holds again', async () => {
+    let holds = 0;
+    let declined = true;
+    const invoker = createMockInvoker({
+      hold_seat: () => ({ hold: `h${++holds}` }),
+      release_seat: { ok: { ok: true } },
+      charge_card: () => {
+        if (declined) throw Object.assign(new Error('card declined'), { status: 402 });
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker, stores: { idempotency: store() } });
+    const seat = unique('12A');
+    const first = await runner.run(book, { seat }, { runId: unique('book') });
+    expect(first.status === 'failed' && first.compensated).toEqual(['hold']);
+    declined = false;
+    const second = await runner.run(book, { seat }, { runId: unique('book') });
+    expect(second.status === 'failed' && second.error).toMatchObject({ code: 'write_undone', step: 'hold' });
+    expect(invoker.callsTo('hold_seat')).toHaveLength(1);
+    expect(invoker.callsTo('release_seat')).toHaveLength(1);
+    expect(invoker.callsTo('charge_card')).toHaveLength(1);
+    await runner.close();
+  });
+});
+
 describe.each(stores)('a late failure leaves a kept result (%s)', (_, store) => {
   it('a stalled call whose claim lapsed and was completed by another: its failure changes nothing', async () => {
     const s = store();
