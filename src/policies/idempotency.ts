@@ -39,39 +39,6 @@ function startComplete(
 
 type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
-/** The key of {@link UNDONE}: no tool output carries it. */
-const UNDONE_KEY = '~chainkit:undone';
-/**
- * What a write's key keeps once a compensation undid the write: a call with the key is refused
- * (`conflict` / `write_undone`) instead of answered with a result whose effect is gone.
- */
-export const UNDONE: Readonly<Record<string, true>> = Object.freeze({ [UNDONE_KEY]: true });
-
-/** Whether a kept value is {@link UNDONE} (as kept, or decoded from a store's text). */
-function isUndone(value: unknown): boolean {
-  try {
-    return typeof value === 'object' && value !== null && (value as Record<string, unknown>)[UNDONE_KEY] === true;
-  } catch {
-    return false; // a kept value whose getter throws is no marker
-  }
-}
-
-function undoneFailure(ctx: CallContext): ToolFailure {
-  return new ToolFailure({
-    category: 'conflict',
-    code: 'write_undone',
-    message:
-      `The ${ctx.tool.name} call under this idempotency key was undone by a compensation; it is not done ` +
-      'again under the same key. Run it with a new run id (or key).',
-  });
-}
-
-/** A kept answer, refused when it is the mark of an undone write. */
-function keptAnswer(ctx: CallContext, value: unknown): unknown {
-  if (isUndone(value)) throw undoneFailure(ctx);
-  return value;
-}
-
 function noop(): void {}
 
 /** Stops a claim nobody will act on: its waiting ends, a late rejection is handled. */
@@ -226,12 +193,11 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
   const decide = (next: Call, ctx: CallContext, key: string, claim: IdempotencyClaim): Promise<unknown> => {
     if (claim.status === 'done') {
       ctx.cached = true;
-      return isUndone(claim.value) ? Promise.reject(undoneFailure(ctx)) : Promise.resolve(claim.value);
+      return Promise.resolve(claim.value);
     }
     if (claim.status === 'pending') {
       ctx.cached = true;
-      // Polled from a store, the outcome may be read after a compensation marked it undone.
-      return awaitDuplicate(ctx, claim, now).then((value) => keptAnswer(ctx, value));
+      return awaitDuplicate(ctx, claim, now);
     }
     const claimed = new Claimed(ctx, key);
     ctx.lateAnswer = answeredLate.bind(claimed);

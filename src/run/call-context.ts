@@ -11,7 +11,7 @@ import { inputSizeOf } from '../guidance/timing.js';
 import type { RedactRule } from '../util/redact.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { Call, CallContext } from '../policies/types.js';
-import type { IdempotencyBeginOptions, IdempotencyStore } from '../stores/types.js';
+import type { IdempotencyBeginOptions } from '../stores/types.js';
 import { hashContext } from './checkpoint.js';
 import { StepError } from './execution.js';
 
@@ -30,8 +30,6 @@ export interface Calls {
   readonly guidance: GuidanceSources;
   /** Abort scopes of the runs and calls in flight, aborted by `close()`. */
   readonly active: Set<AbortScope>;
-  /** The idempotency store of the pipeline: a compensation marks there what it undid. */
-  readonly idempotency: IdempotencyStore;
 }
 
 /** Where calls are made: a run (one site for all its steps), a direct `runner.invoke`, an undo. */

@@ -10,12 +10,9 @@ import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../policies/abort.js';
-import { UNDONE } from '../policies/idempotency.js';
-import { callStore } from '../stores/guard.js';
-import { STORE_WAIT_MS } from '../util/timer.js';
 import type { CallContext } from '../policies/types.js';
 import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
-import { describeThrown, iso, type UndoJournal } from './execution.js';
+import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import type { Recorder } from './recorder.js';
 import { traceEntry } from './trace-entry.js';
@@ -37,11 +34,6 @@ export interface UndoUnit {
   readonly step: PlannedStep;
   readonly id: string;
   readonly scope: Scope;
-  /**
-   * The idempotency store key the write was kept under, when it completed in this segment (one
-   * completed before a crash is known from the run's journal, which recovery reads instead).
-   */
-  readonly writeKey?: string | undefined;
 }
 
 /**
@@ -86,43 +78,12 @@ export async function compensateRun(
       else result.compensated.push(unit.id);
       trace.steps.push(entry);
       if (journal && !(await journal.undone(unit.id, entry, error))) break;
-      // After the journal: a run recovered before this still finds its write done, and undoes it once.
-      if (!error && unit.writeKey !== undefined) await markUndone(calls, recorder, run, unit, unit.writeKey);
     }
   }
   if (failures.length > 0) result.compensationFailures = failures;
   const ended = calls.now();
   trace.endedAt = iso(ended);
   trace.totalLatencyMs = ended - run.startedAt;
-}
-
-/**
- * After an undo: the write's key keeps {@link UNDONE} in place of its result, so a request retried
- * with the same run id (or a call with the same key) is refused rather than answered that the write is
- * done: its effect is gone. Not deleted: a duplicate in flight still finds its undo's own key done,
- * and undoes nothing twice. A store that fails or falls silent here is logged; the undo stands.
- */
-async function markUndone(
-  calls: Calls,
-  recorder: Recorder,
-  run: CompensationRun,
-  unit: UndoUnit,
-  writeKey: string,
-): Promise<void> {
-  const tool = unit.step.tool!;
-  try {
-    await callStore(
-      () => calls.idempotency.complete(writeKey, UNDONE, tool.idempotencyTtlMs),
-      calls.now() + STORE_WAIT_MS,
-      calls.now,
-      'idempotency',
-    );
-  } catch (thrown) {
-    recorder.logger?.warn(
-      { runId: run.runId, traceId: run.traceId, chain: run.chain, step: unit.id, tool: tool.name },
-      `step ${unit.id} was undone, but its idempotency key could not be marked so: ${describeThrown(thrown)}`,
-    );
-  }
 }
 
 /**

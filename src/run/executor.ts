@@ -50,8 +50,6 @@ class Run extends Scheduler implements EndingRun {
   lastCall: LastCall | undefined;
   /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
   private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
-  /** By plan index: the idempotency store key of each completed step with `compensate` (made at the first). */
-  private writeKeys: (string | undefined)[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: RunResult | Promise<RunResult>) => void) | undefined;
   offCallerAbort: (() => void) | undefined;
@@ -156,7 +154,7 @@ class Run extends Scheduler implements EndingRun {
       }
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results)
-        (units ??= []).push({ step, id: this.stepKey(step), scope, writeKey: this.writeKeys?.[step.index] });
+        (units ??= []).push({ step, id: this.stepKey(step), scope });
     }
     return units ?? [];
   }
@@ -227,7 +225,6 @@ class Run extends Scheduler implements EndingRun {
     if (run.input !== undefined) entry.input = run.input;
     if (run.children !== undefined) entry.children = run.children;
     if (run.undo !== undefined && run.undo.length > 0) (this.nestedUndo ??= [])[step.index] = run.undo;
-    if (step.compensate && ctx?.storeKey !== undefined) (this.writeKeys ??= [])[step.index] = ctx.storeKey;
     if (this.exec.decidedBy !== undefined && entry.id === this.exec.approvedGate) entry.decidedBy = this.exec.decidedBy;
     this.traceSteps[step.index] = entry;
     try {

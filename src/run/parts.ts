@@ -20,7 +20,7 @@ import { resolveRetryTable, retryPolicy } from '../policies/retry.js';
 import { timeoutPolicy } from '../policies/timeout.js';
 import type { Call, CallContext } from '../policies/types.js';
 import { memoryBreakerStore, memoryCheckpointStore, memoryIdempotencyStore } from '../stores/memory.js';
-import type { BreakerStore, IdempotencyStore } from '../stores/types.js';
+import type { BreakerStore } from '../stores/types.js';
 import { toHex } from '../util/sha256.js';
 import type { Calls } from './call-context.js';
 import type { DirectCallParts } from './direct-call.js';
@@ -66,7 +66,6 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
   const timing = new TimingModel(tools);
   const advisor = new FallbackAdvisor(options.fallbacks ?? []);
   const breakers = options.stores?.breakers ?? memoryBreakerStore();
-  const idempotency = options.stores?.idempotency ?? memoryIdempotencyStore({ now });
   const learning = options.stores?.metrics
     ? new LearningSync(options.stores.metrics, metrics, timing, (error) =>
         logger?.warn({ error: error instanceof Error ? error.message : String(error) }, 'learning store unavailable'),
@@ -76,7 +75,6 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
   // Late-bound: the recorder is made after the pipeline, and both are called only once the runner exists.
   const { call, closeRateLimits } = callPipeline(options, {
     now,
-    idempotency,
     classifiers,
     events,
     logger,
@@ -102,7 +100,6 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
     redact: options.redact,
     guidance,
     active: new Set(),
-    idempotency,
   };
   const recorder = new Recorder({
     events,
@@ -139,7 +136,6 @@ export function runnerParts(options: RunnerOptions): RunnerParts {
 
 interface PipelineParts {
   now: () => number;
-  idempotency: IdempotencyStore;
   classifiers: readonly Classifier[];
   events: RunnerEmitter;
   logger: Logger | undefined;
@@ -155,7 +151,7 @@ interface PipelineParts {
  */
 function callPipeline(
   options: RunnerOptions,
-  { now, classifiers, events, logger, breakers, idempotency, threshold, openMs, recorder }: PipelineParts,
+  { now, classifiers, events, logger, breakers, threshold, openMs, recorder }: PipelineParts,
 ): { call: Call; closeRateLimits: () => unknown } {
   const onRetry = (ctx: CallContext, failure: Classified, delayMs: number): void =>
     recorder().stepRetried(ctx, failure, delayMs);
@@ -172,7 +168,7 @@ function callPipeline(
   });
   const call = compose(
     [
-      idempotencyPolicy(idempotency, now, options.redact),
+      idempotencyPolicy(options.stores?.idempotency ?? memoryIdempotencyStore({ now }), now, options.redact),
       retryPolicy({
         random: options.random ?? Math.random,
         now,

@@ -10,11 +10,9 @@ import {
   functionInvoker,
   ref,
   runChain,
-  memoryIdempotencyStore,
   type Chain,
   type Runner,
 } from 'chainkit';
-import type { RunStore } from 'chainkit/stores';
 import { http } from '../helpers.js';
 
 const list = defineTool({
@@ -267,109 +265,6 @@ describe('compensation inside sub-chains', () => {
     } finally {
       await runner.close();
     }
-  });
-});
-
-describe('compensation and the idempotency store', () => {
-  it("a sub-chain's undone write is marked under the sub-chain's own context: a retried request is refused, not answered", async () => {
-    const hold = defineTool({
-      name: 'hold',
-      description: 'Hold',
-      input: z.object({ seat: z.string() }),
-      output: z.object({ id: z.string() }),
-      retry: false,
-    });
-    const unhold = defineTool({
-      name: 'unhold',
-      description: 'Unhold',
-      input: z.object({ id: z.string() }),
-      output: z.object({ ok: z.boolean() }),
-      retry: false,
-    });
-    const holdOne = defineChain({
-      name: 'hold_one',
-      input: z.object({ seat: z.string() }),
-      context: z.object({ userId: z.string() }), // strips `tenant`: its calls are keyed by { userId } only
-      steps: [
-        {
-          id: 'hold',
-          tool: hold,
-          input: { seat: ref('input', 'seat') },
-          compensate: { tool: unhold, input: { id: ref('hold', 'id') } },
-        },
-      ],
-    });
-    const book = defineChain({
-      name: 'book_sub',
-      input: z.object({ seat: z.string() }),
-      steps: [
-        { id: 'sub', chain: holdOne, input: { seat: ref('input', 'seat') } },
-        { id: 'fail', tool: boom, input: () => ({}) },
-      ],
-    });
-    const calls: string[] = [];
-    let n = 0;
-    const runner = createRunner({
-      invoker: functionInvoker({
-        hold: () => (calls.push('hold'), { id: `h${++n}` }),
-        unhold: ({ id }: { id: string }) => (calls.push(`unhold ${id}`), { ok: true }),
-        boom: () => {
-          throw http(403, 'boom');
-        },
-      }),
-    });
-    try {
-      const context = { userId: 'u1', tenant: 't1' };
-      const first = await runner.run(book, { seat: '1A' }, { runId: 'sub-ctx', context });
-      expect(first.status === 'failed' && first.compensated).toEqual(['sub/hold']);
-      const again = await runner.run(book, { seat: '1A' }, { runId: 'sub-ctx', context });
-      expect(again.status === 'failed' && again.error).toMatchObject({ code: 'write_undone' });
-      expect(calls).toEqual(['hold', 'unhold h1']);
-    } finally {
-      await runner.close();
-    }
-  });
-
-  it("durable: a failed forEach item's undo is not done again by the run's next owner (a shared idempotency store)", async () => {
-    let t = 1_000_000;
-    const now = (): number => t;
-    const runs = memoryRunStore({ now });
-    const idempotency = memoryIdempotencyStore({ now }); // shared, as on Redis or PostgreSQL
-    const calls: string[] = [];
-    let lost = false;
-    const make = (store: RunStore): Runner => {
-      const invoker = functionInvoker({
-        save: ({ id }: { id: string }) => (calls.push(`save ${id}`), { id }),
-        unsave: ({ id }: { id: string }) => {
-          calls.push(`unsave ${id}`);
-          lost = true; // from here on the first owner's writes are refused: its lease went
-          return { ok: true };
-        },
-        check: () => {
-          throw http(403, 'refused');
-        },
-      });
-      const r = createRunner({ invoker, chains: [all], stores: { runs: store, idempotency }, now, leaseMs: 1_000 });
-      open.push(r);
-      return r;
-    };
-    const all = defineChain({
-      name: 'undo_once_all',
-      input: z.object({ ids: z.array(z.string()) }),
-      steps: [{ id: 'each', forEach: { over: ref('input', 'ids'), chain: saveOne, input: { id: ref('item') } } }],
-    });
-    const fenced: RunStore = Object.assign(Object.create(runs) as RunStore, {
-      journal: (...a: Parameters<RunStore['journal']>) => (lost ? Promise.resolve(false) : runs.journal(...a)),
-      finish: (...a: Parameters<RunStore['finish']>) => (lost ? Promise.resolve(false) : runs.finish(...a)),
-      finishWithEvents: undefined,
-    });
-    const first = await make(fenced).run(all, { ids: ['t0'] }, { runId: 'undo-once' });
-    expect(first.status).toBe('failed'); // the lease was lost: not recorded, the run is still in flight
-    t += 5_000;
-    const [heirs] = await make(runs).recover();
-    expect(heirs?.status).toBe('failed');
-    expect(calls.filter((c) => c === 'save t0')).toHaveLength(1);
-    expect(calls.filter((c) => c === 'unsave t0')).toHaveLength(1);
   });
 });
 
