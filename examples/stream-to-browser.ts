@@ -61,10 +61,18 @@ const server = createServer((req, res) => {
   }
   const match = /^\/runs\/([^/]+)\/events$/.exec(url.pathname);
   if (req.method === 'GET' && match) {
+    let runId: string;
+    try {
+      runId = decodeURIComponent(match[1]!);
+    } catch {
+      res.writeHead(400).end(); // a malformed escape: URIError
+      return;
+    }
+    // A real app checks here, on every request (reconnects too), that the signed-in user may see this run.
     const gone = new AbortController();
     res.on('close', () => gone.abort()); // the browser left: the watch ends
     res.writeHead(200, SSE_HEADERS);
-    const events = runner.watch(decodeURIComponent(match[1]!), {
+    const events = runner.watch(runId, {
       after: lastEventId(req.headers) ?? 0,
       signal: gone.signal,
     });

@@ -11,11 +11,11 @@ import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '.
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { DurableRuns, type RunInfo } from './durable.js';
-import { checkRunId } from './run-id.js';
+import { isValidRunId } from './run-id.js';
 import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
 import { RunEventHub } from './events-log.js';
-import { watchRun, type WatchOptions, type WatchSource } from './watch.js';
+import { stoppableWatch, type WatchOptions, type WatchSource } from './watch.js';
 import type { RunEvent } from '../observe/run-events.js';
 import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
@@ -206,15 +206,16 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
 
     watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {
       const source = watchSource('watch()');
-      checkRunId(runId);
-      return { [Symbol.asyncIterator]: () => watchRun(source, runId, watchOptions) };
+      // An id that is no run id fails the watch when it is read: a handler has sent its headers by then.
+      return { [Symbol.asyncIterator]: () => stoppableWatch(source, runId, watchOptions) };
     },
 
     stream<O>(chain: Chain<any, any, O>, input: unknown, opts: RunOptions<any> = {}): RunStream<O> {
       const source = watchSource('stream()');
       const runId = opts.runId ?? newId();
-      // Watched from the start: its events go to the log as they happen, not at its end.
-      const unwatch = source.hub.watch(runId);
+      // Watched from the start: its events go to the log as they happen, not at its end. An id that is no
+      // run id is refused by the run and never watched: it may be shaped like an announce (a cancel).
+      const unwatch = isValidRunId(runId) ? source.hub.watch(runId) : (): void => undefined;
       const over = new AbortController();
       let settled: RunResult | undefined;
       let failure: { error: unknown } | undefined;
@@ -235,7 +236,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
           return settled;
         },
       };
-      return { runId, result, events: { [Symbol.asyncIterator]: () => watchRun(source, runId, {}, ended) } };
+      return { runId, result, events: { [Symbol.asyncIterator]: () => stoppableWatch(source, runId, {}, ended) } };
     },
 
     async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {

@@ -6,6 +6,7 @@ import type { RunResult } from '../observe/result.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
+import { checkRunId, isValidRunId } from './run-id.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
 /** Events read from the log per round trip. */
@@ -61,6 +62,52 @@ export interface WatchSource {
 }
 
 /**
+ * {@link watchRun} as an iterator whose `return()` (a `for await` left early, a cancelled SSE body)
+ * ends a wait in flight at once: an async generator would queue it behind that wait, until the run's
+ * next event, which may be hours away.
+ *
+ * @example
+ * ```ts
+ * const events = { [Symbol.asyncIterator]: () => stoppableWatch(source, runId, options) };
+ * ```
+ */
+export function stoppableWatch(
+  source: WatchSource,
+  runId: string,
+  options: WatchOptions = {},
+  settled?: { result(): RunResult | undefined; signal: AbortSignal },
+): AsyncIterableIterator<RunEvent> {
+  const stop = new AbortController();
+  const caller = options.signal;
+  const halt = (): void => stop.abort();
+  if (caller?.aborted) stop.abort();
+  else caller?.addEventListener('abort', halt, { once: true });
+  const gen = watchRun(source, runId, { ...options, signal: stop.signal }, settled);
+  const done = (): void => caller?.removeEventListener('abort', halt);
+  return {
+    next: () =>
+      gen.next().then(
+        (r) => {
+          if (r.done) done();
+          return r;
+        },
+        (error: unknown) => {
+          done();
+          throw error;
+        },
+      ),
+    return: () => {
+      stop.abort();
+      done();
+      return gen.return(undefined);
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+}
+
+/**
  * The events of `runId` after `options.after`, in order, ending after `run:end` (a run parked `waiting`
  * is watched on to its end). With `settled` (a run this runner started: `stream`), a run that ends
  * without `run:end` in the log (its input refused before it was recorded) ends the watch with a
@@ -82,6 +129,15 @@ export async function* watchRun(
   const after = options.after ?? 0;
   if (!(Number.isSafeInteger(after) && after >= 0))
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
+  if (!isValidRunId(runId)) {
+    // Never read, watched or announced: it names no log, and may be shaped like an announce (a cancel).
+    if (!settled) return checkRunId(runId);
+    // A run this runner started under it (`stream`) was refused at once: its end, made from its result.
+    if (!settled.signal.aborted) await new Promise((r) => settled.signal.addEventListener('abort', r, { once: true }));
+    const refused = settled.result();
+    if (refused) yield { seq: 1, runId, at: source.now(), type: 'run:end', data: runEndData(refused, source.redacted) };
+    return;
+  }
   let last = after;
   // The watch ends when the caller stops or the runner closes (`signal`); a wait also ends when the run this
   // runner started settles (`wake`). Listeners removed at the end, not AbortSignal.any: a source that lives on

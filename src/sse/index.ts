@@ -62,7 +62,9 @@ export function formatSSE(event: RunEvent): string {
  * ```ts
  * const { events } = runner.stream(chain, input, { context });
  * res.writeHead(200, SSE_HEADERS);
- * for await (const chunk of toSSE(events)) res.write(chunk);
+ * const reader = toSSE(events).getReader();
+ * for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+ *   if (!res.write(chunk.value)) await once(res, 'drain'); // a slow client: wait, or its buffer holds the whole log
  * res.end();
  * ```
  */
@@ -105,9 +107,11 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
         controller.enqueue(encoder.encode(formatSSE(next.value)));
       } catch (error) {
         stop();
-        const e = error as { code?: unknown; lastSeq?: unknown; message?: unknown };
+        const e = error as { code?: unknown; info?: { code?: unknown }; lastSeq?: unknown; message?: unknown };
+        // A RunWatchError names its code; a chainkit failure (an id that is no run id) in its `info`.
+        const code = typeof e?.code === 'string' ? e.code : e?.info?.code;
         const body = {
-          code: typeof e?.code === 'string' ? e.code : 'watch_failed',
+          code: typeof code === 'string' ? code : 'watch_failed',
           message: typeof e?.message === 'string' ? e.message : String(error),
           ...(typeof e?.lastSeq === 'number' && { lastSeq: e.lastSeq }),
         };

@@ -219,6 +219,38 @@ describe('watching runs (memory run store)', () => {
     expect(() => bare.stream(chain, { n: 1 })).toThrow(/memoryRunStore/);
   });
 
+  it('a run id that is no run id fails the watch when it is read, not when it is asked for (an SSE handler reports it)', async () => {
+    const { runner } = make();
+    for (const bad of ['\u0001', 'a'.repeat(256), '\u2028']) {
+      const events = runner.watch(bad); // does not throw here: the handler has already answered its headers
+      const error = await collect(events).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ info: { category: 'invalid_input', code: 'invalid_run_id' } });
+    }
+  });
+
+  it('stream with a run id shaped like an internal announce is refused without touching another run', async () => {
+    const { runner } = make({ progress: 1 });
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const victim = runner.stream(gated, { n: 1 });
+    const hostile = runner.stream(chain, { n: 1 }, { runId: `\u0001cancel:5:pwned${victim.runId}` });
+    expect(hostile.runId).toContain('pwned');
+    expect((await hostile.result).status === 'failed' && (await hostile.result)).toMatchObject({
+      error: { code: 'invalid_run_id' },
+    });
+    // Its events: one run:end made from its result, as for an input the chain refuses.
+    expect((await collect(hostile.events)).map((e) => [e.type, e.type === 'run:end' && e.data.status])).toEqual([
+      ['run:end', 'failed'],
+    ]);
+    release();
+    await slow;
+    // Still parked at its gate, not cancelled by the hostile id.
+    expect((await victim.result).status).toBe('awaiting_confirmation');
+  });
+
   it('a signal ends the watch quietly', async () => {
     const { runner } = make();
     const stop = new AbortController();

@@ -120,6 +120,60 @@ describe('chainkit/sse', () => {
     expect(JSON.parse(frames[0]!.data!)).toMatchObject({ code: 'not_found', lastSeq: 0 });
   });
 
+  it("cancelling runner.stream's SSE body ends the watch waiting for the next event at once (stream takes no signal)", async () => {
+    const store = memoryRunStore();
+    let reads = 0;
+    const read = store.events!.read.bind(store.events);
+    store.events!.read = (...a) => (reads++, read(...a));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const slowTool = defineTool({
+      name: 'slow',
+      description: 's',
+      input: z.object({}),
+      output: z.object({}),
+      effect: 'read',
+    });
+    const slowChain = defineChain({
+      name: 'slow_chain',
+      input: z.object({}),
+      steps: [{ id: 's', tool: slowTool, input: {} }],
+    });
+    const own = createRunner({
+      invoker: functionInvoker([slowTool], {
+        slow: async (_i, call) => {
+          call.progress({ started: true });
+          await released; // a long call: no event for a while
+          return {};
+        },
+      }),
+      stores: { runs: store },
+    });
+    try {
+      const { events, result } = own.stream(slowChain, {});
+      const reader = toSSE(events, { heartbeatMs: 0 }).getReader();
+      for (;;) if (new TextDecoder().decode((await reader.read()).value).includes('step:progress')) break;
+      await new Promise((r) => setTimeout(r, 100)); // the watch now waits for the next event
+      let cancelled = false;
+      void reader.cancel().then(() => (cancelled = true)); // the browser left: this resolved only at the next event
+      await new Promise((r) => setTimeout(r, 50));
+      const before = reads;
+      await new Promise((r) => setTimeout(r, 2_500)); // past two wait rounds (1 s each)
+      expect({ cancelled, reads: reads - before }).toEqual({ cancelled: true, reads: 0 });
+      release();
+      await result;
+    } finally {
+      release();
+      await own.close();
+    }
+  });
+
+  it('a run id that is no run id is an error event too (invalid_run_id), not a throw in the handler', async () => {
+    const { frames } = await read(`${base}/runs/%01`);
+    expect(frames.map((f) => f.event)).toEqual(['error']);
+    expect(JSON.parse(frames[0]!.data!)).toMatchObject({ code: 'invalid_run_id' });
+  });
+
   it('cancelling the stream ends the watch; lastEventId reads Fetch and Node headers', async () => {
     let returned = false;
     async function* endless(): AsyncGenerator<RunEvent> {
