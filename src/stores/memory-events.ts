@@ -52,6 +52,9 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
   const now = options.now ?? Date.now;
   const logs = new Map<string, Log>();
   const ended = new Map<string, true>(); // runs whose logs have a retention, in the order they got it
+  // Logs made for a watch of a run not seen yet, oldest first: capped apart, so that watches of made-up
+  // ids never push the logs of real runs out of `ended`.
+  const placeholders = new Map<string, true>();
   const listeners = new Set<(runId: string) => void>();
 
   const live = (runId: string): Log | undefined => {
@@ -59,6 +62,7 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
     if (log && log.expiresAt <= now()) {
       logs.delete(runId);
       ended.delete(runId);
+      placeholders.delete(runId);
       return undefined;
     }
     return log;
@@ -75,9 +79,22 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
     }
   };
 
+  // Past the cap the oldest placeholder goes, its waiters woken (they look again, and wait anew).
+  const trimPlaceholders = (): void => {
+    for (const id of placeholders.keys()) {
+      if (placeholders.size <= maxEnded) break;
+      placeholders.delete(id);
+      const log = logs.get(id);
+      if (!log || log.size > 0 || log.expiresAt === Infinity) continue;
+      logs.delete(id);
+      for (const wake of [...log.waiters]) wake();
+    }
+  };
+
   return {
     local: true,
     async append(runId, events, keepMs) {
+      placeholders.delete(runId); // the run has appended: its log is a log
       let log = live(runId);
       if (!log)
         logs.set(runId, (log = { ring: [], first: 0, size: 0, firstSeq: 1, expiresAt: Infinity, waiters: new Set() }));
@@ -138,8 +155,8 @@ export function memoryEventLog(options: MemoryEventLogOptions = {}): RunEventLog
               waiters: new Set(),
             }),
           );
-          ended.set(runId, true);
-          trim();
+          placeholders.set(runId, true);
+          trimPlaceholders();
         }
         const held = target;
         const done = (): void => {

@@ -46,6 +46,20 @@ describe('memoryRunStore', () => {
     expect((await runs.get(inFlight.runId))!.status).toBe('running');
   });
 
+  it('watches of runs it never saw do not push the events of ended runs out (they are capped apart)', async () => {
+    const runs = memoryRunStore({ maxEnded: 2 });
+    const log = runs.events!;
+    const kept = record('A', Date.now() + 60_000);
+    await runs.create(kept, Date.now());
+    await log.append(kept.runId, [JSON.stringify({ at: 1, type: 'run:start', data: {} })], 60_000);
+    const stop = new AbortController();
+    // Made-up ids, each watched (a waiter each), more than the cap.
+    const waits = Array.from({ length: 5 }, (_, i) => log.wait(`made-up-${i}`, 0, 60_000, stop.signal));
+    expect(await log.read(kept.runId, 0, 10)).toHaveLength(1);
+    stop.abort();
+    await Promise.all(waits);
+  });
+
   it('never evicts a run parked in doubt or waiting to make room: only a decision or a signal ends it', async () => {
     const runs = memoryRunStore({ maxEnded: 2 });
     const doubt = record('A', Date.now() + 60_000);
