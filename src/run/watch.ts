@@ -118,7 +118,7 @@ export function stoppableWatch(
  * for await (const e of watchRun(source, runId, { after: 3 })) console.log(e.seq, e.type);
  * ```
  */
-export async function* watchRun(
+async function* watchRun(
   source: WatchSource,
   runId: string,
   options: WatchOptions = {},
