@@ -133,6 +133,7 @@ export class ClusterLimiter implements Limiter {
       },
       delayUntil(Math.min(call.deadlineAt, t + STORE_WAIT_MS), this.now),
     );
+    call.timer = silence; // a call settled meanwhile (a cancel, `close()`) stops it: no timer outlives the call
     const { limit, intervalMs, maxConcurrent } = this.spec;
     acquireScript(this.redis, this.keys, [
       limit,

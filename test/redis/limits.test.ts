@@ -386,3 +386,19 @@ describe('a shared breaker whose probe is lost', () => {
     expect(await breakers.acquire('flaky', t0 + 2 * openMs, openMs)).toEqual({ status: 'closed' });
   });
 });
+
+describe('a shared limit closed while Redis is silent', () => {
+  it('close() rejects the call asking and leaves no timer behind (it held one until Redis answered, or 10 s)', async () => {
+    const silent = new Promise<never>(() => {});
+    const never = (() => silent) as never;
+    const store = redisLimiterStore({ evalsha: never, eval: never, zrem: never } as never, { prefix: 'silent-close' });
+    const limiter = store.limiter('chainkit:t', { limit: 10, intervalMs: 1_000 });
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const asking = limiter.acquire(new AbortScope(), Date.now() + 60_000);
+    expect(timers()).toBeGreaterThan(before);
+    await store.close!();
+    await expect(asking).rejects.toMatchObject({ kind: 'closed' });
+    expect(timers()).toBe(before);
+  });
+});
