@@ -78,27 +78,11 @@ export function stoppableWatch(
   settled?: { result(): RunResult | undefined; signal: AbortSignal },
 ): AsyncIterableIterator<RunEvent> {
   const stop = new AbortController();
-  const caller = options.signal;
-  const halt = (): void => stop.abort();
-  if (caller?.aborted) stop.abort();
-  else caller?.addEventListener('abort', halt, { once: true });
-  const gen = watchRun(source, runId, { ...options, signal: stop.signal }, settled);
-  const done = (): void => caller?.removeEventListener('abort', halt);
+  const gen = watchRun(source, runId, options, settled, stop);
   return {
-    next: () =>
-      gen.next().then(
-        (r) => {
-          if (r.done) done();
-          return r;
-        },
-        (error: unknown) => {
-          done();
-          throw error;
-        },
-      ),
+    next: () => gen.next(),
     return: () => {
-      stop.abort();
-      done();
+      stop.abort(); // the wait in flight ends, and the generator with it
       return gen.return(undefined);
     },
     [Symbol.asyncIterator]() {
@@ -115,14 +99,15 @@ export function stoppableWatch(
  *
  * @example
  * ```ts
- * for await (const e of watchRun(source, runId, { after: 3 })) console.log(e.seq, e.type);
+ * for await (const e of watchRun(source, runId, { after: 3 }, undefined, new AbortController())) console.log(e.seq);
  * ```
  */
 async function* watchRun(
   source: WatchSource,
   runId: string,
   options: WatchOptions = {},
-  settled?: { result(): RunResult | undefined; signal: AbortSignal },
+  settled: { result(): RunResult | undefined; signal: AbortSignal } | undefined,
+  stop: AbortController,
 ): AsyncGenerator<RunEvent, void, undefined> {
   const { store, log, hub } = source;
   let ending = settled;
@@ -131,7 +116,10 @@ async function* watchRun(
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
   if (!isValidRunId(runId)) {
     // Never read, watched or announced: it names no log, and may be shaped like an announce (a cancel).
-    if (!settled) return checkRunId(runId);
+    if (!settled) {
+      checkRunId(runId); // throws invalid_run_id
+      return;
+    }
     // A run this runner started under it (`stream`) was refused at once: its end, made from its result.
     if (!settled.signal.aborted) await new Promise((r) => settled.signal.addEventListener('abort', r, { once: true }));
     const refused = settled.result();
@@ -139,10 +127,10 @@ async function* watchRun(
     return;
   }
   let last = after;
-  // The watch ends when the caller stops or the runner closes (`signal`); a wait also ends when the run this
-  // runner started settles (`wake`). Listeners removed at the end, not AbortSignal.any: a source that lives on
-  // (the caller's, the runner's) would keep every watch's combined signal.
-  const stop = new AbortController();
+  // The watch ends when the caller stops, leaves the iteration (`stop`, aborted by stoppableWatch's return) or the
+  // runner closes (`signal`); a wait also ends when the run this runner started settles (`wake`). Listeners
+  // removed at the end, not AbortSignal.any: a source that lives on (the caller's, the runner's) would keep every
+  // watch's combined signal.
   const signal = stop.signal;
   const halt = (): void => stop.abort();
   const leave = source.enlist(stop);
