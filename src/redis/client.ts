@@ -14,7 +14,7 @@ export interface RedisTransaction {
 
 /**
  * An ioredis client, v5 or v6 (`new Redis(…)` from `ioredis`): the commands chainkit/redis sends,
- * typed by the installed ioredis, and `duplicate()` (the run events' own connection, for blocking reads).
+ * typed by the installed ioredis, and `duplicate()` (the run events' own connection: their subscriber).
  *
  * @example
  * ```ts
@@ -29,6 +29,6 @@ export interface RedisClient extends Pick<
 > {
   /** Starts a transaction (MULTI … EXEC): the learning store appends in one. */
   multi(): RedisTransaction;
-  /** A new connection with the same options: the run events' own connection. */
+  /** A new connection with the same options: the run events' subscriber. */
   duplicate(override?: { lazyConnect?: boolean }): unknown;
 }

@@ -1,5 +1,6 @@
 // The Redis run store keeps the run-store contract, on real Redis; and a recovered run takes over
 // the idempotency claim its dead owner left.
+import { setMaxListeners } from 'node:events';
 import Redis from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
@@ -15,6 +16,7 @@ import {
   type RunEventsSetup,
 } from '../stores/run-store-contract.js';
 import type { RunStore } from '../../src/stores/run-store.js';
+import { encodeRunValue } from '../../src/stores/run-codec.js';
 
 // Real Redis on 127.0.0.1:6379; every key lives under this file's prefix and is deleted afterwards.
 const prefix = `chainkit-test-runs:${process.pid}:${Date.now()}`;
@@ -159,4 +161,80 @@ decideAcrossRunnersContract('redis', async () => {
         }),
       ),
   };
+});
+
+describe('redis run events: waiting readers', () => {
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const event = (i: number): string =>
+    encodeRunValue({ at: Date.now(), type: 'step:progress', step: 's', data: { i } });
+  // The store's client, counting the connections the log opens of its own.
+  const counted = async () => {
+    const client = await connect();
+    opened.push(client);
+    const own: Redis[] = [];
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+      const conn = duplicate(...args);
+      own.push(conn);
+      return conn;
+    };
+    const runs = redisRunStore(client, { prefix: `${prefix}:${++n}` });
+    eventStores.push(runs);
+    const channel = (runId: string): string => `${prefix}:${n}:run-e:${runId}`;
+    return { log: runs.events!, own, channel, writer: redisRunStore(redis, { prefix: `${prefix}:${n}` }).events! };
+  };
+
+  it('readers of many runs wait on one connection, each woken by its own run’s events only', async () => {
+    const { log, own, writer, channel } = await counted();
+    const ids = Array.from({ length: 40 }, (_, i) => `many-${i}`);
+    const woken = new Set<string>();
+    const stop = new AbortController();
+    setMaxListeners(50, stop.signal); // one signal for all 42 readers
+    const waits = [...ids, 'many-0', 'many-0'].map((id) =>
+      log.wait(id, 0, 20_000, stop.signal).then(() => void woken.add(id)),
+    );
+    await pause(150);
+    expect(woken.size).toBe(0);
+    await writer.append('many-7', [event(1)]);
+    await writer.append('many-0', [event(1)]);
+    for (let i = 0; i < 100 && woken.size < 2; i++) await pause(10);
+    await pause(50);
+    expect([...woken].sort()).toEqual(['many-0', 'many-7']);
+    // A reader behind the log is woken at once; one up to date waits.
+    let t = Date.now();
+    await log.wait('many-7', 0, 20_000);
+    expect(Date.now() - t).toBeLessThan(500);
+    const current = log.wait('many-7', 1, 150);
+    t = Date.now();
+    await current;
+    expect(Date.now() - t).toBeGreaterThanOrEqual(100);
+    stop.abort();
+    await Promise.all(waits);
+    expect(own).toHaveLength(1); // 42 readers: one subscriber connection, no blocking read each
+    const subscribers = async () => (await redis.pubsub('NUMSUB', channel('many-3')))[1];
+    expect(await subscribers()).toBe(1);
+    await pause(4_500); // a run nobody waits for is unsubscribed within two idle periods
+    expect(await subscribers()).toBe(0);
+  });
+
+  it('a reader waiting while the connection breaks is woken by an event appended before it is back', async () => {
+    const { log, own, writer } = await counted();
+    await writer.append('broken', [event(1)]);
+    await log.wait('broken', 0, 1_000); // connected and subscribed
+    const waiting = log.wait('broken', 1, 20_000);
+    await pause(50);
+    (own[0] as unknown as { stream: { destroy(): void } }).stream.destroy(); // ioredis reconnects after ~50 ms
+    await writer.append('broken', [event(2)]); // published to nobody
+    const t = Date.now();
+    await waiting;
+    expect(Date.now() - t).toBeLessThan(3_000);
+    // Subscribed again: a later event wakes the next reader.
+    const next = log.wait('broken', 2, 20_000);
+    await pause(100);
+    await writer.append('broken', [event(3)]);
+    const t2 = Date.now();
+    await next;
+    expect(Date.now() - t2).toBeLessThan(1_000);
+    expect(own).toHaveLength(1);
+  });
 });
