@@ -169,7 +169,8 @@ export interface ToolsFromMcpOptions {
   /**
    * Effects by tool name, overriding the server's annotations. Without either, a tool is
    * `read` when annotated `readOnlyHint`, `destructive` when annotated `destructiveHint: true`,
-   * else `write`.
+   * else `write`. A name the server does not list is refused (`DefinitionError`): a typo would
+   * leave the tool it meant ungated.
    */
   effects?: Record<string, ToolEffect>;
   /** Per-attempt timeout of every tool (default: chainkit's default, 10 s). */
@@ -188,8 +189,8 @@ export interface ToolsFromMcpOptions {
  * (no `z.fromJSONSchema`; it came in 4.2), or a schema zod cannot read, a tool keeps the server's
  * JSON Schema as is (what a model is offered) but checks only that its input is an object and not
  * its output: the server enforces its own schema, and refs into the output are not checked statically.
- * A listed tool chainkit cannot take (a name outside `^[A-Za-z][\w.-]{0,63}$`) is refused: one
- * `DefinitionError` names every such tool.
+ * A listed tool chainkit cannot take (a name outside `^[A-Za-z][\w.-]{0,63}$`), or an `effects`
+ * entry naming no listed tool, is refused: one `DefinitionError` names every such problem.
  *
  * @example
  * ```ts
@@ -238,6 +239,15 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
       for (const issue of error.issues) refused.push({ ...issue, path: issue.path ? `${at}.${issue.path}` : at });
     }
   }
+  // An effect for a tool the server does not list is a typo or a stale name: the tool it meant would
+  // run ungated (a `destructive` lost), so it is refused rather than ignored.
+  const names = new Set(listed.map((t) => t.name));
+  for (const name of Object.keys(options.effects ?? {}))
+    if (!names.has(name))
+      refused.push({
+        path: `effects[${JSON.stringify(name)}]`,
+        message: `names no tool the server lists (${[...names].slice(0, 20).join(', ') || 'it lists none'}).`,
+      });
   // Every tool that cannot be taken, in one error (as a chain's definition problems are).
   if (refused.length > 0) throw new DefinitionError('tools listed by the MCP server', refused);
   return tools;

@@ -287,6 +287,32 @@ describe('toolsFromMcp with tools chainkit cannot take', () => {
   });
 });
 
+describe('toolsFromMcp effects', () => {
+  it('refuses an effect for a tool the server does not list (a typo would leave the tool it meant ungated)', async () => {
+    const server = await rawServer(
+      () => undefined,
+      () => ({
+        tools: [
+          { name: 'delete_task', inputSchema: { type: 'object' } },
+          { name: 'list_tasks', inputSchema: { type: 'object' } },
+        ],
+      }),
+    );
+    const error = await toolsFromMcp(server.client, {
+      effects: { delet_task: 'destructive', list_tasks: 'read', gone: 'write' },
+    }).catch((e: unknown) => e);
+    expect(isDefinitionError(error)).toBe(true);
+    const issues = (error as { issues: { path: string; message: string }[] }).issues;
+    expect(issues.map((i) => i.path)).toEqual(['effects["delet_task"]', 'effects["gone"]']);
+    expect(issues[0]!.message).toMatch(/delete_task, list_tasks/);
+    const tools = await toolsFromMcp(server.client, { effects: { delete_task: 'destructive' } });
+    expect(tools.map((t) => [t.name, t.effect])).toEqual([
+      ['delete_task', 'destructive'],
+      ['list_tasks', 'write'],
+    ]);
+  });
+});
+
 describe('toolsFromMcp against hostile schemas', () => {
   it("does not run a server's regular expressions here: a catastrophic pattern cannot hold the event loop", async () => {
     const server = await rawServer(
