@@ -74,8 +74,14 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
       if (probe) giveBack(this);
       throw error;
     }
+    // The run cut the call off (its deadline, a cancel, close): its budget ran out, which says nothing of the
+    // tool (a short deadline must not open the breaker for everyone). A probe cut off never got its answer:
+    // it counts as failed, and the breaker reopens.
+    if (error instanceof RunAbortReason) {
+      if (probe) failedAt(this);
+      throw error;
+    }
     const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);
-    // A probe that never got its answer (cancel, deadline) counts as failed: the breaker reopens.
     if (COUNTS.has(category) || (probe && category === 'cancelled')) failedAt(this);
     else if (category !== 'cancelled') succeededAt(this);
     throw error;

@@ -151,6 +151,28 @@ describe('circuit breaker', () => {
     expect(changes).toEqual(['open']); // five real failures in a row: the refusal between them did not reset the count
   });
 
+  it("does not count a call cut off by its run's deadline or a cancel: the budget ran out, not the tool", async () => {
+    const invoker = createMockInvoker({ flaky: { ok: { ok: true }, delayMs: 200 } });
+    const runner = createRunner({ invoker, tools: [flaky], breaker: { threshold: 2, openMs: 60_000 } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    for (let i = 0; i < 3; i++) {
+      const cut = runner.invoke('flaky', {}, { timeoutMs: 50 }); // the tool's own timeout is 10 s
+      await vi.advanceTimersByTimeAsync(60);
+      const r = await cut;
+      expect(r.status === 'failed' && r.error.code).toBe('deadline_exceeded');
+    }
+    const stop = new AbortController();
+    const cancelled = runner.invoke('flaky', {}, { signal: stop.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    stop.abort();
+    expect((await cancelled).status).toBe('failed');
+    const whole = runner.invoke('flaky', {});
+    await vi.advanceTimersByTimeAsync(250);
+    expect((await whole).status).toBe('completed');
+    expect(changes).toEqual([]);
+  });
+
   it('gives back a probe that the limiter refused, without closing or reopening the breaker', async () => {
     const perUser = defineTool({
       name: 'per_user',
