@@ -84,13 +84,17 @@ export function resolveRetryTable(
   return table;
 }
 
-/** The wait before retry number `n` (0-based) of a failure; Retry-After wins for rate limits. */
+/**
+ * The wait before retry number `n` (0-based) of a failure: Retry-After wins for rate limits; for other
+ * failures (a 503's Retry-After) the server is not asked again before it said, nor before the backoff.
+ */
 function retryDelay(rule: RetryRule, n: number, failure: Classified, random: () => number): number {
   if (failure.category === 'rate_limited') {
     return (failure.retryAfterMs ?? rule.minDelayMs) + Math.round(random() * RATE_LIMIT_JITTER_MS);
   }
   const base = Math.min(rule.maxDelayMs, rule.minDelayMs * rule.factor ** n);
-  return Math.round(base * (1 + BACKOFF_JITTER * random()));
+  const backoff = Math.round(base * (1 + BACKOFF_JITTER * random()));
+  return failure.retryAfterMs === undefined ? backoff : Math.max(backoff, failure.retryAfterMs);
 }
 
 /**

@@ -50,6 +50,21 @@ describe('retry policy', () => {
     expect(r.trace.steps[0]!.attempts).toBe(4);
   });
 
+  it("waits out a 503's Retry-After before asking again (the backoff when it is shorter), and fails at once past the deadline", async () => {
+    const busy = (headers: Record<string, string>) => ({ error: http(503, 'busy', { headers }) });
+    const { done, gaps, retries } = setup([busy({ 'retry-after': '3' }), busy({}), { ok: { ok: true } }]);
+    await vi.runAllTimersAsync();
+    expect((await done).status).toBe('completed');
+    expect(gaps()).toEqual([3000, 1000]); // the server's 3 s, then the table's second backoff
+    expect(retries.map((e) => e.delayMs)).toEqual([3000, 1000]);
+
+    const late = setup([busy({ 'retry-after': '120' }), { ok: { ok: true } }], { timeoutMs: 10_000 });
+    await vi.runAllTimersAsync();
+    const r = await late.done;
+    expect(r.status === 'failed' && r.error).toMatchObject({ category: 'unavailable', retryAfterMs: 120_000 });
+    expect(late.invoker.calls).toHaveLength(1);
+  });
+
   it('gives up on internal errors after 3 retries with the last error', async () => {
     const { done, invoker } = setup([{ error: http(500, 'boom') }]);
     await vi.runAllTimersAsync();
