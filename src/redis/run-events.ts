@@ -1,8 +1,9 @@
 // Run events on Redis (docs/guides/watching-runs.md): one stream per run, `<prefix>:run-e:<id>`, whose
 // entry ids are `0-<seq>` (XADD `0-*` numbers them, strictly increasing, in the append's script), trimmed
-// to the newest `maxEventsPerRun`. Each append publishes its last seq on the channel named as the stream;
-// readers wait on one subscriber connection per log (a blocking read per reader would hold a connection
-// each: a few thousand watchers would reach Redis's client limit). Announces travel on one channel per prefix.
+// to the newest `maxEventsPerRun`. Each append publishes its last seq on the run's channel (the stream's
+// name without a client's `keyPrefix`); readers wait on one subscriber connection per log (a blocking read
+// per reader would hold a connection each: a few thousand watchers would reach Redis's client limit).
+// Announces travel on one channel per prefix.
 import type { RunEvent } from '../observe/run-events.js';
 import { storeFailure, StoreFailure } from '../stores/guard.js';
 import { decodeCheckpoint } from '../stores/serialize.js';
@@ -11,16 +12,16 @@ import type { RedisClient } from './client.js';
 import { checkOptions, integer, nonEmpty } from '../define/options.js';
 import { z } from 'zod';
 
-// KEYS: the run's stream (also the channel its appends are published on). ARGV: keepMs ('' while the run
-// is in flight), max events kept, events… Returns the last seq (0 for an empty log).
+// KEYS: the run's stream. ARGV: its channel (in ARGV: ioredis prefixes keys, not channels), keepMs (''
+// while the run is in flight), max events kept, events… Returns the last seq (0 for an empty log).
 const APPEND = `
-for i = 3, #ARGV do redis.call('XADD', KEYS[1], '0-*', 'e', ARGV[i]) end
-if #ARGV >= 3 then redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[2]) end
+for i = 4, #ARGV do redis.call('XADD', KEYS[1], '0-*', 'e', ARGV[i]) end
+if #ARGV >= 4 then redis.call('XTRIM', KEYS[1], 'MAXLEN', ARGV[3]) end
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
 if not last then return 0 end
-if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) else redis.call('PERSIST', KEYS[1]) end
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) else redis.call('PERSIST', KEYS[1]) end
 local seq = string.match(last[1], '-(%d+)$')
-if #ARGV >= 3 then redis.call('PUBLISH', KEYS[1], seq) end
+if #ARGV >= 4 then redis.call('PUBLISH', ARGV[1], seq) end
 return tonumber(seq)`;
 
 // KEYS: the run's stream. Returns its last seq (0 for an empty log).
@@ -44,17 +45,21 @@ interface Subscriber {
   unsubscribe(channel: string): Promise<unknown>;
   on(event: 'message', listener: (channel: string, message: string) => void): unknown;
   on(event: 'error', listener: (error: unknown) => void): unknown;
-  on(event: 'ready', listener: () => void): unknown;
+  on(event: 'ready' | 'end', listener: () => void): unknown;
   connect(): Promise<void>;
   disconnect(): void;
 }
 
-/** A run whose channel is subscribed: its waiting readers, and its last seq as far as this log knows. */
+/** A reader waiting for events after `after`. */
+interface Reader {
+  after: number;
+  wake: () => void;
+}
+
+/** A run whose channel is subscribed (once `subscribed` settles), and its waiting readers. */
 interface Watched {
-  readers: Set<{ after: number; wake: () => void }>;
-  /** Known once `synced` settles: the last seq read after subscribing, then each published one. */
-  seq: number;
-  synced: Promise<void>;
+  readers: Set<Reader>;
+  subscribed: Promise<void>;
   idleSince: number;
 }
 
@@ -89,13 +94,14 @@ export function redisEventLog(
   checkOptions('redisEventLog options', REDIS_EVENT_LOG_OPTIONS, options);
   const p = options.prefix;
   const cap = options.maxEventsPerRun ?? 10_000;
-  const key = (runId: string): string => `${p}:run-e:${runId}`;
+  const key = (runId: string): string => `${p}:run-e:${runId}`; // also the run's channel
   const announceChannel = `${p}:runs:announce`;
   const listeners = new Set<(runId: string) => void>();
-  const watched = new Map<string, Watched>(); // by channel (the run's stream key)
+  const watched = new Map<string, Watched>(); // by channel
   let subscriber: Promise<Subscriber> | undefined;
   let connection: Subscriber | undefined;
   let sweeper: ReturnType<typeof setInterval> | undefined;
+  let retry: ReturnType<typeof setTimeout> | undefined;
 
   const guard = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -104,19 +110,27 @@ export function redisEventLog(
       throw error instanceof StoreFailure ? error : storeFailure(`run (${what})`, error);
     }
   };
+  const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms).unref?.();
 
-  const wakeAfter = (w: Watched): void => {
-    for (const reader of w.readers) if (reader.after < w.seq) reader.wake();
-  };
-  // Subscribed first, then read: an append before the subscription is in the read, one after it is published.
-  const sync = (conn: Subscriber, channel: string, w: Watched): Promise<void> =>
-    conn
-      .subscribe(channel)
+  // Read once subscribed: an append before the subscription is in the read, one after it is published. Read per
+  // wait, never remembered: a log can be gone and begin again at seq 1 (its retention passed), and a remembered
+  // seq would wake its readers at once, forever.
+  const check = (channel: string, w: Watched, readers: Iterable<Reader>): Promise<void> =>
+    w.subscribed
       .then(() => redis.eval(LAST, 1, channel))
-      .then((last) => {
-        w.seq = Math.max(w.seq, Number(last));
-        wakeAfter(w);
-      });
+      .then(
+        (last) => {
+          for (const reader of readers) if (reader.after < Number(last)) reader.wake();
+        },
+        () => {
+          // Redis away: forgotten, so the next wait subscribes again; its readers read again after a pause.
+          if (watched.get(channel) === w) watched.delete(channel);
+          later(100, () => wakeAll(w));
+        },
+      );
+  const wakeAll = (w: Watched): void => {
+    for (const reader of w.readers) reader.wake();
+  };
 
   const sweep = (): void => {
     const cutoff = Date.now() - IDLE_MS;
@@ -131,6 +145,14 @@ export function redisEventLog(
     }
   };
 
+  // The announce subscription, while anyone listens: again on a new subscriber, retried while Redis is away.
+  const hearAnnounces = (): void => {
+    if (listeners.size === 0 || retry) return;
+    subscribed()
+      .then((conn) => conn.subscribe(announceChannel))
+      .catch(() => (retry = setTimeout(() => ((retry = undefined), hearAnnounces()), 1_000)));
+  };
+
   const subscribed = (): Promise<Subscriber> => {
     if (subscriber) return subscriber;
     const conn = redis.duplicate({ lazyConnect: true }) as Subscriber;
@@ -141,27 +163,34 @@ export function redisEventLog(
         return;
       }
       const w = watched.get(channel);
-      if (!w) return;
-      w.seq = Number(message); // the newest append's: lower than before only when the log was gone and began again
-      wakeAfter(w);
+      if (w) for (const reader of w.readers) if (reader.after < Number(message)) reader.wake();
     });
-    connection = conn;
     const ready = conn.connect().then(() => {
       // Back after a break (ioredis subscribes again): what was published meanwhile is lost, so each run is read again.
       conn.on('ready', () => {
-        for (const [channel, w] of watched) w.synced = sync(conn, channel, w).catch(() => wakeAll(w));
+        for (const [channel, w] of watched) {
+          w.subscribed = conn.subscribe(channel).then(() => undefined);
+          void check(channel, w, [...w.readers]);
+        }
+      });
+      // Gone for good (ioredis gave up reconnecting): the next reader opens another; the readers now read again.
+      conn.on('end', () => {
+        if (subscriber !== ready) return;
+        subscriber = connection = undefined;
+        const readers = [...watched.values()];
+        watched.clear();
+        for (const w of readers) wakeAll(w);
+        hearAnnounces();
       });
       return conn;
     });
     subscriber = ready;
+    connection = conn;
     ready.catch(() => {
       if (subscriber === ready) subscriber = connection = undefined; // the next reader tries again
       conn.disconnect();
     });
     return ready;
-  };
-  const wakeAll = (w: Watched): void => {
-    for (const reader of w.readers) reader.wake();
   };
 
   return {
@@ -171,6 +200,7 @@ export function redisEventLog(
           await redis.eval(
             APPEND,
             1,
+            key(runId),
             key(runId),
             keepMs === undefined ? '' : Math.max(1, Math.ceil(keepMs)),
             cap,
@@ -198,19 +228,14 @@ export function redisEventLog(
         conn = await subscribed();
       } catch {
         // Redis away: the reader tries again.
-        return new Promise<void>((resolve) => setTimeout(resolve, Math.min(timeoutMs, 100)).unref?.());
+        return new Promise<void>((resolve) => later(Math.min(timeoutMs, 100), resolve));
       }
-      if (signal?.aborted || conn !== connection) return; // closed meanwhile
+      if (signal?.aborted || conn !== connection) return; // closed or gone meanwhile
       const channel = key(runId);
       let w = watched.get(channel);
       if (!w) {
-        const fresh: Watched = { readers: new Set(), seq: 0, synced: Promise.resolve(), idleSince: 0 };
-        fresh.synced = sync(conn, channel, fresh).catch(() => {
-          // Not subscribed: forgotten, so the next wait subscribes again (after a pause: no loop on a failing server).
-          if (watched.get(channel) === fresh) watched.delete(channel);
-          setTimeout(() => wakeAll(fresh), Math.min(timeoutMs, 100)).unref?.();
-        });
-        watched.set(channel, (w = fresh));
+        w = { readers: new Set(), subscribed: conn.subscribe(channel).then(() => undefined), idleSince: 0 };
+        watched.set(channel, w);
         if (!sweeper) {
           sweeper = setInterval(sweep, IDLE_MS);
           sweeper.unref?.();
@@ -230,10 +255,7 @@ export function redisEventLog(
         const timer = setTimeout(reader.wake, timeoutMs);
         signal?.addEventListener('abort', reader.wake, { once: true });
         held.readers.add(reader);
-        // Synced already: the seq is current (an append since is on its way as a message).
-        void held.synced.then(() => {
-          if (held.seq > after) reader.wake();
-        });
+        void check(channel, held, [reader]);
       });
     },
 
@@ -244,9 +266,7 @@ export function redisEventLog(
 
     onAnnounce(listener) {
       listeners.add(listener);
-      subscribed()
-        .then((conn) => conn.subscribe(announceChannel))
-        .catch(() => undefined); // a later listener tries again
+      hearAnnounces();
       return () => listeners.delete(listener);
     },
 
@@ -254,7 +274,8 @@ export function redisEventLog(
       const conn = subscriber;
       subscriber = connection = undefined;
       if (sweeper) clearInterval(sweeper);
-      sweeper = undefined;
+      if (retry) clearTimeout(retry);
+      sweeper = retry = undefined;
       const readers = [...watched.values()];
       watched.clear();
       for (const w of readers) wakeAll(w);

@@ -1,7 +1,7 @@
 // The Redis run store keeps the run-store contract, on real Redis; and a recovered run takes over
 // the idempotency claim its dead owner left.
 import { setMaxListeners } from 'node:events';
-import Redis from 'ioredis';
+import Redis, { type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
 import {
@@ -168,8 +168,9 @@ describe('redis run events: waiting readers', () => {
   const event = (i: number): string =>
     encodeRunValue({ at: Date.now(), type: 'step:progress', step: 's', data: { i } });
   // The store's client, counting the connections the log opens of its own.
-  const counted = async () => {
-    const client = await connect();
+  const counted = async (options: RedisOptions = {}) => {
+    const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1, ...options });
+    await client.connect();
     opened.push(client);
     const own: Redis[] = [];
     const duplicate = client.duplicate.bind(client);
@@ -181,7 +182,14 @@ describe('redis run events: waiting readers', () => {
     const runs = redisRunStore(client, { prefix: `${prefix}:${++n}` });
     eventStores.push(runs);
     const channel = (runId: string): string => `${prefix}:${n}:run-e:${runId}`;
-    return { log: runs.events!, own, channel, writer: redisRunStore(redis, { prefix: `${prefix}:${n}` }).events! };
+    const stream = `${prefix}:${n}:run-e:`;
+    return {
+      log: runs.events!,
+      own,
+      channel,
+      stream,
+      writer: redisRunStore(redis, { prefix: `${prefix}:${n}` }).events!,
+    };
   };
 
   it('readers of many runs wait on one connection, each woken by its own run’s events only', async () => {
@@ -236,5 +244,64 @@ describe('redis run events: waiting readers', () => {
     await next;
     expect(Date.now() - t2).toBeLessThan(1_000);
     expect(own).toHaveLength(1);
+  });
+
+  it('a log gone while its run is watched (retention passed) is waited on, not returned from at once', async () => {
+    const { log, writer, stream } = await counted();
+    await writer.append('gone', [event(1), event(2), event(3)], 60_000);
+    const stop = new AbortController();
+    const held = log.wait('gone', 3, 20_000, stop.signal); // a watcher up to date keeps the channel subscribed
+    await pause(100);
+    await redis.del(`${stream}gone`);
+    let returns = 0;
+    const t = Date.now();
+    while (Date.now() - t < 300) {
+      await log.wait('gone', 0, 1_000);
+      returns++;
+    }
+    expect(returns).toBe(1); // before: thousands of returns with nothing to read
+    await writer.append('gone', [event(1)]); // begins again at seq 1: readers from 0 are woken
+    stop.abort();
+    await held;
+    const t2 = Date.now();
+    await log.wait('gone', 0, 5_000);
+    expect(Date.now() - t2).toBeLessThan(500);
+  });
+
+  it('wakes readers of a store whose client has a keyPrefix (ioredis prefixes keys, not channels)', async () => {
+    const { log } = await counted({ keyPrefix: 'kp:' });
+    await log.append('k', [event(1)]);
+    const waiting = log.wait('k', 1, 5_000);
+    await pause(150);
+    const t = Date.now();
+    await log.append('k', [event(2)]); // the same store: its own keys, under kp:
+    await waiting;
+    expect(Date.now() - t).toBeLessThan(1_000); // before: woken by its timeout only
+    const keys = await redis.keys(`kp:${prefix}*`);
+    expect(keys).toHaveLength(1);
+    await redis.del(...keys);
+  });
+
+  it('replaces a subscriber that ended for good (ioredis gave up reconnecting): wake-ups and announces come back', async () => {
+    const { log, own, writer } = await counted({ retryStrategy: () => null });
+    const heard: string[] = [];
+    const off = log.onAnnounce((id) => heard.push(id));
+    await writer.append('ended', [event(1)]);
+    await log.wait('ended', 0, 1_000);
+    (own[0] as unknown as { stream: { destroy(): void } }).stream.destroy(); // dropped once, never reconnected
+    await pause(200);
+    const waiting = log.wait('ended', 1, 5_000);
+    await pause(150);
+    const t = Date.now();
+    await writer.append('ended', [event(2)]);
+    await waiting;
+    expect(Date.now() - t).toBeLessThan(1_000);
+    for (let i = 0; i < 40 && heard.length === 0; i++) {
+      await writer.announce('someone');
+      await pause(25);
+    }
+    off();
+    expect(heard).toContain('someone');
+    expect(own).toHaveLength(2);
   });
 });
