@@ -71,7 +71,7 @@ export function chainToolCore<F>(
     try {
       decided = await runner.decide(callId, { approved, by: who });
     } catch (error) {
-      if (error instanceof TypeError && /needs durable runs/.test(error.message)) return undefined; // no run store
+      if ((error as { code?: unknown } | undefined)?.code === 'no_run_store') return undefined;
       throw error;
     }
     while (typeof decided !== 'string' && decided.status === 'awaiting_confirmation' && approved) {

@@ -72,9 +72,12 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       })
     : undefined;
   const needsRunStore = (what: string): Error =>
-    new TypeError(
-      `${what} needs durable runs: createRunner({ stores: { runs } }) ` +
-        'with memoryRunStore(), redisStores(...) or postgresStores(...).',
+    Object.assign(
+      new TypeError(
+        `${what} needs durable runs: createRunner({ stores: { runs } }) ` +
+          'with memoryRunStore(), redisStores(...) or postgresStores(...).',
+      ),
+      { code: 'no_run_store' },
     );
   const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
   parts.recorder.runEvents = hub;

@@ -140,6 +140,7 @@ describe('runner.decide and a declined resume with the memory run store', () => 
   it('without a run store, decide throws: there is no record to find the run by its id', async () => {
     const runner = createRunner({ invoker, chains: [gate] });
     await expect(runner.decide('any', { approved: true, by: 'ops' })).rejects.toThrow(/needs durable runs/);
+    await expect(runner.decide('any', { approved: true, by: 'ops' })).rejects.toMatchObject({ code: 'no_run_store' });
     await runner.close();
   });
 });
