@@ -23,7 +23,10 @@ const issueRefunds = defineTool({
   input: z.object({ orders: z.array(z.string()) }),
   output: z.object({ refunded: z.number() }),
 });
-const refundAll = chain('refund_all', { input: z.object({ customerId: z.string() }) })
+const refundAll = chain('refund_all', {
+  input: z.object({ customerId: z.string() }),
+  context: z.object({ userId: z.string() }), // who asked: the trusted context, from the app's session
+})
   .tool('owed', listRefunds, (ref) => ({ customerId: ref('input', 'customerId') }))
   .tool('refund', issueRefunds, (ref) => ({ orders: ref('owed', 'orders') }))
   .build();
@@ -52,10 +55,22 @@ async function send(body: ReadableStream<Uint8Array>, res: ServerResponse): Prom
   res.end();
 }
 
+/** The signed-in user (a real app reads its session cookie; here a header stands in for it). */
+const signedIn = (req: { headers: Record<string, string | string[] | undefined> }): string | undefined => {
+  const user = req.headers['x-user'];
+  return typeof user === 'string' && user !== '' ? user : undefined;
+};
+
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost');
+  const userId = signedIn(req);
+  if (!userId) {
+    res.writeHead(401).end();
+    return;
+  }
   if (req.method === 'POST' && url.pathname === '/refunds') {
-    const { runId } = runner.stream(refundAll, { customerId: 'c-42' }); // the result is recorded; the events are in the run store
+    // The result is recorded; the events are in the run store.
+    const { runId } = runner.stream(refundAll, { customerId: 'c-42' }, { context: { userId } });
     res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ runId }));
     return;
   }
@@ -68,13 +83,15 @@ const server = createServer((req, res) => {
       res.writeHead(400).end(); // a malformed escape: URIError
       return;
     }
-    // A real app checks here, on every request (reconnects too), that the signed-in user may see this run.
     const gone = new AbortController();
     res.on('close', () => gone.abort()); // the browser left: the watch ends
     res.writeHead(200, SSE_HEADERS);
+    // Only a run this user started, checked on every request (reconnects too): another user's run is `not_found`,
+    // as an unknown one is (an SSE `error` event).
     const events = runner.watch(runId, {
       after: lastEventId(req.headers) ?? 0,
       signal: gone.signal,
+      context: { userId },
     });
     void send(toSSE(events), res);
     return;
@@ -87,7 +104,7 @@ const base = `http://127.0.0.1:${typeof address === 'object' && address ? addres
 
 /** Reads an event stream like EventSource does; `stopAfter` drops the connection after that many events. */
 async function listen(url: string, lastId: string | undefined, stopAfter = Infinity): Promise<string[]> {
-  const res = await fetch(url, { headers: lastId ? { 'last-event-id': lastId } : {} });
+  const res = await fetch(url, { headers: { 'x-user': 'alice', ...(lastId && { 'last-event-id': lastId }) } });
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   const ids: string[] = [];
   let buffered = '';
@@ -116,7 +133,7 @@ async function listen(url: string, lastId: string | undefined, stopAfter = Infin
 
 const { runId } = z
   .object({ runId: z.string() })
-  .parse(await (await fetch(`${base}/refunds`, { method: 'POST' })).json());
+  .parse(await (await fetch(`${base}/refunds`, { method: 'POST', headers: { 'x-user': 'alice' } })).json());
 console.log(`run ${runId} started; the browser listens:`);
 const first = await listen(`${base}/runs/${runId}/events`, undefined, 5);
 console.log(`  … connection lost after #${first.at(-1)}; reconnecting with Last-Event-ID: ${first.at(-1)}`);

@@ -55,8 +55,8 @@ export interface Durable {
    * continued, or failed and compensated (`outcome_unknown`; with `cancelled`, the cancel's reason, `run_cancelled`).
    */
   settleDoubt(run: StoredRun, decision: RetryDecision, cancelled?: string): Promise<DecideResult>;
-  /** The stored run, or `undefined`. */
-  info(runId: string): Promise<RunInfo | undefined>;
+  /** The stored run, or `undefined` (also when `shown` says it is not to be shown). */
+  info(runId: string, shown?: (run: StoredRun) => boolean): Promise<RunInfo | undefined>;
   /** Stops polling and renewing: runs in flight stay recorded, for another instance to recover. */
   close(): void;
   /**
@@ -216,11 +216,11 @@ export class DurableRuns implements Durable {
     return settleDoubt(this.o, run, decision, cancelled);
   }
 
-  async info(runId: string): Promise<RunInfo | undefined> {
+  async info(runId: string, shown?: (run: StoredRun) => boolean): Promise<RunInfo | undefined> {
     checkRunId(runId);
     const { o } = this;
     const run = await o.bounded('get', o.now() + STORE_WAIT_MS, () => o.store.get(runId));
-    if (!run) return undefined;
+    if (!run || (shown && !shown(run))) return undefined;
     const decidedBy = decider(run);
     const doubt: InDoubtStep[] = run.status === 'in_doubt' ? writesInDoubt(run) : [];
     return {

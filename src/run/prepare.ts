@@ -273,6 +273,26 @@ function resumeBudget(parts: RunnerParts, given: ResumeOptions['chain']): number
   return longest > 0 ? longest : STORE_WAIT_MS;
 }
 
+/**
+ * Whether a recorded run was started with `context`, as its chain's context schema gives it when this
+ * runner knows the chain (else as given): what `getRun` and `watch` with `{ context }` show a run to.
+ *
+ * @example
+ * ```ts
+ * if (!startedWith(parts.chains, run, { userId })) return undefined;
+ * ```
+ */
+export function startedWith(
+  chains: ReadonlyMap<string, Chain>,
+  run: { chain: string; contextHash?: string },
+  context: object,
+): boolean {
+  if (run.contextHash === undefined) return false; // recorded before runs kept it: shown to no context
+  const chain = chains.get(run.chain);
+  const validated = chain ? validateContext(chain, context) : { ok: true as const, value: context };
+  return validated.ok && hashContext(validated.value) === run.contextHash;
+}
+
 function validateContext(
   chain: Chain,
   context: unknown,

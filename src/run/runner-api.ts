@@ -96,13 +96,25 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * from its journal and resolves with their results (at most `recover.limit`, default 100, per call).
    */
   recover(): Promise<RunResult[]>;
-  /** Durable runs (`stores.runs`): what the run store holds of a run, or `undefined`. */
-  getRun(runId: string): Promise<RunInfo | undefined>;
+  /**
+   * Durable runs (`stores.runs`): what the run store holds of a run, or `undefined`. With
+   * `{ context }`, only a run started with that trusted context (as its chain's context schema gives
+   * it), so a request can be shown its own user's runs and no other: `undefined` for the rest.
+   *
+   * @example
+   * ```ts
+   * const run = await runner.getRun(runId, { context: { userId: session.userId } });
+   * if (!run) return res.writeHead(404).end();
+   * ```
+   */
+  getRun(runId: string, options?: { context?: object }): Promise<RunInfo | undefined>;
   /**
    * The events of a run (`stores.runs`), from any instance sharing the stores: those after
    * `options.after` (a seq), in order, each once, ending after `run:end`. A reader that falls so far
    * behind that the log dropped what it had not read is cut off with a {@link RunWatchError}
    * (`fell_behind`, with `lastSeq` to resume from); a run the store does not know, `not_found`.
+   * With `{ context }`, only a run started with that trusted context is watched: any other fails
+   * `not_found` as an unknown run does (after the same wait), and none of its events is read.
    * `runner.close()` ends the runner's watches (without a `run:end`).
    *
    * @example

@@ -21,7 +21,7 @@ import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
-import { prepareResume, prepareRun } from './prepare.js';
+import { prepareResume, prepareRun, startedWith } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
@@ -83,7 +83,15 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
   parts.recorder.runEvents = hub;
   const watchSource = (what: string): WatchSource => {
     if (!runStore || !hub) throw needsRunStore(what);
-    return { store: runStore, log: hub.log, hub, redacted: (v) => recorder.redacted(v), now, enlist };
+    return {
+      store: runStore,
+      log: hub.log,
+      hub,
+      redacted: (v) => recorder.redacted(v),
+      now,
+      enlist,
+      startedWith: (run, context) => startedWith(parts.chains, run, context),
+    };
   };
   let closed = false;
   // The stops of the watches in progress: close() ends them.
@@ -202,9 +210,10 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       return results;
     },
 
-    async getRun(runId: string): Promise<RunInfo | undefined> {
+    async getRun(runId: string, getOptions: { context?: object } = {}): Promise<RunInfo | undefined> {
       if (!durable) throw needsRunStore('getRun()');
-      return durable.info(runId);
+      const context = getOptions.context;
+      return durable.info(runId, context === undefined ? undefined : (run) => startedWith(parts.chains, run, context));
     },
 
     watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {

@@ -3,7 +3,7 @@
 // after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
 import type { RunEvent } from '../observe/run-events.js';
 import type { RunResult } from '../observe/result.js';
-import type { RunStore } from '../stores/run-store.js';
+import type { RunStore, StoredRun } from '../stores/run-store.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
 import { checkRunId, isValidRunId } from './run-id.js';
@@ -45,6 +45,11 @@ export interface WatchOptions {
   after?: number;
   /** Ends the watch (the iteration ends quietly). */
   signal?: AbortSignal;
+  /**
+   * Watch the run only if it was started with this trusted context (the signed-in user's): any other
+   * run fails `not_found`, as an unknown one does, and none of its events is read.
+   */
+  context?: object;
 }
 
 /** What a watch reads from: the run store, its event log, and this runner's writers. */
@@ -59,6 +64,8 @@ export interface WatchSource {
    * there (no `run:end` made up), leaving no read waiting. Returns the function that unregisters it.
    */
   enlist(stop: AbortController): () => void;
+  /** Whether the recorded run was started with `context` (`WatchOptions.context`). */
+  startedWith(run: StoredRun, context: object): boolean;
 }
 
 /**
@@ -147,6 +154,10 @@ async function* watchRun(
   const unwatch = hub.watch(runId);
   let announced = 0;
   try {
+    if (options.context !== undefined && !(await startedWithContext(source, runId, options.context, signal))) {
+      if (signal.aborted) return;
+      throw new RunWatchError('not_found', runId, after, notFound(runId));
+    }
     if (after > 0) {
       // Resumed after the run's final end (a reconnect that had read it all): nothing more comes, and none may be
       // made up. A run that parked (a gate, a wait, a write in doubt) may still go on: watched as usual.
@@ -208,13 +219,7 @@ async function* watchRun(
           idle++;
           continue;
         }
-        if (!run)
-          throw new RunWatchError(
-            'not_found',
-            runId,
-            last,
-            `Run ${runId} was not found in the run store (never recorded, or past its retention).`,
-          );
+        if (!run) throw new RunWatchError('not_found', runId, last, notFound(runId));
         const ended = run.status !== 'running' && run.status !== 'waiting' && run.result !== undefined;
         // Quiet since the watch began is not enough: it may have waited before the run was even recorded.
         endedSeen = ended ? (endedSeen ?? source.now()) : undefined;
@@ -244,5 +249,34 @@ async function* watchRun(
     leave();
     options.signal?.removeEventListener('abort', halt);
     settled?.signal.removeEventListener('abort', rouse);
+  }
+}
+
+const notFound = (runId: string): string =>
+  `Run ${runId} was not found in the run store (never recorded, or past its retention).`;
+
+/**
+ * Whether the run is recorded as started with `context`: a run not (yet) recorded gets the few seconds an unknown
+ * run gets, and so does one started with another context, so that the two cannot be told apart by their time.
+ */
+async function startedWithContext(
+  source: WatchSource,
+  runId: string,
+  context: object,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (let waits = 0; ; waits++) {
+    const run = await source.store.get(runId);
+    if (run && source.startedWith(run, context)) return true;
+    if (waits >= NOT_FOUND_WAITS || signal.aborted) return false;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, WAIT_MS);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 }

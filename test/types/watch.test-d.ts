@@ -9,6 +9,18 @@ const count = defineTool({ name: 'count', description: 'c', input: z.object({ n:
 const counting = chain('counting', { input: z.object({ n: z.number() }) }).tool('count', count, (ref) => ({ n: ref('input', 'n') })).build();
 
 describe('watching runs', () => {
+  it('getRun and watch take the trusted context a run must have been started with', () => {
+    const runner = createRunner({ invoker: functionInvoker([count], { count: async ({ n }) => ({ total: n }) }), stores: { runs: memoryRunStore() } });
+    interface Session { userId: string }
+    const session: Session = { userId: 'alice' };
+    void runner.getRun('r', { context: session });
+    expectTypeOf(runner.watch('r', { context: { userId: 'alice' }, after: 3 })).toEqualTypeOf<AsyncIterable<RunEvent>>();
+    // @ts-expect-error a context is an object, not a user id
+    void runner.getRun('r', { context: 'alice' });
+    // @ts-expect-error a context is an object, not a user id
+    void runner.watch('r', { context: 'alice' });
+  });
+
   it('RunEvent is a union discriminated by type: data narrows with it', () => {
     expectTypeOf<RunEventType>().toEqualTypeOf<'run:start' | 'step:start' | 'step:progress' | 'step:retry' | 'step:end' | 'confirmation:requested' | 'run:end' | 'item:end' | 'signal:received'>();
     const see = (e: RunEvent): void => {

@@ -1,0 +1,113 @@
+// `getRun` and `watch` with `{ context }`: a request is shown the runs started with its own trusted
+// context (its user's) and no other, and cannot tell another user's run from an unknown one.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, functionInvoker, memoryRunStore, ref, type RunEvent } from 'chainkit';
+
+const find = defineTool({
+  name: 'find',
+  description: 'f',
+  input: z.object({ n: z.number(), user: z.string() }),
+  output: z.object({ n: z.number() }),
+  effect: 'read',
+});
+const owned = defineChain({
+  name: 'owned',
+  input: z.object({ n: z.number() }),
+  context: z.object({ userId: z.string() }),
+  steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n'), user: ref('context', 'userId') } }],
+});
+
+const collect = async (events: AsyncIterable<RunEvent>): Promise<RunEvent[]> => {
+  const seen: RunEvent[] = [];
+  for await (const e of events) seen.push(e);
+  return seen;
+};
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('runs shown to the context they were started with', () => {
+  const setup = async () => {
+    const runs = memoryRunStore();
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs },
+    });
+    const done = await runner.run(owned, { n: 1 }, { context: { userId: 'alice' } });
+    expect(done.status).toBe('completed');
+    return { runner, runs, runId: done.runId };
+  };
+
+  it('getRun: the run for its own context (as the chain’s schema gives it), undefined for another', async () => {
+    const { runner, runId } = await setup();
+    expect(await runner.getRun(runId, { context: { userId: 'alice' } })).toMatchObject({ runId, status: 'completed' });
+    // The schema drops what it does not declare, as it did when the run started.
+    expect(await runner.getRun(runId, { context: { userId: 'alice', session: 's-1' } })).toMatchObject({ runId });
+    expect(await runner.getRun(runId, { context: { userId: 'bob' } })).toBeUndefined();
+    expect(await runner.getRun(runId, { context: {} })).toBeUndefined(); // refused by the schema: no one's
+    expect(await runner.getRun(runId)).toMatchObject({ runId }); // without a context: an operator's view
+    await runner.close();
+  });
+
+  it('watch: its own user reads the events; another user fails not_found as for an unknown run, at the same time, reading none', async () => {
+    const { runner, runs, runId } = await setup();
+    const mine = await collect(runner.watch(runId, { context: { userId: 'alice' } }));
+    expect(mine.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
+
+    const log = runs.events!;
+    const read = log.read.bind(log);
+    const reads: string[] = [];
+    log.read = (id, after, limit) => (reads.push(id), read(id, after, limit));
+    vi.useFakeTimers();
+    const start = Date.now();
+    const failedAt = (events: AsyncIterable<RunEvent>) =>
+      collect(events).then(
+        () => ({ error: undefined as unknown, at: Date.now() - start }),
+        (error: unknown) => ({ error, at: Date.now() - start }),
+      );
+    const other = failedAt(runner.watch(runId, { context: { userId: 'bob' } }));
+    const unknown = failedAt(runner.watch('no-such-run', { context: { userId: 'bob' } }));
+    await vi.advanceTimersByTimeAsync(10_000);
+    const [a, b] = await Promise.all([other, unknown]);
+    expect(a.error).toMatchObject({ name: 'RunWatchError', code: 'not_found', runId });
+    expect(b.error).toMatchObject({ name: 'RunWatchError', code: 'not_found', runId: 'no-such-run' });
+    expect(a.at).toBe(b.at);
+    expect(reads).toEqual([]);
+    vi.useRealTimers();
+    await runner.close();
+  });
+
+  it('a runner that does not know the chain compares the context as given (a field more is another context)', async () => {
+    const { runner, runs, runId } = await setup();
+    const elsewhere = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs },
+    });
+    expect(await elsewhere.getRun(runId, { context: { userId: 'alice' } })).toMatchObject({ runId });
+    expect(await elsewhere.getRun(runId, { context: { userId: 'alice', session: 's-1' } })).toBeUndefined();
+    await elsewhere.close();
+    await runner.close();
+  });
+
+  it('watch with a context follows a run recorded a moment after the watch began', async () => {
+    const runs = memoryRunStore();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => (await held, { n }) }),
+      stores: { runs },
+    });
+    const runId = 'run-soon';
+    const watching = collect(runner.watch(runId, { context: { userId: 'carol' } }));
+    await new Promise((r) => setTimeout(r, 50));
+    const done = runner.run(owned, { n: 2 }, { runId, context: { userId: 'carol' } });
+    release();
+    expect((await done).status).toBe('completed');
+    const events = await watching;
+    expect(events.map((e) => e.type)).toContain('run:start');
+    expect(events.at(-1)).toMatchObject({ type: 'run:end' });
+    await runner.close();
+  });
+});
