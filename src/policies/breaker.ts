@@ -74,11 +74,11 @@ export function breakerPolicy(options: BreakerPolicyOptions): Policy {
       if (probe) giveBack(this);
       throw error;
     }
-    // The run cut the call off (its deadline, a cancel, close): its budget ran out, which says nothing of the
-    // tool (a short deadline must not open the breaker for everyone). A probe cut off never got its answer:
-    // it counts as failed, and the breaker reopens.
+    // The run cut the call off (its deadline, a cancel, close, a sibling step's failure): that says nothing of
+    // the tool (a short deadline must not open the breaker for everyone). A probe cut off is given back, so the
+    // next call probes, unless the tool had it until the deadline: no answer in all that time reopens the breaker.
     if (error instanceof RunAbortReason) {
-      if (probe) failedAt(this);
+      if (probe) (error.kind === 'deadline' && this.reached === true ? failedAt : giveBack)(this);
       throw error;
     }
     const { category } = error instanceof ToolFailure ? error.info : classifyError(error, classifiers);

@@ -1,6 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineTool, memoryLimiterStore, type BreakerChangeEvent, type LimiterStore } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineTool,
+  functionInvoker,
+  memoryBreakerStore,
+  memoryLimiterStore,
+  type BreakerChangeEvent,
+  type BreakerStore,
+  type LimiterStore,
+} from 'chainkit';
 import { storeFailure } from '../../src/stores/guard.js';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
@@ -261,5 +271,97 @@ describe('circuit breaker', () => {
         } as never,
       }),
     ).toThrow(/retry\.internal\.retries[\s\S]*retry\.internal\.factor[\s\S]*retry\.nonsense: Unknown error category/);
+  });
+});
+
+describe('circuit breaker: a probe the run cut off', () => {
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const mark = defineTool({
+    name: 'mark',
+    description: 'Mark an item',
+    input: z.object({ id: z.string() }),
+    output: z.object({ id: z.string() }),
+    effect: 'read',
+    retry: false,
+  });
+  const list = defineTool({
+    name: 'list',
+    description: 'List ids',
+    input: z.object({ n: z.number() }),
+    output: z.object({ items: z.array(z.object({ id: z.string() })) }),
+    effect: 'read',
+  });
+  const markOne = chain('mark_one', { input: z.object({ id: z.string() }) })
+    .tool('mark', mark, (ref) => ({ id: ref('input', 'id') }))
+    .output((s) => s.results.mark.id);
+
+  it("is given back when a sibling's failure cut it off: a healthy tool's breaker is not reopened", async () => {
+    let calls = 0;
+    const invoker = functionInvoker([mark, list], {
+      list: ({ n }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
+      mark: async ({ id }, call) => {
+        if (++calls <= 2) throw http(503); // the outage that opened the breaker
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 30); // healthy again
+          call.signal.addEventListener('abort', () => (clearTimeout(t), reject(call.signal.reason)));
+        });
+        return { id };
+      },
+    });
+    const runner = createRunner({ invoker, tools: [mark, list], breaker: { threshold: 2, openMs: 100 } });
+    const changes: string[] = [];
+    runner.events.on('breaker:change', (e) => changes.push(e.state));
+    for (let i = 0; i < 2; i++) await runner.invoke('mark', { id: 'x' });
+    const all = chain('all', { input: z.object({ n: z.number() }) })
+      .tool('find', list, (ref) => ({ n: ref('input', 'n') }))
+      .forEach('done', (ref) => ({
+        over: ref('find', 'items'),
+        chain: markOne,
+        input: (item) => ({ id: item('id') }),
+        concurrency: 3,
+      }))
+      .output((s) => s.results.done);
+    await pause(120); // past openMs: the next call probes
+    const r = await runner.run(all, { n: 3 }); // item 0 probes; items 1 and 2 fail fast (circuit_open) and stop the step
+    expect(r.status).toBe('failed');
+    const single = await runner.invoke('mark', { id: 'y' }); // probes again, and closes it
+    expect(single.status).toBe('completed');
+    expect(changes).toEqual(['open', 'closed']);
+    await runner.close();
+  });
+
+  it('is given back when the run was cancelled before it reached the tool', async () => {
+    let calls = 0;
+    const invoker = functionInvoker([mark], {
+      mark: async ({ id }) => {
+        if (++calls <= 2) throw http(503);
+        return { id };
+      },
+    });
+    // An answer that takes a moment, as a shared store's does: the run can be cancelled before the call.
+    const inner = memoryBreakerStore();
+    const breakers: BreakerStore = {
+      acquire: async (tool, now, openMs) => (await pause(20), inner.acquire(tool, now, openMs)),
+      success: (tool) => inner.success(tool),
+      failure: (tool, now, threshold, openMs) => inner.failure(tool, now, threshold, openMs),
+      release: (tool) => inner.release!(tool),
+      isOpen: (tool, now) => inner.isOpen(tool, now),
+    };
+    const runner = createRunner({
+      invoker,
+      tools: [mark],
+      breaker: { threshold: 2, openMs: 100 },
+      stores: { breakers },
+    });
+    for (let i = 0; i < 2; i++) await runner.invoke('mark', { id: 'x' });
+    await pause(150);
+    const stop = new AbortController();
+    const cut = runner.invoke('mark', { id: 'x' }, { signal: stop.signal });
+    await pause(5);
+    stop.abort(); // while the breaker store answers: the probe never reaches the tool
+    expect((await cut).status).toBe('failed');
+    expect(calls).toBe(2);
+    expect((await runner.invoke('mark', { id: 'y' })).status).toBe('completed');
+    await runner.close();
   });
 });
