@@ -219,6 +219,7 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
   } while (cursor);
   const tools: Tool[] = [];
   const refused: DefinitionIssue[] = [];
+  const effects = options.effects ?? {};
   for (const t of listed) {
     try {
       tools.push(
@@ -228,7 +229,8 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
           input: fromSchema(t.inputSchema, 'input'),
           output: t.outputSchema ? fromSchema(t.outputSchema, 'output') : z.unknown(),
           effect:
-            options.effects?.[t.name] ??
+            // Own entries only: a tool named `toString` would read Object.prototype's.
+            (Object.hasOwn(effects, t.name) ? effects[t.name] : undefined) ??
             (t.annotations?.readOnlyHint ? 'read' : t.annotations?.destructiveHint === true ? 'destructive' : 'write'),
           ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
         }),
@@ -242,7 +244,7 @@ export async function toolsFromMcp(client: Client, options: ToolsFromMcpOptions 
   // An effect for a tool the server does not list is a typo or a stale name: the tool it meant would
   // run ungated (a `destructive` lost), so it is refused rather than ignored.
   const names = new Set(listed.map((t) => t.name));
-  for (const name of Object.keys(options.effects ?? {}))
+  for (const name of Object.keys(effects))
     if (!names.has(name))
       refused.push({
         path: `effects[${JSON.stringify(name)}]`,

@@ -313,6 +313,27 @@ describe('toolsFromMcp effects', () => {
   });
 });
 
+describe('toolsFromMcp effects of tools named like Object members', () => {
+  it('takes a listed toString or constructor tool when effects is given (an inherited member is no effect)', async () => {
+    const server = await rawServer(
+      () => undefined,
+      () => ({
+        tools: [
+          { name: 'toString', inputSchema: { type: 'object' } },
+          { name: 'constructor', inputSchema: { type: 'object' } },
+          { name: 'delete_task', inputSchema: { type: 'object' } },
+        ],
+      }),
+    );
+    const tools = await toolsFromMcp(server.client, { effects: { delete_task: 'destructive' } });
+    expect(tools.map((t) => [t.name, t.effect])).toEqual([
+      ['toString', 'write'],
+      ['constructor', 'write'],
+      ['delete_task', 'destructive'],
+    ]);
+  });
+});
+
 describe('toolsFromMcp against hostile schemas', () => {
   it("does not run a server's regular expressions here: a catastrophic pattern cannot hold the event loop", async () => {
     const server = await rawServer(
