@@ -8,9 +8,9 @@ import {
   memoryBreakerStore,
   memoryLimiterStore,
   type BreakerChangeEvent,
-  type BreakerStore,
   type LimiterStore,
 } from 'chainkit';
+import type { BreakerStore } from 'chainkit/stores';
 import { storeFailure } from '../../src/stores/guard.js';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
