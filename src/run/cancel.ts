@@ -53,12 +53,13 @@ export async function cancelRun(
   c: Canceller,
   runId: string,
   cancelOptions: { reason?: string },
+  shown?: (run: StoredRun) => boolean,
 ): Promise<'cancelled' | 'not_found' | 'ended'> {
   const { store, log, durable, parked, now } = c;
   checkRunId(runId); // before any store is asked
   const read = () => callStore(() => store.get(runId), now() + STORE_WAIT_MS, now, 'run (get)');
   let run = await read();
-  if (!run) return 'not_found';
+  if (!run || (shown && !shown(run))) return 'not_found'; // another user's run: as if unknown, untouched
   if (run.status === 'awaiting_confirmation' && durable) {
     const took = await cancelParked(parked(), run, cancelOptions.reason);
     if (took === true) return 'cancelled';

@@ -132,8 +132,11 @@ export class DurableRuns implements Durable {
         o.store.create(this.record(exec, deadlineAt, leaseUntil), o.now()),
       );
     } catch (error) {
+      exec.recorded?.(false);
       return o.refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
     }
+    // Every status but `mismatch` is a run of this chain and context: this caller's own.
+    exec.recorded?.(created.status !== 'mismatch');
     switch (created.status) {
       case 'created':
         return ownSegment(o, exec, deadlineAt, false, leaseUntil);

@@ -51,6 +51,8 @@ export interface Execution {
   decidedBy?: string;
   confirm?: RunOptions['confirm'];
   signal?: AbortSignal;
+  /** `stream`'s: told once the run store answered whether this run id is this caller's run (`false`: refused). */
+  recorded?: (ours: boolean) => void;
   /** The durable owner's stop (a lost lease, a cancel from any instance): aborts the run with its reason. */
   stop?: AbortScope;
   /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */

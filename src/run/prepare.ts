@@ -37,9 +37,16 @@ const NONE: readonly never[] = Object.freeze([]);
  */
 export const INPUT_PARSED: unique symbol = Symbol.for('chainkit.inputParsed') as never;
 
-/** @internal Run options with {@link INPUT_PARSED}. */
+/**
+ * @internal `stream`'s run option: told whether the run store took the run id as this caller's run (a new run,
+ * or its own recorded one: same chain and context) or refused it (`run_id_taken`), before its events are read.
+ */
+export const ON_RECORDED: unique symbol = Symbol('chainkit.onRecorded') as never;
+
+/** @internal Run options with {@link INPUT_PARSED} or {@link ON_RECORDED}. */
 export interface ParsedInputOptions<C> extends RunOptions<C> {
   [INPUT_PARSED]?: true;
+  [ON_RECORDED]?: (ours: boolean) => void;
 }
 
 /**
@@ -119,6 +126,9 @@ export function prepareRun(
     ...(opts.sessionId !== undefined && { sessionId: opts.sessionId }),
     ...(opts.confirm && { confirm: opts.confirm }),
     ...(opts.signal && { signal: opts.signal }),
+    ...((opts as ParsedInputOptions<unknown>)[ON_RECORDED] && {
+      recorded: (opts as ParsedInputOptions<unknown>)[ON_RECORDED],
+    }),
   };
 }
 
@@ -288,10 +298,41 @@ export function startedWith(
   context: object,
 ): boolean {
   if (run.contextHash === undefined) return false; // recorded before runs kept it: shown to no context
-  const chain = chains.get(run.chain);
-  const validated = chain ? validateContext(chain, context) : { ok: true as const, value: context };
-  return validated.ok && hashContext(validated.value) === run.contextHash;
+  try {
+    const chain = chains.get(run.chain);
+    const validated = chain ? validateContext(chain, context) : { ok: true as const, value: context };
+    // An empty context is nobody's (a signed-out `{ userId: undefined }`): runs started without one are operators'.
+    if (!validated.ok || !hasEntries(validated.value)) return false;
+    return hashContext(validated.value) === run.contextHash;
+  } catch {
+    return false; // a context that throws when read or checked is nobody's, and says nothing of the run
+  }
 }
+
+/**
+ * The context `getRun`/`watch` show runs to: absent, an operator's view of every run. Given but no object is
+ * refused, so that a signed-out `{ context: session?.context }` never turns into an operator's view.
+ *
+ * @example
+ * ```ts
+ * const context = shownTo({ context: { userId } }); // { userId }
+ * ```
+ */
+export function shownTo(options: { context?: object }): object | undefined {
+  if (!Object.hasOwn(options, 'context')) return undefined;
+  const context: unknown = options.context;
+  if (typeof context !== 'object' || context === null)
+    throw new TypeError(
+      "Expected `context` to be the trusted context runs are shown to (an object); leave it out for an operator's " +
+        'view of every run.',
+    );
+  return context;
+}
+
+const hasEntries = (value: object): boolean => {
+  for (const key in value) if ((value as Record<string, unknown>)[key] !== undefined) return true;
+  return false;
+};
 
 function validateContext(
   chain: Chain,

@@ -158,13 +158,15 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * for a run that had ended already, or that ended otherwise before the cancel took (it completed
    * first: nothing was undone); `'not_found'` for one the store does not know. A run parked at a gate
    * that this runner cannot take (no such chain here, or its confirmation expired) throws, untouched.
+   * With `{ context }` (the signed-in user's), only a run started with it is cancelled: another's is
+   * `'not_found'`, untouched, as {@link Runner.watch} and {@link Runner.getRun} take it.
    *
    * @example
    * ```ts
-   * await runner.cancel(runId, { reason: 'the user closed the page' }); // 'cancelled'
+   * await runner.cancel(runId, { reason: 'the user closed the page', context: { userId } }); // 'cancelled'
    * ```
    */
-  cancel(runId: string, options?: { reason?: string }): Promise<'cancelled' | 'not_found' | 'ended'>;
+  cancel(runId: string, options?: { reason?: string; context?: object }): Promise<'cancelled' | 'not_found' | 'ended'>;
   /**
    * Decides the gate of a run parked at it (`stores.runs`), by run id, for someone other than the
    * token holder (an operator): exactly once across instances, through the same atomic take as

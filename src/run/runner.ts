@@ -12,6 +12,7 @@ import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { DurableRuns, type RunInfo } from './durable.js';
 import { isValidRunId } from './run-id.js';
+import type { StoredRun } from '../stores/run-store.js';
 import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
 import { RunEventHub } from './events-log.js';
@@ -21,7 +22,7 @@ import { earlyFailure, earlyResult } from './early-result.js';
 import { execute } from './executor.js';
 import { newId } from './ids.js';
 import { runnerParts } from './parts.js';
-import { prepareResume, prepareRun, startedWith } from './prepare.js';
+import { ON_RECORDED, prepareResume, prepareRun, shownTo, startedWith, type ParsedInputOptions } from './prepare.js';
 import type { RunnerOptions } from './runner-options.js';
 import type { DecideResult, InvokeOptions, ResumeOptions, RunDecision, RunOptions } from './types.js';
 import type { InvokeResult, RunResult } from '../observe/result.js';
@@ -212,7 +213,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
 
     async getRun(runId: string, getOptions: { context?: object } = {}): Promise<RunInfo | undefined> {
       if (!durable) throw needsRunStore('getRun()');
-      const context = getOptions.context;
+      const context = shownTo(getOptions);
       return durable.info(runId, context === undefined ? undefined : (run) => startedWith(parts.chains, run, context));
     },
 
@@ -231,18 +232,24 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       const over = new AbortController();
       let settled: RunResult | undefined;
       let failure: { error: unknown } | undefined;
-      const result = runner.run(chain, input as never, { ...opts, runId } as never) as Promise<RunResult<O>>;
+      let recorded!: (ours: boolean) => void;
+      // Whether the run id is this caller's run: another's (`run_id_taken`) is never read, only this run's refusal.
+      const ours = new Promise<boolean>((resolve) => (recorded = resolve));
+      const runOptions: ParsedInputOptions<unknown> = { ...opts, runId, [ON_RECORDED]: recorded };
+      const result = runner.run(chain, input as never, runOptions as never) as Promise<RunResult<O>>;
       result
         .then(
           (r) => (settled = r),
           (error: unknown) => (failure = { error }),
         )
         .finally(() => {
+          recorded(false); // settled before the store was asked (its input refused): nothing of it is in the log
           unwatch();
           over.abort();
         });
       const ended = {
         signal: over.signal,
+        ours,
         result(): RunResult | undefined {
           if (failure) throw failure.error;
           return settled;
@@ -251,9 +258,14 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       return { runId, result, events: { [Symbol.asyncIterator]: () => stoppableWatch(source, runId, {}, ended) } };
     },
 
-    async cancel(runId: string, cancelOptions: { reason?: string } = {}): Promise<'cancelled' | 'not_found' | 'ended'> {
+    async cancel(
+      runId: string,
+      cancelOptions: { reason?: string; context?: object } = {},
+    ): Promise<'cancelled' | 'not_found' | 'ended'> {
       const { store, log } = watchSource('cancel()');
-      return cancelRun({ store, log, durable, parked, now }, runId, cancelOptions);
+      const context = shownTo(cancelOptions);
+      const shown = context && ((run: StoredRun) => startedWith(parts.chains, run, context));
+      return cancelRun({ store, log, durable, parked, now }, runId, cancelOptions, shown);
     },
 
     async decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>> {

@@ -6,6 +6,7 @@ import type { RunResult } from '../observe/result.js';
 import type { RunStore, StoredRun } from '../stores/run-store.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
+import { shownTo } from './prepare.js';
 import { checkRunId, isValidRunId } from './run-id.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 
@@ -52,6 +53,16 @@ export interface WatchOptions {
   context?: object;
 }
 
+/**
+ * A run this runner started (`stream`): its result once settled (`signal` aborts then), and whether the run
+ * store took its run id as this caller's run (`ours`; false: refused, e.g. another's run under that id).
+ */
+interface Settled {
+  result(): RunResult | undefined;
+  signal: AbortSignal;
+  ours: Promise<boolean>;
+}
+
 /** What a watch reads from: the run store, its event log, and this runner's writers. */
 export interface WatchSource {
   store: RunStore;
@@ -82,7 +93,7 @@ export function stoppableWatch(
   source: WatchSource,
   runId: string,
   options: WatchOptions = {},
-  settled?: { result(): RunResult | undefined; signal: AbortSignal },
+  settled?: Settled,
 ): AsyncIterableIterator<RunEvent> {
   const stop = new AbortController();
   const gen = watchRun(source, runId, options, settled, stop);
@@ -113,7 +124,7 @@ async function* watchRun(
   source: WatchSource,
   runId: string,
   options: WatchOptions = {},
-  settled: { result(): RunResult | undefined; signal: AbortSignal } | undefined,
+  settled: Settled | undefined,
   stop: AbortController,
 ): AsyncGenerator<RunEvent, void, undefined> {
   const { store, log, hub } = source;
@@ -121,13 +132,15 @@ async function* watchRun(
   const after = options.after ?? 0;
   if (!(Number.isSafeInteger(after) && after >= 0))
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
-  if (!isValidRunId(runId)) {
+  const context = shownTo(options);
+  // A run this runner started whose id the store refused (another's run under it: `run_id_taken`) is never read.
+  if (!isValidRunId(runId) || (settled && !(await settled.ours))) {
     // Never read, watched or announced: it names no log, and may be shaped like an announce (a cancel).
     if (!settled) {
       checkRunId(runId); // throws invalid_run_id
       return;
     }
-    // A run this runner started under it (`stream`) was refused at once: its end, made from its result.
+    // A run this runner started under it (`stream`) was refused: its end, made from its result.
     if (!settled.signal.aborted) await new Promise((r) => settled.signal.addEventListener('abort', r, { once: true }));
     const refused = settled.result();
     if (refused) yield { seq: 1, runId, at: source.now(), type: 'run:end', data: runEndData(refused, source.redacted) };
@@ -151,13 +164,15 @@ async function* watchRun(
     signal.addEventListener('abort', rouse, { once: true });
   }
   let wake = roused ? roused.signal : signal;
-  const unwatch = hub.watch(runId);
+  let unwatch = (): void => undefined;
   let announced = 0;
   try {
-    if (options.context !== undefined && !(await startedWithContext(source, runId, options.context, signal))) {
+    // Before the run is marked watched here or announced: a run not shown to this context is not touched.
+    if (context !== undefined && !(await startedWithContext(source, runId, context, signal))) {
       if (signal.aborted) return;
       throw new RunWatchError('not_found', runId, after, notFound(runId));
     }
+    unwatch = hub.watch(runId);
     if (after > 0) {
       // Resumed after the run's final end (a reconnect that had read it all): nothing more comes, and none may be
       // made up. A run that parked (a gate, a wait, a write in doubt) may still go on: watched as usual.
@@ -256,8 +271,9 @@ const notFound = (runId: string): string =>
   `Run ${runId} was not found in the run store (never recorded, or past its retention).`;
 
 /**
- * Whether the run is recorded as started with `context`: a run not (yet) recorded gets the few seconds an unknown
- * run gets, and so does one started with another context, so that the two cannot be told apart by their time.
+ * Whether the run is recorded as started with `context`. A run not recorded yet (its id handed out a moment
+ * before) is looked for again, soon at first, then each second; one never recorded and one started with another
+ * context both fail at the same fixed time, so that the two cannot be told apart.
  */
 async function startedWithContext(
   source: WatchSource,
@@ -265,17 +281,21 @@ async function startedWithContext(
   context: object,
   signal: AbortSignal,
 ): Promise<boolean> {
-  for (let waits = 0; ; waits++) {
+  // The same pauses for both, whatever the store's latency: the waits are counted, not timed.
+  let left = NOT_FOUND_WAITS * WAIT_MS;
+  for (let pause = 50; ; pause = Math.min(pause * 2, WAIT_MS)) {
     const run = await source.store.get(runId);
     if (run && source.startedWith(run, context)) return true;
-    if (waits >= NOT_FOUND_WAITS || signal.aborted) return false;
+    if (signal.aborted || left <= 0) return false;
+    const wait = Math.min(pause, left);
+    left -= wait;
     await new Promise<void>((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, WAIT_MS);
+      const timer = setTimeout(done, wait);
       signal.addEventListener('abort', done, { once: true });
     });
   }

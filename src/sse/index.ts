@@ -56,7 +56,9 @@ export function formatSSE(event: RunEvent): string {
 /**
  * A run's events as a `text/event-stream` body. The stream ends after `run:end`; a watch that
  * fails (a reader cut off, an unknown run) sends an `error` event with `{ code, message, lastSeq }`
- * and ends. Cancelling the stream (the client went away) ends the watch.
+ * and ends; the message of a failure that is not a `RunWatchError` is a generic sentence (the error's own
+ * text, a store's address or a thrown value, stays on the server). Cancelling the stream (the client
+ * went away) ends the watch.
  *
  * @example
  * ```ts
@@ -107,12 +109,27 @@ export function toSSE(events: AsyncIterable<RunEvent>, options: ToSSEOptions = {
         controller.enqueue(encoder.encode(formatSSE(next.value)));
       } catch (error) {
         stop();
-        const e = error as { code?: unknown; info?: { code?: unknown }; lastSeq?: unknown; message?: unknown };
-        // A RunWatchError names its code; a chainkit failure (an id that is no run id) in its `info`.
-        const code = typeof e?.code === 'string' ? e.code : e?.info?.code;
+        const e = error as {
+          name?: unknown;
+          code?: unknown;
+          info?: { code?: unknown; userMessage?: unknown };
+          lastSeq?: unknown;
+          message?: unknown;
+        };
+        // A RunWatchError is written to be shown (its code, its message); a chainkit failure (an id that is no run
+        // id, a store down) names its code in its `info`. Other texts (a store's address, a thrown context) stay
+        // on the server: the browser gets the code and a sentence.
+        const watchError = e?.name === 'RunWatchError' && typeof e.code === 'string';
+        const code = watchError ? e.code : e?.info?.code;
+        const message =
+          watchError && typeof e.message === 'string'
+            ? e.message
+            : typeof e?.info?.userMessage === 'string'
+              ? e.info.userMessage
+              : 'The run could not be watched.';
         const body = {
           code: typeof code === 'string' ? code : 'watch_failed',
-          message: typeof e?.message === 'string' ? e.message : String(error),
+          message,
           ...(typeof e?.lastSeq === 'number' && { lastSeq: e.lastSeq }),
         };
         controller.enqueue(encoder.encode(`event: error\ndata: ${json(body)}\n\n`));

@@ -79,6 +79,81 @@ describe('runs shown to the context they were started with', () => {
     await runner.close();
   });
 
+  it("stream with another user's run id hands back its own refusal only, never that run's events", async () => {
+    const { runner, runId } = await setup();
+    const bob = runner.stream(owned, { n: 9 }, { runId, context: { userId: 'bob' } });
+    const events = await collect(bob.events);
+    expect(events).toEqual([
+      expect.objectContaining({ seq: 1, type: 'run:end', data: expect.objectContaining({ status: 'failed' }) }),
+    ]);
+    const refused = await bob.result;
+    expect(refused.status === 'failed' && refused.error.code).toBe('run_id_taken');
+    // Its own user asking again (a retried request) gets the recorded run, events and all.
+    const again = runner.stream(owned, { n: 1 }, { runId, context: { userId: 'alice' } });
+    expect((await collect(again.events)).map((e) => e.type)).toContain('step:end');
+    expect((await again.result).status).toBe('completed');
+    await runner.close();
+  });
+
+  it('refuses a context given but not an object (a signed-out session must not become the operator view)', async () => {
+    const { runner, runId } = await setup();
+    const session: { context?: { userId: string } } = {};
+    await expect(runner.getRun(runId, { context: session.context })).rejects.toThrow(/leave it out/);
+    await expect(collect(runner.watch(runId, { context: session.context }))).rejects.toThrow(/leave it out/);
+    await runner.close();
+  });
+
+  it('an empty context, or one that throws when read, is nobody: no run is shown to it, and nothing throws', async () => {
+    const runs = memoryRunStore();
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs },
+    });
+    const open = defineChain({
+      name: 'open_job',
+      input: z.object({ n: z.number() }),
+      steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n'), user: 'nightly' } }],
+    });
+    const job = await runner.run(open, { n: 1 }); // a job started with no context
+    expect(await runner.getRun(job.runId, { context: { userId: undefined } })).toBeUndefined();
+    expect(await runner.getRun(job.runId, { context: {} })).toBeUndefined();
+    const { runId } = await runner.run(owned, { n: 1 }, { context: { userId: 'alice' } });
+    const hostile = {
+      get userId(): string {
+        throw new Error('session expired at db-7.internal');
+      },
+    };
+    expect(await runner.getRun(runId, { context: hostile })).toBeUndefined();
+    await runner.close();
+  });
+
+  it("cancel with a context leaves another user's run running ('not_found'), and cancels its own", async () => {
+    const runs = memoryRunStore();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const runner = createRunner({
+      invoker: functionInvoker([find], {
+        find: async ({ n }, call) => {
+          await Promise.race([held, new Promise((r) => call.signal.addEventListener('abort', r))]);
+          return { n };
+        },
+      }),
+      stores: { runs },
+    });
+    const running = runner.run(owned, { n: 1 }, { runId: 'long-run', context: { userId: 'alice' } });
+    await new Promise((r) => setTimeout(r, 30));
+    expect(await runner.cancel('long-run', { context: { userId: 'bob' } })).toBe('not_found');
+    expect(await runner.cancel('no-such-run', { context: { userId: 'bob' } })).toBe('not_found');
+    expect((await runner.getRun('long-run'))!.status).toBe('running');
+    expect(await runner.cancel('long-run', { context: { userId: 'alice' }, reason: 'closed the page' })).toBe(
+      'cancelled',
+    );
+    const r = await running;
+    expect(r.status === 'failed' && r.error.code).toBe('run_cancelled');
+    release();
+    await runner.close();
+  });
+
   it('a runner that does not know the chain compares the context as given (a field more is another context)', async () => {
     const { runner, runs, runId } = await setup();
     const elsewhere = createRunner({
@@ -100,12 +175,14 @@ describe('runs shown to the context they were started with', () => {
       stores: { runs },
     });
     const runId = 'run-soon';
+    const began = Date.now();
     const watching = collect(runner.watch(runId, { context: { userId: 'carol' } }));
     await new Promise((r) => setTimeout(r, 50));
     const done = runner.run(owned, { n: 2 }, { runId, context: { userId: 'carol' } });
     release();
     expect((await done).status).toBe('completed');
     const events = await watching;
+    expect(Date.now() - began).toBeLessThan(800); // looked for again soon, not a second later
     expect(events.map((e) => e.type)).toContain('run:start');
     expect(events.at(-1)).toMatchObject({ type: 'run:end' });
     await runner.close();

@@ -174,6 +174,21 @@ describe('chainkit/sse', () => {
     expect(JSON.parse(frames[0]!.data!)).toMatchObject({ code: 'invalid_run_id' });
   });
 
+  it("keeps a failure's own text on the server unless it is a RunWatchError: the browser gets its code and a sentence", async () => {
+    // eslint-disable-next-line require-yield -- fails before its first event, as a store that is down does
+    async function* down(): AsyncGenerator<RunEvent> {
+      throw Object.assign(new Error('run (events): connect ECONNREFUSED 10.0.0.5:6379'), {
+        info: { code: 'store_unavailable' },
+      });
+    }
+    const text = await new Response(toSSE(down(), { heartbeatMs: 0 })).text();
+    expect(text).not.toContain('10.0.0.5');
+    expect(JSON.parse(/^data: (.*)$/m.exec(text)![1]!)).toEqual({
+      code: 'store_unavailable',
+      message: 'The run could not be watched.',
+    });
+  });
+
   it('cancelling the stream ends the watch; lastEventId reads Fetch and Node headers', async () => {
     let returned = false;
     async function* endless(): AsyncGenerator<RunEvent> {

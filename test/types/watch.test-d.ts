@@ -19,6 +19,9 @@ describe('watching runs', () => {
     void runner.getRun('r', { context: 'alice' });
     // @ts-expect-error a context is an object, not a user id
     void runner.watch('r', { context: 'alice' });
+    expectTypeOf(runner.cancel('r', { context: session })).toEqualTypeOf<Promise<'cancelled' | 'not_found' | 'ended'>>();
+    // @ts-expect-error a context is an object, not a user id
+    void runner.cancel('r', { context: 'alice' });
   });
 
   it('RunEvent is a union discriminated by type: data narrows with it', () => {
