@@ -58,6 +58,8 @@ interface Reader {
 
 /** A run whose channel is subscribed (once `subscribed` settles), and its waiting readers. */
 interface Watched {
+  /** The run's stream key. */
+  stream: string;
   readers: Set<Reader>;
   subscribed: Promise<void>;
   idleSince: number;
@@ -94,14 +96,21 @@ export function redisEventLog(
   checkOptions('redisEventLog options', REDIS_EVENT_LOG_OPTIONS, options);
   const p = options.prefix;
   const cap = options.maxEventsPerRun ?? 10_000;
-  const key = (runId: string): string => `${p}:run-e:${runId}`; // also the run's channel
-  const announceChannel = `${p}:runs:announce`;
+  const key = (runId: string): string => `${p}:run-e:${runId}`;
+  // Channels carry the client's keyPrefix by hand (ioredis prefixes keys only): two namespaces sharing one Redis and
+  // one chainkit prefix must not hear each other's announces (a cancel is one) nor wake each other's readers.
+  const space = (redis as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+  const ns = typeof space === 'string' ? space : '';
+  const channelOf = (runId: string): string => ns + key(runId);
+  const announceChannel = `${ns}${p}:runs:announce`;
   const listeners = new Set<(runId: string) => void>();
   const watched = new Map<string, Watched>(); // by channel
   let subscriber: Promise<Subscriber> | undefined;
   let connection: Subscriber | undefined;
   let sweeper: ReturnType<typeof setInterval> | undefined;
   let retry: ReturnType<typeof setTimeout> | undefined;
+  let hearing = false; // an announce subscription in flight
+  let epoch = 0; // each subscriber's: what an older one settles late is ignored
 
   const guard = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -117,14 +126,18 @@ export function redisEventLog(
   // seq would wake its readers at once, forever.
   const check = (channel: string, w: Watched, readers: Iterable<Reader>): Promise<void> =>
     w.subscribed
-      .then(() => redis.eval(LAST, 1, channel))
+      .then(() => redis.eval(LAST, 1, w.stream))
       .then(
         (last) => {
           for (const reader of readers) if (reader.after < Number(last)) reader.wake();
         },
         () => {
-          // Redis away: forgotten, so the next wait subscribes again; its readers read again after a pause.
-          if (watched.get(channel) === w) watched.delete(channel);
+          // Redis away: forgotten (and unsubscribed: ioredis would subscribe it again after each reconnect), so the
+          // next wait subscribes again; its readers read again after a pause.
+          if (watched.get(channel) === w) {
+            watched.delete(channel);
+            connection?.unsubscribe(channel).catch(() => undefined);
+          }
           later(100, () => wakeAll(w));
         },
       );
@@ -147,10 +160,36 @@ export function redisEventLog(
 
   // The announce subscription, while anyone listens: again on a new subscriber, retried while Redis is away.
   const hearAnnounces = (): void => {
-    if (listeners.size === 0 || retry) return;
+    if (listeners.size === 0 || hearing || retry) return;
+    hearing = true;
+    const at = epoch;
     subscribed()
       .then((conn) => conn.subscribe(announceChannel))
-      .catch(() => (retry = setTimeout(() => ((retry = undefined), hearAnnounces()), 1_000)));
+      .then(
+        () => {
+          if (at === epoch) hearing = false;
+        },
+        () => {
+          if (at !== epoch) return; // closed or replaced meanwhile: that one hears them
+          hearing = false;
+          retry = setTimeout(() => {
+            retry = undefined;
+            hearAnnounces();
+          }, 1_000);
+          retry.unref?.();
+        },
+      );
+  };
+  /** Forgets the subscriber (gone, or closed): its readers read again, and a new one is opened when needed. */
+  const forget = (): void => {
+    subscriber = connection = undefined;
+    epoch++;
+    hearing = false;
+    if (retry) clearTimeout(retry);
+    retry = undefined;
+    const readers = [...watched.values()];
+    watched.clear();
+    for (const w of readers) wakeAll(w);
   };
 
   const subscribed = (): Promise<Subscriber> => {
@@ -165,6 +204,7 @@ export function redisEventLog(
       const w = watched.get(channel);
       if (w) for (const reader of w.readers) if (reader.after < Number(message)) reader.wake();
     });
+    const at = epoch;
     const ready = conn.connect().then(() => {
       // Back after a break (ioredis subscribes again): what was published meanwhile is lost, so each run is read again.
       conn.on('ready', () => {
@@ -175,11 +215,8 @@ export function redisEventLog(
       });
       // Gone for good (ioredis gave up reconnecting): the next reader opens another; the readers now read again.
       conn.on('end', () => {
-        if (subscriber !== ready) return;
-        subscriber = connection = undefined;
-        const readers = [...watched.values()];
-        watched.clear();
-        for (const w of readers) wakeAll(w);
+        if (at !== epoch) return; // closed: close() saw to it
+        forget();
         hearAnnounces();
       });
       return conn;
@@ -201,7 +238,7 @@ export function redisEventLog(
             APPEND,
             1,
             key(runId),
-            key(runId),
+            channelOf(runId),
             keepMs === undefined ? '' : Math.max(1, Math.ceil(keepMs)),
             cap,
             ...events,
@@ -231,10 +268,11 @@ export function redisEventLog(
         return new Promise<void>((resolve) => later(Math.min(timeoutMs, 100), resolve));
       }
       if (signal?.aborted || conn !== connection) return; // closed or gone meanwhile
-      const channel = key(runId);
+      const channel = channelOf(runId);
       let w = watched.get(channel);
       if (!w) {
-        w = { readers: new Set(), subscribed: conn.subscribe(channel).then(() => undefined), idleSince: 0 };
+        const subscribing = conn.subscribe(channel).then(() => undefined);
+        w = { stream: key(runId), readers: new Set(), subscribed: subscribing, idleSince: 0 };
         watched.set(channel, w);
         if (!sweeper) {
           sweeper = setInterval(sweep, IDLE_MS);
@@ -271,20 +309,13 @@ export function redisEventLog(
     },
 
     async close() {
-      const conn = subscriber;
-      subscriber = connection = undefined;
+      const conn = connection;
       if (sweeper) clearInterval(sweeper);
-      if (retry) clearTimeout(retry);
-      sweeper = retry = undefined;
-      const readers = [...watched.values()];
-      watched.clear();
-      for (const w of readers) wakeAll(w);
-      // A store shared by another runner opens a connection again when it needs one.
-      if (conn)
-        await conn.then(
-          (c) => c.disconnect(),
-          () => undefined,
-        );
+      sweeper = undefined;
+      forget();
+      conn?.disconnect(); // connected or still connecting: not waited for (a partition could take its timeout)
+      // A store shared by another runner: the announces it still listens for are heard on a new connection.
+      hearAnnounces();
     },
   };
 }

@@ -168,7 +168,7 @@ describe('redis run events: waiting readers', () => {
   const event = (i: number): string =>
     encodeRunValue({ at: Date.now(), type: 'step:progress', step: 's', data: { i } });
   // The store's client, counting the connections the log opens of its own.
-  const counted = async (options: RedisOptions = {}) => {
+  const counted = async (options: RedisOptions = {}, storePrefix = `${prefix}:${++n}`) => {
     const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1, ...options });
     await client.connect();
     opened.push(client);
@@ -179,17 +179,11 @@ describe('redis run events: waiting readers', () => {
       own.push(conn);
       return conn;
     };
-    const runs = redisRunStore(client, { prefix: `${prefix}:${++n}` });
+    const runs = redisRunStore(client, { prefix: storePrefix });
     eventStores.push(runs);
-    const channel = (runId: string): string => `${prefix}:${n}:run-e:${runId}`;
-    const stream = `${prefix}:${n}:run-e:`;
-    return {
-      log: runs.events!,
-      own,
-      channel,
-      stream,
-      writer: redisRunStore(redis, { prefix: `${prefix}:${n}` }).events!,
-    };
+    const channel = (runId: string): string => `${storePrefix}:run-e:${runId}`;
+    const stream = `${storePrefix}:run-e:`;
+    return { log: runs.events!, own, channel, stream, writer: redisRunStore(redis, { prefix: storePrefix }).events! };
   };
 
   it('readers of many runs wait on one connection, each woken by its own run’s events only', async () => {
@@ -303,5 +297,40 @@ describe('redis run events: waiting readers', () => {
     off();
     expect(heard).toContain('someone');
     expect(own).toHaveLength(2);
+  });
+
+  it('a store shared by two runners: one closing leaves the other hearing announces', async () => {
+    const { log, writer } = await counted();
+    const heard: string[] = [];
+    log.onAnnounce((id) => heard.push(id)); // the runner that stays
+    const offA = log.onAnnounce(() => undefined); // the runner that closes
+    const hear = async (id: string) => {
+      for (let i = 0; i < 40 && !heard.includes(id); i++) {
+        await writer.announce(id);
+        await pause(25);
+      }
+      return heard.includes(id);
+    };
+    expect(await hear('before')).toBe(true);
+    offA();
+    await log.close!(); // what runner.close() does to the run store
+    await pause(200);
+    expect(await hear('after')).toBe(true); // before: never heard again (nor a cancel of its runs)
+  });
+
+  it("namespaces by ioredis keyPrefix on one Redis and chainkit prefix hear none of each other's announces", async () => {
+    const shared = `${prefix}:${++n}`;
+    const a = await counted({ keyPrefix: 'tenant-a:' }, shared);
+    const b = await counted({ keyPrefix: 'tenant-b:' }, shared);
+    const heardB: string[] = [];
+    b.log.onAnnounce((id) => heardB.push(id));
+    const heardA: string[] = [];
+    a.log.onAnnounce((id) => heardA.push(id));
+    for (let i = 0; i < 40 && !heardA.includes('order-1'); i++) {
+      await a.log.announce('order-1'); // a cancel of run order-1 travels the same way
+      await pause(25);
+    }
+    expect(heardA).toContain('order-1');
+    expect(heardB).toEqual([]);
   });
 });
