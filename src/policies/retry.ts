@@ -7,6 +7,7 @@ import { ToolFailure, type Classified, type Classifier } from '../errors/failure
 import { sleep } from './abort.js';
 import type { Call, CallContext, Policy } from './types.js';
 import { StoreFailure } from '../stores/guard.js';
+import { MAX_TIMER_MS } from '../util/timer.js';
 
 /** The longest a timed-out attempt's timeout grows to on retry. */
 const MAX_RETRY_TIMEOUT_MS = 10_000;
@@ -94,7 +95,9 @@ function retryDelay(rule: RetryRule, n: number, failure: Classified, random: () 
   }
   const base = Math.min(rule.maxDelayMs, rule.minDelayMs * rule.factor ** n);
   const backoff = Math.round(base * (1 + BACKOFF_JITTER * random()));
-  return failure.retryAfterMs === undefined ? backoff : Math.max(backoff, failure.retryAfterMs);
+  if (failure.retryAfterMs === undefined || failure.retryAfterMs <= backoff) return backoff;
+  // The server's time, spread as a rate limit's is: its callers do not all come back at the same instant.
+  return failure.retryAfterMs + Math.round(random() * RATE_LIMIT_JITTER_MS);
 }
 
 /**
@@ -122,7 +125,8 @@ export function retryPolicy(options: RetryPolicyOptions): Policy {
     const n = used[info.category] ?? 0;
     if (!rule || n >= rule.retries) return failure;
     const delay = retryDelay(rule, n, info, random);
-    if (now() + delay >= ctx.deadlineAt) {
+    // Past the deadline, or past what a timer holds (a Retry-After of weeks): the call fails now, with the wait.
+    if (now() + delay >= ctx.deadlineAt || delay > MAX_TIMER_MS) {
       return info.category === 'rate_limited' && info.retryAfterMs === undefined
         ? new ToolFailure({ ...info, retryAfterMs: delay })
         : failure;

@@ -63,6 +63,12 @@ describe('retry policy', () => {
     const r = await late.done;
     expect(r.status === 'failed' && r.error).toMatchObject({ category: 'unavailable', retryAfterMs: 120_000 });
     expect(late.invoker.calls).toHaveLength(1);
+
+    // The server's wait is spread as a rate limit's is (0–1000 ms), so its callers do not all return at once.
+    const spread = setup([busy({ 'retry-after': '3' }), { ok: { ok: true } }], { random: () => 0.5 });
+    await vi.runAllTimersAsync();
+    expect((await spread.done).status).toBe('completed');
+    expect(spread.gaps()).toEqual([3500]);
   });
 
   it('gives up on internal errors after 3 retries with the last error', async () => {
