@@ -90,14 +90,17 @@ export function resolveRetryTable(
  * failures (a 503's Retry-After) the server is not asked again before it said, nor before the backoff.
  */
 function retryDelay(rule: RetryRule, n: number, failure: Classified, random: () => number): number {
+  // A classifier's own verdict may carry any number: only a real wait counts.
+  const told = failure.retryAfterMs;
+  const serverMs = typeof told === 'number' && Number.isFinite(told) && told >= 0 ? told : undefined;
   if (failure.category === 'rate_limited') {
-    return (failure.retryAfterMs ?? rule.minDelayMs) + Math.round(random() * RATE_LIMIT_JITTER_MS);
+    return (serverMs ?? rule.minDelayMs) + Math.round(random() * RATE_LIMIT_JITTER_MS);
   }
   const base = Math.min(rule.maxDelayMs, rule.minDelayMs * rule.factor ** n);
   const backoff = Math.round(base * (1 + BACKOFF_JITTER * random()));
-  if (failure.retryAfterMs === undefined || failure.retryAfterMs <= backoff) return backoff;
+  if (serverMs === undefined || serverMs <= backoff) return backoff;
   // The server's time, spread as a rate limit's is: its callers do not all come back at the same instant.
-  return failure.retryAfterMs + Math.round(random() * RATE_LIMIT_JITTER_MS);
+  return serverMs + Math.round(random() * RATE_LIMIT_JITTER_MS);
 }
 
 /**

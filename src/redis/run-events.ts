@@ -100,7 +100,7 @@ export function redisEventLog(
   // Channels carry the client's keyPrefix by hand (ioredis prefixes keys only): two namespaces sharing one Redis and
   // one chainkit prefix must not hear each other's announces (a cancel is one) nor wake each other's readers.
   const space = (redis as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
-  const ns = typeof space === 'string' ? space : '';
+  const ns = typeof space === 'string' ? space : space instanceof Uint8Array ? Buffer.from(space).toString() : '';
   const channelOf = (runId: string): string => ns + key(runId);
   const announceChannel = `${ns}${p}:runs:announce`;
   const listeners = new Set<(runId: string) => void>();

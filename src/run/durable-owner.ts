@@ -123,7 +123,10 @@ export class DurableOwner {
     return chain && chain.fingerprint === run.fingerprint ? chain : undefined;
   }
 
-  /** The answer to a run this runner cannot start: `run_in_progress`, `run_id_taken`, `store_unavailable`. */
+  /**
+   * The answer to a run this runner cannot start: `run_in_progress`, `run_id_taken`, `store_unavailable`, or
+   * `runner_closed` (closed while the store answered: the run stays recorded in flight, for recovery elsewhere).
+   */
   refuse(exec: Execution, code: string, message: string): RunResult {
     return earlyResult(
       this.parts,
@@ -135,7 +138,12 @@ export class DurableOwner {
         definition: exec.chain,
         startedAt: exec.startedAt,
       },
-      earlyFailure(this.calls, code === 'store_unavailable' ? 'unavailable' : 'conflict', code, message),
+      earlyFailure(
+        this.calls,
+        code === 'store_unavailable' ? 'unavailable' : code === 'runner_closed' ? 'cancelled' : 'conflict',
+        code,
+        message,
+      ),
     );
   }
 

@@ -135,8 +135,15 @@ export class DurableRuns implements Durable {
       exec.recorded?.(false);
       return o.refuse(exec, 'store_unavailable', error instanceof Error ? error.message : String(error));
     }
-    // Every status but `mismatch` is a run of this chain and context: this caller's own.
-    exec.recorded?.(created.status !== 'mismatch');
+    // A record from before runs kept their context's hash is bound to no caller (the stores take it for anyone's):
+    // its result is not handed to whoever names its id.
+    if (created.status !== 'created' && created.status !== 'mismatch' && created.run.contextHash === undefined)
+      created = { status: 'mismatch' };
+    // This caller's own run: a new one, or one recorded with this chain and context (`ended`: a retried request;
+    // `taken`: its owner died; `busy`: in flight elsewhere, this call refused: joined, watched to its own end).
+    exec.recorded?.(created.status === 'mismatch' ? false : created.status === 'busy' ? 'joined' : true);
+    if (o.closed && (created.status === 'created' || created.status === 'taken'))
+      return o.refuse(exec, 'runner_closed', 'The runner was closed; the run stays recorded for another to recover.');
     switch (created.status) {
       case 'created':
         return ownSegment(o, exec, deadlineAt, false, leaseUntil);

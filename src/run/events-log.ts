@@ -160,6 +160,7 @@ export class RunEventHub {
   readonly writers = new Map<string, RunEventWriter>();
   private readonly watching = new Map<string, number>();
   private unsubscribe: (() => void) | undefined;
+  private shut = false;
 
   constructor(
     readonly log: RunEventLog,
@@ -169,8 +170,9 @@ export class RunEventHub {
 
   /** Starts recording the events of a run this runner owns from now on. */
   open(runId: string): RunEventWriter {
-    // Announces matter only while this runner owns runs: subscribed with the first one.
-    this.unsubscribe ??= this.log.onAnnounce((id) => this.announced(id));
+    // Announces matter only while this runner owns runs: subscribed with the first one (never after shutdown:
+    // nothing would end that subscription, and it holds a connection).
+    if (!this.shut) this.unsubscribe ??= this.log.onAnnounce((id) => this.announced(id));
     let writer = this.writers.get(runId);
     if (!writer) this.writers.set(runId, (writer = new RunEventWriter(this, runId, this.watching.has(runId))));
     return writer;
@@ -256,6 +258,7 @@ export class RunEventHub {
 
   /** Stops listening for announces. */
   shutdown(): void {
+    this.shut = true;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
   }

@@ -51,8 +51,11 @@ export interface Execution {
   decidedBy?: string;
   confirm?: RunOptions['confirm'];
   signal?: AbortSignal;
-  /** `stream`'s: told once the run store answered whether this run id is this caller's run (`false`: refused). */
-  recorded?: (ours: boolean) => void;
+  /**
+   * `stream`'s: told once the run store answered whether this run id is this caller's run (`false`: another's, or
+   * refused before it was recorded; `'joined'`: its own run in flight elsewhere, this call refused).
+   */
+  recorded?: (ours: boolean | 'joined') => void;
   /** The durable owner's stop (a lost lease, a cancel from any instance): aborts the run with its reason. */
   stop?: AbortScope;
   /** Continues an earlier segment: preconditions are not checked again, events say `resumed`. */

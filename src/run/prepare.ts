@@ -46,7 +46,7 @@ export const ON_RECORDED: unique symbol = Symbol('chainkit.onRecorded') as never
 /** @internal Run options with {@link INPUT_PARSED} or {@link ON_RECORDED}. */
 export interface ParsedInputOptions<C> extends RunOptions<C> {
   [INPUT_PARSED]?: true;
-  [ON_RECORDED]?: (ours: boolean) => void;
+  [ON_RECORDED]?: (ours: boolean | 'joined') => void;
 }
 
 /**

@@ -11,7 +11,6 @@ import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '.
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { callByName } from './direct-call.js';
 import { DurableRuns, type RunInfo } from './durable.js';
-import { isValidRunId } from './run-id.js';
 import type { StoredRun } from '../stores/run-store.js';
 import { servedCheck, unservedError } from './served.js';
 import { logSkippedRuns } from './recover-skips.js';
@@ -226,15 +225,21 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     stream<O>(chain: Chain<any, any, O>, input: unknown, opts: RunOptions<any> = {}): RunStream<O> {
       const source = watchSource('stream()');
       const runId = opts.runId ?? newId();
-      // Watched from the start: its events go to the log as they happen, not at its end. An id that is no
-      // run id is refused by the run and never watched: it may be shaped like an announce (a cancel).
-      const unwatch = isValidRunId(runId) ? source.hub.watch(runId) : (): void => undefined;
+      // Watched once the store took the id as this caller's run: its events go to the log as they happen, not at its
+      // end. Another's run under that id is never marked watched here; an id that is no run id neither (it may be
+      // shaped like an announce: a cancel).
+      let unwatch: (() => void) | undefined;
       const over = new AbortController();
       let settled: RunResult | undefined;
       let failure: { error: unknown } | undefined;
-      let recorded!: (ours: boolean) => void;
+      let resolveOurs!: (ours: boolean | 'joined') => void;
       // Whether the run id is this caller's run: another's (`run_id_taken`) is never read, only this run's refusal.
-      const ours = new Promise<boolean>((resolve) => (recorded = resolve));
+      const ours = new Promise<boolean | 'joined'>((resolve) => (resolveOurs = resolve));
+      const recorded = (mine: boolean | 'joined'): void => {
+        // Called as the store answers, before the run's first event: its writer starts out watched.
+        if (mine && !unwatch && !over.signal.aborted) unwatch = source.hub.watch(runId);
+        resolveOurs(mine);
+      };
       const runOptions: ParsedInputOptions<unknown> = { ...opts, runId, [ON_RECORDED]: recorded };
       const result = runner.run(chain, input as never, runOptions as never) as Promise<RunResult<O>>;
       result
@@ -243,8 +248,8 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
           (error: unknown) => (failure = { error }),
         )
         .finally(() => {
-          recorded(false); // settled before the store was asked (its input refused): nothing of it is in the log
-          unwatch();
+          resolveOurs(false); // settled before the store was asked (its input refused): nothing of it is in the log
+          unwatch?.();
           over.abort();
         });
       const ended = {

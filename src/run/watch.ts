@@ -60,7 +60,8 @@ export interface WatchOptions {
 interface Settled {
   result(): RunResult | undefined;
   signal: AbortSignal;
-  ours: Promise<boolean>;
+  /** `'joined'`: its own run, in flight elsewhere (this call refused): watched to that run's own end. */
+  ours: Promise<boolean | 'joined'>;
 }
 
 /** What a watch reads from: the run store, its event log, and this runner's writers. */
@@ -134,7 +135,9 @@ async function* watchRun(
     throw new TypeError('Expected `after` to be a non-negative integer (the seq of the last event seen).');
   const context = shownTo(options);
   // A run this runner started whose id the store refused (another's run under it: `run_id_taken`) is never read.
-  if (!isValidRunId(runId) || (settled && !(await settled.ours))) {
+  const mine = settled && isValidRunId(runId) ? await settled.ours : true;
+  if (mine === 'joined') ending = undefined; // its end is that run's, not this call's refusal
+  if (!isValidRunId(runId) || !mine) {
     // Never read, watched or announced: it names no log, and may be shaped like an announce (a cancel).
     if (!settled) {
       checkRunId(runId); // throws invalid_run_id

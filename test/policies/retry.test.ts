@@ -71,6 +71,28 @@ describe('retry policy', () => {
     expect(spread.gaps()).toEqual([3500]);
   });
 
+  it("ignores a classifier's retryAfterMs that is no wait (NaN, negative): the backoff holds", async () => {
+    const runner = createRunner({
+      invoker: createMockInvoker({
+        work: [{ error: { kind: 'x503' } }, { error: { kind: 'x503' } }, { ok: { ok: true } }],
+      }),
+      tools: [work],
+      random: () => 0,
+      classifiers: [
+        (e) =>
+          (e as { kind?: string }).kind === 'x503'
+            ? { category: 'unavailable', code: 'busy', message: 'busy', retryAfterMs: Number.NaN }
+            : undefined,
+      ],
+    });
+    const retries: StepRetryEvent[] = [];
+    runner.events.on('step:retry', (e) => retries.push(e));
+    const done = runner.run(chain(), { q: 'x' });
+    await vi.runAllTimersAsync();
+    expect((await done).status).toBe('completed');
+    expect(retries.map((e) => e.delayMs)).toEqual([500, 1000]); // before: NaN, a retry at once each time
+  });
+
   it('gives up on internal errors after 3 retries with the last error', async () => {
     const { done, invoker } = setup([{ error: http(500, 'boom') }]);
     await vi.runAllTimersAsync();

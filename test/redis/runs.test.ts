@@ -4,6 +4,8 @@ import { setMaxListeners } from 'node:events';
 import Redis, { type RedisOptions } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisRunStore, redisStores } from 'chainkit/redis';
+import { z } from 'zod';
+import { createRunner, defineChain, defineTool, functionInvoker, ref } from 'chainkit';
 import {
   entry,
   record,
@@ -332,5 +334,42 @@ describe('redis run events: waiting readers', () => {
     }
     expect(heardA).toContain('order-1');
     expect(heardB).toEqual([]);
+  });
+
+  it('a runner closed while its run is being recorded starts nothing and leaves no connection open', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+    await client.connect();
+    opened.push(client);
+    const own: Redis[] = [];
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
+      const conn = duplicate(...args);
+      own.push(conn);
+      return conn;
+    };
+    const tool = defineTool({
+      name: 't',
+      description: 't',
+      input: z.object({ n: z.number() }),
+      output: z.object({ n: z.number() }),
+      effect: 'read',
+    });
+    let called = 0;
+    const runner = createRunner({
+      invoker: functionInvoker([tool], { t: async ({ n }) => (called++, { n }) }),
+      stores: { runs: redisRunStore(client, { prefix: `${prefix}:${++n}` }) },
+    });
+    const chain = defineChain({
+      name: 'closing',
+      input: z.object({ n: z.number() }),
+      steps: [{ id: 'a', tool, input: { n: ref('input', 'n') } }],
+    });
+    const running = runner.run(chain, { n: 1 }); // its record is being created
+    await runner.close();
+    const r = await running;
+    expect(r.status === 'failed' && r.error.code).toBe('runner_closed'); // recorded in flight: recovered elsewhere
+    expect(called).toBe(0);
+    await pause(300);
+    expect(own.filter((c) => c.status !== 'end')).toEqual([]); // before: a subscriber opened after close, for good
   });
 });

@@ -1,6 +1,7 @@
 // `getRun` and `watch` with `{ context }`: a request is shown the runs started with its own trusted
 // context (its user's) and no other, and cannot tell another user's run from an unknown one.
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { encodeRunValue } from '../../src/stores/run-codec.js';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, functionInvoker, memoryRunStore, ref, type RunEvent } from 'chainkit';
 
@@ -151,6 +152,59 @@ describe('runs shown to the context they were started with', () => {
     const r = await running;
     expect(r.status === 'failed' && r.error.code).toBe('run_cancelled');
     release();
+    await runner.close();
+  });
+
+  it('stream of its own run in flight elsewhere (busy) follows that run to its real end, making up nothing', async () => {
+    const runs = memoryRunStore();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => (await held, { n }) }),
+      stores: { runs },
+    });
+    const first = runner.stream(owned, { n: 1 }, { context: { userId: 'alice' } });
+    const firstEvents = first.events[Symbol.asyncIterator]();
+    await firstEvents.next(); // under way
+    const second = runner.stream(owned, { n: 1 }, { runId: first.runId, context: { userId: 'alice' } });
+    const seen = collect(second.events);
+    const refused = await second.result;
+    expect(refused.status === 'failed' && refused.error.code).toBe('run_in_progress');
+    release();
+    expect((await first.result).status).toBe('completed');
+    const real = await collect(runner.watch(first.runId));
+    const got = await seen;
+    expect(got.map((e) => [e.seq, e.type])).toEqual(real.map((e) => [e.seq, e.type]));
+    expect(got.at(-1)).toMatchObject({ type: 'run:end', data: { status: 'completed' } });
+    await firstEvents.return?.();
+    await runner.close();
+  });
+
+  it('a run recorded before runs kept their context hash is nobody’s: run and stream with its id are refused', async () => {
+    const { runner, runs, runId } = await setup();
+    const stored = (await runs.get(runId))!;
+    // The same run as a record written before contextHash existed, with its events.
+    const legacy = memoryRunStore();
+    await legacy.create(
+      { ...stored, contextHash: undefined, status: 'running', owner: 'x', leaseUntil: 0 },
+      Date.now(),
+    );
+    await legacy.finish(runId, 'x', 'completed', stored.result, 60_000);
+    const events = await runs.events!.read(runId, 0, 100);
+    await legacy.events!.append(
+      runId,
+      events.map((e) => encodeRunValue({ at: e.at, type: e.type, ...(e.step && { step: e.step }), data: e.data })),
+    );
+    const other = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs: legacy },
+    });
+    const bob = other.stream(owned, { n: 1 }, { runId, context: { userId: 'bob' } });
+    const seen = await collect(bob.events);
+    expect(seen.map((e) => e.type)).toEqual(['run:end']);
+    const refused = await bob.result;
+    expect(refused.status === 'failed' && refused.error.code).toBe('run_id_taken'); // before: alice's output
+    await other.close();
     await runner.close();
   });
 
