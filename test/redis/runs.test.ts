@@ -185,7 +185,8 @@ describe('redis run events: waiting readers', () => {
     eventStores.push(runs);
     const channel = (runId: string): string => `${storePrefix}:run-e:${runId}`;
     const stream = `${storePrefix}:run-e:`;
-    return { log: runs.events!, own, channel, stream, writer: redisRunStore(redis, { prefix: storePrefix }).events! };
+    const writer = redisRunStore(redis, { prefix: storePrefix }).events!;
+    return { log: runs.events!, own, channel, stream, writer, client, storePrefix };
   };
 
   it('readers of many runs wait on one connection, each woken by its own run’s events only', async () => {
@@ -337,16 +338,7 @@ describe('redis run events: waiting readers', () => {
   });
 
   it('a runner closed while its run is being recorded starts nothing and leaves no connection open', async () => {
-    const client = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
-    await client.connect();
-    opened.push(client);
-    const own: Redis[] = [];
-    const duplicate = client.duplicate.bind(client);
-    client.duplicate = (...args: Parameters<Redis['duplicate']>) => {
-      const conn = duplicate(...args);
-      own.push(conn);
-      return conn;
-    };
+    const { client, own, storePrefix } = await counted();
     const tool = defineTool({
       name: 't',
       description: 't',
@@ -357,7 +349,7 @@ describe('redis run events: waiting readers', () => {
     let called = 0;
     const runner = createRunner({
       invoker: functionInvoker([tool], { t: async ({ n }) => (called++, { n }) }),
-      stores: { runs: redisRunStore(client, { prefix: `${prefix}:${++n}` }) },
+      stores: { runs: redisRunStore(client, { prefix: storePrefix }) },
     });
     const chain = defineChain({
       name: 'closing',

@@ -25,6 +25,17 @@ const collect = async (events: AsyncIterable<RunEvent>): Promise<RunEvent[]> => 
   return seen;
 };
 
+/** A runner on a memory run store whose `find` answers only once `release()` is called. */
+const heldRunner = () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const runner = createRunner({
+    invoker: functionInvoker([find], { find: async ({ n }) => (await held, { n }) }),
+    stores: { runs: memoryRunStore() },
+  });
+  return { runner, release };
+};
+
 afterEach(() => {
   vi.useRealTimers();
 });
@@ -156,13 +167,7 @@ describe('runs shown to the context they were started with', () => {
   });
 
   it('stream of its own run in flight elsewhere (busy) follows that run to its real end, making up nothing', async () => {
-    const runs = memoryRunStore();
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const runner = createRunner({
-      invoker: functionInvoker([find], { find: async ({ n }) => (await held, { n }) }),
-      stores: { runs },
-    });
+    const { runner, release } = heldRunner();
     const first = runner.stream(owned, { n: 1 }, { context: { userId: 'alice' } });
     const firstEvents = first.events[Symbol.asyncIterator]();
     await firstEvents.next(); // under way
@@ -221,13 +226,7 @@ describe('runs shown to the context they were started with', () => {
   });
 
   it('watch with a context follows a run recorded a moment after the watch began', async () => {
-    const runs = memoryRunStore();
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    const runner = createRunner({
-      invoker: functionInvoker([find], { find: async ({ n }) => (await held, { n }) }),
-      stores: { runs },
-    });
+    const { runner, release } = heldRunner();
     const runId = 'run-soon';
     const began = Date.now();
     const watching = collect(runner.watch(runId, { context: { userId: 'carol' } }));
