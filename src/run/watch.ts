@@ -6,7 +6,7 @@ import type { RunResult } from '../observe/result.js';
 import type { RunStore, StoredRun } from '../stores/run-store.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
-import { shownTo } from './prepare.js';
+import { shownTo } from './visibility.js';
 import { checkRunId, isValidRunId } from './run-id.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 

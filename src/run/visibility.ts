@@ -1,0 +1,56 @@
+// Who may see a run: `getRun`, `watch` and `cancel` with `{ context }` show a durable run only to the trusted
+// context it was started with (docs/guides/watching-runs.md, "Only the user's own runs").
+import type { Chain } from '../define/chain.js';
+import { hashContext } from './checkpoint.js';
+import { validateContext } from './prepare.js';
+
+/**
+ * Whether a recorded run was started with `context`, as its chain's context schema gives it when this
+ * runner knows the chain (else as given): what `getRun` and `watch` with `{ context }` show a run to.
+ *
+ * @example
+ * ```ts
+ * if (!startedWith(parts.chains, run, { userId })) return undefined;
+ * ```
+ */
+export function startedWith(
+  chains: ReadonlyMap<string, Chain>,
+  run: { chain: string; contextHash?: string },
+  context: object,
+): boolean {
+  if (run.contextHash === undefined) return false; // recorded before runs kept it: shown to no context
+  try {
+    const chain = chains.get(run.chain);
+    const validated = chain ? validateContext(chain, context) : { ok: true as const, value: context };
+    // An empty context is nobody's (a signed-out `{ userId: undefined }`): runs started without one are operators'.
+    if (!validated.ok || !hasEntries(validated.value)) return false;
+    return hashContext(validated.value) === run.contextHash;
+  } catch {
+    return false; // a context that throws when read or checked is nobody's, and says nothing of the run
+  }
+}
+
+/**
+ * The context `getRun`/`watch` show runs to: absent, an operator's view of every run. Given but no object is
+ * refused, so that a signed-out `{ context: session?.context }` never turns into an operator's view.
+ *
+ * @example
+ * ```ts
+ * const context = shownTo({ context: { userId } }); // { userId }
+ * ```
+ */
+export function shownTo(options: { context?: object }): object | undefined {
+  if (!Object.hasOwn(options, 'context')) return undefined;
+  const context: unknown = options.context;
+  if (typeof context !== 'object' || context === null)
+    throw new TypeError(
+      "Expected `context` to be the trusted context runs are shown to (an object); leave it out for an operator's " +
+        'view of every run.',
+    );
+  return context;
+}
+
+const hasEntries = (value: object): boolean => {
+  for (const key in value) if ((value as Record<string, unknown>)[key] !== undefined) return true;
+  return false;
+};
