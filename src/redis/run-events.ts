@@ -120,6 +120,11 @@ export function redisEventLog(
     }
   };
   const later = (ms: number, fn: () => void): void => void setTimeout(fn, ms).unref?.();
+  /** Forgets a run's channel, and unsubscribes it (ioredis would subscribe it again after each reconnect). */
+  const drop = (channel: string): void => {
+    watched.delete(channel);
+    connection?.unsubscribe(channel).catch(() => undefined);
+  };
 
   // Read once subscribed: an append before the subscription is in the read, one after it is published. Read per
   // wait, never remembered: a log can be gone and begin again at seq 1 (its retention passed), and a remembered
@@ -132,12 +137,8 @@ export function redisEventLog(
           for (const reader of readers) if (reader.after < Number(last)) reader.wake();
         },
         () => {
-          // Redis away: forgotten (and unsubscribed: ioredis would subscribe it again after each reconnect), so the
-          // next wait subscribes again; its readers read again after a pause.
-          if (watched.get(channel) === w) {
-            watched.delete(channel);
-            connection?.unsubscribe(channel).catch(() => undefined);
-          }
+          // Redis away: forgotten, so the next wait subscribes again; its readers read again after a pause.
+          if (watched.get(channel) === w) drop(channel);
           later(100, () => wakeAll(w));
         },
       );
@@ -147,11 +148,7 @@ export function redisEventLog(
 
   const sweep = (): void => {
     const cutoff = Date.now() - IDLE_MS;
-    for (const [channel, w] of watched)
-      if (w.readers.size === 0 && w.idleSince <= cutoff) {
-        watched.delete(channel);
-        connection?.unsubscribe(channel).catch(() => undefined);
-      }
+    for (const [channel, w] of watched) if (w.readers.size === 0 && w.idleSince <= cutoff) drop(channel);
     if (watched.size === 0 && sweeper) {
       clearInterval(sweeper);
       sweeper = undefined;

@@ -80,6 +80,11 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       ),
       { code: 'no_run_store' },
     );
+  /** The runs a request with `context` is shown (`getRun`, `watch`, `cancel` with `{ context }`). */
+  const shownBy =
+    (context: object) =>
+    (run: StoredRun): boolean =>
+      startedWith(parts.chains, run, context);
   const hub = runStore?.events ? new RunEventHub(runStore.events, now, logger) : undefined;
   parts.recorder.runEvents = hub;
   const watchSource = (what: string): WatchSource => {
@@ -91,7 +96,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       redacted: (v) => recorder.redacted(v),
       now,
       enlist,
-      startedWith: (run, context) => startedWith(parts.chains, run, context),
+      shownBy,
     };
   };
   let closed = false;
@@ -214,7 +219,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     async getRun(runId: string, getOptions: { context?: object } = {}): Promise<RunInfo | undefined> {
       if (!durable) throw needsRunStore('getRun()');
       const context = shownTo(getOptions);
-      return durable.info(runId, context === undefined ? undefined : (run) => startedWith(parts.chains, run, context));
+      return durable.info(runId, context && shownBy(context));
     },
 
     watch(runId: string, watchOptions: WatchOptions = {}): AsyncIterable<RunEvent> {
@@ -270,8 +275,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     ): Promise<'cancelled' | 'not_found' | 'ended'> {
       const { store, log } = watchSource('cancel()');
       const context = shownTo(cancelOptions);
-      const shown = context && ((run: StoredRun) => startedWith(parts.chains, run, context));
-      return cancelRun({ store, log, durable, parked, now }, runId, cancelOptions, shown);
+      return cancelRun({ store, log, durable, parked, now }, runId, cancelOptions, context && shownBy(context));
     },
 
     async decide<O = unknown>(runId: string, decision: RunDecision): Promise<DecideResult<O>> {

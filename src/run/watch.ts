@@ -76,8 +76,8 @@ export interface WatchSource {
    * there (no `run:end` made up), leaving no read waiting. Returns the function that unregisters it.
    */
   enlist(stop: AbortController): () => void;
-  /** Whether the recorded run was started with `context` (`WatchOptions.context`). */
-  startedWith(run: StoredRun, context: object): boolean;
+  /** Whether a recorded run is shown to `context` (`WatchOptions.context`): it was started with it. */
+  shownBy(context: object): (run: StoredRun) => boolean;
 }
 
 /**
@@ -284,11 +284,12 @@ async function startedWithContext(
   context: object,
   signal: AbortSignal,
 ): Promise<boolean> {
+  const shown = source.shownBy(context);
   // The same pauses for both, whatever the store's latency: the waits are counted, not timed.
   let left = NOT_FOUND_WAITS * WAIT_MS;
   for (let pause = 50; ; pause = Math.min(pause * 2, WAIT_MS)) {
     const run = await source.store.get(runId);
-    if (run && source.startedWith(run, context)) return true;
+    if (run && shown(run)) return true;
     if (signal.aborted || left <= 0) return false;
     const wait = Math.min(pause, left);
     left -= wait;
