@@ -1,7 +1,8 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
-import type { Call, CallContext, Policy } from './types.js';
+import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
+import { generationKey, isUndone, keptByJournal, UNDONE } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -102,6 +103,8 @@ class Claimed {
   early: { value: unknown } | undefined;
   /** The write of the unknown failure, which the late answer must follow. */
   recorded: Promise<unknown> | undefined;
+  /** What the store is told once the call succeeded, besides its result (an undo's: its write is undone). */
+  after: (() => Promise<unknown> | undefined) | undefined;
   constructor(
     readonly ctx: CallContext,
     readonly key: string,
@@ -156,7 +159,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
   function completed(this: Claimed, value: unknown): unknown {
     this.state = 'over';
     const ctx = this.ctx;
-    const recorded = settleBy(startComplete(store, this.key, value, ctx.tool.idempotencyTtlMs), ctx);
+    const kept = startComplete(store, this.key, value, ctx.tool.idempotencyTtlMs);
+    const also = this.after?.();
+    const recorded = settleBy(also === undefined ? kept : Promise.all([kept, also]), ctx);
     return recorded ? recorded.then(() => value) : value;
   }
   function failed(this: Claimed, error: unknown): Promise<never> {
@@ -190,9 +195,18 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
       keepLate(this, value);
     }
   }
-  const decide = (next: Call, ctx: CallContext, key: string, claim: IdempotencyClaim): Promise<unknown> => {
+  const decide = (
+    next: Call,
+    ctx: CallContext,
+    key: string,
+    claim: IdempotencyClaim,
+    after?: () => Promise<unknown> | undefined,
+  ): Promise<unknown> => {
     if (claim.status === 'done') {
+      // A write taken back by its undo runs again, under its key's next generation.
+      if (ctx.undoes === undefined && isUndone(claim.value)) return nextGeneration(next, ctx);
       ctx.cached = true;
+      void after?.();
       return Promise.resolve(claim.value);
     }
     if (claim.status === 'pending') {
@@ -200,26 +214,13 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
       return awaitDuplicate(ctx, claim, now);
     }
     const claimed = new Claimed(ctx, key);
+    claimed.after = after;
     ctx.lateAnswer = answeredLate.bind(claimed);
     return next(ctx).then(completed.bind(claimed), failed.bind(claimed));
   };
-
-  return (next) => (ctx) => {
-    const idempotencyKey = ctx.idempotencyKey;
-    if (idempotencyKey === undefined) return next(ctx);
+  /** Claims `key` for the call; without a claim the tool is never called: an unavailable store fails the call. */
+  const claim = (ctx: CallContext, key: string): MaybePromise<IdempotencyClaim> => {
     const durable = ctx.durable;
-    // A durable run's step under its own key (`runId:step`) is kept by the run's journal, and the run
-    // store lets one owner at a time run it: a second record would cost two round trips and add nothing.
-    if (
-      durable !== undefined &&
-      ctx.step !== undefined &&
-      idempotencyKey.length === ctx.runId.length + 1 + ctx.step.length &&
-      idempotencyKey === `${ctx.runId}:${ctx.step}`
-    )
-      return next(ctx);
-    // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
-    const key = ctx.storeKey ?? idempotencyKey;
-    // Without a claim the tool is never called: an unavailable store fails the call.
     let begun: MaybePromise<IdempotencyClaim>;
     // callStore's checks, with no closure when the store answers at once (memory).
     try {
@@ -227,10 +228,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     } catch (error) {
       return Promise.reject(storeFailure('idempotency', error));
     }
-    if (!(begun instanceof Promise)) return decide(next, ctx, key, begun);
+    if (!(begun instanceof Promise)) return begun;
     const answer = begun;
-    return (callStore(() => answer, ctx.deadlineAt, now, 'idempotency') as Promise<IdempotencyClaim>).then(
-      (claim) => decide(next, ctx, key, claim),
+    return (callStore(() => answer, ctx.deadlineAt, now, 'idempotency') as Promise<IdempotencyClaim>).catch(
       (error: unknown) => {
         // A claim that arrives after the call gave up on the store: release it, stop its waiting.
         answer.then((late) => {
@@ -240,5 +240,96 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
         throw error;
       },
     );
+  };
+  /** Lets go of a claim taken only to read what a key holds. */
+  const letGo = (ctx: CallContext, key: string, claimed: IdempotencyClaim): void => {
+    if (claimed.status === 'pending') abandon(claimed);
+    else if (claimed.status === 'new')
+      void start(() => store.fail(key, new Error('Claimed only to read the key.'), false, ctx.durable));
+  };
+  /**
+   * A write whose key was undone: the first generation of the key not undone (`key#1`, `key#2`…),
+   * for the store and for the tool. Once it succeeds, the undone generations before it are written
+   * again, so that none lapses before it (a lapsed one would let a later call take that effect again).
+   * Closures here are fine: only a call whose write was undone comes this way.
+   */
+  const nextGeneration = async (next: Call, ctx: CallContext): Promise<unknown> => {
+    const baseKey = ctx.storeKey ?? ctx.idempotencyKey!;
+    const baseIdempotencyKey = ctx.idempotencyKey!;
+    const ttlMs = ctx.tool.idempotencyTtlMs;
+    for (let g = 1; ; g++) {
+      const key = generationKey(baseKey, g);
+      const claimed = await claim(ctx, key);
+      if (claimed.status === 'done' && isUndone(claimed.value)) continue;
+      ctx.generation = g;
+      ctx.idempotencyKey = generationKey(baseIdempotencyKey, g);
+      if (ctx.storeKey !== undefined) ctx.storeKey = key;
+      const rewrite = (): Promise<unknown> | undefined => {
+        const writes: Promise<unknown>[] = [];
+        for (let before = 0; before < g; before++) {
+          const done = start(() => store.complete(generationKey(baseKey, before), UNDONE, ttlMs));
+          if (done) writes.push(done);
+        }
+        return writes.length > 0 ? Promise.all(writes) : undefined;
+      };
+      return decide(next, ctx, key, claimed, rewrite);
+    }
+  };
+  /**
+   * An undo of a write: the write's key at the generation it ran under is marked undone once the undo
+   * succeeded, and the undo runs under a key of that generation. A write already undone (by a
+   * duplicate of the run, or by this undo before a crash) is not undone again. A write that ran in an
+   * earlier segment of the run has no known generation: the first kept one not undone is taken.
+   * Closures here are fine: only undos come this way.
+   */
+  const undo = async (next: Call, ctx: CallContext, write: UndoneWrite): Promise<unknown> => {
+    const first = write.generation ?? 0;
+    for (let g = first; ; g++) {
+      const key = generationKey(write.storeKey, g);
+      const held = await claim(ctx, key);
+      if (held.status === 'done' && isUndone(held.value)) {
+        if (write.generation === undefined) continue;
+      } else {
+        if (held.status !== 'done') letGo(ctx, key, held);
+        // Nothing kept past generations all undone: this write was one of them.
+        if (held.status === 'done' || g === first)
+          return undoUnder(next, ctx, g, held.status === 'done' ? key : undefined, write);
+      }
+      ctx.cached = true;
+      return undefined;
+    }
+  };
+  /** Runs an undo under its key's generation `g`; once it succeeded (or had already), `mark` is marked undone. */
+  const undoUnder = async (
+    next: Call,
+    ctx: CallContext,
+    g: number,
+    mark: string | undefined,
+    write: UndoneWrite,
+  ): Promise<unknown> => {
+    if (g > 0) {
+      ctx.generation = g;
+      ctx.idempotencyKey = generationKey(ctx.idempotencyKey!, g);
+      if (ctx.storeKey !== undefined) ctx.storeKey = generationKey(ctx.storeKey, g);
+    }
+    const key = ctx.storeKey ?? ctx.idempotencyKey!;
+    const after =
+      mark === undefined
+        ? undefined
+        : (): Promise<unknown> | undefined => start(() => store.complete(mark, UNDONE, write.ttlMs));
+    return decide(next, ctx, key, await claim(ctx, key), after);
+  };
+
+  return (next) => (ctx) => {
+    if (ctx.idempotencyKey === undefined) return next(ctx);
+    // A durable run's step under its own key is kept by the run's journal: a second record would cost
+    // two round trips and add nothing.
+    if (keptByJournal(ctx)) return next(ctx);
+    if (ctx.undoes !== undefined) return undo(next, ctx, ctx.undoes);
+    // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
+    const key = ctx.storeKey ?? ctx.idempotencyKey;
+    const claimed = claim(ctx, key);
+    if (!(claimed instanceof Promise)) return decide(next, ctx, key, claimed);
+    return claimed.then((c) => decide(next, ctx, key, c));
   };
 }

@@ -14,13 +14,18 @@ export interface CallContext {
   readonly chain?: string;
   readonly step?: string;
   readonly context: Readonly<Record<string, unknown>>;
-  readonly idempotencyKey?: string;
+  /** The key the tool sees; the idempotency policy moves it on (`key#1`) past a generation that was undone. */
+  idempotencyKey?: string;
   /**
    * The key the idempotency store keeps the call under: `idempotencyKey` scoped to the tool and the
    * caller (a hash of the validated context), so the same key from another user or for another
    * tool is another call. Set whenever `idempotencyKey` is.
    */
-  readonly storeKey?: string;
+  storeKey?: string;
+  /** The generation of the key the call ran under: 0, or `n` for `key#n` after earlier ones were undone. */
+  generation: number;
+  /** An undo's call (set by the undo): the write it takes back, whose kept result must answer no later call. */
+  undoes: UndoneWrite | undefined;
   /** The run's abort scope: aborted at the deadline, on caller cancel, or when the runner closes. */
   readonly run: AbortScope;
   /** Epoch ms after which nothing may be waited for. */
@@ -50,6 +55,16 @@ export interface CallContext {
    * idempotency claims name the owner, and a new owner takes over a claim its dead predecessor left.
    */
   readonly durable: IdempotencyBeginOptions | undefined;
+}
+
+/**
+ * The write an undo takes back: the key the store keeps it under (its first generation), its TTL and
+ * the generation it ran under (undefined when it ran in an earlier segment of the run: not kept).
+ */
+export interface UndoneWrite {
+  readonly storeKey: string;
+  readonly ttlMs: number | undefined;
+  readonly generation: number | undefined;
 }
 
 /** One call, or one attempt of it. */

@@ -118,6 +118,8 @@ export function callContext(
     reached: false,
     lateAnswer: undefined,
     durable: site.durable,
+    generation: 0,
+    undoes: undefined,
   };
 }
 

@@ -3,6 +3,7 @@
 import type { Scope } from '../define/ref.js';
 import { parseSchema } from '../define/schema.js';
 import type { PlannedStep } from '../define/step-kinds.js';
+import type { ToolStep } from '../define/spec.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { toErrorInfo } from '../errors/messages.js';
@@ -10,7 +11,8 @@ import { maskError, secretMask } from '../observe/redact.js';
 import type { RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import { AbortScope } from '../policies/abort.js';
-import type { CallContext } from '../policies/types.js';
+import { keptByJournal } from '../policies/undone.js';
+import type { CallContext, UndoneWrite } from '../policies/types.js';
 import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } from './call-context.js';
 import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
@@ -34,6 +36,8 @@ export interface UndoUnit {
   readonly step: PlannedStep;
   readonly id: string;
   readonly scope: Scope;
+  /** The generation of its write's key as it ran in this segment (see CallContext.generation); else unknown. */
+  readonly generation?: number;
 }
 
 /**
@@ -94,8 +98,9 @@ async function undo(
   calls: Calls,
   recorder: Recorder,
   run: CompensationRun,
-  { step, id, scope }: UndoUnit,
+  unit: UndoUnit,
 ): Promise<{ entry: TraceStep; error: ChainErrorInfo | undefined }> {
+  const { step, id, scope } = unit;
   const { tool, resolveInput } = step.compensate!;
   const started = calls.now();
   const abort = new AbortScope();
@@ -123,6 +128,7 @@ async function undo(
         ),
       );
     ctx = callContext(calls, site, id, tool, parsed.data, `${run.runId}:${id}:compensate`);
+    ctx.undoes = undoneWrite(calls, site, unit);
     await calls.call(ctx);
   } catch (thrown) {
     // Before the trace, the event and the log line see it: secrets leave in no text (docs/ARCHITECTURE.md, Secrets).
@@ -149,4 +155,25 @@ async function undo(
   if (error) entry.error = error;
   recorder.stepEnded(site, entry);
   return { entry, error };
+}
+
+/**
+ * The write an undo takes back, keyed as when it ran (its input and key built again from the same
+ * scope), so that once undone its kept result answers no later call with the key. Undefined when the
+ * write has no key in the idempotency store (a durable run's journal keeps it) or its key cannot be
+ * built again: the undo still runs.
+ */
+function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation }: UndoUnit): UndoneWrite | undefined {
+  const tool = step.tool;
+  if (tool === undefined || tool.effect === 'read' || step.resolveInput === undefined) return undefined;
+  try {
+    const parsed = parseSchema(tool.input, step.resolveInput(scope));
+    if (!parsed.success) return undefined;
+    const key = (step.step as ToolStep).idempotencyKey?.(scope);
+    const write = callContext(calls, site, id, tool, parsed.data, key);
+    if (write.storeKey === undefined || keptByJournal(write)) return undefined;
+    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation };
+  } catch {
+    return undefined;
+  }
 }

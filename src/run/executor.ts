@@ -50,6 +50,8 @@ class Run extends Scheduler implements EndingRun {
   lastCall: LastCall | undefined;
   /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
   private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
+  /** By plan index: the generation of the key each step with `compensate` ran its write under in this segment. */
+  private generations: number[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: RunResult | Promise<RunResult>) => void) | undefined;
   offCallerAbort: (() => void) | undefined;
@@ -154,7 +156,7 @@ class Run extends Scheduler implements EndingRun {
       }
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results)
-        (units ??= []).push({ step, id: this.stepKey(step), scope });
+        (units ??= []).push({ step, id: this.stepKey(step), scope, generation: this.generations?.[step.index] });
     }
     return units ?? [];
   }
@@ -233,6 +235,7 @@ class Run extends Scheduler implements EndingRun {
       // Recording (trace detail, learning, logs) observes the run: whatever it meets, the step still settles.
     }
     if (outcome.kind !== 'ok') return this.settle(step, outcome);
+    if (step.compensate !== undefined && ctx !== undefined) (this.generations ??= [])[step.index] = ctx.generation;
     if (this.exec.kept !== undefined && this.exec.nested !== undefined)
       this.exec.kept.push(journalEntry(entry, outcome));
     if (this.exec.journal !== undefined) this.journal(step, entry, outcome);

@@ -92,7 +92,10 @@ export interface IdempotencyStore {
    * pending TTL), so a duplicate waits for the call instead of running it again.
    */
   begin(key: string, run?: IdempotencyBeginOptions, holdUntil?: number): MaybePromise<IdempotencyClaim>;
-  /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
+  /**
+   * Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). It
+   * replaces whatever the key holds: an undo marks its write's kept result undone this way.
+   */
   complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
   /**
    * Ends the claim after a failure; waiters get the same error. The key is released, so a later

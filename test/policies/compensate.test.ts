@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, ref } from 'chainkit';
+import { createRunner, defineChain, defineTool, memoryIdempotencyStore, ref } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
+import { expectedAfterUndo, retriedAfterUndo } from '../helpers/undone-retry.js';
 
 const reserve = defineTool({
   name: 'reserve',
@@ -99,5 +100,220 @@ describe('compensation', () => {
     const r = await createRunner({ invoker }).run(order, { a: 'x', b: 'y' });
     expect(r.status).toBe('completed');
     expect(invoker.callsTo('release')).toHaveLength(0);
+  });
+
+  it('does an undone write again when a failed run is retried under the same run id', async () => {
+    let declines = 1;
+    const invoker = createMockInvoker({
+      reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
+      release: { ok: { ok: true } },
+      charge: () => {
+        if (declines-- > 0) throw http(402, 'card declined');
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker });
+    const first = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o2' });
+    expect(first.status === 'failed' && first.compensated).toEqual(['second', 'first']);
+    // The retry must reserve again: what the first run reserved was released.
+    const retried = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o2' });
+    expect(retried.status).toBe('completed');
+    expect(invoker.callsTo('reserve').map((c) => c.idempotencyKey)).toEqual([
+      'o2:first',
+      'o2:second',
+      'o2:first#1',
+      'o2:second#1',
+    ]);
+    // A repeat of the completed retry is answered from the store: nothing is reserved a third time.
+    const repeat = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o2' });
+    expect(repeat.status).toBe('completed');
+    expect(invoker.callsTo('reserve')).toHaveLength(4);
+    expect(invoker.callsTo('release')).toHaveLength(2);
+  });
+
+  it('undoes a write done again after an undo, under a key of its own', async () => {
+    const invoker = createMockInvoker({
+      reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
+      release: { ok: { ok: true } },
+      charge: { error: http(402, 'card declined') },
+    });
+    const runner = createRunner({ invoker });
+    for (let i = 0; i < 3; i++) {
+      const r = await runner.run(order, { a: 'x', b: 'y' }, { runId: 'o3' });
+      expect(r.status === 'failed' && r.compensated).toEqual(['second', 'first']);
+    }
+    expect(invoker.callsTo('reserve')).toHaveLength(6);
+    expect(invoker.callsTo('release').map((c) => c.idempotencyKey)).toEqual([
+      'o3:second:compensate',
+      'o3:first:compensate',
+      'o3:second:compensate#1',
+      'o3:first:compensate#1',
+      'o3:second:compensate#2',
+      'o3:first:compensate#2',
+    ]);
+  });
+
+  it('does not answer a write keyed by its content with a result its undo took back', async () => {
+    const add = defineTool({
+      name: 'add',
+      description: 'a',
+      input: z.object({ title: z.string() }),
+      output: z.object({ id: z.string() }),
+      effect: 'write',
+      idempotencyKey: (input) => `add:${input.title}`,
+    });
+    const remove = defineTool({
+      name: 'remove',
+      description: 'r',
+      input: z.object({ id: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'destructive',
+      retry: false,
+    });
+    const addThenPay = defineChain({
+      name: 'add_then_pay',
+      input: z.object({ title: z.string() }),
+      steps: [
+        {
+          id: 'add',
+          tool: add,
+          input: { title: ref('input', 'title') },
+          compensate: { tool: remove, input: { id: ref('add', 'id') } },
+        },
+        { id: 'pay', tool: charge, input: { amount: 1 } },
+      ],
+    });
+    let n = 0;
+    let declines = 1;
+    const invoker = createMockInvoker({
+      add: () => ({ id: `t${++n}` }),
+      remove: { ok: { ok: true } },
+      charge: () => {
+        if (declines-- > 0) throw http(402);
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker });
+    expect((await runner.run(addThenPay, { title: 'milk' })).status).toBe('failed');
+    const again = await runner.run(addThenPay, { title: 'milk' });
+    expect(again.status === 'completed' && again.output).toEqual({ ok: true });
+    expect(invoker.callsTo('add').map((c) => c.idempotencyKey)).toEqual(['add:milk', 'add:milk#1']);
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+  });
+
+  it('replicas sharing one store: a retry reserves again, and its undo has a key of its own', async () => {
+    const shared = memoryIdempotencyStore();
+    expect(await retriedAfterUndo(() => shared, 'm1')).toEqual(expectedAfterUndo('m1'));
+  });
+
+  it('a duplicate run undoing the same writes after the first did is answered by it: released once', async () => {
+    let charges = 0;
+    const invoker = createMockInvoker({
+      reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
+      release: { ok: { ok: true } },
+      // The duplicate's charge is declined once the first run has undone its writes.
+      charge: async () => {
+        if (charges++ > 0) await new Promise((r) => setTimeout(r, 30));
+        throw http(402);
+      },
+    });
+    const runner = createRunner({ invoker });
+    const [first, duplicate] = await Promise.all([
+      runner.run(order, { a: 'x', b: 'y' }, { runId: 'o4' }),
+      runner.run(order, { a: 'x', b: 'y' }, { runId: 'o4' }),
+    ]);
+    expect(first.status === 'failed' && first.compensated).toEqual(['second', 'first']);
+    expect(duplicate.status === 'failed' && duplicate.compensated).toEqual(['second', 'first']);
+    expect(invoker.callsTo('reserve')).toHaveLength(2);
+    expect(invoker.callsTo('release').map((c) => c.input)).toEqual([{ id: 'r-y' }, { id: 'r-x' }]);
+  });
+
+  it('a write another run undid is not undone again by a run that was answered with it', async () => {
+    const add = defineTool({
+      name: 'add',
+      description: 'a',
+      input: z.object({ title: z.string() }),
+      output: z.object({ id: z.string() }),
+      effect: 'write',
+      idempotencyKey: (input) => `add:${input.title}`,
+    });
+    const remove = defineTool({
+      name: 'remove',
+      description: 'r',
+      input: z.object({ id: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      effect: 'destructive',
+      retry: false,
+    });
+    const addThenPay = defineChain({
+      name: 'add_then_pay',
+      input: z.object({ title: z.string() }),
+      steps: [
+        {
+          id: 'add',
+          tool: add,
+          input: { title: ref('input', 'title') },
+          compensate: { tool: remove, input: { id: ref('add', 'id') } },
+        },
+        { id: 'pay', tool: charge, input: { amount: 1 } },
+      ],
+    });
+    let charges = 0;
+    const invoker = createMockInvoker({
+      add: { ok: { id: 't1' } },
+      remove: { ok: { ok: true } },
+      // The second run's charge is declined after the first run has undone its add.
+      charge: async () => {
+        if (charges++ > 0) await new Promise((r) => setTimeout(r, 30));
+        throw http(402);
+      },
+    });
+    const runner = createRunner({ invoker });
+    const [a, b] = await Promise.all([
+      runner.run(addThenPay, { title: 'milk' }),
+      runner.run(addThenPay, { title: 'milk' }),
+    ]);
+    expect([a.status, b.status]).toEqual(['failed', 'failed']);
+    expect(invoker.callsTo('add')).toHaveLength(1);
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+  });
+
+  it('a write done before a gate, undone after it, is taken back under the generation it ran under', async () => {
+    const gated = defineChain({
+      name: 'gated_order',
+      input: z.object({ a: z.string(), b: z.string() }),
+      steps: order.steps.map((s) => (s.id === 'pay' ? { ...s, confirm: { prompt: 'Pay?' } } : s)),
+    });
+    let declines = 2;
+    const invoker = createMockInvoker({
+      reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
+      release: { ok: { ok: true } },
+      charge: () => {
+        if (declines-- > 0) throw http(402);
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker, secret: 'a-secret-of-at-least-32-characters!!' });
+    const statuses: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const gate = await runner.run(gated, { a: 'x', b: 'y' }, { runId: 'o5' });
+      if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
+      statuses.push((await runner.resume(gate.resumeToken, { approved: true })).status);
+    }
+    expect(statuses).toEqual(['failed', 'failed', 'completed']);
+    expect(invoker.callsTo('reserve').map((c) => c.idempotencyKey)).toEqual([
+      'o5:first',
+      'o5:second',
+      'o5:first#1',
+      'o5:second#1',
+      'o5:first#2',
+      'o5:second#2',
+    ]);
+    expect(invoker.callsTo('release').map((c) => c.idempotencyKey)).toEqual([
+      'o5:second:compensate',
+      'o5:first:compensate',
+      'o5:second:compensate#1',
+      'o5:first:compensate#1',
+    ]);
   });
 });
