@@ -97,7 +97,13 @@ export function cancelWaiting(
  * const result = await signalRun(o, runId, 'review', { ok: true });
  * ```
  */
-export async function signalRun(o: DurableOwner, runId: string, name: string, payload: unknown): Promise<SignalResult> {
+export async function signalRun(
+  o: DurableOwner,
+  runId: string,
+  name: string,
+  payload: unknown,
+  shown?: (run: StoredRun) => boolean,
+): Promise<SignalResult> {
   checkRunId(runId);
   if (typeof name !== 'string' || name === '') throw new TypeError('Expected the signal name as a non-empty string.');
   const { store } = o;
@@ -106,7 +112,8 @@ export async function signalRun(o: DurableOwner, runId: string, name: string, pa
       'Signals need a run store with takeParked(): memoryRunStore(), redisStores(...) or postgresStores(...).',
     );
   const run = await o.bounded('get', o.now() + STORE_WAIT_MS, () => store.get(runId));
-  if (!run) return 'not_found';
+  // Another user's run: as if unknown, its payload never checked against its step (nothing told about it).
+  if (!run || (shown && !shown(run))) return 'not_found';
   if (run.status !== 'waiting') return 'not_waiting';
   const chain = o.chainOf(run);
   if (!chain) {

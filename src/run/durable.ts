@@ -70,7 +70,7 @@ export interface Durable {
    * step's schema (refused: rejects with `SignalRefused`, the run keeps waiting), the run taken
    * exactly once with the payload journaled as the step's result, then continued.
    */
-  signal(runId: string, name: string, payload: unknown): Promise<SignalResult>;
+  signal(runId: string, name: string, payload: unknown, shown?: (run: StoredRun) => boolean): Promise<SignalResult>;
   /**
    * Cancels a run parked `waiting`: taken exactly once, it ends
    * `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first.
@@ -258,8 +258,8 @@ export class DurableRuns implements Durable {
     return cancelExpired(this.o, run, reason);
   }
 
-  signal(runId: string, name: string, payload: unknown): Promise<SignalResult> {
-    return signalRun(this.o, runId, name, payload);
+  signal(runId: string, name: string, payload: unknown, shown?: (run: StoredRun) => boolean): Promise<SignalResult> {
+    return signalRun(this.o, runId, name, payload, shown);
   }
 
   cancelWaiting(run: StoredRun, reason: string | undefined): Promise<RunResult | undefined> {

@@ -205,14 +205,22 @@ export interface Runner<Chains extends readonly Chain[] = Chain[]> {
    * the payload journaled as the step's result, and the run continues here: resolves with its
    * {@link RunResult}. `'not_found'` for an unknown run id; `'not_waiting'` when the run does not
    * wait for this signal (it runs, ended, waits for another, timed out, or another signal took it).
+   * With `context` (a user's request), a run started with another context is `'not_found'`, its
+   * payload unchecked, as for `getRun`; without it, any run may be signalled (an operator's or the
+   * app's own call).
    *
    * @example
    * ```ts
-   * const r = await runner.signal(runId, 'review', { ok: true });
+   * const r = await runner.signal(runId, 'review', { ok: true }, { context: { userId: session.userId } });
    * if (r !== 'not_found' && r !== 'not_waiting' && r.status === 'completed') console.log(r.output);
    * ```
    */
-  signal<O = OutputOfChains<Chains>>(runId: string, name: string, payload: unknown): Promise<SignalResult<O>>;
+  signal<O = OutputOfChains<Chains>>(
+    runId: string,
+    name: string,
+    payload: unknown,
+    options?: { context?: object },
+  ): Promise<SignalResult<O>>;
   /**
    * Lists durable runs (`stores.runs`), newest first (by start time, ties by run id), from any
    * instance sharing the stores: by status (one or several), chain and start time, a page at a time

@@ -284,10 +284,16 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       return decideRun(parked(), runId, decision) as Promise<DecideResult<O>>;
     },
 
-    async signal<O = unknown>(runId: string, name: string, payload: unknown): Promise<SignalResult<O>> {
+    async signal<O = unknown>(
+      runId: string,
+      name: string,
+      payload: unknown,
+      signalOptions: { context?: object } = {},
+    ): Promise<SignalResult<O>> {
       assertOpen();
       if (!durable) throw needsRunStore('signal()');
-      return durable.signal(runId, name, payload) as Promise<SignalResult<O>>;
+      const context = shownTo(signalOptions);
+      return durable.signal(runId, name, payload, context && shownBy(context)) as Promise<SignalResult<O>>;
     },
 
     async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {

@@ -240,4 +240,35 @@ describe('runs shown to the context they were started with', () => {
     expect(events.at(-1)).toMatchObject({ type: 'run:end' });
     await runner.close();
   });
+
+  it('signal: its own user continues the run; another user gets not_found, the payload unchecked, the run still waiting', async () => {
+    const reviewed = defineChain({
+      name: 'reviewed_by_owner',
+      input: z.object({ n: z.number() }),
+      context: z.object({ userId: z.string() }),
+      steps: [
+        { id: 'find', tool: find, input: { n: ref('input', 'n'), user: ref('context', 'userId') } },
+        { id: 'review', waitFor: { signal: 'review', schema: z.object({ ok: z.boolean() }), timeoutMs: 60_000 } },
+      ] as const,
+      output: (s) => s.results.review.ok,
+    });
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs: memoryRunStore() },
+    });
+    const parked = await runner.run(reviewed, { n: 1 }, { context: { userId: 'alice' } });
+    expect(parked.status).toBe('waiting');
+    const { runId } = parked;
+    // A payload its schema refuses: another user is not told the run exists, let alone what it waits for.
+    expect(await runner.signal(runId, 'review', { ok: 'yes' }, { context: { userId: 'bob' } })).toBe('not_found');
+    expect(await runner.signal(runId, 'review', { ok: true }, { context: { userId: 'bob' } })).toBe('not_found');
+    expect(await runner.signal(runId, 'review', { ok: true }, { context: {} })).toBe('not_found');
+    expect(await runner.getRun(runId)).toMatchObject({ status: 'waiting' });
+    await expect(runner.signal(runId, 'review', { ok: true }, { context: undefined })).rejects.toBeInstanceOf(
+      TypeError,
+    );
+    const done = await runner.signal(runId, 'review', { ok: true }, { context: { userId: 'alice' } });
+    expect(done !== 'not_found' && done !== 'not_waiting' && done.status === 'completed' && done.output).toBe(true);
+    await runner.close();
+  });
 });

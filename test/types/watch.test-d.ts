@@ -22,6 +22,9 @@ describe('watching runs', () => {
     expectTypeOf(runner.cancel('r', { context: session })).toEqualTypeOf<Promise<'cancelled' | 'not_found' | 'ended'>>();
     // @ts-expect-error a context is an object, not a user id
     void runner.cancel('r', { context: 'alice' });
+    void runner.signal('r', 'review', { ok: true }, { context: session });
+    // @ts-expect-error a context is an object, not a user id
+    void runner.signal('r', 'review', { ok: true }, { context: 'alice' });
   });
 
   it('RunEvent is a union discriminated by type: data narrows with it', () => {
