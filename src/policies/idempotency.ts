@@ -2,7 +2,7 @@
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
-import { generationKey, isUndone, keptByJournal, UNDONE } from './undone.js';
+import { generationKey, generationStoreKey, keptByJournal } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -41,6 +41,13 @@ function startComplete(
 type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
 function noop(): void {}
+
+/** What a call that began while an undo read the lapsed key of its write is told: try again. */
+function lapsed(key: string): Error {
+  return Object.assign(new Error(`The idempotency key ${key} was being read by an undo; try again.`), {
+    status: 409,
+  });
+}
 
 /** Stops a claim nobody will act on: its waiting ends, a late rejection is handled. */
 function abandon(claim: Pending): void {
@@ -203,8 +210,6 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     after?: () => Promise<unknown> | undefined,
   ): Promise<unknown> => {
     if (claim.status === 'done') {
-      // A write taken back by its undo runs again, under its key's next generation.
-      if (ctx.undoes === undefined && isUndone(claim.value)) return nextGeneration(next, ctx);
       ctx.cached = true;
       void after?.();
       return Promise.resolve(claim.value);
@@ -213,43 +218,42 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
       ctx.cached = true;
       return awaitDuplicate(ctx, claim, now);
     }
+    // A write taken back by its undo runs again, under its key's next generation.
+    if (claim.status === 'undone') return nextGeneration(next, ctx);
     const claimed = new Claimed(ctx, key);
     claimed.after = after;
     ctx.lateAnswer = answeredLate.bind(claimed);
     return next(ctx).then(completed.bind(claimed), failed.bind(claimed));
   };
-  /** Claims `key` for the call; without a claim the tool is never called: an unavailable store fails the call. */
-  const claim = (ctx: CallContext, key: string): MaybePromise<IdempotencyClaim> => {
-    const durable = ctx.durable;
-    let begun: MaybePromise<IdempotencyClaim>;
-    // callStore's checks, with no closure when the store answers at once (memory).
+  /** Claims `key` for the call: the store's answer; a store that throws is `store_unavailable`. */
+  const begin = (ctx: CallContext, key: string): MaybePromise<IdempotencyClaim> => {
     try {
-      begun = store.begin(key, durable, ctx.deadlineAt);
+      return store.begin(key, ctx.durable, ctx.deadlineAt);
     } catch (error) {
       return Promise.reject(storeFailure('idempotency', error));
     }
-    if (!(begun instanceof Promise)) return begun;
-    const answer = begun;
-    return (callStore(() => answer, ctx.deadlineAt, now, 'idempotency') as Promise<IdempotencyClaim>).catch(
-      (error: unknown) => {
-        // A claim that arrives after the call gave up on the store: release it, stop its waiting.
-        answer.then((late) => {
-          if (late.status === 'pending') abandon(late);
-          else if (late.status === 'new') void start(() => store.fail(key, error, false, durable));
-        }, noop);
-        throw error;
-      },
-    );
   };
-  /** Lets go of a claim taken only to read what a key holds. */
-  const letGo = (ctx: CallContext, key: string, claimed: IdempotencyClaim): void => {
-    if (claimed.status === 'pending') abandon(claimed);
-    else if (claimed.status === 'new')
-      void start(() => store.fail(key, new Error('Claimed only to read the key.'), false, ctx.durable));
+  /** The store's answer, bounded by the call's deadline (callStore's checks, after begin's). */
+  const bounded = (ctx: CallContext, answer: Promise<IdempotencyClaim>): Promise<IdempotencyClaim> =>
+    callStore(() => answer, ctx.deadlineAt, now, 'idempotency') as Promise<IdempotencyClaim>;
+  /** After the call gave up on the store: a claim that arrives later is released, its waiting stopped. */
+  const gaveUp =
+    (ctx: CallContext, key: string, answer: Promise<IdempotencyClaim>) =>
+    (error: unknown): never => {
+      answer.then((late) => {
+        if (late.status === 'pending') abandon(late);
+        else if (late.status === 'new') void start(() => store.fail(key, error, false, ctx.durable));
+      }, noop);
+      throw error;
+    };
+  /** {@link begin}, awaited: for the rare paths (a write's later generation, an undo). */
+  const claim = (ctx: CallContext, key: string): MaybePromise<IdempotencyClaim> => {
+    const answer = begin(ctx, key);
+    return answer instanceof Promise ? bounded(ctx, answer).catch(gaveUp(ctx, key, answer)) : answer;
   };
   /**
    * A write whose key was undone: the first generation of the key not undone (`key#1`, `key#2`…),
-   * for the store and for the tool. Once it succeeds, the undone generations before it are written
+   * for the store and for the tool. Once it succeeds, the undone generations before it are marked
    * again, so that none lapses before it (a lapsed one would let a later call take that effect again).
    * Closures here are fine: only a call whose write was undone comes this way.
    */
@@ -258,66 +262,50 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     const baseIdempotencyKey = ctx.idempotencyKey!;
     const ttlMs = ctx.tool.idempotencyTtlMs;
     for (let g = 1; ; g++) {
-      const key = generationKey(baseKey, g);
+      const key = generationStoreKey(baseKey, g);
       const claimed = await claim(ctx, key);
-      if (claimed.status === 'done' && isUndone(claimed.value)) continue;
+      if (claimed.status === 'undone') continue;
       ctx.generation = g;
       ctx.idempotencyKey = generationKey(baseIdempotencyKey, g);
       if (ctx.storeKey !== undefined) ctx.storeKey = key;
-      const rewrite = (): Promise<unknown> | undefined => {
+      const remark = (): Promise<unknown> | undefined => {
         const writes: Promise<unknown>[] = [];
         for (let before = 0; before < g; before++) {
-          const done = start(() => store.complete(generationKey(baseKey, before), UNDONE, ttlMs));
+          const done = start(() => store.markUndone?.(generationStoreKey(baseKey, before), ttlMs));
           if (done) writes.push(done);
         }
         return writes.length > 0 ? Promise.all(writes) : undefined;
       };
-      return decide(next, ctx, key, claimed, rewrite);
+      return decide(next, ctx, key, claimed, remark);
     }
   };
   /**
-   * An undo of a write: the write's key at the generation it ran under is marked undone once the undo
-   * succeeded, and the undo runs under a key of that generation. A write already undone (by a
-   * duplicate of the run, or by this undo before a crash) is not undone again. A write that ran in an
-   * earlier segment of the run has no known generation: the first kept one not undone is taken.
-   * Closures here are fine: only undos come this way.
+   * An undo of a write: it runs under a key of the generation its write ran under
+   * (`…:compensate#1`), and once it succeeded (or had already), that generation of the write's key is
+   * marked undone. A write another run already undid (a duplicate answered with the same result) is
+   * not undone again: the write's key is read first. Closures here are fine: only undos come this way.
    */
   const undo = async (next: Call, ctx: CallContext, write: UndoneWrite): Promise<unknown> => {
-    const first = write.generation ?? 0;
-    for (let g = first; ; g++) {
-      const key = generationKey(write.storeKey, g);
-      const held = await claim(ctx, key);
-      if (held.status === 'done' && isUndone(held.value)) {
-        if (write.generation === undefined) continue;
-      } else {
-        if (held.status !== 'done') letGo(ctx, key, held);
-        // Nothing kept past generations all undone: this write was one of them.
-        if (held.status === 'done' || g === first)
-          return undoUnder(next, ctx, g, held.status === 'done' ? key : undefined, write);
+    const g = write.generation;
+    const writeKey = generationStoreKey(write.storeKey, g);
+    if (store.markUndone !== undefined) {
+      // Reading a key claims it only when nothing is kept there (its record lapsed): let go of it at once.
+      const held = await claim(ctx, writeKey);
+      if (held.status === 'undone') {
+        ctx.cached = true;
+        return undefined;
       }
-      ctx.cached = true;
-      return undefined;
+      if (held.status === 'pending') abandon(held);
+      else if (held.status === 'new') void start(() => store.fail(writeKey, lapsed(writeKey), false, ctx.durable));
     }
-  };
-  /** Runs an undo under its key's generation `g`; once it succeeded (or had already), `mark` is marked undone. */
-  const undoUnder = async (
-    next: Call,
-    ctx: CallContext,
-    g: number,
-    mark: string | undefined,
-    write: UndoneWrite,
-  ): Promise<unknown> => {
     if (g > 0) {
       ctx.generation = g;
       ctx.idempotencyKey = generationKey(ctx.idempotencyKey!, g);
-      if (ctx.storeKey !== undefined) ctx.storeKey = generationKey(ctx.storeKey, g);
+      if (ctx.storeKey !== undefined) ctx.storeKey = generationStoreKey(ctx.storeKey, g);
     }
     const key = ctx.storeKey ?? ctx.idempotencyKey!;
-    const after =
-      mark === undefined
-        ? undefined
-        : (): Promise<unknown> | undefined => start(() => store.complete(mark, UNDONE, write.ttlMs));
-    return decide(next, ctx, key, await claim(ctx, key), after);
+    const mark = (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs));
+    return decide(next, ctx, key, await claim(ctx, key), mark);
   };
 
   return (next) => (ctx) => {
@@ -328,8 +316,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     if (ctx.undoes !== undefined) return undo(next, ctx, ctx.undoes);
     // Every context made by callContext has its scoped key; the bare key is for a context made by hand.
     const key = ctx.storeKey ?? ctx.idempotencyKey;
-    const claimed = claim(ctx, key);
-    if (!(claimed instanceof Promise)) return decide(next, ctx, key, claimed);
-    return claimed.then((c) => decide(next, ctx, key, c));
+    // With no closure when the store answers at once (memory).
+    const answer = begin(ctx, key);
+    if (!(answer instanceof Promise)) return decide(next, ctx, key, answer);
+    return bounded(ctx, answer).then((c) => decide(next, ctx, key, c), gaveUp(ctx, key, answer));
   };
 }

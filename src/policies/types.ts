@@ -59,12 +59,12 @@ export interface CallContext {
 
 /**
  * The write an undo takes back: the key the store keeps it under (its first generation), its TTL and
- * the generation it ran under (undefined when it ran in an earlier segment of the run: not kept).
+ * the generation of the key it ran under.
  */
 export interface UndoneWrite {
   readonly storeKey: string;
   readonly ttlMs: number | undefined;
-  readonly generation: number | undefined;
+  readonly generation: number;
 }
 
 /** One call, or one attempt of it. */

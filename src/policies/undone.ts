@@ -1,23 +1,34 @@
-// A write's key after its undo: the store keeps a record saying so in place of the result taken back,
-// and a later call with the key runs again under its next generation (`key#1`, `key#2`…).
+// A write's key after its undo: the store marks it undone (`IdempotencyStore.markUndone`) in place of
+// the result taken back, and a later call with the key runs again under its next generation.
 import type { CallContext } from './types.js';
 
 /**
- * What the store keeps under a write's key once its undo succeeded, in place of its result: a later
- * call with the key is not answered with a result taken back, but runs again under the key's next
- * generation (`key#1`, then `key#2`…), a key of its own for the store and for the tool.
+ * The key a tool sees for generation `g` of `key`: the key itself, then `key#1`, `key#2`… each after
+ * the one before was undone.
+ *
+ * @example
+ * ```ts
+ * generationKey('req-42', 1); // 'req-42#1'
+ * ```
  */
-const UNDONE_FIELD = '~chainkit/undone';
-export const UNDONE: Readonly<Record<string, unknown>> = Object.freeze({ [UNDONE_FIELD]: true });
-
-/** Whether a kept value is the record of an undone write. */
-export function isUndone(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && Object.hasOwn(value, UNDONE_FIELD);
-}
-
-/** A key at generation `g`: the key itself, then `key#1`, `key#2`… each after the one before was undone. */
 export function generationKey(key: string, g: number): string {
   return g === 0 ? key : `${key}#${g}`;
+}
+
+/**
+ * The key the store keeps generation `g` of a call under: for a scoped key (`tool:hash:key`, see
+ * `idempotencyStoreKey`) the generation goes after the tool's name, which holds no `#` or `:`, so
+ * no key a caller chooses (`req-42#1`) is another key's generation.
+ *
+ * @example
+ * ```ts
+ * generationStoreKey('pay:3f…:req-42', 1); // 'pay#1:3f…:req-42'
+ * ```
+ */
+export function generationStoreKey(storeKey: string, g: number): string {
+  if (g === 0) return storeKey;
+  const colon = storeKey.indexOf(':');
+  return colon < 0 ? `${storeKey}#${g}` : `${storeKey.slice(0, colon)}#${g}${storeKey.slice(colon)}`;
 }
 
 /**

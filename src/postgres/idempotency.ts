@@ -20,7 +20,7 @@ export interface PostgresIdempotencyTiming {
 
 // state: 'p' in flight, 'd' done (value: the result as JSON, NULL for undefined), 'u' a write whose
 // outcome is unknown (value: its failure as JSON). 'n': this call claimed the key.
-type Row = { state: 'n' | 'p' | 'd' | 'u'; value: string | null };
+type Row = { state: 'n' | 'p' | 'd' | 'u' | 'x'; value: string | null };
 
 const conflict = (message: string): Error => Object.assign(new Error(message), { status: 409 });
 
@@ -69,7 +69,11 @@ WHERE i.state = 'u' OR i.expires_at <= $4`);
   // A durable run's call ($2, $3: its run and owner) ends only its own claim: a recovered run's new owner
   // may have taken the key over meanwhile.
   const release = db.sql(`DELETE FROM ${s}.idempotency
-WHERE key = $1 AND state <> 'd' AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
+WHERE key = $1 AND state NOT IN ('d', 'x') AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
+  // An undone call's mark ('x') in place of its kept result (or an earlier mark, renewed): `begin` answers
+  // `undone`. A key absent or claimed stays as it is.
+  const markUndone = db.sql(`UPDATE ${s}.idempotency SET state = 'x', value = NULL, expires_at = $2
+WHERE key = $1 AND state IN ('d', 'x') AND expires_at > $3`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
   const keepUnknown = db.sql(
     `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3
@@ -81,6 +85,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
     if (row === undefined) return undefined;
     if (row.state === 'd') return { s: 'd', v: decodeKept(row.value) };
     if (row.state === 'u') return { s: 'u', e: JSON.parse(row.value ?? '{}') as Classified };
+    if (row.state === 'x') return { s: 'x' };
     return { s: 'p' };
   };
   const poll = async (key: string): Promise<KeptOutcome> =>
@@ -105,6 +110,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
         const entry = kept(row)!;
         if (entry.s === 'd') return { status: 'done', value: entry.v };
         if (entry.s === 'u') return unknownClaim(entry.e, timing.pendingTtlMs);
+        if (entry.s === 'x') return { status: 'undone' };
         return waitForDuplicate(key, () => poll(key), wait);
       }
     },
@@ -122,6 +128,12 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
       const e = JSON.stringify(unknownOutcomeInfo(error));
       await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs, runId, owner]);
+    },
+    async markUndone(key, ttlMs) {
+      await db.query('idempotency', markUndone, () => {
+        const now = db.now();
+        return [key, now + (ttlMs ?? timing.ttlMs), now];
+      });
     },
     async completeLate(key, value, ttlMs) {
       const late = encodeKept(value);

@@ -134,15 +134,24 @@ if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
+// KEYS: idempotency key. ARGV: the mark's TTL. An undone call's mark in place of its kept result (or an
+// earlier mark, renewed); a key absent or claimed stays as it is.
+const MARK_UNDONE = `
+local v = redis.call('GET', KEYS[1])
+if not v or (string.sub(v, 1, 8) ~= '{"s":"d"' and v ~= '{"s":"x"}') then return 0 end
+redis.call('SET', KEYS[1], '{"s":"x"}', 'PX', ARGV[1])
+return 1`;
+
 // KEYS: idempotency key. ARGV: the claim to end ('' for any claim not done; a durable run's exact marker,
-// beginForRun), the unknown-outcome entry ('' to release), its TTL. A kept result stays (the caller's claim
-// lapsed and another call completed the write), and so does a successor's claim after a take-over. Values
+// beginForRun), the unknown-outcome entry ('' to release), its TTL. A kept result (or the mark of an undone
+// one) stays (the caller's claim lapsed and another call completed the write), and so does a successor's
+// claim after a take-over. Values
 // are compared, never decoded: a kept result may be large or nested deeper than cjson reads.
 const FAIL = `
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 if ARGV[1] == '' then
-  if string.sub(v, 1, 8) == '{"s":"d"' then return 0 end
+  if string.sub(v, 1, 8) == '{"s":"d"' or v == '{"s":"x"}' then return 0 end
 elseif v ~= ARGV[1] then return 0 end
 if ARGV[2] == '' then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`;
@@ -288,10 +297,14 @@ export function redisStores(redis: RedisClient, options: RedisStoresOptions): Re
       const entry = parseEntry(raw);
       if (entry.s === 'd') return { status: 'done', value: entry.v };
       if (entry.s === 'u') return unknownClaim(entry.e, pendingTtl);
+      if (entry.s === 'x') return { status: 'undone' };
       return waitForDuplicate(key, () => read(key), wait);
     },
     async complete(key, value, ttlMs) {
       await redis.set(idemKey(key), keptEntry(value), 'PX', px(ttlMs ?? idemTtl));
+    },
+    async markUndone(key, ttlMs) {
+      await redis.eval(MARK_UNDONE, 1, idemKey(key), String(px(ttlMs ?? idemTtl)));
     },
     async fail(key, error, outcomeUnknown, run) {
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.

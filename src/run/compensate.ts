@@ -36,8 +36,8 @@ export interface UndoUnit {
   readonly step: PlannedStep;
   readonly id: string;
   readonly scope: Scope;
-  /** The generation of its write's key as it ran in this segment (see CallContext.generation); else unknown. */
-  readonly generation?: number;
+  /** The generation of the key its write ran under (see CallContext.generation); absent: the first. */
+  readonly generation?: number | undefined;
 }
 
 /**
@@ -172,7 +172,7 @@ function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation
     const key = (step.step as ToolStep).idempotencyKey?.(scope);
     const write = callContext(calls, site, id, tool, parsed.data, key);
     if (write.storeKey === undefined || keptByJournal(write)) return undefined;
-    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation };
+    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0 };
   } catch {
     return undefined;
   }

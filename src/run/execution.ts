@@ -109,6 +109,12 @@ export interface Execution {
    * run. Shared by the run and its nested runs, like `journal`.
    */
   kept?: JournalEntry[];
+  /**
+   * By step id (`save`, `done/3/save`): the generation of the idempotency key each step's write ran
+   * under, when not the first (`key#1`, after an undo took the first back): what its undo takes back.
+   * This run's steps (a nested run's own), from earlier segments and this one.
+   */
+  generations?: Map<string, number>;
   /** Durable runs on a store that parks (`parkWaiting`): a long sleep or a waitFor parks the run `waiting`. */
   parks?: boolean;
 }

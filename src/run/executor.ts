@@ -50,8 +50,6 @@ class Run extends Scheduler implements EndingRun {
   lastCall: LastCall | undefined;
   /** By plan index: the completed sub-chain steps with `compensate` of steps that ran chains (made at the first). */
   private nestedUndo: (UndoUnit[] | undefined)[] | undefined = undefined;
-  /** By plan index: the generation of the key each step with `compensate` ran its write under in this segment. */
-  private generations: number[] | undefined = undefined;
   private lastToolIndex = -1;
   private resolve: ((result: RunResult | Promise<RunResult>) => void) | undefined;
   offCallerAbort: (() => void) | undefined;
@@ -155,8 +153,10 @@ class Run extends Scheduler implements EndingRun {
           nested = priorStepUndo(this.exec, step, this.stepKey(step), scope, true);
       }
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
-      if (step.compensate && this.isDone(step) && step.id in results)
-        (units ??= []).push({ step, id: this.stepKey(step), scope, generation: this.generations?.[step.index] });
+      if (step.compensate && this.isDone(step) && step.id in results) {
+        const id = this.stepKey(step);
+        (units ??= []).push({ step, id, scope, generation: this.exec.generations?.get(id) });
+      }
     }
     return units ?? [];
   }
@@ -235,10 +235,11 @@ class Run extends Scheduler implements EndingRun {
       // Recording (trace detail, learning, logs) observes the run: whatever it meets, the step still settles.
     }
     if (outcome.kind !== 'ok') return this.settle(step, outcome);
-    if (step.compensate !== undefined && ctx !== undefined) (this.generations ??= [])[step.index] = ctx.generation;
+    const generation = ctx === undefined ? 0 : ctx.generation;
+    if (generation > 0) (this.exec.generations ??= new Map()).set(entry.id, generation);
     if (this.exec.kept !== undefined && this.exec.nested !== undefined)
-      this.exec.kept.push(journalEntry(entry, outcome));
-    if (this.exec.journal !== undefined) this.journal(step, entry, outcome);
+      this.exec.kept.push(journalEntry(entry, outcome, generation));
+    if (this.exec.journal !== undefined) this.journal(step, entry, outcome, generation);
     else this.settle(step, outcome);
   }
 
@@ -301,10 +302,15 @@ class Run extends Scheduler implements EndingRun {
   }
 
   /** Durable runs: a step counts as done (and its dependents may start) once the journal kept it. */
-  private journal(step: PlannedStep, entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): void {
+  private journal(
+    step: PlannedStep,
+    entry: TraceStep,
+    outcome: Extract<StepOutcome, { kind: 'ok' }>,
+    generation: number,
+  ): void {
     let answer: unknown;
     try {
-      answer = this.exec.journal!(journalEntry(entry, outcome));
+      answer = this.exec.journal!(journalEntry(entry, outcome, generation));
     } catch (error) {
       return this.settle(step, this.failed(step, error, undefined));
     }

@@ -114,6 +114,7 @@ export async function parkAtGate(
           done,
           gate: at,
           ...(exec.kept !== undefined && exec.kept.length > 0 && { nested: exec.kept }),
+          ...(exec.generations !== undefined && { generations: Object.fromEntries(exec.generations) }),
           startedAt: exec.startedAt,
           createdAt,
           expiresAt,

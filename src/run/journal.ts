@@ -77,6 +77,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
   let nested: Map<string, JournalEntry[]> | undefined;
+  let generations: Map<string, number> | undefined;
   const kept: JournalEntry[] | undefined = keepsNested(chain) ? [] : undefined;
   for (const entry of run.journal) {
     if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
@@ -90,6 +91,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
       done.push(entry.step);
       if (entry.skipped !== true) results[entry.step] = entry.value;
       if (entry.trace) priorTrace.push(entry.trace);
+      if (entry.generation !== undefined) (generations ??= new Map()).set(entry.step, entry.generation);
     }
   }
   return {
@@ -108,6 +110,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(compensating && { compensating }),
     ...(nested && { priorNested: nested }),
     ...(kept && { kept }),
+    ...(generations && { generations }),
   };
 }
 
@@ -167,10 +170,16 @@ export function nestUnder(nested: Map<string, JournalEntry[]>, entry: JournalEnt
  *
  * @example
  * ```ts
- * exec.journal(journalEntry(entry, { kind: 'ok', value: output }));
+ * exec.journal(journalEntry(entry, { kind: 'ok', value: output, skipped: false }, 0));
  * ```
  */
-export const journalEntry = (entry: TraceStep, outcome: Extract<StepOutcome, { kind: 'ok' }>): JournalEntry =>
+export const journalEntry = (
+  entry: TraceStep,
+  outcome: Extract<StepOutcome, { kind: 'ok' }>,
+  generation: number,
+): JournalEntry =>
   outcome.skipped
     ? { step: entry.id, skipped: true, trace: entry }
-    : { step: entry.id, value: outcome.value, trace: entry };
+    : generation === 0
+      ? { step: entry.id, value: outcome.value, trace: entry }
+      : { step: entry.id, value: outcome.value, trace: entry, generation };

@@ -258,6 +258,7 @@ export async function prepareResume(
     resumed: true,
     segmentStart: resumeStart,
     ...nestedFrom(cp, chain),
+    ...(cp.generations !== undefined && { generations: new Map(Object.entries(cp.generations)) }),
     ...(cp.sessionId !== undefined && { sessionId: cp.sessionId }),
     ...(decision.by !== undefined && { decidedBy: decision.by }),
     ...(opts.signal && { signal: opts.signal }),

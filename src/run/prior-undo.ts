@@ -137,7 +137,11 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
   const entries = exec.priorNested?.get(prefix) ?? [];
   if (entries.length === 0 && !filedBelow(exec, prefix)) return [];
   const done = new Set<string>();
-  for (const e of entries) done.add(e.step.slice(prefix.length + 1));
+  const generations = new Map<string, number>();
+  for (const e of entries) {
+    done.add(e.step.slice(prefix.length + 1));
+    if (e.generation !== undefined) generations.set(e.step, e.generation);
+  }
   const scope = priorScope(exec, chain, prefix, rawInput, parent);
   const { results } = scope;
   const units: UndoUnit[] = [];
@@ -150,7 +154,7 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
       continue;
     }
     if (step.calls) units.push(...priorStepUndo(exec, step, id, scope));
-    if (step.compensate && step.id in results) units.push({ step, id, scope });
+    if (step.compensate && step.id in results) units.push({ step, id, scope, generation: generations.get(id) });
   }
   return units;
 }

@@ -77,6 +77,7 @@ export function runNested(
   // Most sub-chain runs start fresh: they share one empty `done` and `priorTrace` (read only).
   let done: readonly string[] = NONE;
   let priorTrace: readonly TraceStep[] = NONE;
+  let generations: Map<string, number> | undefined;
   const prior = parent.priorNested?.get(prefix);
   if (prior !== undefined && prior.length > 0) {
     const ids: string[] = [];
@@ -87,6 +88,7 @@ export function runNested(
       ids.push(id);
       if (e.skipped !== true) results[id] = e.value;
       if (e.trace) traces.push(e.trace);
+      if (e.generation !== undefined) (generations ??= new Map()).set(e.step, e.generation);
     }
     done = ids;
     priorTrace = traces;
@@ -119,6 +121,7 @@ export function runNested(
     decidedBy: parent.decidedBy,
     kept: parent.kept,
     parks: parent.parks,
+    generations,
   };
   return host.nest(exec);
 }

@@ -147,10 +147,14 @@ export interface MemoryIdempotencyStoreOptions extends MemoryStoreOptions {
   pendingTtlMs?: number;
 }
 
+const UNDONE: IdempotencyClaim = Object.freeze({ status: 'undone' });
+
 interface IdempotencyEntry {
   expiresAt: number;
   done: boolean;
   value?: unknown;
+  /** Done, then undone (`markUndone`): no value. */
+  undone?: true;
   /** The failure of a write whose outcome is unknown: the key stays claimed and answers with it. */
   unknown?: Classified;
   /** While pending: settles waiters with the claimant's outcome. */
@@ -216,7 +220,7 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       const t = now();
       const e = entries.get(key);
       if (e && e.expiresAt > t) {
-        if (e.done) return { status: 'done', value: e.value };
+        if (e.done) return e.undone ? UNDONE : { status: 'done', value: e.value };
         if (e.unknown) return unknownClaim(e.unknown, pendingTtl);
         // A recovered run takes over the claim its dead owner left (waiters get the new owner's outcome).
         if (run?.takeOver && e.run?.runId === run.runId && e.run.owner !== run.owner) {
@@ -245,6 +249,13 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       return { status: 'new' };
     },
     complete,
+    markUndone(key, ttlMs) {
+      const e = entries.get(key);
+      if (!e || !e.done || e.expiresAt <= now()) return;
+      entries.delete(key);
+      entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, undone: true });
+      if (entries.size > trimAt) evict();
+    },
     completeLate(key, value, ttlMs) {
       const e = entries.get(key);
       // A result, or the claim of a call in flight since the unknown marker lapsed, stays as it is.

@@ -12,7 +12,7 @@ export type PendingClaim = Extract<IdempotencyClaim, { status: 'pending' }>;
  * result (`v`), `u` a write whose outcome is unknown (`e`, its failure); `undefined` when nothing
  * is kept (the call failed and released the key, or its marker lapsed).
  */
-export type KeptOutcome = { s: 'p' } | { s: 'd'; v: unknown } | { s: 'u'; e: Classified } | undefined;
+export type KeptOutcome = { s: 'p' } | { s: 'd'; v: unknown } | { s: 'u'; e: Classified } | { s: 'x' } | undefined;
 
 /** How long {@link waitForDuplicate} waits and how often it reads. */
 export interface PendingWait {
@@ -68,6 +68,9 @@ export function waitForDuplicate(key: string, read: () => Promise<KeptOutcome>, 
         throw conflict(`The duplicate call with idempotency key ${key} failed elsewhere; nothing was kept.`);
       if (kept.s === 'd') return kept.v;
       if (kept.s === 'u') throw stillUnknown(kept.e, wait.pendingTtlMs);
+      // Done and undone before this read: its result is not this call's to go on with.
+      if (kept.s === 'x')
+        throw conflict(`The duplicate call with idempotency key ${key} was done elsewhere, then undone.`);
     }
     throw conflict(`A call with idempotency key ${key} is still in flight elsewhere after ${wait.waitMs} ms.`);
   };

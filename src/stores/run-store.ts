@@ -31,6 +31,8 @@ export interface JournalEntry {
   value?: unknown;
   /** The step was skipped: done, with no result. */
   skipped?: true;
+  /** The step's write ran under this generation of its idempotency key (`key#1`…; absent: the first). */
+  generation?: number;
   /**
    * The step's trace entry, so a recovered run's trace shows the whole run. Absent on a `started`
    * entry and on a `decision` that does not compensate.

@@ -24,6 +24,11 @@ export interface Checkpoint {
    * iterations), so the resumed run neither runs them again nor forgets to undo them if it fails.
    */
   nested?: KeptStep[];
+  /**
+   * The steps before the gate whose write ran under a later generation of its idempotency key
+   * (`key#1`, after an undo took the first back), by step id: their undo takes back that generation.
+   */
+  generations?: Record<string, number>;
   startedAt: number;
   createdAt: number;
   expiresAt: number;
@@ -44,6 +49,8 @@ export interface KeptStep {
   skipped?: true;
   /** Its trace entry. */
   trace?: TraceStep;
+  /** Its write ran under this generation of its idempotency key (absent: the first). */
+  generation?: number;
 }
 
 /** The outcome of taking a checkpoint. */
@@ -68,6 +75,8 @@ export type MaybePromise<T> = T | Promise<T>;
 export type IdempotencyClaim =
   | { status: 'new' }
   | { status: 'done'; value: unknown }
+  /** The call was done and its undo took it back (`markUndone`): the key answers with nothing. */
+  | { status: 'undone' }
   | {
       status: 'pending';
       /** The outcome of the call in flight (its value, or its failure). */
@@ -92,10 +101,7 @@ export interface IdempotencyStore {
    * pending TTL), so a duplicate waits for the call instead of running it again.
    */
   begin(key: string, run?: IdempotencyBeginOptions, holdUntil?: number): MaybePromise<IdempotencyClaim>;
-  /**
-   * Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). It
-   * replaces whatever the key holds: an undo marks its write's kept result undone this way.
-   */
+  /** Keeps the successful result of the claimed call, for `ttlMs` when given (else the store's TTL). */
   complete(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
   /**
    * Ends the claim after a failure; waiters get the same error. The key is released, so a later
@@ -115,6 +121,14 @@ export interface IdempotencyStore {
    * unknown until `pendingTtlMs` and drops the late answer.
    */
   completeLate?(key: string, value: unknown, ttlMs?: number): MaybePromise<void>;
+  /**
+   * Records that the call kept under `key` was undone (its compensation succeeded), in place of its
+   * result, for `ttlMs` when given (else the store's TTL): `begin` answers `{ status: 'undone' }` from
+   * then on, and the next call with the key runs again under a key of its own. Only over a kept
+   * result or an earlier mark (whose TTL it renews): a key absent or claimed is left as it is. A store
+   * without it keeps answering with the result the undo took back.
+   */
+  markUndone?(key: string, ttlMs?: number): MaybePromise<void>;
 }
 
 /** Whether a call may go through the breaker now. */

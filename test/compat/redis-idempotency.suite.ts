@@ -8,7 +8,7 @@ import { createMockInvoker } from 'chainkit/testing';
 import { redisStores } from 'chainkit/redis';
 import { idempotencyStoreKey } from '../../src/run/call-context.js';
 import type { MonitorClient, SuiteClient, SuiteOptions } from './redis-client.js';
-import { expectedAfterUndo, retriedAfterUndo } from '../helpers/undone-retry.js';
+import { expectedAfterUndo, retriedAfterUndo, undoneMarkContract } from '../helpers/undone-retry.js';
 
 /** Registers the idempotency-wait tests for one client. */
 export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
@@ -161,6 +161,10 @@ export function redisIdempotencySuite({ label, client }: SuiteOptions): void {
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000); // the pending marker's TTL, not a kept result's 24 h
       await Promise.all([a.close(), b.close()]);
+    });
+
+    it('keeps an undone mark in place of the result, and only over one', async () => {
+      await undoneMarkContract(redisStores(redis, { prefix }).idempotency, `mark-${Date.now()}`);
     });
 
     it('a write undone after a failed run is done again when the run is retried on another replica', async () => {

@@ -1,6 +1,7 @@
 // A write undone after a failed run, then the run retried under the same run id on another replica:
 // over any shared idempotency store, the retry must reserve again (never be answered with the result
 // its undo took back), and a third failure undoes that second reservation under a key of its own.
+import { expect } from 'vitest';
 import { z } from 'zod';
 import { createRunner, defineChain, defineTool, ref } from 'chainkit';
 import type { IdempotencyStore } from 'chainkit/stores';
@@ -82,4 +83,26 @@ export function expectedAfterUndo(runId: string) {
     release: [`${runId}:reserve:compensate`, `${runId}:reserve:compensate#1`],
     released: [{ id: 'r1' }, { id: 'r2' }],
   };
+}
+
+/**
+ * What every store with `markUndone` keeps: the mark replaces a kept result and is answered as
+ * `undone`; a late `fail` or `completeLate` leaves it; a key absent or claimed is not marked.
+ */
+export async function undoneMarkContract(store: IdempotencyStore, prefix: string) {
+  const kept = `${prefix}:kept`;
+  expect(await store.begin(kept)).toEqual({ status: 'new' });
+  await store.complete(kept, { id: 1 });
+  await store.markUndone!(kept);
+  expect(await store.begin(kept)).toEqual({ status: 'undone' });
+  await store.fail(kept, new Error('a claim that lapsed'), false); // releases claims, never a mark
+  await store.completeLate!(kept, { id: 2 }); // keeps a late answer over an unknown outcome only
+  expect(await store.begin(kept)).toEqual({ status: 'undone' });
+
+  const absent = `${prefix}:absent`;
+  await store.markUndone!(absent);
+  expect(await store.begin(absent)).toEqual({ status: 'new' });
+  await store.markUndone!(absent); // claimed, in flight: left to its claimant
+  await store.complete(absent, { id: 3 });
+  expect(await store.begin(absent)).toEqual({ status: 'done', value: { id: 3 } });
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createRunner, defineChain, defineTool, memoryIdempotencyStore, ref } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
-import { expectedAfterUndo, retriedAfterUndo } from '../helpers/undone-retry.js';
+import { expectedAfterUndo, retriedAfterUndo, undoneMarkContract } from '../helpers/undone-retry.js';
 
 const reserve = defineTool({
   name: 'reserve',
@@ -199,6 +199,10 @@ describe('compensation', () => {
     expect(again.status === 'completed' && again.output).toEqual({ ok: true });
     expect(invoker.callsTo('add').map((c) => c.idempotencyKey)).toEqual(['add:milk', 'add:milk#1']);
     expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+  });
+
+  it('memoryIdempotencyStore keeps an undone mark in place of the result, and only over one', async () => {
+    await undoneMarkContract(memoryIdempotencyStore(), 'm');
   });
 
   it('replicas sharing one store: a retry reserves again, and its undo has a key of its own', async () => {

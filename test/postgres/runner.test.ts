@@ -8,7 +8,7 @@ import { createMockInvoker } from 'chainkit/testing';
 import { postgresStores, type PostgresStoresOptions } from '../../src/postgres/index.js';
 import { idempotencyStoreKey } from '../../src/run/call-context.js';
 import { addOne, TASK, workerInvoker } from '../fixtures/redis-worker.js';
-import { expectedAfterUndo, retriedAfterUndo } from '../helpers/undone-retry.js';
+import { expectedAfterUndo, retriedAfterUndo, undoneMarkContract } from '../helpers/undone-retry.js';
 
 // Real PostgreSQL on 127.0.0.1:5432 (db test, user postgres); the schema is dropped afterwards.
 const schema = `ck_runner_${process.pid}_${Date.now() % 1_000_000}`;
@@ -79,6 +79,10 @@ describe('chainkit/postgres under runners', () => {
     expect(outcomes.filter((s) => s === 'already_used')).toHaveLength(2);
     expect([a, b, c].flatMap((r) => r.invoker.callsTo('delete_task'))).toHaveLength(1);
     await Promise.all([a, b, c].map((r) => r.runner.close()));
+  });
+
+  it('keeps an undone mark in place of the result, and only over one', async () => {
+    await undoneMarkContract(postgresStores(replicaPool(), { schema }).idempotency, `mark-${Date.now()}`);
   });
 
   it('a write undone after a failed run is done again when the run is retried on another replica', async () => {

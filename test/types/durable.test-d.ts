@@ -1,7 +1,7 @@
 // Durable runs' public types (docs/guides/durable-runs.md), against the built declarations.
 import { describe, expectTypeOf, it } from 'vitest';
 import { createRunner, functionInvoker, type RunInfo, type RunnerOptions, type RunResult, type RunEndEvent, type RunRecoveredEvent } from 'chainkit';
-import { type LastEvents, type RunStore } from 'chainkit/stores';
+import { type IdempotencyClaim, type IdempotencyStore, type LastEvents, type RunStore } from 'chainkit/stores';
 import { postgresStores, type PostgresStores } from 'chainkit/postgres';
 import { redisStores } from 'chainkit/redis';
 import { memoryRunStore } from 'chainkit/testing';
@@ -24,6 +24,15 @@ describe('durable runs', () => {
     // @ts-expect-error recover needs its interval
     const bad: RunnerOptions = { invoker: functionInvoker({}), recover: {} };
     void bad;
+  });
+
+  it('an idempotency store may mark an undone write; begin then answers undone', () => {
+    expectTypeOf<Extract<IdempotencyClaim, { status: 'undone' }>>().toEqualTypeOf<{ status: 'undone' }>();
+    expectTypeOf<NonNullable<IdempotencyStore['markUndone']>>().parameters.toEqualTypeOf<[key: string, ttlMs?: number]>();
+    // A custom store written before it still fits: the member is optional.
+    const older: IdempotencyStore = { begin: () => ({ status: 'new' }), complete: () => undefined, fail: () => undefined };
+    void older;
+    expectTypeOf(redisStores).returns.toHaveProperty('idempotency').toExtend<IdempotencyStore>();
   });
 
   it('a run store may end a run and append its last events in one write', () => {

@@ -1,0 +1,262 @@
+// After an undo, a write's key runs again under its next generation (`key#1`): what each undo takes
+// back is the generation its own write ran under — after a gate, in a sub-chain, in a durable run
+// resumed from its journal — and the store's mark of an undone write is not a value a tool can return.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { chain, createRunner, defineChain, defineTool, memoryIdempotencyStore, memoryRunStore, ref } from 'chainkit';
+import { createMockInvoker } from 'chainkit/testing';
+import { http } from '../helpers.js';
+
+const HOUR = 3_600_000;
+const SECRET = 'a-secret-of-at-least-32-characters!!';
+const add = defineTool({
+  name: 'add',
+  description: 'a',
+  effect: 'write',
+  input: z.object({ title: z.string() }),
+  output: z.object({ id: z.string() }),
+  idempotencyKey: (input) => `add:${input.title}`,
+  idempotencyTtlMs: HOUR,
+});
+const remove = defineTool({
+  name: 'remove',
+  description: 'r',
+  effect: 'destructive',
+  retry: false,
+  input: z.object({ id: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+});
+const charge = defineTool({
+  name: 'charge',
+  description: 'c',
+  effect: 'write',
+  retry: false,
+  input: z.object({ who: z.string() }),
+  output: z.object({ ok: z.boolean() }),
+});
+const Input = z.object({ title: z.string(), who: z.string() });
+/** add (undone by remove), then charge: declined for a `who` starting with `bad`; with a gate before charge. */
+const addThenPay = (name: string, gated: boolean) =>
+  defineChain({
+    name,
+    input: Input,
+    steps: [
+      {
+        id: 'add',
+        tool: add,
+        input: { title: ref('input', 'title') },
+        compensate: { tool: remove, input: { id: ref('add', 'id') } },
+      },
+      { id: 'pay', tool: charge, input: { who: ref('input', 'who') }, ...(gated && { confirm: { prompt: 'Pay?' } }) },
+    ],
+  });
+const plain = addThenPay('plain', false);
+const gated = addThenPay('gated', true);
+
+/** A task service: `add` makes a task, `remove` deletes it; `live` is what exists. */
+const service = () => {
+  let n = 0;
+  const live = new Set<string>();
+  const invoker = createMockInvoker({
+    add: () => {
+      const id = `t${++n}`;
+      live.add(id);
+      return { id };
+    },
+    remove: (i: { id: string }) => {
+      live.delete(i.id);
+      return { ok: true };
+    },
+    charge: (i: { who: string }) => {
+      if (i.who.startsWith('bad')) throw http(402, 'declined');
+      return { ok: true };
+    },
+  });
+  return { invoker, live };
+};
+
+describe('undo generations', () => {
+  it('an undo after a gate takes back its own write, not a later one another run made under the next generation', async () => {
+    const { invoker, live } = service();
+    const runner = createRunner({ invoker, secret: SECRET });
+    const r1 = await runner.run(gated, { title: 'milk', who: 'bad-1' }); // t1, parked at the gate
+    if (r1.status !== 'awaiting_confirmation') throw new Error(r1.status);
+    expect((await runner.run(plain, { title: 'milk', who: 'bad-2' })).status).toBe('failed'); // answered t1, undoes it
+    expect((await runner.run(plain, { title: 'milk', who: 'ok' })).status).toBe('completed'); // t2 under add:milk#1
+    expect((await runner.resume(r1.resumeToken, { approved: true })).status).toBe('failed'); // t1 was undone already
+    expect((await runner.run(plain, { title: 'milk', who: 'ok' })).status).toBe('completed'); // answered t2
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+    expect([...live]).toEqual(['t2']);
+  });
+
+  it('a write done again after an undo and approved past its key’s TTL is still undone, under its own generation', async () => {
+    const { invoker, live } = service();
+    let t = 1_000_000;
+    const runner = createRunner({ invoker, confirmationTtlMs: 6 * HOUR, now: () => t, secret: SECRET });
+    const first = await runner.run(gated, { title: 'milk', who: 'bad' }, { runId: 'R' });
+    if (first.status !== 'awaiting_confirmation') throw new Error(first.status);
+    expect((await runner.resume(first.resumeToken, { approved: true })).status).toBe('failed'); // t1 undone
+    t += 60_000;
+    const second = await runner.run(gated, { title: 'milk', who: 'bad' }, { runId: 'R' }); // t2 under add:milk#1
+    if (second.status !== 'awaiting_confirmation') throw new Error(second.status);
+    t += 2 * HOUR; // add's keys (1 h) have lapsed; the first undo's (24 h) has not
+    const end = await runner.resume(second.resumeToken, { approved: true });
+    expect(end.status === 'failed' && end.compensated).toEqual(['add']);
+    expect(invoker.callsTo('remove').map((c) => [c.input, c.idempotencyKey])).toEqual([
+      [{ id: 't1' }, 'R:add:compensate'],
+      [{ id: 't2' }, 'R:add:compensate#1'],
+    ]);
+    expect([...live]).toEqual([]);
+  });
+
+  it('a key a caller chose with a `#` is its own, not another key’s next generation', async () => {
+    const hold = defineTool({
+      name: 'hold',
+      description: 'h',
+      effect: 'write',
+      input: z.object({ ref: z.string() }),
+      output: z.object({ id: z.string() }),
+      idempotencyKey: (input) => input.ref, // order-7 for the whole order, order-7#1 for its line 1
+    });
+    const holdThenPay = defineChain({
+      name: 'hold_then_pay',
+      input: z.object({ ref: z.string(), who: z.string() }),
+      steps: [
+        {
+          id: 'hold',
+          tool: hold,
+          input: { ref: ref('input', 'ref') },
+          compensate: { tool: remove, input: { id: ref('hold', 'id') } },
+        },
+        { id: 'pay', tool: charge, input: { who: ref('input', 'who') } },
+      ],
+    });
+    let n = 0;
+    const invoker = createMockInvoker({
+      hold: () => ({ id: `h${++n}` }),
+      remove: { ok: { ok: true } },
+      charge: (i: { who: string }) => {
+        if (i.who === 'bad') throw http(402);
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker });
+    expect((await runner.run(holdThenPay, { ref: 'order-7', who: 'bad' })).status).toBe('failed');
+    expect((await runner.run(holdThenPay, { ref: 'order-7', who: 'ok' })).status).toBe('completed');
+    const line = await runner.run(holdThenPay, { ref: 'order-7#1', who: 'ok' });
+    expect(line.trace.steps[0]!.status).toBe('success');
+    // The tool does see `order-7#1` twice: the second generation of order-7, then line 1's own key.
+    expect(invoker.callsTo('hold').map((c) => [c.input, c.idempotencyKey])).toEqual([
+      [{ ref: 'order-7' }, 'order-7'],
+      [{ ref: 'order-7' }, 'order-7#1'],
+      [{ ref: 'order-7#1' }, 'order-7#1'],
+    ]);
+  });
+
+  it('a tool output that looks like the undone mark is a kept result like any other', async () => {
+    const proxy = defineTool({
+      name: 'proxy',
+      description: 'p',
+      effect: 'write',
+      input: z.object({}),
+      output: z.looseObject({ id: z.string() }),
+    });
+    const once = chain('proxy_once', { input: z.object({}) })
+      .tool('call', proxy, () => ({}))
+      .build();
+    const invoker = createMockInvoker({ proxy: { ok: { id: 'p1', s: 'x', '~chainkit/undone': true } } });
+    const runner = createRunner({ invoker });
+    expect((await runner.run(once, {}, { runId: 'same' })).status).toBe('completed');
+    expect((await runner.run(once, {}, { runId: 'same' })).status).toBe('completed');
+    expect(invoker.callsTo('proxy')).toHaveLength(1);
+  });
+
+  it('a write in a sub-chain, before a gate of its parent, is undone under its own generation after the resume', async () => {
+    const addOne = chain('add_one', { input: z.object({ title: z.string() }) })
+      .tool('add', add, (r) => ({ title: r('input', 'title') }), {
+        compensate: { tool: remove, input: (s) => ({ id: s.results.add.id }) },
+      })
+      .output((s) => s.results.add);
+    const parent = chain('add_via_sub', { input: Input })
+      .chain('one', addOne, (r) => ({ title: r('input', 'title') }))
+      .tool('pay', charge, (r) => ({ who: r('input', 'who') }), { confirm: { prompt: 'Pay?' } })
+      .build();
+    const { invoker, live } = service();
+    const runner = createRunner({ invoker, secret: SECRET });
+    expect((await runner.run(plain, { title: 'milk', who: 'bad' })).status).toBe('failed'); // t1 undone
+    const gate = await runner.run(parent, { title: 'milk', who: 'bad' }, { runId: 'S' }); // t2 under add:milk#1
+    if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
+    const end = await runner.resume(gate.resumeToken, { approved: true });
+    expect(end.status === 'failed' && end.compensated).toEqual(['one/add']);
+    expect(invoker.callsTo('remove').map((c) => [c.input, c.idempotencyKey])).toEqual([
+      [{ id: 't1' }, expect.stringMatching(/:add:compensate$/)],
+      [{ id: 't2' }, 'S:one/add:compensate#1'],
+    ]);
+    expect([...live]).toEqual([]);
+    // The next add of the same title is a third task: both earlier ones were undone.
+    expect((await runner.run(plain, { title: 'milk', who: 'ok' })).status).toBe('completed');
+    expect([...live]).toEqual(['t3']);
+  });
+
+  it('a write in a sub-chain that parks at its own gate is undone under its own generation after the resume', async () => {
+    const addAndPay = chain('add_and_pay', { input: Input })
+      .tool('add', add, (r) => ({ title: r('input', 'title') }), {
+        compensate: { tool: remove, input: (s) => ({ id: s.results.add.id }) },
+      })
+      .tool('pay', charge, (r) => ({ who: r('input', 'who') }), { confirm: { prompt: 'Pay?' } })
+      .output((s) => s.results.pay);
+    const parent = chain('pay_inside', { input: Input })
+      .chain('inner', addAndPay, (r) => ({ title: r('input', 'title'), who: r('input', 'who') }))
+      .build();
+    const { invoker, live } = service();
+    const runner = createRunner({ invoker, secret: SECRET });
+    expect((await runner.run(plain, { title: 'milk', who: 'bad' })).status).toBe('failed'); // t1 undone
+    const gate = await runner.run(parent, { title: 'milk', who: 'bad' }, { runId: 'N' }); // t2 under add:milk#1
+    if (gate.status !== 'awaiting_confirmation') throw new Error(gate.status);
+    const end = await runner.resume(gate.resumeToken, { approved: true });
+    expect(end.status).toBe('failed');
+    // The sub-chain undid its own step as it failed (in the trace; a run's `compensated` lists the undos it ran).
+    const inner = end.trace.steps.find((t) => t.id === 'inner')!;
+    expect(inner.children!.map((t) => [t.id, t.status])).toContainEqual(['inner/add', 'compensated']);
+    expect(invoker.callsTo('remove').map((c) => c.idempotencyKey)).toEqual([
+      expect.stringMatching(/:add:compensate$/),
+      'N:inner/add:compensate#1',
+    ]);
+    expect([...live]).toEqual([]);
+  });
+
+  it('a durable run continued from its journal undoes the generation its write ran under', async () => {
+    const reviewed = defineChain({
+      name: 'reviewed',
+      input: Input,
+      timeoutMs: 60_000,
+      steps: [
+        {
+          id: 'add',
+          tool: add,
+          input: { title: ref('input', 'title') },
+          compensate: { tool: remove, input: { id: ref('add', 'id') } },
+        },
+        { id: 'review', waitFor: { signal: 'review', schema: z.object({ ok: z.boolean() }), timeoutMs: HOUR } },
+        { id: 'pay', tool: charge, input: { who: ref('input', 'who') } },
+      ] as const,
+    });
+    const idempotency = memoryIdempotencyStore();
+    const runs = memoryRunStore({ idempotency });
+    const { invoker, live } = service();
+    const runner = createRunner({ invoker, stores: { runs, idempotency } });
+    expect((await runner.run(plain, { title: 'milk', who: 'bad' })).status).toBe('failed'); // t1 undone
+    const parked = await runner.run(reviewed, { title: 'milk', who: 'bad' }, { runId: 'D' }); // t2 under add:milk#1
+    expect(parked.status).toBe('waiting');
+    // Another instance continues it from the journal.
+    const elsewhere = createRunner({ invoker, stores: { runs, idempotency }, chains: [reviewed] });
+    const end = await elsewhere.signal('D', 'review', { ok: true });
+    expect(end !== 'not_found' && end !== 'not_waiting' && end.status === 'failed' && end.compensated).toEqual(['add']);
+    expect(invoker.callsTo('remove').map((c) => [c.input, c.idempotencyKey])).toEqual([
+      [{ id: 't1' }, expect.stringMatching(/:add:compensate$/)],
+      [{ id: 't2' }, 'D:add:compensate#1'],
+    ]);
+    expect([...live]).toEqual([]);
+    await Promise.all([runner.close(), elsewhere.close()]);
+  });
+});
