@@ -42,6 +42,16 @@ type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
 
 function noop(): void {}
 
+/**
+ * How long a call's result is kept: its tool's `idempotencyTtlMs`; an undo's, as long as the mark of
+ * the write it undid, so that a later write under that generation of the key (once the mark lapsed)
+ * is not answered by this undo.
+ */
+function keptFor(ctx: CallContext): number | undefined {
+  const write = ctx.undoes;
+  return write === undefined ? ctx.tool.idempotencyTtlMs : write.ttlMs;
+}
+
 /** What a call that began while an undo read the lapsed key of its write is told: try again. */
 function lapsed(key: string): Error {
   return Object.assign(new Error(`The idempotency key ${key} was being read by an undo; try again.`), {
@@ -155,8 +165,11 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
   const keepLate = (claim: Claimed, value: unknown): void => {
     const { ctx } = claim;
     // Nobody waits for it: the write goes on, with no timer to keep the process alive.
-    const late = (): unknown =>
-      start(() => (store.completeLate ? store.completeLate(claim.key, value, ctx.tool.idempotencyTtlMs) : undefined));
+    const late = (): unknown => {
+      start(() => (store.completeLate ? store.completeLate(claim.key, value, keptFor(ctx)) : undefined));
+      // An undo that answered late did take its write back.
+      return claim.after?.();
+    };
     if (claim.recorded) void claim.recorded.then(late);
     else late();
   };
@@ -166,7 +179,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
   function completed(this: Claimed, value: unknown): unknown {
     this.state = 'over';
     const ctx = this.ctx;
-    const kept = startComplete(store, this.key, value, ctx.tool.idempotencyTtlMs);
+    const kept = startComplete(store, this.key, value, keptFor(ctx));
     const also = this.after?.();
     const recorded = settleBy(also === undefined ? kept : Promise.all([kept, also]), ctx);
     return recorded ? recorded.then(() => value) : value;
@@ -187,8 +200,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     // An earlier attempt answered late while this call ran: the write happened, and that answer is its outcome.
     const written =
       early !== undefined
-        ? start(() => store.complete(this.key, early.value, ctx.tool.idempotencyTtlMs))
+        ? start(() => store.complete(this.key, early.value, keptFor(ctx)))
         : start(() => store.fail(this.key, sharedFailure(error, ctx, redact), unknown, ctx.durable));
+    if (early !== undefined) void this.after?.();
     // The late answer's write follows this one's, wherever the caller stopped waiting.
     if (unknown) this.recorded = written;
     const recorded = settleBy(written, ctx);

@@ -170,7 +170,8 @@ function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation
     const parsed = parseSchema(tool.input, step.resolveInput(scope));
     if (!parsed.success) return undefined;
     const key = (step.step as ToolStep).idempotencyKey?.(scope);
-    const write = callContext(calls, site, id, tool, parsed.data, key);
+    // Keyed as it ran: with the context of its own chain (a sub-chain's schema may have dropped fields).
+    const write = callContext(calls, { ...site, context: scope.context }, id, tool, parsed.data, key);
     if (write.storeKey === undefined || keptByJournal(write)) return undefined;
     return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0 };
   } catch {

@@ -1,9 +1,18 @@
 // After an undo, a write's key runs again under its next generation (`key#1`): what each undo takes
 // back is the generation its own write ran under — after a gate, in a sub-chain, in a durable run
 // resumed from its journal — and the store's mark of an undone write is not a value a tool can return.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { chain, createRunner, defineChain, defineTool, memoryIdempotencyStore, memoryRunStore, ref } from 'chainkit';
+import {
+  chain,
+  createRunner,
+  defineChain,
+  defineTool,
+  memoryIdempotencyStore,
+  memoryRunStore,
+  ref,
+  type ToolCall,
+} from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
 
@@ -23,6 +32,7 @@ const remove = defineTool({
   description: 'r',
   effect: 'destructive',
   retry: false,
+  timeoutMs: 100,
   input: z.object({ id: z.string() }),
   output: z.object({ ok: z.boolean() }),
 });
@@ -74,6 +84,10 @@ const service = () => {
   });
   return { invoker, live };
 };
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('undo generations', () => {
   it('an undo after a gate takes back its own write, not a later one another run made under the next generation', async () => {
@@ -258,5 +272,111 @@ describe('undo generations', () => {
     ]);
     expect([...live]).toEqual([]);
     await Promise.all([runner.close(), elsewhere.close()]);
+  });
+  it('an undo that times out and answers late still marks its write undone (a later add writes again)', async () => {
+    vi.useFakeTimers();
+    let n = 0;
+    const live = new Set<string>();
+    let removes = 0;
+    const invoker = async (call: ToolCall) => {
+      const input = call.input as Record<string, string>;
+      if (call.tool === 'add') {
+        const id = `t${++n}`;
+        live.add(id);
+        return { id };
+      }
+      if (call.tool === 'remove') {
+        // The first undo answers after 500 ms (its timeout is 100 ms): it did take effect.
+        if (++removes === 1) await new Promise((r) => setTimeout(r, 500));
+        live.delete(input.id!);
+        return { ok: true };
+      }
+      if (input.who!.startsWith('bad')) throw http(402, 'declined');
+      return { ok: true };
+    };
+    const runner = createRunner({ invoker });
+    const first = runner.run(plain, { title: 'milk', who: 'bad' });
+    await vi.advanceTimersByTimeAsync(200);
+    const r1 = await first;
+    expect(r1.status === 'failed' && r1.compensationFailures?.map((f) => f.step)).toEqual(['add']);
+    await vi.advanceTimersByTimeAsync(400); // the undo's late answer: t1 is removed, kept as the undo's outcome
+    expect([...live]).toEqual([]);
+    const second = await runner.run(plain, { title: 'milk', who: 'ok' });
+    expect(second.status).toBe('completed');
+    expect(second.trace.steps[0]!.status).toBe('success');
+    expect([...live]).toEqual(['t2']);
+    await runner.close();
+  });
+
+  it('a write in a sub-chain with a narrower context schema is marked undone when its parent fails', async () => {
+    const addOne = chain('add_one', {
+      input: z.object({ title: z.string() }),
+      context: z.object({ userId: z.string() }),
+    })
+      .tool('add', add, (r) => ({ title: r('input', 'title') }), {
+        compensate: { tool: remove, input: (s) => ({ id: s.results.add.id }) },
+      })
+      .output((s) => s.results.add);
+    const parent = chain('add_via_sub', {
+      input: Input,
+      context: z.object({ userId: z.string(), requestId: z.string() }),
+    })
+      .chain('one', addOne, (r) => ({ title: r('input', 'title') }))
+      .tool('pay', charge, (r) => ({ who: r('input', 'who') }))
+      .build();
+    let n = 0;
+    const live = new Set<string>();
+    const invoker = createMockInvoker({
+      add: () => {
+        const id = `t${++n}`;
+        live.add(id);
+        return { id };
+      },
+      remove: (i: { id: string }) => {
+        live.delete(i.id);
+        return { ok: true };
+      },
+      charge: (i: { who: string }) => {
+        if (i.who.startsWith('bad')) throw http(402, 'declined');
+        return { ok: true };
+      },
+    });
+    const runner = createRunner({ invoker });
+    const context = { userId: 'u1', requestId: 'req-1' };
+    const r1 = await runner.run(parent, { title: 'milk', who: 'bad' }, { context });
+    expect(r1.status === 'failed' && r1.compensated).toEqual(['one/add']);
+    expect([...live]).toEqual([]);
+    const r2 = await runner.run(parent, { title: 'milk', who: 'ok' }, { context: { ...context, requestId: 'req-2' } });
+    expect(r2.status).toBe('completed');
+    expect([...live]).toEqual(['t2']);
+    await runner.close();
+  });
+
+  it('a write done again under the same runId after its undo mark lapsed is undone, not answered by the old undo record', async () => {
+    let t = 1_000_000;
+    let n = 0;
+    const live = new Set<string>();
+    const invoker = createMockInvoker({
+      add: () => {
+        const id = `t${++n}`;
+        live.add(id);
+        return { id };
+      },
+      remove: (i: { id: string }) => {
+        live.delete(i.id);
+        return { ok: true };
+      },
+      charge: () => {
+        throw http(402, 'declined');
+      },
+    });
+    const runner = createRunner({ invoker, now: () => t });
+    expect((await runner.run(plain, { title: 'milk', who: 'bad' }, { runId: 'R' })).status).toBe('failed'); // t1 undone
+    t += 2 * HOUR; // add's key and its undone mark (1 h) lapse; remove's record of R:add:compensate (24 h) does not
+    const again = await runner.run(plain, { title: 'milk', who: 'bad' }, { runId: 'R' }); // t2, under add:milk again
+    expect(again.status === 'failed' && again.compensated).toEqual(['add']);
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }, { id: 't2' }]);
+    expect([...live]).toEqual([]);
+    await runner.close();
   });
 });
