@@ -294,10 +294,11 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     }
   };
   /**
-   * An undo of a write: it runs under a key of the generation its write ran under
-   * (`…:compensate#1`), and once it succeeded (or had already), that generation of the write's key is
-   * marked undone. A write another run already undid (a duplicate answered with the same result) is
-   * not undone again: the write's key is read first. Closures here are fine: only undos come this way.
+   * An undo of a write: the tool sees a key of the generation its write ran under (`…:compensate#1`),
+   * the store keeps it under that write's own key, and once it succeeded (or had already), that
+   * generation of the write's key is marked undone. A write another run already undid (a duplicate
+   * answered with the same result) is not undone again: the write's key is read first. Closures here
+   * are fine: only undos come this way.
    */
   const undo = async (next: Call, ctx: CallContext, write: UndoneWrite): Promise<unknown> => {
     const g = write.generation;
@@ -315,9 +316,11 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     if (g > 0) {
       ctx.generation = g;
       ctx.idempotencyKey = generationKey(ctx.idempotencyKey!, g);
-      if (ctx.storeKey !== undefined) ctx.storeKey = generationStoreKey(ctx.storeKey, g);
     }
-    const key = ctx.storeKey ?? ctx.idempotencyKey!;
+    // The store keeps the undo under its write's key, not the run's: two runs answered with one write
+    // (a duplicate in flight) that fail together share one undo, the second waiting for the first.
+    const key = `${writeKey}:undo`;
+    ctx.storeKey = key;
     const mark = (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs));
     return decide(next, ctx, key, await claim(ctx, key), mark);
   };

@@ -379,4 +379,51 @@ describe('undo generations', () => {
     expect([...live]).toEqual([]);
     await runner.close();
   });
+
+  it('two runs answered with one write, failing together, undo it once', async () => {
+    const chargeFor = defineTool({
+      name: 'charge',
+      description: 'c',
+      effect: 'write',
+      retry: false,
+      input: z.object({ who: z.string(), task: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+    });
+    const sequential = defineChain({
+      name: 'sequential',
+      input: Input,
+      steps: [
+        {
+          id: 'add',
+          tool: add,
+          input: { title: ref('input', 'title') },
+          compensate: { tool: remove, input: { id: ref('add', 'id') } },
+        },
+        { id: 'pay', tool: chargeFor, input: { who: ref('input', 'who'), task: ref('add', 'id') } },
+      ],
+    });
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    let n = 0;
+    const invoker = createMockInvoker({
+      add: async () => (await pause(20), { id: `t${++n}` }),
+      remove: async () => (await pause(20), { ok: true }),
+      charge: async () => {
+        await pause(5);
+        throw http(503, 'payments down');
+      },
+    });
+    const runner = createRunner({
+      invoker,
+      retry: { unavailable: { retries: 0, minDelayMs: 0, factor: 1, maxDelayMs: 0 } },
+    });
+    // B is a duplicate of A's add (the same key, in flight): it is answered with t1. Both payments fail.
+    const [a, b] = await Promise.all([
+      runner.run(sequential, { title: 'milk', who: 'a' }, { runId: 'A' }),
+      runner.run(sequential, { title: 'milk', who: 'b' }, { runId: 'B' }),
+    ]);
+    expect([a.status, b.status]).toEqual(['failed', 'failed']);
+    expect(invoker.callsTo('add')).toHaveLength(1);
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+    expect([a, b].map((r) => r.status === 'failed' && r.compensated)).toEqual([['add'], ['add']]);
+  });
 });
