@@ -166,7 +166,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     const { ctx } = claim;
     // Nobody waits for it: the write goes on, with no timer to keep the process alive.
     const late = (): unknown => {
-      start(() => (store.completeLate ? store.completeLate(claim.key, value, keptFor(ctx)) : undefined));
+      void start(() => (store.completeLate ? store.completeLate(claim.key, value, keptFor(ctx)) : undefined));
       // An undo that answered late did take its write back.
       return claim.after?.();
     };

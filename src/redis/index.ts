@@ -145,8 +145,8 @@ return 1`;
 // KEYS: idempotency key. ARGV: the claim to end ('' for any claim not done; a durable run's exact marker,
 // beginForRun), the unknown-outcome entry ('' to release), its TTL. A kept result (or the mark of an undone
 // one) stays (the caller's claim lapsed and another call completed the write), and so does a successor's
-// claim after a take-over. Values
-// are compared, never decoded: a kept result may be large or nested deeper than cjson reads.
+// claim after a take-over. Values are compared, never decoded: a kept result may be large or nested
+// deeper than cjson reads.
 const FAIL = `
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end

@@ -3,16 +3,7 @@
 // resumed from its journal — and the store's mark of an undone write is not a value a tool can return.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  chain,
-  createRunner,
-  defineChain,
-  defineTool,
-  memoryIdempotencyStore,
-  memoryRunStore,
-  ref,
-  type ToolCall,
-} from 'chainkit';
+import { chain, createRunner, defineChain, defineTool, memoryIdempotencyStore, memoryRunStore, ref } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
 
@@ -63,9 +54,10 @@ const addThenPay = (name: string, gated: boolean) =>
 const plain = addThenPay('plain', false);
 const gated = addThenPay('gated', true);
 
-/** A task service: `add` makes a task, `remove` deletes it; `live` is what exists. */
-const service = () => {
+/** A task service: `add` makes a task, `remove` deletes it (the first one after `firstRemoveMs`); `live` is what exists. */
+const service = (firstRemoveMs = 0) => {
   let n = 0;
+  let removes = 0;
   const live = new Set<string>();
   const invoker = createMockInvoker({
     add: () => {
@@ -73,7 +65,8 @@ const service = () => {
       live.add(id);
       return { id };
     },
-    remove: (i: { id: string }) => {
+    remove: async (i: { id: string }) => {
+      if (++removes === 1 && firstRemoveMs > 0) await new Promise((r) => setTimeout(r, firstRemoveMs));
       live.delete(i.id);
       return { ok: true };
     },
@@ -275,25 +268,8 @@ describe('undo generations', () => {
   });
   it('an undo that times out and answers late still marks its write undone (a later add writes again)', async () => {
     vi.useFakeTimers();
-    let n = 0;
-    const live = new Set<string>();
-    let removes = 0;
-    const invoker = async (call: ToolCall) => {
-      const input = call.input as Record<string, string>;
-      if (call.tool === 'add') {
-        const id = `t${++n}`;
-        live.add(id);
-        return { id };
-      }
-      if (call.tool === 'remove') {
-        // The first undo answers after 500 ms (its timeout is 100 ms): it did take effect.
-        if (++removes === 1) await new Promise((r) => setTimeout(r, 500));
-        live.delete(input.id!);
-        return { ok: true };
-      }
-      if (input.who!.startsWith('bad')) throw http(402, 'declined');
-      return { ok: true };
-    };
+    // The first undo answers after 500 ms (its timeout is 100 ms): it did take effect.
+    const { invoker, live } = service(500);
     const runner = createRunner({ invoker });
     const first = runner.run(plain, { title: 'milk', who: 'bad' });
     await vi.advanceTimersByTimeAsync(200);
@@ -324,23 +300,7 @@ describe('undo generations', () => {
       .chain('one', addOne, (r) => ({ title: r('input', 'title') }))
       .tool('pay', charge, (r) => ({ who: r('input', 'who') }))
       .build();
-    let n = 0;
-    const live = new Set<string>();
-    const invoker = createMockInvoker({
-      add: () => {
-        const id = `t${++n}`;
-        live.add(id);
-        return { id };
-      },
-      remove: (i: { id: string }) => {
-        live.delete(i.id);
-        return { ok: true };
-      },
-      charge: (i: { who: string }) => {
-        if (i.who.startsWith('bad')) throw http(402, 'declined');
-        return { ok: true };
-      },
-    });
+    const { invoker, live } = service();
     const runner = createRunner({ invoker });
     const context = { userId: 'u1', requestId: 'req-1' };
     const r1 = await runner.run(parent, { title: 'milk', who: 'bad' }, { context });
@@ -354,22 +314,7 @@ describe('undo generations', () => {
 
   it('a write done again under the same runId after its undo mark lapsed is undone, not answered by the old undo record', async () => {
     let t = 1_000_000;
-    let n = 0;
-    const live = new Set<string>();
-    const invoker = createMockInvoker({
-      add: () => {
-        const id = `t${++n}`;
-        live.add(id);
-        return { id };
-      },
-      remove: (i: { id: string }) => {
-        live.delete(i.id);
-        return { ok: true };
-      },
-      charge: () => {
-        throw http(402, 'declined');
-      },
-    });
+    const { invoker, live } = service();
     const runner = createRunner({ invoker, now: () => t });
     expect((await runner.run(plain, { title: 'milk', who: 'bad' }, { runId: 'R' })).status).toBe('failed'); // t1 undone
     t += 2 * HOUR; // add's key and its undone mark (1 h) lapse; remove's record of R:add:compensate (24 h) does not
