@@ -2,7 +2,7 @@
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
-import { generationKey, generationStoreKey, keptByJournal } from './undone.js';
+import { generationKey, generationStoreKey, keptByJournal, undoStoreKey } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -303,6 +303,8 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
   const undo = async (next: Call, ctx: CallContext, write: UndoneWrite): Promise<unknown> => {
     const g = write.generation;
     const writeKey = generationStoreKey(write.storeKey, g);
+    // Whether the write's result is still kept: then undos of it from every run share one claim.
+    let kept = false;
     if (store.markUndone !== undefined) {
       // Reading a key claims it only when nothing is kept there (its record lapsed): let go of it at once.
       const held = await claim(ctx, writeKey);
@@ -310,17 +312,20 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
         ctx.cached = true;
         return undefined;
       }
+      kept = held.status === 'done';
       if (held.status === 'pending') abandon(held);
       else if (held.status === 'new') void start(() => store.fail(writeKey, lapsed(writeKey), false, ctx.durable));
     }
     if (g > 0) {
       ctx.generation = g;
       ctx.idempotencyKey = generationKey(ctx.idempotencyKey!, g);
+      if (!kept && ctx.storeKey !== undefined) ctx.storeKey = generationStoreKey(ctx.storeKey, g);
     }
-    // The store keeps the undo under its write's key, not the run's: two runs answered with one write
-    // (a duplicate in flight) that fail together share one undo, the second waiting for the first.
-    const key = `${writeKey}:undo`;
-    ctx.storeKey = key;
+    // While the write is kept, the store keeps the undo under the write's key, not the run's: two runs
+    // answered with one write (a duplicate in flight) that fail together share one undo. A write whose
+    // record lapsed is nobody else's: its undo stays the run's, so a later write under that key gets its own.
+    if (kept) ctx.storeKey = undoStoreKey(writeKey);
+    const key = ctx.storeKey ?? ctx.idempotencyKey!;
     const mark = (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs));
     return decide(next, ctx, key, await claim(ctx, key), mark);
   };

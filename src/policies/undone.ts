@@ -32,6 +32,20 @@ export function generationStoreKey(storeKey: string, g: number): string {
 }
 
 /**
+ * The key the store keeps the undo of a write under (`generationStoreKey`'s output): a mark after the
+ * write tool's name, so no key a caller chooses (`milk:undo`) is an undo's.
+ *
+ * @example
+ * ```ts
+ * undoStoreKey('add#1:3f…:milk'); // 'add#1~undo:3f…:milk'
+ * ```
+ */
+export function undoStoreKey(writeKey: string): string {
+  const colon = writeKey.indexOf(':');
+  return colon < 0 ? `${writeKey}~undo` : `${writeKey.slice(0, colon)}~undo${writeKey.slice(colon)}`;
+}
+
+/**
  * Whether a durable run's call is kept by the run's journal instead of the idempotency store: a step
  * under its own key (`runId:step`), which the run store lets one owner at a time run.
  *
