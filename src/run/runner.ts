@@ -30,6 +30,7 @@ import { checkDecision, decideRun, type ParkedRuns } from './decide.js';
 import { cancelRun } from './cancel.js';
 import type { SignalResult } from './signal.js';
 import { rerunRun, type Rerun, type RerunRefusal } from './rerun.js';
+import { releaseStores } from './release-stores.js';
 
 import type { Runner, RunStream } from './runner-api.js';
 
@@ -61,7 +62,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
     (options.chains ?? []).map((c, i) => [c, `chains[${i}]`] as const),
   );
   if (unservedChains) throw unservedChains;
-  const { calls, recorder, gates, events, logger, metrics, timing, learning, breakers } = parts;
+  const { calls, recorder, events, logger, metrics, timing, learning, breakers } = parts;
   const { now } = calls;
   const runStore = options.stores?.runs;
   // Without a run store nothing is recorded and the run path is the memory path, untouched.
@@ -329,25 +330,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
       for (const c of calls.active) c.abort(reason);
       calls.active.clear();
       recorder.transitions.clear();
-      // One bound for all releases: stores silent behind a partition must not add up their waits.
-      const release = async (what: string, fn: () => unknown): Promise<void> => {
-        try {
-          await callStore(fn, closeBy, now, what);
-        } catch (error) {
-          logger?.warn({ err: error, store: what }, `close(): the ${what} store did not finish in time`);
-        }
-      };
-      // Side by side: the stores are independent, and behind a partition their short waits must not add up.
-      await Promise.all([
-        release('rate-limit', parts.closeRateLimits),
-        learning &&
-          release('learning', () =>
-            learning.ready.then(() => learning.flush()).then(() => options.stores?.metrics?.close?.()),
-          ),
-        !learning && options.stores?.metrics?.close && release('learning', () => options.stores!.metrics!.close!()),
-        gates.checkpoints.close && release('checkpoint', () => gates.checkpoints.close!()),
-        runStore?.close && release('run', () => runStore.close!()),
-      ]);
+      await releaseStores(parts, closeBy);
       events.removeAllListeners();
     },
 
