@@ -32,11 +32,14 @@ const charge = defineTool({
   description: 'c',
   effect: 'write',
   retry: false,
-  input: z.object({ who: z.string() }),
+  input: z.object({ who: z.string(), task: z.string().optional() }),
   output: z.object({ ok: z.boolean() }),
 });
 const Input = z.object({ title: z.string(), who: z.string() });
-/** add (undone by remove), then charge: declined for a `who` starting with `bad`; with a gate before charge. */
+/**
+ * add (undone by remove), then charge for the added task: declined for a `who` starting with `bad`; with
+ * a gate before charge.
+ */
 const addThenPay = (name: string, gated: boolean) =>
   defineChain({
     name,
@@ -48,7 +51,12 @@ const addThenPay = (name: string, gated: boolean) =>
         input: { title: ref('input', 'title') },
         compensate: { tool: remove, input: { id: ref('add', 'id') } },
       },
-      { id: 'pay', tool: charge, input: { who: ref('input', 'who') }, ...(gated && { confirm: { prompt: 'Pay?' } }) },
+      {
+        id: 'pay',
+        tool: charge,
+        input: { who: ref('input', 'who'), task: ref('add', 'id') },
+        ...(gated && { confirm: { prompt: 'Pay?' } }),
+      },
     ],
   });
 const plain = addThenPay('plain', false);
@@ -326,27 +334,6 @@ describe('undo generations', () => {
   });
 
   it('two runs answered with one write, failing together, undo it once', async () => {
-    const chargeFor = defineTool({
-      name: 'charge',
-      description: 'c',
-      effect: 'write',
-      retry: false,
-      input: z.object({ who: z.string(), task: z.string() }),
-      output: z.object({ ok: z.boolean() }),
-    });
-    const sequential = defineChain({
-      name: 'sequential',
-      input: Input,
-      steps: [
-        {
-          id: 'add',
-          tool: add,
-          input: { title: ref('input', 'title') },
-          compensate: { tool: remove, input: { id: ref('add', 'id') } },
-        },
-        { id: 'pay', tool: chargeFor, input: { who: ref('input', 'who'), task: ref('add', 'id') } },
-      ],
-    });
     const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
     let n = 0;
     const invoker = createMockInvoker({
@@ -363,8 +350,8 @@ describe('undo generations', () => {
     });
     // B is a duplicate of A's add (the same key, in flight): it is answered with t1. Both payments fail.
     const [a, b] = await Promise.all([
-      runner.run(sequential, { title: 'milk', who: 'a' }, { runId: 'A' }),
-      runner.run(sequential, { title: 'milk', who: 'b' }, { runId: 'B' }),
+      runner.run(plain, { title: 'milk', who: 'a' }, { runId: 'A' }),
+      runner.run(plain, { title: 'milk', who: 'b' }, { runId: 'B' }),
     ]);
     expect([a.status, b.status]).toEqual(['failed', 'failed']);
     expect(invoker.callsTo('add')).toHaveLength(1);
