@@ -2,6 +2,7 @@
 // through its own atomic take; a run in flight is asked to stop (recorded, then announced to its
 // owner), and the answer says whether the cancel ended it.
 import type { RunResult } from '../observe/result.js';
+import type { ShownTo } from './visibility.js';
 import { callStore } from '../stores/guard.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import type { RunStore, StoredRun } from '../stores/run-store.js';
@@ -53,7 +54,7 @@ export async function cancelRun(
   c: Canceller,
   runId: string,
   cancelOptions: { reason?: string },
-  shown?: (run: StoredRun) => boolean,
+  shown?: ShownTo,
 ): Promise<'cancelled' | 'not_found' | 'ended'> {
   const { store, log, durable, parked, now } = c;
   checkRunId(runId); // before any store is asked

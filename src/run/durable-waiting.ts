@@ -1,6 +1,7 @@
 // Runs parked `waiting` at a sleep or a waitFor (API.md §12): woken when their time comes, brought their
 // signal, or cancelled; each taken exactly once across instances, then continued as a new segment.
 import type { Chain } from '../define/chain.js';
+import type { ShownTo } from './visibility.js';
 import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
@@ -102,7 +103,7 @@ export async function signalRun(
   runId: string,
   name: string,
   payload: unknown,
-  shown?: (run: StoredRun) => boolean,
+  shown?: ShownTo,
 ): Promise<SignalResult> {
   checkRunId(runId);
   if (typeof name !== 'string' || name === '') throw new TypeError('Expected the signal name as a non-empty string.');

@@ -4,6 +4,7 @@
 // The parts: durable-owner.ts (shared state), durable-segment.ts (a run this runner owns),
 // durable-recovery.ts, durable-waiting.ts, durable-doubt.ts, retry-waits.ts.
 import type { RunResult } from '../observe/result.js';
+import type { ShownTo } from './visibility.js';
 import type { CreateRunResult, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/run-store.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext } from './checkpoint.js';
@@ -56,7 +57,7 @@ export interface Durable {
    */
   settleDoubt(run: StoredRun, decision: RetryDecision, cancelled?: string): Promise<DecideResult>;
   /** The stored run, or `undefined` (also when `shown` says it is not to be shown). */
-  info(runId: string, shown?: (run: StoredRun) => boolean): Promise<RunInfo | undefined>;
+  info(runId: string, shown?: ShownTo): Promise<RunInfo | undefined>;
   /** Stops polling and renewing: runs in flight stay recorded, for another instance to recover. */
   close(): void;
   /**
@@ -70,7 +71,7 @@ export interface Durable {
    * step's schema (refused: rejects with `SignalRefused`, the run keeps waiting), the run taken
    * exactly once with the payload journaled as the step's result, then continued.
    */
-  signal(runId: string, name: string, payload: unknown, shown?: (run: StoredRun) => boolean): Promise<SignalResult>;
+  signal(runId: string, name: string, payload: unknown, shown?: ShownTo): Promise<SignalResult>;
   /**
    * Cancels a run parked `waiting`: taken exactly once, it ends
    * `failed`/`run_cancelled`, its completed steps undone; `undefined` if taken first.
@@ -226,7 +227,7 @@ export class DurableRuns implements Durable {
     return settleDoubt(this.o, run, decision, cancelled);
   }
 
-  async info(runId: string, shown?: (run: StoredRun) => boolean): Promise<RunInfo | undefined> {
+  async info(runId: string, shown?: ShownTo): Promise<RunInfo | undefined> {
     checkRunId(runId);
     const { o } = this;
     const run = await o.bounded('get', o.now() + STORE_WAIT_MS, () => o.store.get(runId));
@@ -258,7 +259,7 @@ export class DurableRuns implements Durable {
     return cancelExpired(this.o, run, reason);
   }
 
-  signal(runId: string, name: string, payload: unknown, shown?: (run: StoredRun) => boolean): Promise<SignalResult> {
+  signal(runId: string, name: string, payload: unknown, shown?: ShownTo): Promise<SignalResult> {
     return signalRun(this.o, runId, name, payload, shown);
   }
 

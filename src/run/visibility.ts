@@ -3,6 +3,10 @@
 import type { Chain } from '../define/chain.js';
 import { hashContext } from './checkpoint.js';
 import { validateContext } from './prepare.js';
+import type { StoredRun } from '../stores/run-store.js';
+
+/** Whether a stored run may be shown to the caller at hand (built by the runner's `shownBy(context)`). */
+export type ShownTo = (run: StoredRun) => boolean;
 
 /**
  * Whether a recorded run was started with `context`, as its chain's context schema gives it when this

@@ -2,8 +2,9 @@
 // as the reader pulls them (a reader that stops reading holds nothing), in order, each once, ending
 // after `run:end`. A gap — the log dropped events the reader had not read — cuts the reader off.
 import type { RunEvent } from '../observe/run-events.js';
+import type { ShownTo } from './visibility.js';
 import type { RunResult } from '../observe/result.js';
-import type { RunStore, StoredRun } from '../stores/run-store.js';
+import type { RunStore } from '../stores/run-store.js';
 import type { RunEventLog } from '../stores/run-event-log.js';
 import { runEndData, type RunEventHub } from './events-log.js';
 import { shownTo } from './visibility.js';
@@ -77,7 +78,7 @@ export interface WatchSource {
    */
   enlist(stop: AbortController): () => void;
   /** Whether a recorded run is shown to `context` (`WatchOptions.context`): it was started with it. */
-  shownBy(context: object): (run: StoredRun) => boolean;
+  shownBy(context: object): ShownTo;
 }
 
 /**
