@@ -2,7 +2,7 @@
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
-import { generationKey, generationStoreKey, keptByJournal, undoStoreKey } from './undone.js';
+import { generationKey, generationStoreKey, keptByJournal, sameResult, undoStoreKey } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -312,7 +312,9 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
         ctx.cached = true;
         return undefined;
       }
-      kept = held.status === 'done';
+      // The key holds this write while it holds this write's result: once its record lapsed (a run parked
+      // past the key's TTL), another write may hold it, which this undo must neither share nor mark.
+      kept = held.status === 'done' && sameResult(held.value, write.output);
       if (held.status === 'pending') abandon(held);
       else if (held.status === 'new') void start(() => store.fail(writeKey, lapsed(writeKey), false, ctx.durable));
     }
@@ -326,7 +328,10 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     // record lapsed is nobody else's: its undo stays the run's, so a later write under that key gets its own.
     if (kept) ctx.storeKey = undoStoreKey(writeKey);
     const key = ctx.storeKey ?? ctx.idempotencyKey!;
-    const mark = (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs));
+    // A write whose record lapsed is not marked: the mark would land on a write made after it.
+    const mark = kept
+      ? (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs))
+      : undefined;
     return decide(next, ctx, key, await claim(ctx, key), mark);
   };
 

@@ -65,6 +65,8 @@ export interface UndoneWrite {
   readonly storeKey: string;
   readonly ttlMs: number | undefined;
   readonly generation: number;
+  /** The write's result as its run knows it: the key holds this write only while it holds this result. */
+  readonly output: unknown;
 }
 
 /** One call, or one attempt of it. */

@@ -65,3 +65,35 @@ export function keptByJournal(ctx: CallContext): boolean {
     key === `${ctx.runId}:${step}`
   );
 }
+
+/**
+ * Whether two results of a write are the same value as the stores keep it (JSON values, Dates, BigInts,
+ * `undefined`; a field `undefined` is a field absent): the result a key holds against the one a run
+ * knows, which went through a store or a journal and back. Nesting past the stores' limit is not the same.
+ *
+ * @example
+ * ```ts
+ * sameResult({ id: 't1', at: new Date(0) }, { id: 't1', at: new Date(0) }); // true
+ * ```
+ */
+export function sameResult(a: unknown, b: unknown, depth = 0): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth > 1000) return false;
+  if (a instanceof Date || b instanceof Date)
+    return a instanceof Date && b instanceof Date && Object.is(a.getTime(), b.getTime());
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameResult(a[i], b[i], depth + 1)) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let fields = 0;
+  for (const k in x) {
+    if (!Object.hasOwn(x, k) || x[k] === undefined) continue;
+    if (!Object.hasOwn(y, k) || !sameResult(x[k], y[k], depth + 1)) return false;
+    fields++;
+  }
+  for (const k in y) if (Object.hasOwn(y, k) && y[k] !== undefined) fields--;
+  return fields === 0;
+}

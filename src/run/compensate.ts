@@ -173,7 +173,8 @@ function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation
     // Keyed as it ran: with the context of its own chain (a sub-chain's schema may have dropped fields).
     const write = callContext(calls, { ...site, context: scope.context }, id, tool, parsed.data, key);
     if (write.storeKey === undefined || keptByJournal(write)) return undefined;
-    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0 };
+    const output = (scope.results as Record<string, unknown>)[step.id];
+    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0, output };
   } catch {
     return undefined;
   }

@@ -62,11 +62,15 @@ const addThenPay = (name: string, gated: boolean) =>
 const plain = addThenPay('plain', false);
 const gated = addThenPay('gated', true);
 
-/** A task service: `add` makes a task, `remove` deletes it (the first one after `firstRemoveMs`); `live` is what exists. */
+/**
+ * A task service: `add` makes a task, `remove` deletes it (the first one after `firstRemoveMs`, each one
+ * after `hooks.beforeRemove` settles); `live` is what exists.
+ */
 const service = (firstRemoveMs = 0) => {
   let n = 0;
   let removes = 0;
   const live = new Set<string>();
+  const hooks: { beforeRemove?: () => Promise<unknown> } = {};
   const invoker = createMockInvoker({
     add: () => {
       const id = `t${++n}`;
@@ -75,6 +79,7 @@ const service = (firstRemoveMs = 0) => {
     },
     remove: async (i: { id: string }) => {
       if (++removes === 1 && firstRemoveMs > 0) await new Promise((r) => setTimeout(r, firstRemoveMs));
+      await hooks.beforeRemove?.();
       live.delete(i.id);
       return { ok: true };
     },
@@ -83,7 +88,7 @@ const service = (firstRemoveMs = 0) => {
       return { ok: true };
     },
   });
-  return { invoker, live };
+  return { invoker, live, hooks };
 };
 
 afterEach(() => {
@@ -392,6 +397,44 @@ describe('undo generations', () => {
     const r = await runner.run(plain, { title: 'milk:undo', who: 'ok' });
     expect(r.status).toBe('completed');
     expect(r.trace.steps[0]!.status).toBe('success');
+    expect(invoker.callsTo('add')).toHaveLength(2);
+    expect([...live]).toEqual(['t2']);
+  });
+});
+
+// A write's key lapsed while its run was parked, and another run wrote under it: the key now holds
+// that other write, which an undo of the first must not mark undone (a later call would write again).
+describe('an undo after its write’s key lapsed and another run wrote under it', () => {
+  const parkedPastTtl = async () => {
+    const s = service();
+    let t = 1_000_000;
+    const runner = createRunner({ invoker: s.invoker, confirmationTtlMs: 6 * HOUR, now: () => t, secret: SECRET });
+    const r1 = await runner.run(gated, { title: 'milk', who: 'bad-1' }); // t1, parked at the gate
+    if (r1.status !== 'awaiting_confirmation') throw new Error(r1.status);
+    t += 2 * HOUR; // add's key (1 h) lapsed
+    return { ...s, runner, token: r1.resumeToken };
+  };
+
+  it('leaves a result kept there by the other write alone', async () => {
+    const { invoker, live, runner, token } = await parkedPastTtl();
+    expect((await runner.run(plain, { title: 'milk', who: 'ok' })).status).toBe('completed'); // t2, kept under add:milk
+    expect((await runner.resume(token, { approved: true })).status).toBe('failed'); // t1 removed
+    const again = await runner.run(plain, { title: 'milk', who: 'ok' }); // answered with t2
+    expect(again.status === 'completed' && again.trace.steps[0]!.status).toBe('cached');
+    expect(invoker.callsTo('add')).toHaveLength(2);
+    expect(invoker.callsTo('remove').map((c) => c.input)).toEqual([{ id: 't1' }]);
+    expect([...live]).toEqual(['t2']);
+  });
+
+  it('leaves alone a write the other run completes while the undo runs', async () => {
+    const { invoker, live, hooks, runner, token } = await parkedPastTtl();
+    let other: Promise<unknown> | undefined;
+    // The undo's tool lets another run add milk (t2) before it answers.
+    hooks.beforeRemove = () => (other ??= runner.run(plain, { title: 'milk', who: 'ok' }));
+    expect((await runner.resume(token, { approved: true })).status).toBe('failed'); // t1 removed
+    expect(await other).toMatchObject({ status: 'completed' });
+    const again = await runner.run(plain, { title: 'milk', who: 'ok' }); // answered with t2
+    expect(again.status === 'completed' && again.trace.steps[0]!.status).toBe('cached');
     expect(invoker.callsTo('add')).toHaveLength(2);
     expect([...live]).toEqual(['t2']);
   });
