@@ -121,10 +121,16 @@ export interface Execution {
 
 /** How a step ended other than ok: what stops the run. */
 export type Stopped = Exclude<StepOutcome, { kind: 'ok' }>;
+/** What a failed run undid: the ids undone and the undos that failed (`failed.compensated`, `compensationFailures`). */
+export interface Undone {
+  compensated: string[];
+  compensationFailures?: { step: string; error: ChainErrorInfo }[];
+}
 /** How a step ended. */
 export type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }
-  | { kind: 'failed'; error: ChainErrorInfo }
+  /** `undone`: what a failed sub-chain (or `forEach` item) undid itself before it ended, in the order it did. */
+  | { kind: 'failed'; error: ChainErrorInfo; undone?: Undone }
   /**
    * A gate; `at` and `tool` name a gated step inside a sub-chain (`done/3/delete`), which parks the run as one gate.
    */

@@ -45,7 +45,10 @@ export interface EndedSegment extends StepHost {
  * const result = await segmentResult(run); // a completed run's at once, a stopped run's as a promise
  * ```
  */
-export function segmentResult(run: EndedSegment): RunResult | Promise<RunResult> {
+export function segmentResult(
+  run: EndedSegment,
+  stop: EndedSegment['stopped'] = run.stopped,
+): RunResult | Promise<RunResult> {
   const { calls, recorder, exec } = run;
   const { chain } = exec;
   const ended = calls.now();
@@ -58,40 +61,43 @@ export function segmentResult(run: EndedSegment): RunResult | Promise<RunResult>
       ? { chain, lastTool, actualDurationMs, sessionTools, advice: recorder.advice(run.sessionKey, lastTool) }
       : { chain, actualDurationMs, sessionTools, advice: [] },
   );
-  const stop = run.stopped;
   if (!stop) {
     // The common end, one literal (every result of a run in flight is made here): no shared base copied in.
     let output: unknown;
     try {
       output = chain.output ? chain.output(run.scope) : lastResult(run);
     } catch (error) {
-      const info = toErrorInfo(
-        {
-          category: 'internal',
-          code: 'output_failed',
-          message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}`,
-        },
-        {},
-        calls.retryTable,
-      );
-      const result: RunResult = {
-        status: 'failed',
-        error: info,
-        completed: { ...exec.results },
-        compensated: [],
-        runId: exec.runId,
-        chain: chain.name,
-        trace,
-        metadata,
-      };
-      settleTrace(trace, 'failed', info);
-      return result;
+      // The steps are done and their effects stand: the run fails, and undoes them as any failure does.
+      return stoppedResult(run, outputFailed(run, error), trace, metadata);
     }
     const result: RunResult = { status: 'completed', output, runId: exec.runId, chain: chain.name, trace, metadata };
     settleTrace(trace, 'completed', undefined);
     return result;
   }
   return stoppedResult(run, stop, trace, metadata);
+}
+
+/**
+ * The stop of a segment whose chain's `output` threw once its steps were done: an `internal` failure
+ * (`output_failed`), named by the chain's step in its parent when it is a sub-chain.
+ *
+ * @example
+ * ```ts
+ * return stoppedResult(run, outputFailed(run, error), trace, metadata);
+ * ```
+ */
+export function outputFailed(run: EndedSegment, error: unknown): NonNullable<EndedSegment['stopped']> {
+  const { exec, calls } = run;
+  const info = toErrorInfo(
+    {
+      category: 'internal',
+      code: 'output_failed',
+      message: `Chain ${exec.chain.name}: \`output\` threw: ${describeThrown(error)}`,
+    },
+    exec.nested ? { step: exec.nested.prefix } : {},
+    calls.retryTable,
+  );
+  return { index: -1, outcome: { kind: 'failed', error: info } };
 }
 
 /**
@@ -131,8 +137,15 @@ async function stoppedResult(
 
   let result: RunResult;
   if (stop.outcome.kind === 'failed') {
-    result = failed(stop.outcome.error);
-    await compensate(result as Extract<RunResult, { status: 'failed' }>);
+    const failure = failed(stop.outcome.error) as Extract<RunResult, { status: 'failed' }>;
+    // What a failed sub-chain or item undid itself came first.
+    const { undone } = stop.outcome;
+    if (undone !== undefined) {
+      failure.compensated.push(...undone.compensated);
+      if (undone.compensationFailures) failure.compensationFailures = [...undone.compensationFailures];
+    }
+    await compensate(failure);
+    result = failure;
   } else if (stop.outcome.kind === 'declined') {
     result = { status: 'declined', step: stop.outcome.at ?? plan[stop.index]!.id, ...base };
   } else if (stop.outcome.kind === 'wait') {

@@ -16,7 +16,7 @@ import { failureInfo } from './call-context.js';
 import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import { askInProcess, gateQuestion, gateTool } from './gate.js';
-import { segmentResult, type EndedSegment, lastResult } from './segment-end.js';
+import { lastResult, outputFailed, segmentResult, type EndedSegment } from './segment-end.js';
 import type { NestedEnd, StepHost } from './step-host.js';
 import { nullRecord } from '../util/record.js';
 
@@ -146,30 +146,16 @@ function failedEnd(host: StepHost, prefix: string, failure: Parameters<typeof to
  * ```
  */
 export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
-  const { exec, calls } = run;
+  const { exec } = run;
   exec.nested!.abortWith.unlink(run.abort);
   const stop = run.stopped;
   if (!stop) {
-    const { chain } = exec;
     try {
-      const value = chain.output ? chain.output(run.scope) : lastResult(run);
+      const value = exec.chain.output ? exec.chain.output(run.scope) : lastResult(run);
       return { outcome: { kind: 'ok', value, skipped: false }, trace: run.traceEntries(), undo: run.undoUnits() };
     } catch (error) {
-      return {
-        outcome: {
-          kind: 'failed',
-          error: toErrorInfo(
-            {
-              category: 'internal',
-              code: 'output_failed',
-              message: `Chain ${chain.name}: \`output\` threw: ${describeThrown(error)}`,
-            },
-            { step: exec.nested!.prefix },
-            calls.retryTable,
-          ),
-        },
-        trace: run.traceEntries(),
-      };
+      // Its steps are done: it fails as a failed step does, undoing them.
+      return failedNested(run, outputFailed(run, error));
     }
   }
   const { outcome } = stop;
@@ -199,13 +185,25 @@ export function nestedEnd(run: EndedSegment): NestedEnd | Promise<NestedEnd> {
       trace: run.traceEntries(),
       undo: run.undoUnits(),
     };
-  // Failure path only: the full segment end compensates the sub-chain's own completed steps. The
-  // other ends are values, not promises: the item's run settles without an extra hop.
-  const { error } = outcome;
-  return Promise.resolve(segmentResult(run)).then((result) => ({
-    outcome: { kind: 'failed', error: result.status === 'failed' ? result.error : error },
-    trace: result.trace.steps,
-  }));
+  return failedNested(run, stop);
+}
+
+/**
+ * A sub-chain's failure: the full segment end compensates its own completed steps. The other ends are
+ * values, not promises: the item's run settles without an extra hop.
+ */
+function failedNested(run: EndedSegment, stop: NonNullable<EndedSegment['stopped']>): Promise<NestedEnd> {
+  const { error } = stop.outcome as Extract<StepOutcome, { kind: 'failed' }>;
+  return Promise.resolve(segmentResult(run, stop)).then((result): NestedEnd => {
+    if (result.status !== 'failed') return { outcome: { kind: 'failed', error }, trace: result.trace.steps };
+    const { compensated, compensationFailures } = result;
+    // What it undid goes up with its failure, into the run's `compensated` (a step's failure has no result of its own).
+    const undone = compensated.length > 0 || compensationFailures ? { compensated, compensationFailures } : undefined;
+    return {
+      outcome: undone ? { kind: 'failed', error: result.error, undone } : { kind: 'failed', error: result.error },
+      trace: result.trace.steps,
+    };
+  });
 }
 
 /**

@@ -83,17 +83,19 @@ const saveOne = defineChain({
   output: (s) => s.results.save.id,
 });
 
-function tools(bad: string[] = []) {
+/** The tools; `check` refuses the ids in `bad`, `unsave` those in `stuck`. */
+function tools(bad: string[] = [], stuck: string[] = []) {
   const calls: string[] = [];
   const keys: string[] = [];
   const invoker = functionInvoker({
     list: ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
     save: ({ id }: { id: string }) => (calls.push(`save ${id}`), { id }),
-    unsave: ({ id }: { id: string }, call: { idempotencyKey?: string }) => (
-      calls.push(`unsave ${id}`),
-      keys.push(call.idempotencyKey!),
-      { ok: true }
-    ),
+    unsave: ({ id }: { id: string }, call: { idempotencyKey?: string }) => {
+      if (stuck.includes(id)) throw http(409, `cannot unsave ${id}`);
+      calls.push(`unsave ${id}`);
+      keys.push(call.idempotencyKey!);
+      return { ok: true };
+    },
     check: ({ id }: { id: string }) => {
       if (bad.includes(id)) throw http(403, `no ${id}`);
       return { ok: true };
@@ -209,9 +211,82 @@ describe('compensation inside sub-chains', () => {
     expect(r.error).toMatchObject({ step: 'done/2/check' });
     // Item 2 undid its save as it failed; then the run undid items 1 and 0. Item 3 never started.
     expect(t.undone()).toEqual(['unsave t2', 'unsave t1', 'unsave t0']);
-    expect(r.compensated).toEqual(['done/1/save', 'done/0/save']);
+    expect(r.compensated).toEqual(['done/2/save', 'done/1/save', 'done/0/save']);
     const item2 = r.trace.steps.find((s) => s.id === 'done')!.children!.find((s) => s.id === 'done/2')!;
     expect(item2.children!.map((s) => [s.id, s.status])).toContainEqual(['done/2/save', 'compensated']);
+  });
+
+  it('items that fail together each undo their own steps, and all of it is in the run’s `compensated`', async () => {
+    const t = tools(['t0', 't1']);
+    const c = defineChain({
+      name: 'two_bad',
+      input: z.object({}),
+      steps: [
+        { id: 'find', tool: list, input: { n: 2 } },
+        {
+          id: 'done',
+          forEach: { over: ref('find', 'items'), chain: saveOne, input: { id: ref('item', 'id') }, concurrency: 2 },
+        },
+      ],
+    });
+    const r = await runChain(c, {}, { invoker: t.invoker });
+    expect(r.status).toBe('failed');
+    if (r.status !== 'failed') return;
+    expect(t.undone().sort()).toEqual(['unsave t0', 'unsave t1']);
+    expect([...r.compensated].sort()).toEqual(['done/0/save', 'done/1/save']);
+  });
+
+  it('a failed sub-chain’s own undos are in the run’s `compensated` and `compensationFailures`, before the run’s', async () => {
+    const t = tools(['t9'], ['t8']);
+    const both = defineChain({
+      name: 'save_two',
+      input: z.object({}),
+      steps: [
+        { id: 'a', tool: save, input: { id: 't8' }, compensate: { tool: unsave, input: { id: ref('a', 'id') } } },
+        { id: 'b', tool: save, input: { id: 't7' }, compensate: { tool: unsave, input: { id: ref('b', 'id') } } },
+        { id: 'check', tool: check, input: { id: 't9' } },
+      ],
+    });
+    const c = defineChain({
+      name: 'outer',
+      input: z.object({}),
+      steps: [
+        { id: 'reserve', tool: reserve, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+        { id: 'two', chain: both, input: {} },
+      ],
+    });
+    const r = await runChain(c, {}, { invoker: t.invoker });
+    expect(r.status).toBe('failed');
+    if (r.status !== 'failed') return;
+    expect(r.error).toMatchObject({ step: 'two/check' });
+    expect(t.undone()).toEqual(['unsave t7', 'release r1']);
+    expect(r.compensated).toEqual(['two/b', 'reserve']);
+    expect(r.compensationFailures?.map((f) => [f.step, f.error.code])).toEqual([['two/a', 'http_409']]);
+  });
+
+  it('a sub-chain whose `output` throws undoes the steps it completed', async () => {
+    const t = tools();
+    const throws = defineChain({
+      name: 'save_then_throw',
+      input: z.object({}),
+      steps: [
+        { id: 'save', tool: save, input: { id: 't0' }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } },
+      ],
+      output: () => {
+        throw new Error('no output');
+      },
+    });
+    const c = defineChain({
+      name: 'outer_throw',
+      input: z.object({}),
+      steps: [{ id: 'one', chain: throws, input: {} }],
+    });
+    const r = await runChain(c, {}, { invoker: t.invoker });
+    expect(r.status).toBe('failed');
+    if (r.status !== 'failed') return;
+    expect(r.error).toMatchObject({ code: 'output_failed' });
+    expect(t.undone()).toEqual(['unsave t0']);
+    expect(r.compensated).toEqual(['one/save']);
   });
 
   it("failed items collected with onItemError 'collect' each undo their own steps under their own key; the completed ones stay done", async () => {

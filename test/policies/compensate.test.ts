@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRunner, defineChain, defineTool, memoryIdempotencyStore, ref } from 'chainkit';
+import { createRunner, defineChain, defineTool, memoryIdempotencyStore, memoryRunStore, ref } from 'chainkit';
 import { createMockInvoker } from 'chainkit/testing';
 import { http } from '../helpers.js';
 import { expectedAfterUndo, retriedAfterUndo, undoneMarkContract } from '../helpers/undone-retry.js';
@@ -89,6 +89,33 @@ describe('compensation', () => {
       { step: 'second', error: { category: 'internal', tool: 'release' } },
     ]);
     expect(r.trace.steps.find((s) => s.id === 'second' && s.status === 'error')).toBeDefined();
+  });
+
+  it('undoes completed steps when the chain’s `output` throws, in memory and in a durable run', async () => {
+    const throws = defineChain({
+      name: 'order_no_output',
+      input: z.object({ a: z.string() }),
+      steps: [
+        {
+          id: 'first',
+          tool: reserve,
+          input: { item: ref('input', 'a') },
+          compensate: { tool: release, input: { id: ref('first', 'id') } },
+        },
+      ],
+      output: () => {
+        throw new Error('no output');
+      },
+    });
+    for (const stores of [{}, { runs: memoryRunStore() }]) {
+      const invoker = createMockInvoker({
+        reserve: (i: { item: string }) => ({ id: `r-${i.item}` }),
+        release: { ok: { ok: true } },
+      });
+      const r = await createRunner({ invoker, stores }).run(throws, { a: 'x' });
+      expect(r.status === 'failed' && [r.error.code, r.compensated]).toEqual(['output_failed', ['first']]);
+      expect(invoker.callsTo('release').map((c) => c.input)).toEqual([{ id: 'r-x' }]);
+    }
   });
 
   it('does nothing when the run completes', async () => {

@@ -7,7 +7,7 @@ import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/failure.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
-import { StepError, type StepOutcome } from '../execution.js';
+import { StepError, type StepOutcome, type Undone } from '../execution.js';
 import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
 import { priorIndexes, priorUnitUndo } from '../prior-undo.js';
@@ -156,7 +156,11 @@ class ItemRun {
       this.values[i] = { ok: false, error: outcome.error };
     } else {
       // A failure or a decline stops the step even when an item waits at a gate (it would fail on resume).
-      if (this.stop === undefined || this.stop.kind === 'gate' || this.stop.kind === 'wait') {
+      const first = this.stop === undefined || this.stop.kind === 'gate' || this.stop.kind === 'wait';
+      // An item failing beside the one that stopped the step undid its own steps too: the run reports them.
+      if (!first && this.stop!.kind === 'failed' && outcome.kind === 'failed' && outcome.undone)
+        this.stop = { ...this.stop!, undone: joinUndone(this.stop!.undone, outcome.undone) };
+      if (first) {
         this.stop = outcome;
         this.group.abort(
           new RunAbortReason(
@@ -230,4 +234,14 @@ class ItemRun {
       });
     this.resolve({ kind: 'ok', value: this.values, skipped: false });
   }
+}
+
+/** Two items' undos, in the order they ended. */
+function joinUndone(a: Undone | undefined, b: Undone): Undone {
+  if (a === undefined) return b;
+  const failures = [...(a.compensationFailures ?? []), ...(b.compensationFailures ?? [])];
+  return {
+    compensated: [...a.compensated, ...b.compensated],
+    ...(failures.length > 0 && { compensationFailures: failures }),
+  };
 }
