@@ -5,17 +5,17 @@ import type { RunListQuery, RunListResult, RunStatus } from '../stores/run-store
 import type { Db, Statement } from './db.js';
 
 /**
- * A page of the runs `query` asks for, newest first: `list`, or `listChain` when it names a chain.
+ * A page of the runs `query` asks for, newest first: `listContext` when it names contexts, `listChain` when
+ * it names a chain, else `list`.
  *
  * @example
  * ```ts
- * const page = await listRuns(db, list, listChain, { statuses: ['failed'], since: 0, until: Infinity, limit: 50 });
+ * const page = await listRuns(db, sql, { statuses: ['failed'], since: 0, until: Infinity, limit: 50 });
  * ```
  */
 export async function listRuns(
   db: Db,
-  list: Statement,
-  listChain: Statement,
+  statements: { list: Statement; listChain: Statement; listContext: Statement },
   query: RunListQuery,
 ): Promise<RunListResult> {
   type Listed = {
@@ -27,7 +27,7 @@ export async function listRuns(
     result: string | null;
     journal: string[];
   };
-  const args = [
+  const args: unknown[] = [
     query.statuses,
     query.chain ?? null,
     query.since,
@@ -37,7 +37,14 @@ export async function listRuns(
     query.after?.startedAt ?? Infinity,
     query.after?.runId ?? '',
   ];
-  const rows = (await db.query<Listed>('run (list)', query.chain === undefined ? list : listChain, args)).rows;
+  const statement =
+    query.contexts !== undefined
+      ? statements.listContext
+      : query.chain === undefined
+        ? statements.list
+        : statements.listChain;
+  if (query.contexts !== undefined) args.push([...query.contexts]);
+  const rows = (await db.query<Listed>('run (list)', statement, args)).rows;
   const runs = rows.slice(0, query.limit).map((r) =>
     summarize(
       {

@@ -103,6 +103,24 @@ FROM (
 ORDER BY p.started_at DESC, p.run_id DESC`;
   const list = db.sql(listSql(false));
   const listChain = db.sql(listSql(true));
+  // One user's runs: per context hash, one ordered range of runs_context_started, the statuses (and
+  // chain) checked on the rows it reads. A user's runs are few beside everyone's, so no range per status.
+  const listContext = db.sql(`
+SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id ORDER BY seq) AS journal
+FROM (
+  SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
+  FROM unnest($9::text[]) AS cx(hash) CROSS JOIN LATERAL (
+    SELECT run_id, chain, CASE WHEN status = 'running' AND retry_until IS NOT NULL THEN 'retrying' ELSE status END
+        AS status, started_at, ended_at, result FROM ${s}.runs
+    WHERE context_hash = cx.hash
+      AND (CASE WHEN status = 'running' AND retry_until IS NOT NULL THEN 'retrying' ELSE status END) = ANY($1::text[])
+      AND ($2::text IS NULL OR chain = $2) AND started_at >= $3 AND started_at < $4
+      AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)
+    ORDER BY started_at DESC, run_id DESC LIMIT $6
+  ) r
+  ORDER BY r.started_at DESC, r.run_id DESC LIMIT $6
+) p
+ORDER BY p.started_at DESC, p.run_id DESC`);
   const markRetrying = db.sql(
     `UPDATE ${s}.runs SET retry_until = $3 WHERE run_id = $1 AND owner = $2 AND status = 'running'`,
   );
@@ -146,6 +164,7 @@ ORDER BY lease_until LIMIT $2`);
     claim,
     list,
     listChain,
+    listContext,
     markRetrying,
     requestCancel,
     takeParked,

@@ -83,6 +83,7 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
     claim,
     list,
     listChain,
+    listContext,
     markRetrying,
     requestCancel,
     takeParked,
@@ -269,7 +270,8 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
         previousOwner: row.previous_owner,
       }));
     },
-    listRuns: (query) => listRuns(db, list, listChain, query),
+    listsByContext: true,
+    listRuns: (query) => listRuns(db, { list, listChain, listContext }, query),
     async get(runId) {
       const row = await get(runId, 'run (get)');
       if (!row || (row.expires_at !== null && row.expires_at <= db.now())) return undefined;

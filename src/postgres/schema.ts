@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -72,6 +72,8 @@ ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS cancel_reason text;
 CREATE INDEX IF NOT EXISTS runs_wake ON ${s}.runs (lease_until) WHERE status = 'waiting';
 -- Version 6: the step a run waiting or in doubt is parked at, which a take checks (NULL: parked before version 6).
 ALTER TABLE ${s}.runs ADD COLUMN IF NOT EXISTS parked_step text;
+-- Version 7: one user's runs (runner.listRuns({ context })), newest first.
+CREATE INDEX IF NOT EXISTS runs_context_started ON ${s}.runs (context_hash, started_at DESC, run_id DESC);
 CREATE TABLE IF NOT EXISTS ${s}.run_journal (
   run_id text NOT NULL,
   seq bigint GENERATED ALWAYS AS IDENTITY,

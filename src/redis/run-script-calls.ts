@@ -9,6 +9,7 @@ import {
   GET,
   JOURNAL,
   LIST,
+  LIST_CONTEXT,
   RENEW,
   REOPEN,
   REQUEST_CANCEL,
@@ -26,6 +27,7 @@ export const reopen = script(REOPEN);
 export const claim = script(CLAIM);
 export const get = script(GET);
 export const list = script(LIST);
+export const listContext = script(LIST_CONTEXT);
 export const begin = script(BEGIN);
 export const retrying = script(RETRYING);
 export const requestCancel = script(REQUEST_CANCEL);

@@ -29,21 +29,26 @@ end
 `;
 
 // Retention of the listing indexes (docs/guides/watching-runs.md): each ended or parked run is also
-// a member of \`<index prefix>exp\` scored by when its record expires (member: [status, chain, id]).
-// Each finish removes up to 100 members whose time has come from the indexes (a range of that set,
-// never a scan), so the indexes keep no entry for a run whose record expired.
+// a member of \`<index prefix>exp\` scored by when its record expires (member: [status, chain, id, context
+// hash]). Each finish removes up to 100 members whose time has come from the indexes (a range of that
+// set, never a scan), so the indexes keep no entry for a run whose record expired; the context index
+// (\`cx:<hash>\`, every run of one context, added when the run is recorded) loses the run once it is gone.
 const EXPIRY = `
 local function index_expire(prefix, id, chain, status, now, keepMs)
   local exp = prefix .. 'exp'
-  redis.call('ZADD', exp, tonumber(now) + tonumber(keepMs), cjson.encode({status, chain, id}))
+  local ctx = redis.call('HGET', ARGV_RUN .. id, 'ctx') or ''
+  redis.call('ZADD', exp, tonumber(now) + tonumber(keepMs), cjson.encode({status, chain, id, ctx}))
   if redis.call('PTTL', exp) < tonumber(keepMs) then redis.call('PEXPIRE', exp, keepMs) end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, 100)) do
     local e = cjson.decode(m)
-    if redis.call('HGET', ARGV_RUN .. e[3], 'status') ~= e[1] then
+    local st = redis.call('HGET', ARGV_RUN .. e[3], 'status')
+    if st ~= e[1] then
       local a, b = idx(prefix, e[1], e[2])
       redis.call('ZREM', a, e[3])
       redis.call('ZREM', b, e[3])
     end
+    -- A member written before contexts were indexed has no e[4].
+    if not st and e[4] and e[4] ~= '' then redis.call('ZREM', prefix .. 'cx:' .. e[4], e[3]) end
     redis.call('ZREM', exp, m)
   end
 end
@@ -63,6 +68,7 @@ if not st then
     'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
   index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
+  if ARGV[9] ~= '' then redis.call('ZADD', ARGV[11] .. 'cx:' .. ARGV[9], ARGV[10], ARGV[6]) end
   return 'created'
 end
 local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
@@ -183,6 +189,18 @@ for page = 1, 20 do
 end
 return out`;
 
+// The end of a listing: the candidates (each index's first `limit + 1` after the cursor) merged newest
+// first, ties by run id; the page's runs read with their journals; whether more follow.
+const PAGE = `
+table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end return a[2] > b[2] end)
+local out = {}
+for i = 1, math.min(limit, #cands) do
+  local id = cands[i][2]
+  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'),
+    redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+end
+return {out, #cands > limit and 1 or 0}`;
+
 // ARGV: run key prefix, journal key prefix, since, until, limit, cursor score ('' for none), cursor
 // id, chain ('' for any), then index key and status pairs. From each index, up to limit + 1 runs
 // after the cursor (members whose run expired or changed status leave the index), merged newest
@@ -236,14 +254,61 @@ for i = 9, #ARGV, 2 do
     if #rows < 2 * (limit + 1) then break end
   end
 end
-table.sort(cands, function(a, b) if a[1] ~= b[1] then return a[1] > b[1] end return a[2] > b[2] end)
-local out = {}
-for i = 1, math.min(limit, #cands) do
-  local id = cands[i][2]
-  out[i] = {id, redis.call('HMGET', ARGV[1] .. id, 'chain', 'status', 'started', 'ended', 'result', 'retry'),
-    redis.call('LRANGE', ARGV[2] .. id, 0, -1)}
+${PAGE}`;
+
+// KEYS: none. ARGV: run key prefix, journal key prefix, since, until, limit, after score, after id, chain ('' for
+// any), the statuses (comma-separated), then the context indexes (\`cx:<hash>\`).
+// One context's runs, newest first: each context index read in order, each member's status and chain checked
+// on its hash (a user's runs are few beside everyone's: no index per status); a member whose run is gone leaves.
+export const LIST_CONTEXT = `
+local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local ascore, aid = tonumber(ARGV[6]), ARGV[7]
+local wanted = {}
+for st in string.gmatch(ARGV[9], '[^,]+') do wanted[st] = true end
+local cands = {}
+-- Whether the member is listed, and whether it left the index (a page's offset does not count it).
+local function valid(key, id)
+  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain', 'retry')
+  if not f[1] then
+    redis.call('ZREM', key, id)
+    return false, true
+  end
+  local st = f[1]
+  if st == 'running' and f[3] then st = 'retrying' end
+  return wanted[st] == true and (ARGV[8] == '' or f[2] == ARGV[8]), false
 end
-return {out, #cands > limit and 1 or 0}`;
+for i = 10, #ARGV do
+  local key = ARGV[i]
+  local got = 0
+  local max = upper
+  if ascore and ascore < upper then
+    if ascore >= tonumber(since) then
+      for _, id in ipairs(redis.call('ZREVRANGEBYSCORE', key, ascore, ascore)) do
+        if id < aid and got <= limit and valid(key, id) then
+          cands[#cands + 1] = {ascore, id}
+          got = got + 1
+        end
+      end
+    end
+    max = ascore
+  end
+  local offset = 0
+  while got <= limit do
+    local rows = redis.call('ZREVRANGEBYSCORE', key, '(' .. max, since, 'WITHSCORES', 'LIMIT', offset, 100)
+    if #rows == 0 then break end
+    for j = 1, #rows, 2 do
+      if got > limit then break end
+      local listed, gone = valid(key, rows[j])
+      if listed then
+        cands[#cands + 1] = {tonumber(rows[j + 1]), rows[j]}
+        got = got + 1
+      end
+      if not gone then offset = offset + 1 end
+    end
+    if #rows < 200 then break end
+  end
+end
+${PAGE}`;
 
 // KEYS: run hash, journal.
 export const GET = `return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1)}`;

@@ -19,6 +19,7 @@ import {
   get,
   journal,
   list,
+  listContext,
   renew,
   reopen,
   requestCancel,
@@ -215,12 +216,16 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
         const rows = (await claim(redis, [live], args)) as [string[], string[], string][];
         return rows.map(([hash, entries, previousOwner]) => ({ ...fromHash(hash, entries), previousOwner }));
       }),
+    listsByContext: true,
     listRuns: (query) =>
       guard('list', async () => {
-        const sets = query.statuses.flatMap((st) => [
-          query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`,
-          st,
-        ]);
+        const sets =
+          query.contexts === undefined
+            ? query.statuses.flatMap((st) => [
+                query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`,
+                st,
+              ])
+            : [query.statuses.join(','), ...query.contexts.map((hash) => `${idx}cx:${hash}`)];
         // Lua reads the bounds with tonumber: a huge finite number where there is none.
         const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
         const args = [
@@ -234,7 +239,8 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
           query.chain ?? '',
           ...sets,
         ];
-        const [rows, more] = (await list(redis, [], args)) as [[string, (string | null)[], string[]][], number];
+        const script = query.contexts === undefined ? list : listContext;
+        const [rows, more] = (await script(redis, [], args)) as [[string, (string | null)[], string[]][], number];
         const runs = rows.map(([runId, [chain, status, started, ended, result, retry], journal]) =>
           summarize(
             {

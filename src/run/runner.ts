@@ -5,10 +5,8 @@ import { isChain } from '../define/chain.js';
 import { RunAbortReason } from '../errors/failure.js';
 import { DefinitionError } from '../errors/definition-error.js';
 import { nextTools, relevantChains } from '../guidance/suggest.js';
-import { callStore } from '../stores/guard.js';
-import { maskText } from '../observe/redact.js';
-import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '../stores/run-list.js';
-import { STORE_WAIT_MS } from '../util/timer.js';
+import type { ListRunsFilter, RunPage } from '../stores/run-list.js';
+import { listRuns } from './list-runs.js';
 import { callByName } from './direct-call.js';
 import { DurableRuns, type RunInfo } from './durable.js';
 import type { StoredRun } from '../stores/run-store.js';
@@ -299,16 +297,7 @@ export function createRunner<Chains extends Chain[] = Chain[]>(
 
     async listRuns(filter: ListRunsFilter = {}): Promise<RunPage> {
       if (!runStore) throw needsRunStore('listRuns()');
-      if (!runStore.listRuns)
-        throw new TypeError(
-          'listRuns() needs a run store that lists runs: memoryRunStore(), redisStores(...) or postgresStores(...).',
-        );
-      const query = listQuery(filter);
-      const found = await callStore(() => runStore.listRuns!(query), now() + STORE_WAIT_MS, now, 'run (list)');
-      for (const run of found.runs)
-        if (run.awaiting) run.awaiting.question = maskText(run.awaiting.question, options.redact);
-      const last = found.runs[found.runs.length - 1];
-      return found.more && last ? { runs: found.runs, cursor: encodeRunCursor(last) } : { runs: found.runs };
+      return listRuns({ store: runStore, chains: parts.chains, redact: options.redact, now }, filter);
     },
 
     async rerun(runId: string): Promise<Rerun | RerunRefusal> {

@@ -1,5 +1,5 @@
-// Who may see a run: `getRun`, `watch` and `cancel` with `{ context }` show a durable run only to the trusted
-// context it was started with (docs/guides/watching-runs.md, "Only the user's own runs").
+// Who may see a run: `getRun`, `watch`, `cancel`, `signal` and `listRuns` with `{ context }` show a durable run
+// only to the trusted context it was started with (docs/guides/watching-runs.md, "Only the user's own runs").
 import type { Chain } from '../define/chain.js';
 import { hashContext } from './checkpoint.js';
 import { validateContext } from './prepare.js';
@@ -32,6 +32,34 @@ export function startedWith(
   } catch {
     return false; // a context that throws when read or checked is nobody's, and says nothing of the run
   }
+}
+
+/**
+ * The context hashes of the runs `listRuns({ context })` shows: `context` as each chain this runner knows
+ * gives it (only `chain`'s when the listing names one), and as given for the chains it does not know, as
+ * {@link startedWith} compares them. Empty for a context that is nobody's (empty, or throwing when read).
+ *
+ * @example
+ * ```ts
+ * const query = { ...listQuery(filter), contexts: contextHashes(parts.chains, { userId }) };
+ * ```
+ */
+export function contextHashes(chains: ReadonlyMap<string, Chain>, context: object, chain?: string): string[] {
+  const hashes = new Set<string>();
+  const add = (value: object): void => {
+    if (hasEntries(value)) hashes.add(hashContext(value));
+  };
+  try {
+    const known = chain === undefined ? chains.values() : chains.has(chain) ? [chains.get(chain)!] : [];
+    for (const c of known) {
+      const validated = validateContext(c, context);
+      if (validated.ok) add(validated.value);
+    }
+    if (chain === undefined || !chains.has(chain)) add(context);
+  } catch {
+    return [];
+  }
+  return [...hashes];
 }
 
 /**

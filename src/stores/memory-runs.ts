@@ -216,6 +216,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
       const run = live(runId);
       return run && view(runId, run);
     },
+    listsByContext: true,
     // One pass over what this store holds, which maxEnded bounds (plus the runs in flight).
     async listRuns(query) {
       const t = now();
@@ -225,7 +226,8 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
         if (
           run.expiresAt <= t ||
           !query.statuses.includes(status) ||
-          (query.chain !== undefined && run.chain !== query.chain)
+          (query.chain !== undefined && run.chain !== query.chain) ||
+          (query.contexts !== undefined && !(run.contextHash !== undefined && query.contexts.includes(run.contextHash)))
         )
           continue;
         if (

@@ -30,6 +30,11 @@ export interface ListRunsFilter {
   limit?: number;
   /** The `cursor` of the previous page: the next page starts after its last run. */
   cursor?: string;
+  /**
+   * Only the runs started with this trusted context (a user's own runs), compared as `getRun`'s
+   * `{ context }` is. Absent: every run (an operator's view). `undefined` or `null` throws.
+   */
+  context?: object;
 }
 
 /** One page of `runner.listRuns`: `cursor` is present when more runs may follow. */

@@ -228,6 +228,12 @@ export interface RunStore {
    */
   listRuns?(query: RunListQuery): Promise<RunListResult>;
   /**
+   * `true` when `listRuns` honours `query.contexts` (lists one user's runs from an index of its own).
+   * Absent: `runner.listRuns({ context })` is refused, so a store written before it never lists every
+   * user's runs to one.
+   */
+  readonly listsByContext?: boolean;
+  /**
    * The idempotency store `journal(…, complete)` writes into, with its encoding (absent: `complete`
    * is refused). A runner passes `complete` only when this is its `stores.idempotency`.
    */
@@ -331,6 +337,12 @@ export interface RunListQuery {
   until: number;
   limit: number;
   after?: RunListAfter;
+  /**
+   * Only runs recorded with one of these context hashes (`RunRecord.contextHash`): the runs of one
+   * user (`runner.listRuns({ context })`). Absent: every run. Given only to a store that declares
+   * `listsByContext`.
+   */
+  contexts?: readonly string[];
 }
 
 /** A listing page as a store returns it: `more` when runs past the last one may match. */

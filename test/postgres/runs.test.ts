@@ -135,6 +135,45 @@ describe('postgres run store', () => {
     ).toEqual([before.runId]);
   });
 
+  it('upgrades tables of schema version 6 in place: a user’s runs recorded before are listed by context, through an index', async () => {
+    const s = schema();
+    const old = postgresStores(pool, { schema: s });
+    await old.migrate();
+    const before = record('A', Date.now() + 60_000, { startedAt: 1_000, contextHash: 'ctx-old' });
+    await old.runs.create(before, Date.now());
+    await pool.query(
+      `DROP INDEX "${s}".runs_context_started; UPDATE "${s}".meta SET value = '6' WHERE key = 'version'`,
+    );
+    const stores = postgresStores(pool, { schema: s });
+    await stores.migrate();
+    expect((await pool.query(`SELECT value FROM "${s}".meta WHERE key = 'version'`)).rows[0].value).toBe(
+      String(SCHEMA_VERSION),
+    );
+    const mine = {
+      statuses: ['running'] as const,
+      since: -Infinity,
+      until: Infinity,
+      limit: 10,
+      contexts: ['ctx-old'],
+    };
+    expect((await stores.runs.listRuns!(mine)).runs.map((r) => r.runId)).toEqual([before.runId]);
+    const client = await pool.connect();
+    try {
+      await client.query(`SET enable_seqscan = off`); // a tiny table: ask whether an index can answer at all
+      const plan = (
+        await client.query(
+          `EXPLAIN SELECT run_id FROM "${s}".runs WHERE context_hash = 'ctx-old' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
+        )
+      ).rows
+        .map((r) => r['QUERY PLAN'])
+        .join('\n');
+      expect(plan).toMatch(/runs_context_started/);
+    } finally {
+      await client.query(`RESET enable_seqscan`);
+      client.release();
+    }
+  });
+
   it('upgrades tables of schema version 2 in place: runs recorded before are listed by their start time, through an index', async () => {
     const s = schema();
     const old = postgresStores(pool, { schema: s });

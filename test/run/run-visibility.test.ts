@@ -272,3 +272,92 @@ describe('runs shown to the context they were started with', () => {
     await runner.close();
   });
 });
+
+describe('listRuns({ context }): the runs started with one user’s context', () => {
+  const gate = defineChain({
+    name: 'owned_gate',
+    input: z.object({ n: z.number() }),
+    context: z.object({ userId: z.string() }),
+    steps: [
+      {
+        id: 'find',
+        tool: find,
+        input: { n: ref('input', 'n'), user: ref('context', 'userId') },
+        confirm: { prompt: 'Go?' },
+      },
+    ],
+  });
+  const setup = async () => {
+    const runs = memoryRunStore();
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs },
+      chains: [owned, gate],
+      secret: 'a-secret-of-at-least-32-characters!!',
+    });
+    const as = (userId: string) => ({ context: { userId } });
+    const a1 = await runner.run(owned, { n: 1 }, as('alice'));
+    const b1 = await runner.run(owned, { n: 2 }, as('bob'));
+    const a2 = await runner.run(gate, { n: 3 }, as('alice'));
+    const b2 = await runner.run(gate, { n: 4 }, as('bob'));
+    const job = await runner.run(
+      defineChain({
+        name: 'job',
+        input: z.object({ n: z.number() }),
+        steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n'), user: 'nightly' } }],
+      }),
+      { n: 5 },
+    );
+    return { runner, runs, ids: { a1: a1.runId, a2: a2.runId, b1: b1.runId, b2: b2.runId, job: job.runId } };
+  };
+  const listed = (page: { runs: { runId: string }[] }) => page.runs.map((r) => r.runId).sort();
+
+  it('lists only that user’s runs, with the other filters: the user’s own approvals inbox', async () => {
+    const { runner, ids } = await setup();
+    expect(listed(await runner.listRuns({ context: { userId: 'alice' } }))).toEqual([ids.a1, ids.a2].sort());
+    expect(listed(await runner.listRuns({ context: { userId: 'bob' } }))).toEqual([ids.b1, ids.b2].sort());
+    const inbox = await runner.listRuns({ context: { userId: 'alice' }, status: 'awaiting_confirmation' });
+    expect(inbox.runs).toEqual([
+      expect.objectContaining({ runId: ids.a2, awaiting: { step: 'find', question: 'Go?' } }),
+    ]);
+    expect(listed(await runner.listRuns({ context: { userId: 'alice' }, chain: 'owned' }))).toEqual([ids.a1]);
+    // As each chain's context schema gives it: a field it does not declare is dropped, as when the run started.
+    expect(listed(await runner.listRuns({ context: { userId: 'alice', session: 's-1' } }))).toEqual(
+      [ids.a1, ids.a2].sort(),
+    );
+    const first = await runner.listRuns({ context: { userId: 'alice' }, limit: 1 });
+    const second = await runner.listRuns({ context: { userId: 'alice' }, limit: 1, cursor: first.cursor! });
+    expect([...listed(first), ...listed(second)].sort()).toEqual([ids.a1, ids.a2].sort());
+    expect(second.cursor).toBeUndefined();
+    // Without a context: an operator's view of every run, jobs included.
+    expect((await runner.listRuns()).runs).toHaveLength(5);
+    await runner.close();
+  });
+
+  it('an empty context, one that throws when read, or one nobody started a run with, lists nothing', async () => {
+    const { runner } = await setup();
+    const hostile = {
+      get userId(): string {
+        throw new Error('session expired at db-7.internal');
+      },
+    };
+    for (const context of [{}, { userId: undefined }, hostile, { userId: 'carol' }])
+      expect((await runner.listRuns({ context })).runs).toEqual([]);
+    await runner.close();
+  });
+
+  it('refuses a context given but not an object, and a run store that cannot list by context', async () => {
+    const { runner, runs } = await setup();
+    const session: { context?: { userId: string } } = {};
+    await expect(runner.listRuns({ context: session.context })).rejects.toThrow(/leave it out/);
+    const { listsByContext: _, ...older } = runs; // a custom store written before listing by context
+    const plain = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs: older },
+    });
+    await expect(plain.listRuns({ context: { userId: 'alice' } })).rejects.toThrow(/lists runs by context/);
+    expect((await plain.listRuns()).runs).toHaveLength(5);
+    await plain.close();
+    await runner.close();
+  });
+});

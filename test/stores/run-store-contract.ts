@@ -750,6 +750,49 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(two.more).toBe(true);
     });
 
+    it('lists only the runs started with one of the given contexts, with every other filter and the cursor', async () => {
+      const { runs } = await setup();
+      const mine = (status: RunStatus, at: number, over: Partial<RunRecord> = {}) =>
+        add(runs, at, status, { contextHash: `ctx-${T0}-alice`, ...over });
+      const a1 = await mine('completed', T0 + 500);
+      const a2 = await mine('awaiting_confirmation', T0 + 501);
+      const a3 = await mine('running', T0 + 502, { chain: 'other-chain' });
+      const a4 = await mine('failed', T0 + 503);
+      const b1 = await add(runs, T0 + 504, 'completed', { contextHash: `ctx-${T0}-bob` });
+      await add(runs, T0 + 505, 'completed', { contextHash: `ctx-${T0}-carol` });
+      const alice = [`ctx-${T0}-alice`];
+      expect(ids(await runs.listRuns!(q({ contexts: alice })))).toEqual([a4, a3, a2, a1]);
+      expect(ids(await runs.listRuns!(q({ contexts: [...alice, `ctx-${T0}-bob`] })))).toEqual([b1, a4, a3, a2, a1]);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['awaiting_confirmation'] })))).toEqual([a2]);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['completed', 'failed'] })))).toEqual([a4, a1]);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, chain: 'other-chain' })))).toEqual([a3]);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, since: T0 + 501, until: T0 + 503 })))).toEqual([a3, a2]);
+      expect(ids(await runs.listRuns!(q({ contexts: [`ctx-${T0}-nobody`] })))).toEqual([]);
+      const first = await runs.listRuns!(q({ contexts: alice, limit: 3 }));
+      expect([ids(first), first.more]).toEqual([[a4, a3, a2], true]);
+      const last = first.runs[2]!;
+      const next = await runs.listRuns!(
+        q({ contexts: alice, limit: 3, after: { startedAt: last.startedAt, runId: last.runId } }),
+      );
+      expect([ids(next), next.more]).toEqual([[a1], false]);
+      // A run moves between statuses and stays listed for its context under its new one.
+      expect(await runs.finish(a3, 'A', 'completed', { status: 'completed' }, HOUR)).toBe(true);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['completed'] })))).toEqual([a3, a1]);
+      expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['running'] })))).toEqual([]);
+    });
+
+    it('lists no run for a context once its record expired', async () => {
+      const { runs } = await setup();
+      const ctx = `ctx-${T0}-expiring`;
+      const kept = await add(runs, T0 + 600, 'completed', { contextHash: ctx });
+      const rec = record('A', Date.now() + HOUR, { startedAt: T0 + 601, contextHash: ctx });
+      await runs.create(rec, Date.now());
+      expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, 1)).toBe(true); // kept 1 ms
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(ids(await runs.listRuns!(q({ contexts: [ctx] })))).toEqual([kept]);
+      expect(ids(await runs.listRuns!(q({ contexts: [ctx], limit: 1 })))).toEqual([kept]);
+    });
+
     it('pages past newer runs that expired since they were indexed, skipping none of the kept ones', async () => {
       const { runs } = await setup();
       const kept: string[] = [];

@@ -25,6 +25,9 @@ describe('watching runs', () => {
     void runner.signal('r', 'review', { ok: true }, { context: session });
     // @ts-expect-error a context is an object, not a user id
     void runner.signal('r', 'review', { ok: true }, { context: 'alice' });
+    expectTypeOf(runner.listRuns({ context: session, status: 'awaiting_confirmation' })).resolves.toHaveProperty('runs');
+    // @ts-expect-error a context is an object, not a user id
+    void runner.listRuns({ context: 'alice' });
   });
 
   it('RunEvent is a union discriminated by type: data narrows with it', () => {
