@@ -62,13 +62,15 @@ export async function compensateRun(
 ): Promise<void> {
   if (steps.length === 0) return;
   if (closedBy instanceof RunAbortReason && closedBy.kind === 'closed') {
-    result.compensationFailures = steps.map(({ step, id }) => ({
+    // After what a failed sub-chain reported (its own undos, or its own steps not compensated).
+    const notUndone = steps.map(({ step, id }) => ({
       step: id,
       error: toErrorInfo(
         { category: 'cancelled', code: 'runner_closed', message: 'Not compensated: the runner was closed.' },
         { step: id, tool: step.compensate!.tool.name },
       ),
     }));
+    result.compensationFailures = [...(result.compensationFailures ?? []), ...notUndone];
     return;
   }
   const { trace } = result;

@@ -126,6 +126,15 @@ export interface Undone {
   compensated: string[];
   compensationFailures?: { step: string; error: ChainErrorInfo }[];
 }
+/** What two failed units undid, in the order they ended (items of a `forEach`, steps failing side by side). */
+export function joinUndone(a: Undone | undefined, b: Undone): Undone {
+  if (a === undefined) return b;
+  const failures = [...(a.compensationFailures ?? []), ...(b.compensationFailures ?? [])];
+  return {
+    compensated: [...a.compensated, ...b.compensated],
+    ...(failures.length > 0 && { compensationFailures: failures }),
+  };
+}
 /** How a step ended. */
 export type StepOutcome =
   | { kind: 'ok'; value: unknown; skipped: boolean }

@@ -3,7 +3,7 @@
 import type { PlannedStep } from '../define/step-kinds.js';
 import { RunAbortReason } from '../errors/failure.js';
 import type { AbortScope } from '../policies/abort.js';
-import { DONE, PENDING, RUNNING, type StepOutcome, type Stopped } from './execution.js';
+import { DONE, joinUndone, PENDING, RUNNING, type StepOutcome, type Stopped } from './execution.js';
 
 /**
  * The schedule of one execution segment. The executor's run extends it (no extra object per run)
@@ -89,6 +89,10 @@ export abstract class Scheduler {
     if (outcome.kind === 'ok') {
       this.state[step.index] = DONE;
       if (!outcome.skipped) this.results[step.id] = outcome.value;
+    } else if (this.stop?.outcome.kind === 'failed' && outcome.kind === 'failed' && outcome.undone) {
+      // A step failing beside the one that stopped the run undid its own sub-chain steps: the run reports them.
+      const undone = joinUndone(this.stop.outcome.undone, outcome.undone);
+      this.stop = { index: this.stop.index, outcome: { ...this.stop.outcome, undone } };
     } else if (
       !this.stop ||
       (outcome.kind === 'failed' && (this.stop.outcome.kind === 'gate' || this.stop.outcome.kind === 'wait'))

@@ -264,6 +264,55 @@ describe('compensation inside sub-chains', () => {
     expect(r.compensationFailures?.map((f) => [f.step, f.error.code])).toEqual([['two/a', 'http_409']]);
   });
 
+  it('a sub-chain failing beside a step that failed first: its own undos are in the run’s `compensated` too', async () => {
+    const undone: string[] = [];
+    const invoker = functionInvoker({
+      save: ({ id }: { id: string }) => ({ id }),
+      unsave: ({ id }: { id: string }) => (undone.push(id), { ok: true }),
+      check: () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 300)),
+      boom: () => new Promise((_, reject) => setTimeout(() => reject(http(403, 'no')), 50)),
+    });
+    const c = defineChain({
+      name: 'side_by_side',
+      input: z.object({}),
+      steps: [
+        { id: 'sub', chain: saveOne, input: { id: 's1' } }, // cut off in its check by bad's failure
+        { id: 'bad', tool: boom, input: {} },
+      ],
+    });
+    const r = await runChain(c, {}, { invoker });
+    expect(r.status === 'failed' && [r.error.step, r.compensated]).toEqual(['bad', ['sub/save']]);
+    expect(undone).toEqual(['s1']);
+  });
+
+  it('runner.close() during a sub-chain: its steps and the run’s are all reported not compensated', async () => {
+    const invoker = functionInvoker({
+      save: ({ id }: { id: string }) => ({ id }),
+      unsave: () => ({ ok: true }),
+      reserve: () => ({ id: 'r1' }),
+      release: () => ({ ok: true }),
+      check: () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 500)),
+    });
+    const c = defineChain({
+      name: 'closed_inside',
+      input: z.object({}),
+      steps: [
+        { id: 'reserve', tool: reserve, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+        { id: 'two', chain: saveOne, input: { id: ref('reserve', 'id') } },
+      ],
+    });
+    const runner = createRunner({ invoker });
+    const running = runner.run(c, {});
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await runner.close();
+    const r = await running;
+    expect(r.status === 'failed' && r.compensated).toEqual([]);
+    expect(r.status === 'failed' && r.compensationFailures?.map((f) => [f.step, f.error.code])).toEqual([
+      ['two/save', 'runner_closed'],
+      ['reserve', 'runner_closed'],
+    ]);
+  });
+
   it('a sub-chain whose `output` throws undoes the steps it completed', async () => {
     const t = tools();
     const throws = defineChain({

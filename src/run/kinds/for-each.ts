@@ -7,7 +7,7 @@ import type { PlannedStep } from '../../define/step-kinds.js';
 import { RunAbortReason } from '../../errors/failure.js';
 import type { TraceStep } from '../../observe/trace.js';
 import { AbortScope } from '../../policies/abort.js';
-import { StepError, type StepOutcome, type Undone } from '../execution.js';
+import { joinUndone, StepError, type StepOutcome } from '../execution.js';
 import type { UndoUnit } from '../compensate.js';
 import type { InFlight, NestedEnd, StepHost } from '../step-host.js';
 import { priorIndexes, priorUnitUndo } from '../prior-undo.js';
@@ -234,14 +234,4 @@ class ItemRun {
       });
     this.resolve({ kind: 'ok', value: this.values, skipped: false });
   }
-}
-
-/** Two items' undos, in the order they ended. */
-function joinUndone(a: Undone | undefined, b: Undone): Undone {
-  if (a === undefined) return b;
-  const failures = [...(a.compensationFailures ?? []), ...(b.compensationFailures ?? [])];
-  return {
-    compensated: [...a.compensated, ...b.compensated],
-    ...(failures.length > 0 && { compensationFailures: failures }),
-  };
 }
