@@ -2,7 +2,7 @@
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
 import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
-import { generationKey, generationStoreKey, keptByJournal, sameResult, undoStoreKey } from './undone.js';
+import { generationKey, generationStoreKey, heldForWrite, keptByJournal, undoStoreKey } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
@@ -305,6 +305,7 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     const writeKey = generationStoreKey(write.storeKey, g);
     // Whether the write's result is still kept: then undos of it from every run share one claim.
     let kept = false;
+    let at: number | undefined;
     if (store.markUndone !== undefined) {
       // Reading a key claims it only when nothing is kept there (its record lapsed): let go of it at once.
       const held = await claim(ctx, writeKey);
@@ -312,9 +313,12 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
         ctx.cached = true;
         return undefined;
       }
-      // The key holds this write while it holds this write's result: once its record lapsed (a run parked
+      // The key holds this write while it holds the result kept for it: once its record lapsed (a run parked
       // past the key's TTL), another write may hold it, which this undo must neither share nor mark.
-      kept = held.status === 'done' && sameResult(held.value, write.output);
+      if (held.status === 'done' && heldForWrite(held, write)) {
+        kept = true;
+        at = held.at;
+      }
       if (held.status === 'pending') abandon(held);
       else if (held.status === 'new') void start(() => store.fail(writeKey, lapsed(writeKey), false, ctx.durable));
     }
@@ -328,9 +332,10 @@ export function idempotencyPolicy(store: IdempotencyStore, now: () => number, re
     // record lapsed is nobody else's: its undo stays the run's, so a later write under that key gets its own.
     if (kept) ctx.storeKey = undoStoreKey(writeKey);
     const key = ctx.storeKey ?? ctx.idempotencyKey!;
-    // A write whose record lapsed is not marked: the mark would land on a write made after it.
+    // A write whose record lapsed is not marked: the mark would land on a write made after it. The store
+    // marks only the result kept at `at`, so a key that lapses while the undo runs keeps a later write's.
     const mark = kept
-      ? (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs))
+      ? (): Promise<unknown> | undefined => start(() => store.markUndone?.(writeKey, write.ttlMs, at))
       : undefined;
     return decide(next, ctx, key, await claim(ctx, key), mark);
   };

@@ -65,8 +65,10 @@ export interface UndoneWrite {
   readonly storeKey: string;
   readonly ttlMs: number | undefined;
   readonly generation: number;
-  /** The write's result as its run knows it: the key holds this write only while it holds this result. */
+  /** The write's result as its run knows it (told from another's by value when the store stamps none). */
   readonly output: unknown;
+  /** When the write's step ended (epoch ms): a result its key kept later is another call's. */
+  readonly endedAt: number | undefined;
 }
 
 /** One call, or one attempt of it. */

@@ -1,6 +1,6 @@
 // A write's key after its undo: the store marks it undone (`IdempotencyStore.markUndone`) in place of
 // the result taken back, and a later call with the key runs again under its next generation.
-import type { CallContext } from './types.js';
+import type { CallContext, UndoneWrite } from './types.js';
 
 /**
  * The key a tool sees for generation `g` of `key`: the key itself, then `key#1`, `key#2`… each after
@@ -81,6 +81,8 @@ export function sameResult(a: unknown, b: unknown, depth = 0): boolean {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || depth > 1000) return false;
   if (a instanceof Date || b instanceof Date)
     return a instanceof Date && b instanceof Date && Object.is(a.getTime(), b.getTime());
+  // Anything but plain data (a Map, a class instance) is the same only as itself: its state is not its fields.
+  if (!plain(a) || !plain(b)) return false;
   if (Array.isArray(a) || Array.isArray(b)) {
     if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
     for (let i = 0; i < a.length; i++) if (!sameResult(a[i], b[i], depth + 1)) return false;
@@ -96,4 +98,28 @@ export function sameResult(a: unknown, b: unknown, depth = 0): boolean {
   }
   for (const k in y) if (Object.hasOwn(y, k) && y[k] !== undefined) fields--;
   return fields === 0;
+}
+
+const plain = (value: object): boolean => {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null || Array.isArray(value);
+};
+
+/** How far apart two instances' clocks may be: a result kept this long after its write's step ended is its own. */
+const SKEW_MS = 5_000;
+
+/**
+ * Whether the result a write's key holds (a `done` claim) is the one kept for that write — by it, or
+ * by the call it was answered from — and not one another call kept after that result lapsed: kept no
+ * later than the write's step ended (within clock skew, at most half the key's TTL, since a later result
+ * comes a whole TTL after). A store that does not stamp its results is compared by value.
+ *
+ * @example
+ * ```ts
+ * if (held.status === 'done' && heldForWrite(held, write)) await store.markUndone?.(key, ttlMs, held.at);
+ * ```
+ */
+export function heldForWrite(held: { value: unknown; at?: number }, write: UndoneWrite): boolean {
+  if (held.at === undefined || write.endedAt === undefined) return sameResult(held.value, write.output);
+  return held.at <= write.endedAt + Math.min(SKEW_MS, (write.ttlMs ?? Infinity) / 2);
 }

@@ -20,7 +20,7 @@ export interface PostgresIdempotencyTiming {
 
 // state: 'p' in flight, 'd' done (value: the result as JSON, NULL for undefined), 'u' a write whose
 // outcome is unknown (value: its failure as JSON). 'n': this call claimed the key.
-type Row = { state: 'n' | 'p' | 'd' | 'u' | 'x'; value: string | null };
+type Row = { state: 'n' | 'p' | 'd' | 'u' | 'x'; value: string | null; kept_at: number | null };
 
 const conflict = (message: string): Error => Object.assign(new Error(message), { status: 409 });
 
@@ -52,28 +52,32 @@ WITH claim AS (
     OR ($6::boolean AND i.state = 'p' AND i.run_id = EXCLUDED.run_id AND i.owner <> EXCLUDED.owner)
   RETURNING 1
 )
-SELECT 'n'::text AS state, NULL::text AS value FROM claim
+SELECT 'n'::text AS state, NULL::text AS value, NULL::double precision AS kept_at FROM claim
 UNION ALL
-SELECT state, value FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2 AND NOT EXISTS (SELECT 1 FROM claim)`);
-  const read = db.sql(`SELECT state, value FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2`);
+SELECT state, value, kept_at FROM ${s}.idempotency
+WHERE key = $1 AND expires_at > $2 AND NOT EXISTS (SELECT 1 FROM claim)`);
+  const read = db.sql(`SELECT state, value, kept_at FROM ${s}.idempotency WHERE key = $1 AND expires_at > $2`);
   const complete = db.sql(`
-INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
+INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at, kept_at)
+VALUES ($1, 'd', $2, NULL, NULL, $3, $4)
 ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
-  expires_at = EXCLUDED.expires_at`);
+  expires_at = EXCLUDED.expires_at, kept_at = EXCLUDED.kept_at`);
   // The late answer of a write whose outcome was unknown: kept unless the key holds a result or a call in flight.
   const completeLate = db.sql(`
-INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($1, 'd', $2, NULL, NULL, $3)
+INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at, kept_at)
+VALUES ($1, 'd', $2, NULL, NULL, $3, $4)
 ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
-  expires_at = EXCLUDED.expires_at
+  expires_at = EXCLUDED.expires_at, kept_at = EXCLUDED.kept_at
 WHERE i.state = 'u' OR i.expires_at <= $4`);
   // A durable run's call ($2, $3: its run and owner) ends only its own claim: a recovered run's new owner
   // may have taken the key over meanwhile.
   const release = db.sql(`DELETE FROM ${s}.idempotency
 WHERE key = $1 AND state NOT IN ('d', 'x') AND ($2::text IS NULL OR (state = 'p' AND run_id = $2 AND owner = $3))`);
   // An undone call's mark ('x') in place of its kept result (or an earlier mark, renewed): `begin` answers
-  // `undone`. A key absent or claimed stays as it is.
+  // `undone`. A key absent or claimed, or holding a result kept at another time than $4 (when given), stays.
   const markUndone = db.sql(`UPDATE ${s}.idempotency SET state = 'x', value = NULL, expires_at = $2
-WHERE key = $1 AND state IN ('d', 'x') AND expires_at > $3`);
+WHERE key = $1 AND state IN ('d', 'x') AND expires_at > $3
+  AND ($4::double precision IS NULL OR state = 'x' OR kept_at = $4::double precision)`);
   // Only over its own claim in flight: a late answer already kept ('d') is the outcome and stays.
   const keepUnknown = db.sql(
     `UPDATE ${s}.idempotency SET state = 'u', value = $2, expires_at = $3
@@ -83,7 +87,7 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
   const wait = { now: db.now, waitMs: timing.pendingWaitMs, pollMs: timing.pollMs, pendingTtlMs: timing.pendingTtlMs };
   const kept = (row: Row | undefined): KeptOutcome => {
     if (row === undefined) return undefined;
-    if (row.state === 'd') return { s: 'd', v: decodeKept(row.value) };
+    if (row.state === 'd') return { s: 'd', v: decodeKept(row.value), ...(row.kept_at !== null && { t: row.kept_at }) };
     if (row.state === 'u') return { s: 'u', e: JSON.parse(row.value ?? '{}') as Classified };
     if (row.state === 'x') return { s: 'x' };
     return { s: 'p' };
@@ -108,7 +112,10 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
         }
         if (row.state === 'n') return { status: 'new' };
         const entry = kept(row)!;
-        if (entry.s === 'd') return { status: 'done', value: entry.v };
+        if (entry.s === 'd')
+          return entry.t === undefined
+            ? { status: 'done', value: entry.v }
+            : { status: 'done', value: entry.v, at: entry.t };
         if (entry.s === 'u') return unknownClaim(entry.e, timing.pendingTtlMs);
         if (entry.s === 'x') return { status: 'undone' };
         return waitForDuplicate(key, () => poll(key), wait);
@@ -116,7 +123,10 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
     },
     async complete(key, value, ttlMs) {
       const kept = encodeKept(value);
-      await db.query('idempotency', complete, () => [key, kept, db.now() + (ttlMs ?? timing.ttlMs)]);
+      await db.query('idempotency', complete, () => {
+        const now = db.now();
+        return [key, kept, now + (ttlMs ?? timing.ttlMs), now];
+      });
     },
     async fail(key, error, outcomeUnknown, run) {
       const runId = run?.runId ?? null;
@@ -129,10 +139,10 @@ WHERE key = $1 AND state = 'p' AND ($4::text IS NULL OR (run_id = $4 AND owner =
       const e = JSON.stringify(unknownOutcomeInfo(error));
       await db.query('idempotency', keepUnknown, () => [key, e, db.now() + timing.pendingTtlMs, runId, owner]);
     },
-    async markUndone(key, ttlMs) {
+    async markUndone(key, ttlMs, at) {
       await db.query('idempotency', markUndone, () => {
         const now = db.now();
-        return [key, now + (ttlMs ?? timing.ttlMs), now];
+        return [key, now + (ttlMs ?? timing.ttlMs), now, at ?? null];
       });
     },
     async completeLate(key, value, ttlMs) {

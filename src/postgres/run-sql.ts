@@ -48,9 +48,10 @@ FROM (SELECT run_id FROM ${s}.runs WHERE run_id = $1 AND owner = $2 AND status =
   // It is kept even when the owner lost the run: the call happened, a re-run must find it done.
   const journalAndKeep = db.sql(`
 WITH kept AS (
-  INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at) VALUES ($4, 'd', $5, NULL, NULL, $6)
+  INSERT INTO ${s}.idempotency AS i (key, state, value, run_id, owner, expires_at, kept_at)
+  VALUES ($4, 'd', $5, NULL, NULL, $6, $7)
   ON CONFLICT (key) DO UPDATE SET state = 'd', value = EXCLUDED.value, run_id = NULL, owner = NULL,
-    expires_at = EXCLUDED.expires_at
+    expires_at = EXCLUDED.expires_at, kept_at = EXCLUDED.kept_at
 )
 ${append}`);
   const renew = db.sql(`

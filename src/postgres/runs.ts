@@ -176,14 +176,18 @@ export function postgresRunStore(db: Db, options: PostgresRunStoreOptions): RunS
       const done =
         kept === undefined
           ? await db.query('run (journal)', journal, [runId, owner, textList(data)])
-          : await db.query('run (journal)', journalAndKeep, () => [
-              runId,
-              owner,
-              textList(data),
-              complete!.key,
-              kept,
-              db.now() + (complete!.ttlMs ?? options.idempotencyTtlMs),
-            ]);
+          : await db.query('run (journal)', journalAndKeep, () => {
+              const now = db.now();
+              return [
+                runId,
+                owner,
+                textList(data),
+                complete!.key,
+                kept,
+                now + (complete!.ttlMs ?? options.idempotencyTtlMs),
+                now,
+              ];
+            });
       return done.rowCount !== null && done.rowCount > 0;
     },
     async renew(owner, runIds, leaseUntil) {

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 
 /** The version of the tables this code writes; kept in `<schema>.meta`. */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /**
  * The schema name as a quoted identifier. Only plain names are accepted (letters, digits and `_`,
@@ -103,6 +103,8 @@ CREATE TABLE IF NOT EXISTS ${s}.idempotency (
   expires_at double precision NOT NULL
 );
 CREATE INDEX IF NOT EXISTS idempotency_expiry ON ${s}.idempotency (expires_at);
+-- Version 8: when a result was kept (a 'done' claim's \`at\`): an undo marks only the result it read.
+ALTER TABLE ${s}.idempotency ADD COLUMN IF NOT EXISTS kept_at double precision;
 CREATE TABLE IF NOT EXISTS ${s}.meta (key text PRIMARY KEY, value text NOT NULL);
 INSERT INTO ${s}.meta (key, value) VALUES ('version', '${SCHEMA_VERSION}')
 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.meta.value::int < ${SCHEMA_VERSION};

@@ -15,11 +15,16 @@ if v and string.sub(v, 1, 8) ~= '{"s":"u"' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
-// KEYS: idempotency key. ARGV: the mark's TTL. An undone call's mark in place of its kept result (or an
-// earlier mark, renewed); a key absent or claimed stays as it is.
+// KEYS: idempotency key. ARGV: the mark's TTL, the start of the kept result it replaces ('' for any: its
+// stamp, '{"s":"d","t":<at>'). An undone call's mark in place of its kept result (or an earlier mark,
+// renewed); a key absent or claimed, or holding a result kept at another time, stays as it is.
 const MARK_UNDONE = `
 local v = redis.call('GET', KEYS[1])
 if not v or (string.sub(v, 1, 8) ~= '{"s":"d"' and v ~= '{"s":"x"}') then return 0 end
+if ARGV[2] ~= '' and v ~= '{"s":"x"}' then
+  local rest = string.sub(v, #ARGV[2] + 1, #ARGV[2] + 1)
+  if string.sub(v, 1, #ARGV[2]) ~= ARGV[2] or (rest ~= ',' and rest ~= '}') then return 0 end
+end
 redis.call('SET', KEYS[1], '{"s":"x"}', 'PX', ARGV[1])
 return 1`;
 
@@ -88,16 +93,20 @@ export function redisIdempotencyStore(redis: RedisClient, options: RedisIdempote
         if (raw === null) return idempotency.begin(key, run, holdUntil); // released meanwhile: claim again
       }
       const entry = parseEntry(raw);
-      if (entry.s === 'd') return { status: 'done', value: entry.v };
+      if (entry.s === 'd')
+        return entry.t === undefined
+          ? { status: 'done', value: entry.v }
+          : { status: 'done', value: entry.v, at: entry.t };
       if (entry.s === 'u') return unknownClaim(entry.e, pendingTtl);
       if (entry.s === 'x') return { status: 'undone' };
       return waitForDuplicate(key, () => read(key), wait);
     },
     async complete(key, value, ttlMs) {
-      await redis.set(idemKey(key), keptEntry(value), 'PX', px(ttlMs ?? idemTtl));
+      await redis.set(idemKey(key), keptEntry(value, now()), 'PX', px(ttlMs ?? idemTtl));
     },
-    async markUndone(key, ttlMs) {
-      await redis.eval(MARK_UNDONE, 1, idemKey(key), String(px(ttlMs ?? idemTtl)));
+    async markUndone(key, ttlMs, at) {
+      const kept = at === undefined ? '' : `{"s":"d","t":${at}`;
+      await redis.eval(MARK_UNDONE, 1, idemKey(key), String(px(ttlMs ?? idemTtl)), kept);
     },
     async fail(key, error, outcomeUnknown, run) {
       // The write may still take effect: the key stays claimed for pendingTtlMs, answering with its failure.
@@ -105,7 +114,7 @@ export function redisIdempotencyStore(redis: RedisClient, options: RedisIdempote
       await redis.eval(FAIL, 1, idemKey(key), run ? runMarker(run) : '', unknown, String(pendingTtl));
     },
     async completeLate(key, value, ttlMs) {
-      await redis.eval(COMPLETE_LATE, 1, idemKey(key), keptEntry(value), String(px(ttlMs ?? idemTtl)));
+      await redis.eval(COMPLETE_LATE, 1, idemKey(key), keptEntry(value, now()), String(px(ttlMs ?? idemTtl)));
     },
   };
   return idempotency;

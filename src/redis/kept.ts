@@ -6,24 +6,24 @@ import { encodeKept } from '../stores/run-codec.js';
 import type { IdempotencyBeginOptions } from '../stores/types.js';
 
 /**
- * The idempotency store's entry of a kept result: `{ s: 'd', v }`, the value in the run codec (a
- * cached answer keeps the Dates and BigInts of the first). Throws `CheckpointEncodeError` for what
- * no store can keep.
+ * The idempotency store's entry of a kept result: `{ s: 'd', t, v }`, kept at `t` (epoch ms: a `done`
+ * claim's `at`), the value in the run codec (a cached answer keeps the Dates and BigInts of the first).
+ * Throws `CheckpointEncodeError` for what no store can keep.
  *
  * @example
  * ```ts
- * await redis.set(key, keptEntry(value), 'PX', ttlMs);
+ * await redis.set(key, keptEntry(value, Date.now()), 'PX', ttlMs);
  * ```
  */
-export function keptEntry(value: unknown): string {
+export function keptEntry(value: unknown, at: number): string {
   const text = encodeKept(value);
-  return text === null ? '{"s":"d"}' : `{"s":"d","v":${text}}`;
+  return text === null ? `{"s":"d","t":${at}}` : `{"s":"d","t":${at},"v":${text}}`;
 }
 
 /** {@link keptEntry}, or `undefined` for a value no store can keep (not kept, as by its own `complete`). */
-export function keepable(value: unknown): string | undefined {
+export function keepable(value: unknown, at: number): string | undefined {
   try {
-    return keptEntry(value);
+    return keptEntry(value, at);
   } catch {
     return undefined;
   }

@@ -148,7 +148,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
       guard('journal', async () => {
         const data = entries.map(encodeRunValue);
         const keys = [runKey(runId), journalKey(runId)];
-        const kept = complete && keepable(complete.value);
+        const kept = complete && keepable(complete.value, Date.now());
         // The idempotency store's own key and encoding: it reads this as a kept result.
         if (kept !== undefined) keys.push(`${p}:idem:${complete!.key}`);
         const args = [

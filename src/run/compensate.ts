@@ -38,6 +38,8 @@ export interface UndoUnit {
   readonly scope: Scope;
   /** The generation of the key its write ran under (see CallContext.generation); absent: the first. */
   readonly generation?: number | undefined;
+  /** When its write's step ended (epoch ms, from its trace entry): its result was kept, or read, by then. */
+  readonly endedAt?: number | undefined;
 }
 
 /**
@@ -165,7 +167,8 @@ async function undo(
  * write has no key in the idempotency store (a durable run's journal keeps it) or its key cannot be
  * built again: the undo still runs.
  */
-function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation }: UndoUnit): UndoneWrite | undefined {
+function undoneWrite(calls: Calls, site: CallSite, unit: UndoUnit): UndoneWrite | undefined {
+  const { step, id, scope, generation, endedAt } = unit;
   const tool = step.tool;
   if (tool === undefined || tool.effect === 'read' || step.resolveInput === undefined) return undefined;
   try {
@@ -176,7 +179,7 @@ function undoneWrite(calls: Calls, site: CallSite, { step, id, scope, generation
     const write = callContext(calls, { ...site, context: scope.context }, id, tool, parsed.data, key);
     if (write.storeKey === undefined || keptByJournal(write)) return undefined;
     const output = (scope.results as Record<string, unknown>)[step.id];
-    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0, output };
+    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0, output, endedAt };
   } catch {
     return undefined;
   }

@@ -10,6 +10,7 @@ import type { PlannedStep } from '../define/step-kinds.js';
 import type { UndoUnit } from './compensate.js';
 import type { Execution } from './execution.js';
 import { priorUnits } from './sub-run.js';
+import { traceEnd } from './trace-entry.js';
 import { nullRecord } from '../util/record.js';
 
 /**
@@ -138,9 +139,11 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
   if (entries.length === 0 && !filedBelow(exec, prefix)) return [];
   const done = new Set<string>();
   const generations = new Map<string, number>();
+  const ends = new Map<string, number | undefined>();
   for (const e of entries) {
     done.add(e.step.slice(prefix.length + 1));
     if (e.generation !== undefined) generations.set(e.step, e.generation);
+    ends.set(e.step, traceEnd(e.trace));
   }
   const scope = priorScope(exec, chain, prefix, rawInput, parent);
   const { results } = scope;
@@ -154,7 +157,8 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
       continue;
     }
     if (step.calls) units.push(...priorStepUndo(exec, step, id, scope));
-    if (step.compensate && step.id in results) units.push({ step, id, scope, generation: generations.get(id) });
+    if (step.compensate && step.id in results)
+      units.push({ step, id, scope, generation: generations.get(id), endedAt: ends.get(id) });
   }
   return units;
 }

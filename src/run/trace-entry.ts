@@ -58,3 +58,17 @@ export function newTrace(
   if (site.sessionId !== undefined) trace.sessionId = site.sessionId;
   return trace;
 }
+
+/**
+ * When a step's trace entry says it ended (epoch ms), or `undefined` without one.
+ *
+ * @example
+ * ```ts
+ * const endedAt = traceEnd(traceSteps[step.index]);
+ * ```
+ */
+export function traceEnd(entry: TraceStep | undefined): number | undefined {
+  if (entry === undefined) return undefined;
+  const at = Date.parse(entry.startedAt) + entry.latencyMs;
+  return Number.isFinite(at) ? at : undefined;
+}

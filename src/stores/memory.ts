@@ -153,6 +153,8 @@ interface IdempotencyEntry {
   expiresAt: number;
   done: boolean;
   value?: unknown;
+  /** When the result was kept (`IdempotencyClaim`'s `at`). */
+  at?: number;
   /** Done, then undone (`markUndone`): no value. */
   undone?: true;
   /** The failure of a write whose outcome is unknown: the key stays claimed and answers with it. */
@@ -208,7 +210,8 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
   const complete = (key: string, value: unknown, ttlMs?: number): void => {
     const e = entries.get(key);
     entries.delete(key);
-    entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, value });
+    const t = now();
+    entries.set(key, { expiresAt: t + (ttlMs ?? ttl), done: true, value, at: t });
     e?.waiters?.resolve(value);
     // One entry more may go now: while claims hold the store over its cap, the next trim comes that much sooner.
     if (trimAt > max) trimAt--;
@@ -220,7 +223,7 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       const t = now();
       const e = entries.get(key);
       if (e && e.expiresAt > t) {
-        if (e.done) return e.undone ? UNDONE : { status: 'done', value: e.value };
+        if (e.done) return e.undone ? UNDONE : { status: 'done', value: e.value, at: e.at! };
         if (e.unknown) return unknownClaim(e.unknown, pendingTtl);
         // A recovered run takes over the claim its dead owner left (waiters get the new owner's outcome).
         if (run?.takeOver && e.run?.runId === run.runId && e.run.owner !== run.owner) {
@@ -249,9 +252,9 @@ export function memoryIdempotencyStore(options: MemoryIdempotencyStoreOptions = 
       return { status: 'new' };
     },
     complete,
-    markUndone(key, ttlMs) {
+    markUndone(key, ttlMs, at) {
       const e = entries.get(key);
-      if (!e || !e.done || e.expiresAt <= now()) return;
+      if (!e || !e.done || e.expiresAt <= now() || (at !== undefined && !e.undone && e.at !== at)) return;
       entries.delete(key);
       entries.set(key, { expiresAt: now() + (ttlMs ?? ttl), done: true, undone: true });
       if (entries.size > trimAt) evict();

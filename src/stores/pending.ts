@@ -12,7 +12,8 @@ export type PendingClaim = Extract<IdempotencyClaim, { status: 'pending' }>;
  * result (`v`), `u` a write whose outcome is unknown (`e`, its failure); `undefined` when nothing
  * is kept (the call failed and released the key, or its marker lapsed).
  */
-export type KeptOutcome = { s: 'p' } | { s: 'd'; v: unknown } | { s: 'u'; e: Classified } | { s: 'x' } | undefined;
+export type KeptOutcome =
+  { s: 'p' } | { s: 'd'; v: unknown; t?: number } | { s: 'u'; e: Classified } | { s: 'x' } | undefined;
 
 /** How long {@link waitForDuplicate} waits and how often it reads. */
 export interface PendingWait {

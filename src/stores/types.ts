@@ -74,7 +74,11 @@ export type MaybePromise<T> = T | Promise<T>;
 /** The answer to claiming an idempotency key. */
 export type IdempotencyClaim =
   | { status: 'new' }
-  | { status: 'done'; value: unknown }
+  /**
+   * `at`: when the result was kept (epoch ms, the store's clock), which tells this result from one
+   * kept under the key later; absent from a store that does not stamp its results.
+   */
+  | { status: 'done'; value: unknown; at?: number }
   /** The call was done and its undo took it back (`markUndone`): the key answers with nothing. */
   | { status: 'undone' }
   | {
@@ -125,10 +129,11 @@ export interface IdempotencyStore {
    * Records that the call kept under `key` was undone (its compensation succeeded), in place of its
    * result, for `ttlMs` when given (else the store's TTL): `begin` answers `{ status: 'undone' }` from
    * then on, and the next call with the key runs again under a key of its own. Only over a kept
-   * result or an earlier mark (whose TTL it renews): a key absent or claimed is left as it is. A store
-   * without it keeps answering with the result the undo took back.
+   * result or an earlier mark (whose TTL it renews): a key absent or claimed is left as it is. With `at`
+   * (a `done` claim's), only over the result kept then: not over one kept under the key since, by another
+   * call after that result lapsed. A store without it keeps answering with the result the undo took back.
    */
-  markUndone?(key: string, ttlMs?: number): MaybePromise<void>;
+  markUndone?(key: string, ttlMs?: number, at?: number): MaybePromise<void>;
 }
 
 /** Whether a call may go through the breaker now. */

@@ -87,7 +87,8 @@ export function expectedAfterUndo(runId: string) {
 
 /**
  * What every store with `markUndone` keeps: the mark replaces a kept result and is answered as
- * `undone`; a late `fail` or `completeLate` leaves it; a key absent or claimed is not marked.
+ * `undone`; a late `fail` or `completeLate` leaves it; a key absent or claimed is not marked; with a
+ * `done` claim's `at`, only the result kept then is.
  */
 export async function undoneMarkContract(store: IdempotencyStore, prefix: string) {
   const kept = `${prefix}:kept`;
@@ -104,5 +105,18 @@ export async function undoneMarkContract(store: IdempotencyStore, prefix: string
   expect(await store.begin(absent)).toEqual({ status: 'new' });
   await store.markUndone!(absent); // claimed, in flight: left to its claimant
   await store.complete(absent, { id: 3 });
-  expect(await store.begin(absent)).toEqual({ status: 'done', value: { id: 3 } });
+  expect(await store.begin(absent)).toEqual({ status: 'done', at: expect.any(Number), value: { id: 3 } });
+
+  // With `at`, only the result kept then: one kept at another time (by a call after it lapsed) stays.
+  const stamped = `${prefix}:stamped`;
+  expect(await store.begin(stamped)).toEqual({ status: 'new' });
+  await store.complete(stamped, undefined);
+  const done = await store.begin(stamped);
+  if (done.status !== 'done' || done.at === undefined) throw new Error(`not stamped: ${JSON.stringify(done)}`);
+  await store.markUndone!(stamped, undefined, done.at + 1);
+  expect(await store.begin(stamped)).toEqual({ status: 'done', at: done.at, value: undefined });
+  await store.markUndone!(stamped, undefined, done.at);
+  expect(await store.begin(stamped)).toEqual({ status: 'undone' });
+  await store.markUndone!(stamped, undefined, done.at + 1); // a mark is renewed, whatever it replaced
+  expect(await store.begin(stamped)).toEqual({ status: 'undone' });
 }

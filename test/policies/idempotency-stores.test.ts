@@ -193,9 +193,9 @@ describe.each(stores)('completeLate keeps a late answer only where the outcome i
     await s.begin(unknown);
     await s.fail(unknown, new Error('socket hang up'), true);
     await s.completeLate!(unknown, { v: 1 });
-    expect(await s.begin(unknown)).toEqual({ status: 'done', value: { v: 1 } });
+    expect(await s.begin(unknown)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 1 } });
     await s.completeLate!(unknown, { v: 2 }); // a second late answer changes nothing
-    expect(await s.begin(unknown)).toEqual({ status: 'done', value: { v: 1 } });
+    expect(await s.begin(unknown)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 1 } });
 
     const held = unique('held');
     await s.begin(held);
@@ -204,11 +204,11 @@ describe.each(stores)('completeLate keeps a late answer only where the outcome i
     expect(claim.status).toBe('pending');
     if (claim.status === 'pending') claim.cancel?.();
     await s.complete(held, { v: 4 });
-    expect(await s.begin(held)).toEqual({ status: 'done', value: { v: 4 } });
+    expect(await s.begin(held)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 4 } });
 
     const gone = unique('gone'); // the unknown marker lapsed and nobody took the key: the answer is still the outcome
     await s.completeLate!(gone, { v: 5 }, 60_000);
-    expect(await s.begin(gone)).toEqual({ status: 'done', value: { v: 5 } });
+    expect(await s.begin(gone)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 5 } });
   });
 });
 
@@ -219,9 +219,9 @@ describe.each(stores)('a late failure leaves a kept result (%s)', (_, store) => 
     await s.begin(key);
     await s.complete(key, { v: 1 }); // the claim lapsed, another call claimed the key and completed it
     await s.fail(key, new Error('socket hang up'), true); // then the stalled first call gives up, outcome unknown
-    expect(await s.begin(key)).toEqual({ status: 'done', value: { v: 1 } });
+    expect(await s.begin(key)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 1 } });
     await s.fail(key, new Error('bad request'), false); // or fails cleanly: the other call's write stays done
-    expect(await s.begin(key)).toEqual({ status: 'done', value: { v: 1 } });
+    expect(await s.begin(key)).toEqual({ status: 'done', at: expect.any(Number), value: { v: 1 } });
   });
 });
 

@@ -20,5 +20,19 @@ describe('sameResult', () => {
     expect(sameResult([1], { 0: 1 })).toBe(false);
     expect(sameResult(null, {})).toBe(false);
     expect(sameResult(1n, 2n)).toBe(false);
+    // Not plain data: the same only as itself (a Map's entries, a class's private state are no fields).
+    expect(sameResult(new Map([['id', 't1']]), new Map([['id', 't2']]))).toBe(false);
+    class Token {
+      readonly #id: string;
+      constructor(id: string) {
+        this.#id = id;
+      }
+      get id(): string {
+        return this.#id;
+      }
+    }
+    expect(sameResult(new Token('a'), new Token('b'))).toBe(false);
+    const one = new Token('a');
+    expect(sameResult(one, one)).toBe(true);
   });
 });

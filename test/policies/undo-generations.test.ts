@@ -438,4 +438,82 @@ describe('an undo after its write’s key lapsed and another run wrote under it'
     expect(invoker.callsTo('add')).toHaveLength(2);
     expect([...live]).toEqual(['t2']);
   });
+
+  it('a write’s record that lapses while its undo runs: the write made under the key meanwhile stays kept', async () => {
+    let t = 1_000_000;
+    const { invoker, live, hooks } = service();
+    const runner = createRunner({ invoker, now: () => t });
+    let other: Promise<unknown> | undefined;
+    // The undo is slow: add's key (1 h) lapses meanwhile, and another run adds milk again (t2).
+    hooks.beforeRemove = () => {
+      t += 2 * HOUR;
+      return (other ??= runner.run(plain, { title: 'milk', who: 'ok' }));
+    };
+    expect((await runner.run(plain, { title: 'milk', who: 'bad' })).status).toBe('failed'); // t1 added, then removed
+    expect(await other).toMatchObject({ status: 'completed' });
+    const again = await runner.run(plain, { title: 'milk', who: 'ok' }); // answered with t2
+    expect(again.status === 'completed' && again.trace.steps[0]!.status).toBe('cached');
+    expect([...live]).toEqual(['t2']);
+  });
+
+  it('writes whose results are equal are told apart: each run’s write is undone, and the later one stays kept', async () => {
+    const subscribe = defineTool({
+      name: 'subscribe',
+      description: 's',
+      effect: 'write',
+      input: z.object({ email: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+      idempotencyKey: (input) => `sub:${input.email}`,
+      idempotencyTtlMs: HOUR,
+    });
+    const unsubscribe = defineTool({
+      name: 'unsubscribe',
+      description: 'u',
+      effect: 'write',
+      retry: false,
+      input: z.object({ email: z.string() }),
+      output: z.object({ ok: z.boolean() }),
+    });
+    const signUp = (gated: boolean) =>
+      defineChain({
+        name: gated ? 'sign_up_gated' : 'sign_up',
+        input: Input,
+        steps: [
+          {
+            id: 'sub',
+            tool: subscribe,
+            input: { email: ref('input', 'title') },
+            compensate: { tool: unsubscribe, input: { email: ref('input', 'title') } },
+          },
+          {
+            id: 'pay',
+            tool: charge,
+            input: { who: ref('input', 'who'), task: ref('input', 'title') },
+            ...(gated && { confirm: { prompt: 'Pay?' } }),
+          },
+        ],
+      });
+    const invoker = createMockInvoker({
+      subscribe: { ok: { ok: true } },
+      unsubscribe: { ok: { ok: true } },
+      charge: (i: { who: string }) => {
+        if (i.who.startsWith('bad')) throw http(402, 'declined');
+        return { ok: true };
+      },
+    });
+    let t = 1_000_000;
+    const runner = createRunner({ invoker, confirmationTtlMs: 6 * HOUR, now: () => t, secret: SECRET });
+    const a = await runner.run(signUp(true), { title: 'a@x', who: 'bad-a' }); // subscribed, parked
+    if (a.status !== 'awaiting_confirmation') throw new Error(a.status);
+    t += 2 * HOUR; // sub:a@x lapsed
+    const b = await runner.run(signUp(true), { title: 'a@x', who: 'bad-b' }); // subscribed again: another write
+    if (b.status !== 'awaiting_confirmation') throw new Error(b.status);
+    expect((await runner.resume(a.resumeToken, { approved: true })).status).toBe('failed');
+    expect(invoker.callsTo('unsubscribe')).toHaveLength(1); // a's own write undone; b's kept, not marked
+    const c = await runner.run(signUp(false), { title: 'a@x', who: 'ok' });
+    expect(c.status === 'completed' && c.trace.steps[0]!.status).toBe('cached'); // answered with b's
+    expect((await runner.resume(b.resumeToken, { approved: true })).status).toBe('failed');
+    expect(invoker.callsTo('unsubscribe')).toHaveLength(2); // b's undo is its own, not answered by a's
+    expect(invoker.callsTo('subscribe')).toHaveLength(2);
+  });
 });

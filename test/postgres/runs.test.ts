@@ -109,7 +109,7 @@ describe('postgres run store', () => {
     expect(await count(() => runs.get(rec.runId))).toBe(1);
     expect(await count(() => runs.finish(rec.runId, 'A', 'completed', {}, 60_000))).toBe(1);
     expect(await count(() => runs.claimExpired('B', Date.now(), Date.now() + 1000, 10))).toBe(1); // nothing to claim
-    expect(await idempotency.begin(`${rec.runId}-k`)).toEqual({ status: 'done', value: 1 });
+    expect(await idempotency.begin(`${rec.runId}-k`)).toEqual({ status: 'done', at: expect.any(Number), value: 1 });
   });
 
   it('upgrades tables of schema version 1 in place: a run recorded before keeps working, new runs are bound and filtered', async () => {

@@ -155,7 +155,11 @@ describe('postgres idempotency', () => {
     await stores[winner]!.complete('pay-1', { paid: 10, at: '2024-01-01' });
     for (const c of claims)
       if (c.status === 'pending') await expect(c.settled).resolves.toEqual({ paid: 10, at: '2024-01-01' });
-    expect(await stores[0]!.begin('pay-1')).toEqual({ status: 'done', value: { paid: 10, at: '2024-01-01' } });
+    expect(await stores[0]!.begin('pay-1')).toEqual({
+      status: 'done',
+      at: expect.any(Number),
+      value: { paid: 10, at: '2024-01-01' },
+    });
   });
 
   it('releases a key after a failure (waiters get a conflict), and keeps undefined and null results apart', async () => {
@@ -169,10 +173,10 @@ describe('postgres idempotency', () => {
     });
     expect(await store.begin('k')).toEqual({ status: 'new' }); // released: runs again
     await store.complete('k', undefined);
-    expect(await store.begin('k')).toEqual({ status: 'done', value: undefined });
+    expect(await store.begin('k')).toEqual({ status: 'done', at: expect.any(Number), value: undefined });
     await store.begin('n');
     await store.complete('n', null);
-    expect(await store.begin('n')).toEqual({ status: 'done', value: null });
+    expect(await store.begin('n')).toEqual({ status: 'done', at: expect.any(Number), value: null });
   });
 
   it('an unknown outcome kept after a stall never replaces a late answer already kept', async () => {
@@ -183,7 +187,7 @@ describe('postgres idempotency', () => {
     await store.completeLate!('late', { paid: 3 });
     // A second write of the unknown failure, stalled in the pool until now, lands after the late answer.
     await store.fail('late', unknown, true);
-    expect(await store.begin('late')).toEqual({ status: 'done', value: { paid: 3 } });
+    expect(await store.begin('late')).toEqual({ status: 'done', at: expect.any(Number), value: { paid: 3 } });
   });
 
   it('a duplicate waits at most pendingWaitMs, then fails with conflict', async () => {
@@ -238,7 +242,7 @@ describe('postgres idempotency', () => {
     await pause(80);
     expect(await store.begin('orphan')).toEqual({ status: 'new' });
     await store.complete('orphan', 1, 40);
-    expect(await store.begin('orphan')).toEqual({ status: 'done', value: 1 });
+    expect(await store.begin('orphan')).toEqual({ status: 'done', at: expect.any(Number), value: 1 });
     await pause(70);
     expect(await store.begin('orphan')).toEqual({ status: 'new' });
   });

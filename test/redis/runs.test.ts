@@ -107,7 +107,7 @@ describe('redis run store', () => {
     expect(await count(() => runs.renew('A', [rec.runId], Date.now() + 90_000))).toBe(1);
     expect(await count(() => runs.get(rec.runId))).toBe(1);
     expect(await count(() => runs.finish(rec.runId, 'A', 'completed', {}, 60_000))).toBe(1);
-    expect(await idempotency.begin(`${p}-k`)).toEqual({ status: 'done', value: 1 });
+    expect(await idempotency.begin(`${p}-k`)).toEqual({ status: 'done', at: expect.any(Number), value: 1 });
     monitor.disconnect();
   });
 

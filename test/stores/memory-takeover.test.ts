@@ -15,6 +15,7 @@ describe('memory idempotency take-over', () => {
     await expect((waiter as { settled: Promise<unknown> }).settled).resolves.toEqual({ ok: 1 });
     expect(store.begin('k', { runId: 'r1', owner: 'third', takeOver: true })).toEqual({
       status: 'done',
+      at: expect.any(Number),
       value: { ok: 1 },
     });
   });

@@ -596,14 +596,14 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const key = uid('idem');
       expect(await idempotency.begin(key)).toEqual({ status: 'new' });
       expect(await runs.journal(rec.runId, 'A', [entry('update', { id: 7 })], { key, value: { id: 7 } })).toBe(true);
-      expect(await idempotency.begin(key)).toEqual({ status: 'done', value: { id: 7 } });
+      expect(await idempotency.begin(key)).toEqual({ status: 'done', at: expect.any(Number), value: { id: 7 } });
       expect(steps(await runs.get(rec.runId))).toEqual(['update']);
       // Lost the run: the step is not journaled, but its call happened: a re-run must find its result.
       const other = uid('idem');
       expect(await runs.journal(rec.runId, 'B', [entry('again', 1)], { key: other, value: 'kept', ttlMs: HOUR })).toBe(
         false,
       );
-      expect(await idempotency.begin(other)).toEqual({ status: 'done', value: 'kept' });
+      expect(await idempotency.begin(other)).toEqual({ status: 'done', at: expect.any(Number), value: 'kept' });
       expect(steps(await runs.get(rec.runId))).toEqual(['update']);
     });
 
@@ -873,7 +873,7 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await begin(kept, { runId: 'r1', owner: 'B', takeOver: true });
       await store.complete(kept, { ok: 2 });
       await store.fail(kept, new Error('boom'), false, { runId: 'r1', owner: 'dead' });
-      expect(await store.begin(kept)).toEqual({ status: 'done', value: { ok: 2 } });
+      expect(await store.begin(kept)).toEqual({ status: 'done', at: expect.any(Number), value: { ok: 2 } });
       // A kept result nested deeper than a store's JSON reader goes (Redis' cjson stops at 1000) is left too.
       const deep = uid('k');
       let value: unknown = 'x';
@@ -882,7 +882,7 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await begin(deep, { runId: 'r1', owner: 'B', takeOver: true });
       await store.complete(deep, value);
       await store.fail(deep, new Error('socket hang up'), true, { runId: 'r1', owner: 'dead' });
-      expect(await store.begin(deep)).toEqual({ status: 'done', value });
+      expect(await store.begin(deep)).toEqual({ status: 'done', at: expect.any(Number), value });
       const other = uid('k');
       await begin(other, { runId: 'r1', owner: 'B' });
       await store.fail(other, new Error('boom'), false, { runId: 'r1', owner: 'B' });
@@ -903,6 +903,7 @@ export function takeOverContract(name: string, make: () => Promise<IdempotencySt
       await store.complete(done, { ok: 1 });
       expect(await begin(done, { runId: 'r1', owner: 'B', takeOver: true })).toEqual({
         status: 'done',
+        at: expect.any(Number),
         value: { ok: 1 },
       });
       const unknown = uid('k');

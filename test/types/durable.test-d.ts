@@ -28,7 +28,8 @@ describe('durable runs', () => {
 
   it('an idempotency store may mark an undone write; begin then answers undone', () => {
     expectTypeOf<Extract<IdempotencyClaim, { status: 'undone' }>>().toEqualTypeOf<{ status: 'undone' }>();
-    expectTypeOf<NonNullable<IdempotencyStore['markUndone']>>().parameters.toEqualTypeOf<[key: string, ttlMs?: number]>();
+    expectTypeOf<NonNullable<IdempotencyStore['markUndone']>>().parameters.toEqualTypeOf<[key: string, ttlMs?: number, at?: number]>();
+    expectTypeOf<Extract<IdempotencyClaim, { status: 'done' }>>().toEqualTypeOf<{ status: 'done'; value: unknown; at?: number }>();
     // A custom store written before it still fits: the member is optional.
     const older: IdempotencyStore = { begin: () => ({ status: 'new' }), complete: () => undefined, fail: () => undefined };
     void older;
