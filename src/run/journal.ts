@@ -76,12 +76,14 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
+  // Every undo journaled: a failed sub-chain's own come before the run's `start` (its run went on, then failed).
+  const undos: JournalEntry[] = [];
   let nested: Map<string, JournalEntry[]> | undefined;
   let generations: Map<string, number> | undefined;
   const kept: JournalEntry[] | undefined = keepsNested(chain) ? [] : undefined;
   for (const entry of run.journal) {
-    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: [] };
-    else if (entry.compensation !== undefined) (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: undos };
+    else if (entry.compensation !== undefined) undos.push(entry);
     else if (entry.started !== undefined || entry.decision !== undefined)
       continue; // marks, not steps
     else if (entry.step.includes('/')) {

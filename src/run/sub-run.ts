@@ -13,7 +13,7 @@ import type { TraceStep } from '../observe/trace.js';
 import type { AbortScope } from '../policies/abort.js';
 import type { JournalEntry } from '../stores/run-store.js';
 import { failureInfo } from './call-context.js';
-import { describeThrown, iso, StepError, type Execution, type StepOutcome } from './execution.js';
+import { describeThrown, iso, StepError, type Execution, type StepOutcome, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import { askInProcess, gateQuestion, gateTool } from './gate.js';
 import { lastResult, outputFailed, segmentResult, type EndedSegment } from './segment-end.js';
@@ -122,6 +122,9 @@ export function runNested(
     kept: parent.kept,
     parks: parent.parks,
     generations,
+    // Its own undos (it failed) are journaled as the run's are, so a next owner does not undo them again; the
+    // run compensates only if it fails in turn (a failure collected by a forEach goes on).
+    ...(parent.undoJournal && { undoJournal: nestedUndoJournal(parent.undoJournal) }),
   };
   return host.nest(exec);
 }
@@ -329,4 +332,9 @@ export function gated(
   const question = gateQuestion(host, step, confirm);
   if (!exec.confirm) return { kind: 'gate', prompt: question.prompt, details: question.details };
   return askInProcess(host, step, question).then((yes) => (yes ? run() : { kind: 'declined' as const }));
+}
+
+/** A sub-chain's undo journal: each undo recorded in its run's journal, without marking the run compensating. */
+function nestedUndoJournal(journal: UndoJournal): UndoJournal {
+  return { start: () => true, undone: (step, entry, error) => journal.undone(step, entry, error) };
 }

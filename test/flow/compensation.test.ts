@@ -14,6 +14,7 @@ import {
   type Runner,
 } from 'chainkit';
 import { http } from '../helpers.js';
+import { atEndWrite } from '../helpers/end-write.js';
 
 const list = defineTool({
   name: 'list',
@@ -447,6 +448,48 @@ async function crashThenFail(c: Chain, input: unknown, hangAt: string, bad: stri
 const open: Runner[] = [];
 afterEach(async () => {
   for (const r of open.splice(0)) await r.close();
+});
+
+describe('a failed sub-chain’s own undos in a durable run', () => {
+  it('are journaled: an heir after a crash at the end write neither undoes them again nor reports them otherwise', async () => {
+    let t = 1_000_000;
+    const now = (): number => t;
+    const runs = memoryRunStore({ now });
+    const two = defineChain({
+      name: 'save_then_check',
+      input: z.object({}),
+      steps: [
+        { id: 'save', tool: save, input: { id: 'in' }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } },
+        { id: 'check', tool: check, input: { id: ref('save', 'id') } },
+      ],
+    });
+    const c = defineChain({
+      name: 'outer_durable',
+      input: z.object({}),
+      timeoutMs: 600_000,
+      steps: [
+        { id: 'reserve', tool: reserve, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+        { id: 'two', chain: two, input: {} },
+      ],
+    });
+    // Each runner its own idempotency store (another process's): only the journal says what was undone.
+    const make = (store: typeof runs) => {
+      const t2 = tools(['in']);
+      const r = createRunner({ invoker: t2.invoker, chains: [c], stores: { runs: store }, now, leaseMs: 60_000 });
+      open.push(r);
+      return { runner: r, undone: t2.undone };
+    };
+    let ended = false;
+    const owner = make(atEndWrite(runs, () => ((ended = true), new Promise<boolean>(() => {}))));
+    void owner.runner.run(c, {}, { runId: 'sub-undo' });
+    for (let i = 0; i < 200 && !ended; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(owner.undone()).toEqual(['unsave in', 'release r1']);
+    t += 61_000; // the owner is gone
+    const heir = make(runs);
+    const [recovered] = await heir.runner.recover();
+    expect(heir.undone()).toEqual([]);
+    expect(recovered?.status === 'failed' && recovered.compensated).toEqual(['two/save', 'reserve']);
+  });
 });
 
 describe('compensation of a recovered run', () => {
