@@ -79,7 +79,12 @@ export async function compensateRun(
   const failures: { step: string; error: ChainErrorInfo }[] = result.compensationFailures
     ? [...result.compensationFailures]
     : [];
-  if (!journal || (await journal.start(result.error))) {
+  // What failed sub-chains reported undoing is journaled with the start: a next owner reports it the same way.
+  const reported =
+    result.compensated.length > 0 || result.compensationFailures
+      ? { compensated: [...result.compensated], ...(failures.length > 0 && { compensationFailures: [...failures] }) }
+      : undefined;
+  if (!journal || (await journal.start(result.error, reported))) {
     for (const unit of steps) {
       const { entry, error } = await undo(calls, recorder, run, unit);
       if (error) failures.push({ step: unit.id, error });

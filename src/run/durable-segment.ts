@@ -126,10 +126,12 @@ export function ownSegment(
   };
   let compensating = exec.compensating !== undefined;
   exec.undoJournal = {
-    start: (error) => {
+    start: (error, reported) => {
       if (compensating) return true;
       compensating = true;
-      return write({ step: '', compensation: 'start', error, trace: COMPENSATION_TRACE }).catch(() => false);
+      const start: JournalEntry = { step: '', compensation: 'start', error, trace: COMPENSATION_TRACE };
+      if (reported) start.undone = reported;
+      return write(start).catch(() => false);
     },
     undone: (step, trace, error) =>
       write({ step, compensation: error ? 'undo_failed' : 'undone', ...(error && { error }), trace }).catch(

@@ -24,8 +24,8 @@ type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | bool
  * (the lease is lost, the store failed) stops compensating at once: the run's next owner finishes it.
  */
 export interface UndoJournal {
-  /** Before the first undo: records that the run compensates, failed with `error`. */
-  start(error: ChainErrorInfo): boolean | Promise<boolean>;
+  /** Before the first undo: records that the run compensates, failed with `error`, after what `reported` says was undone. */
+  start(error: ChainErrorInfo, reported?: Undone): boolean | Promise<boolean>;
   /** After each undo: records it, with its failure if it failed. */
   undone(step: string, entry: TraceStep, error: ChainErrorInfo | undefined): boolean | Promise<boolean>;
 }
@@ -86,7 +86,9 @@ export interface Execution {
    * A continued run that had begun to compensate: it is not run forward; it ends failed with
    * `error`, its undos journaled in `undone` (entries of `compensation` `undone`/`undo_failed`) kept, the rest done.
    */
-  compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[] };
+  compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[]; reported?: Undone };
+  /** A continued run: every step whose undo was journaled (a failed sub-chain's own too), never undone again. */
+  undoneBefore?: ReadonlySet<string>;
   /**
    * A sub-chain's run inside a step (run/sub-run.ts): its step ids are prefixed (`audit/find`), it
    * emits no run-level events, and it ends as an outcome of that step, not a result.

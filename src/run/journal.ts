@@ -5,7 +5,7 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import type { InDoubtStep, RunResult } from '../observe/result.js';
 import type { TraceStep } from '../observe/trace.js';
 import type { JournalEntry, StoredRun } from '../stores/run-store.js';
-import type { Execution, StepOutcome } from './execution.js';
+import type { Execution, StepOutcome, Undone } from './execution.js';
 import { keepsNested } from './keeps-nested.js';
 import { nullRecord } from '../util/record.js';
 
@@ -76,15 +76,19 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
-  // Every undo journaled: a failed sub-chain's own come before the run's `start` (its run went on, then failed).
-  const undos: JournalEntry[] = [];
+  // Every undo journaled: a failed sub-chain's own come before the run's `start` (its run went on, or failed).
+  let undoneBefore: Set<string> | undefined;
   let nested: Map<string, JournalEntry[]> | undefined;
   let generations: Map<string, number> | undefined;
   const kept: JournalEntry[] | undefined = keepsNested(chain) ? [] : undefined;
   for (const entry of run.journal) {
-    if (entry.compensation === 'start') compensating = { error: entry.error as ChainErrorInfo, undone: undos };
-    else if (entry.compensation !== undefined) undos.push(entry);
-    else if (entry.started !== undefined || entry.decision !== undefined)
+    if (entry.compensation === 'start') {
+      compensating = { error: entry.error as ChainErrorInfo, undone: [] };
+      if (entry.undone) compensating.reported = entry.undone as Undone;
+    } else if (entry.compensation !== undefined) {
+      (undoneBefore ??= new Set()).add(entry.step);
+      (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
+    } else if (entry.started !== undefined || entry.decision !== undefined)
       continue; // marks, not steps
     else if (entry.step.includes('/')) {
       nestUnder((nested ??= new Map()), entry); // a sub-chain's step (§12): see priorNested
@@ -110,6 +114,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
+    ...(undoneBefore && { undoneBefore }),
     ...(nested && { priorNested: nested }),
     ...(kept && { kept }),
     ...(generations && { generations }),
@@ -130,7 +135,8 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
 export function writesInDoubt(run: StoredRun): InDoubtStep[] {
   const open = new Map<string, InDoubtStep>();
   for (const e of run.journal) {
-    if (e.compensation !== undefined) return [];
+    if (e.compensation === 'start') return [];
+    if (e.compensation !== undefined) continue; // a failed sub-chain's own undo: its run went on
     if (e.started !== undefined)
       open.set(e.step, {
         step: e.step,

@@ -5,9 +5,8 @@ import type { ChainErrorInfo } from '../errors/categories.js';
 import { toErrorInfo } from '../errors/messages.js';
 import type { RunResult } from '../observe/result.js';
 import { settleTrace, type TraceStep } from '../observe/trace.js';
-import type { JournalEntry } from '../stores/run-store.js';
 import { compensateRun, type UndoUnit } from './compensate.js';
-import { describeThrown, toolsRun, type Stopped } from './execution.js';
+import { describeThrown, toolsRun, type Execution, type Stopped } from './execution.js';
 import { parkAtGate } from './gate.js';
 import { newTrace } from './trace-entry.js';
 import type { StepHost } from './step-host.js';
@@ -124,13 +123,14 @@ async function stoppedResult(
 
   /** A failed run undoes what it completed (newest first), but for what an earlier owner undid already. */
   const compensate = async (result: Extract<RunResult, { status: 'failed' }>): Promise<void> => {
-    const undone = exec.compensating ? priorUndos(result, exec.compensating.undone) : undefined;
+    if (exec.compensating) priorUndos(result, exec.compensating);
+    const before = exec.undoneBefore;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
     const undo = exec.interrupted?.()
       ? []
       : run
           .undoUnits()
-          .filter((unit) => !undone?.has(unit.id))
+          .filter((unit) => !before?.has(unit.id))
           .reverse();
     await compensateRun(calls, recorder, run, undo, result, run.abort.reason, exec.undoJournal);
   };
@@ -169,18 +169,22 @@ async function stoppedResult(
   return result;
 }
 
-/** A recovered run's undos done before: into the result (compensated, failures, trace); their step ids. */
-function priorUndos(result: Extract<RunResult, { status: 'failed' }>, entries: readonly JournalEntry[]): Set<string> {
-  const ids = new Set<string>();
-  const failures: { step: string; error: ChainErrorInfo }[] = [];
-  for (const e of entries) {
-    ids.add(e.step);
+/**
+ * A recovered run's undos done before, into the result (compensated, failures, trace): what its failed
+ * sub-chains had undone themselves when it began to compensate, then its own undos.
+ */
+function priorUndos(
+  result: Extract<RunResult, { status: 'failed' }>,
+  { undone, reported }: NonNullable<Execution['compensating']>,
+): void {
+  const failures: { step: string; error: ChainErrorInfo }[] = [...(reported?.compensationFailures ?? [])];
+  if (reported) result.compensated.push(...reported.compensated);
+  for (const e of undone) {
     if (e.compensation === 'undo_failed') failures.push({ step: e.step, error: e.error as ChainErrorInfo });
     else result.compensated.push(e.step);
     if (e.trace) result.trace.steps.push(e.trace);
   }
   if (failures.length > 0) result.compensationFailures = failures;
-  return ids;
 }
 
 /**

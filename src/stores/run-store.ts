@@ -47,6 +47,11 @@ export interface JournalEntry {
   /** The run's failure (`start`) or the undo's (`undo_failed`), as a `ChainErrorInfo`. */
   error?: unknown;
   /**
+   * On `start`: what the run's failed sub-chains had undone themselves by then (journaled before it as
+   * `undone`/`undo_failed` entries of their own), as the run's result reports it first.
+   */
+  undone?: { compensated: string[]; compensationFailures?: { step: string; error: unknown }[] };
+  /**
    * A plain write (a write or destructive tool not declared `idempotent`) of `step` is about to be
    * called: journaled before the call, so a runner that finds it with no outcome after it knows the
    * write may have taken effect (the run is parked `in_doubt`, never called blindly again).

@@ -88,7 +88,7 @@ const saveOne = defineChain({
 function tools(bad: string[] = [], stuck: string[] = []) {
   const calls: string[] = [];
   const keys: string[] = [];
-  const invoker = functionInvoker({
+  const handlers = {
     list: ({ n }: { n: number }) => ({ items: Array.from({ length: n }, (_, i) => ({ id: `t${i}` })) }),
     save: ({ id }: { id: string }) => (calls.push(`save ${id}`), { id }),
     unsave: ({ id }: { id: string }, call: { idempotencyKey?: string }) => {
@@ -106,8 +106,15 @@ function tools(bad: string[] = [], stuck: string[] = []) {
     boom: () => {
       throw http(403, 'boom');
     },
-  });
-  return { invoker, calls, keys, undone: () => calls.filter((c) => c.startsWith('unsave') || c.startsWith('release')) };
+  };
+  const invoker = functionInvoker(handlers);
+  return {
+    invoker,
+    handlers,
+    calls,
+    keys,
+    undone: () => calls.filter((c) => c.startsWith('unsave') || c.startsWith('release')),
+  };
 }
 
 describe('compensation inside sub-chains', () => {
@@ -492,6 +499,61 @@ describe('a failed sub-chain’s own undos in a durable run', () => {
   });
 });
 
+describe('a collected item’s own undo in a durable run', () => {
+  it('is no compensation of the run: a plain write in flight at a crash after it still parks the run in doubt', async () => {
+    let t = 1_000_000;
+    const now = (): number => t;
+    const runs = memoryRunStore({ now });
+    const pay = defineTool({
+      name: 'pay',
+      description: 'A payment API that ignores idempotency keys',
+      input: z.object({ n: z.number() }),
+      output: z.object({ paid: z.boolean() }),
+      effect: 'write',
+      retry: false,
+    });
+    const c = defineChain({
+      name: 'collect_then_pay',
+      input: z.object({}),
+      timeoutMs: 600_000,
+      steps: [
+        { id: 'find', tool: list, input: { n: 2 } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: saveOne,
+            input: { id: ref('item', 'id') },
+            onItemError: 'collect',
+          },
+        },
+        { id: 'pay', tool: pay, input: { n: 1 } },
+      ],
+    });
+    let hung = false;
+    const payCalls: number[] = [];
+    const invoker = functionInvoker({
+      ...tools(['t1']).handlers,
+      pay: () => {
+        payCalls.push(1);
+        if (payCalls.length === 1) return ((hung = true), new Promise<never>(() => {})); // the charge went out; the owner dies
+        return { paid: true };
+      },
+    });
+    const make = (): Runner => {
+      const r = createRunner({ invoker, chains: [c], stores: { runs }, now, leaseMs: 1_000 });
+      open.push(r);
+      return r;
+    };
+    void make().run(c, {}, { runId: 'collect-pay' });
+    for (let i = 0; i < 400 && !hung; i++) await new Promise((r) => setTimeout(r, 5));
+    t += 5_000; // the owner is gone
+    const [recovered] = await make().recover();
+    expect(payCalls).toHaveLength(1);
+    expect(recovered?.status).toBe('in_doubt');
+  });
+});
+
 describe('compensation of a recovered run', () => {
   const fanOut = defineChain({
     name: 'fan_out_recovered',
@@ -562,6 +624,23 @@ describe('compensation of a recovered run', () => {
     if (r.result?.status !== 'failed') return;
     expect(r.result.compensated).toEqual(['done/2/save', 'done/0/save']);
     expect(r.after).toEqual(['unsave t2', 'unsave t0']);
+    // Killed in the middle of the run's own undos: the heir finishes them, and reports them as its owner would.
+    const live = await runChain(c, {}, { invoker: tools(['t1']).invoker });
+    const mid = await crashThenFail(c, {}, 'unsave t0', ['t1']);
+    const report = (x: typeof live | undefined) =>
+      x?.status === 'failed' && [
+        x.compensated,
+        x.trace.steps.filter((e) => e.status === 'compensated').map((e) => e.id),
+      ];
+    expect(report(mid.result)).toEqual(report(live));
+    expect([...mid.before, ...mid.after]).toEqual([
+      'save t0',
+      'save t1',
+      'unsave t1',
+      'save t2',
+      'unsave t2',
+      'unsave t0',
+    ]);
   });
 
   it('recovered mid-loop: the iterations finished before the crash are undone with those run after it', async () => {
