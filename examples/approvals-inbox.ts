@@ -15,9 +15,10 @@ const runner = createRunner({
 });
 const context = { userId: fixtures.alice };
 
-// Two agent runs stop at the delete gate, waiting for someone to approve.
+// Three agent runs stop at the delete gate, waiting for someone to approve: two of Alice's, one of Bob's.
 await runner.run(findAndDelete, { match: 'groceries' }, { context });
 await runner.run(findAndDelete, { match: 'dentist' }, { context });
+await runner.run(findAndDelete, { match: 'bike' }, { context: { userId: fixtures.bob } });
 
 // The operator's inbox, one run per page to show the cursor.
 let cursor: string | undefined;
@@ -30,6 +31,10 @@ do {
   }
   cursor = page.cursor;
 } while (cursor);
+
+// Alice's own inbox (GET /my/approvals): only the runs started with her context.
+const mine = await runner.listRuns({ status: 'awaiting_confirmation', context });
+console.log(`waiting for Alice: ${mine.runs.map((run) => run.awaiting?.question).join(' | ')}`);
 
 // Everything that ended badly in the last hour, newest first.
 const failed = await runner.listRuns({ status: ['failed', 'declined'], since: Date.now() - 3_600_000 });
