@@ -24,7 +24,7 @@ type Journal = (entry: JournalEntry) => void | boolean | PromiseLike<void | bool
  * (the lease is lost, the store failed) stops compensating at once: the run's next owner finishes it.
  */
 export interface UndoJournal {
-  /** Before the first undo: records that the run compensates, failed with `error`, after what `reported` says was undone. */
+  /** Before the first undo: records that the run compensates, failed with `error`, after what `reported` undid. */
   start(error: ChainErrorInfo, reported?: Undone): boolean | Promise<boolean>;
   /** After each undo: records it, with its failure if it failed. */
   undone(step: string, entry: TraceStep, error: ChainErrorInfo | undefined): boolean | Promise<boolean>;

@@ -12,6 +12,7 @@ import {
   runChain,
   type Chain,
   type Runner,
+  type RunResult,
 } from 'chainkit';
 import { http } from '../helpers.js';
 import { atEndWrite } from '../helpers/end-write.js';
@@ -627,7 +628,7 @@ describe('compensation of a recovered run', () => {
     // Killed in the middle of the run's own undos: the heir finishes them, and reports them as its owner would.
     const live = await runChain(c, {}, { invoker: tools(['t1']).invoker });
     const mid = await crashThenFail(c, {}, 'unsave t0', ['t1']);
-    const report = (x: typeof live | undefined) =>
+    const report = (x: RunResult | undefined) =>
       x?.status === 'failed' && [
         x.compensated,
         x.trace.steps.filter((e) => e.status === 'compensated').map((e) => e.id),
