@@ -43,7 +43,10 @@ export async function listRuns(
       : query.chain === undefined
         ? statements.list
         : statements.listChain;
-  if (query.contexts !== undefined) args.push([...query.contexts]);
+  if (query.contexts !== undefined)
+    args.push(
+      JSON.stringify(query.contexts.map((m) => ('chains' in m ? [m.hash, m.chains, []] : [m.hash, null, m.except]))),
+    );
   const rows = (await db.query<Listed>('run (list)', statement, args)).rows;
   const runs = rows.slice(0, query.limit).map((r) =>
     summarize(

@@ -104,16 +104,20 @@ FROM (
 ORDER BY p.started_at DESC, p.run_id DESC`;
   const list = db.sql(listSql(false));
   const listChain = db.sql(listSql(true));
-  // One user's runs: per context hash, one ordered range of runs_context_started, the statuses (and
-  // chain) checked on the rows it reads. A user's runs are few beside everyone's, so no range per status.
+  // One user's runs: per context match ($9, JSON: [hash, its chains or null, the chains it excludes]), one
+  // ordered range of runs_context_started, the chain, statuses (and filter's chain) checked on the rows it
+  // reads. A user's runs are few beside everyone's, so no range per status.
   const listContext = db.sql(`
 SELECT p.*, ARRAY(SELECT entry FROM ${s}.run_journal j WHERE j.run_id = p.run_id ORDER BY seq) AS journal
 FROM (
   SELECT r.run_id, r.chain, r.status, r.started_at, r.ended_at, r.result
-  FROM unnest($9::text[]) AS cx(hash) CROSS JOIN LATERAL (
+  FROM json_array_elements($9::json) AS cx(m) CROSS JOIN LATERAL (
     SELECT run_id, chain, CASE WHEN status = 'running' AND retry_until IS NOT NULL THEN 'retrying' ELSE status END
         AS status, started_at, ended_at, result FROM ${s}.runs
-    WHERE context_hash = cx.hash
+    WHERE context_hash = cx.m->>0
+      AND (CASE WHEN json_typeof(cx.m->1) = 'array'
+        THEN chain IN (SELECT json_array_elements_text(cx.m->1))
+        ELSE chain NOT IN (SELECT json_array_elements_text(cx.m->2)) END)
       AND (CASE WHEN status = 'running' AND retry_until IS NOT NULL THEN 'retrying' ELSE status END) = ANY($1::text[])
       AND ($2::text IS NULL OR chain = $2) AND started_at >= $3 AND started_at < $4
       AND (started_at, run_id) < ($7::double precision, $8::text) AND (expires_at IS NULL OR expires_at > $5)

@@ -25,14 +25,27 @@ local function index_move(prefix, id, chain, started, from, to, keepMs)
       if redis.call('PTTL', k) < tonumber(keepMs) then redis.call('PEXPIRE', k, keepMs) end
     end
   end
+  -- The context's runs: in flight (\`cx:\`, no TTL: each leaves as it ends) or ended and kept (\`cxe:\`, kept
+  -- as long as its newest): a context nobody lists leaves nothing behind past its runs' retention.
+  local ctx = redis.call('HGET', ARGV_RUN .. id, 'ctx')
+  if ctx and ctx ~= '' then
+    local live, ended = prefix .. 'cx:' .. ctx, prefix .. 'cxe:' .. ctx
+    if keepMs then
+      redis.call('ZREM', live, id)
+      redis.call('ZADD', ended, started, id)
+      if redis.call('PTTL', ended) < tonumber(keepMs) then redis.call('PEXPIRE', ended, keepMs) end
+    else
+      redis.call('ZREM', ended, id)
+      redis.call('ZADD', live, started, id)
+    end
+  end
 end
 `;
 
 // Retention of the listing indexes (docs/guides/watching-runs.md): each ended or parked run is also
 // a member of \`<index prefix>exp\` scored by when its record expires (member: [status, chain, id, context
 // hash]). Each finish removes up to 100 members whose time has come from the indexes (a range of that
-// set, never a scan), so the indexes keep no entry for a run whose record expired; the context index
-// (\`cx:<hash>\`, every run of one context, added when the run is recorded) loses the run once it is gone.
+// set, never a scan), so the indexes keep no entry for a run whose record expired.
 const EXPIRY = `
 local function index_expire(prefix, id, chain, status, now, keepMs)
   local exp = prefix .. 'exp'
@@ -41,14 +54,14 @@ local function index_expire(prefix, id, chain, status, now, keepMs)
   if redis.call('PTTL', exp) < tonumber(keepMs) then redis.call('PEXPIRE', exp, keepMs) end
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', exp, '-inf', now, 'LIMIT', 0, 100)) do
     local e = cjson.decode(m)
-    local st = redis.call('HGET', ARGV_RUN .. e[3], 'status')
-    if st ~= e[1] then
+    local f = redis.call('HMGET', ARGV_RUN .. e[3], 'status', 'ctx')
+    if f[1] ~= e[1] then
       local a, b = idx(prefix, e[1], e[2])
       redis.call('ZREM', a, e[3])
       redis.call('ZREM', b, e[3])
     end
-    -- A member written before contexts were indexed has no e[4].
-    if not st and e[4] and e[4] ~= '' then redis.call('ZREM', prefix .. 'cx:' .. e[4], e[3]) end
+    -- Gone, or its id is another context's run now. A member written before contexts were indexed has no e[4].
+    if e[4] and e[4] ~= '' and f[2] ~= e[4] then redis.call('ZREM', prefix .. 'cxe:' .. e[4], e[3]) end
     redis.call('ZREM', exp, m)
   end
 end
@@ -68,7 +81,6 @@ if not st then
     'deadline', ARGV[4], 'chain', ARGV[7], 'fp', ARGV[8], 'ctx', ARGV[9], 'started', ARGV[10])
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
   index_move(ARGV[11], ARGV[6], ARGV[7], ARGV[10], nil, 'running', nil)
-  if ARGV[9] ~= '' then redis.call('ZADD', ARGV[11] .. 'cx:' .. ARGV[9], ARGV[10], ARGV[6]) end
   return 'created'
 end
 local b = redis.call('HMGET', KEYS[1], 'chain', 'ctx', 'fp')
@@ -257,28 +269,37 @@ end
 ${PAGE}`;
 
 // KEYS: none. ARGV: run key prefix, journal key prefix, since, until, limit, after score, after id, chain ('' for
-// any), the statuses (comma-separated), then the context indexes (\`cx:<hash>\`).
-// One context's runs, newest first: each context index read in order, each member's status and chain checked
-// on its hash (a user's runs are few beside everyone's: no index per status); a member whose run is gone leaves.
+// any), the statuses (comma-separated), then per context match and index (\`cx:<hash>\` and \`cxe:<hash>\`) the
+// index, the hash and its chains as JSON (\`{"in": [...]}\` or \`{"out": [...]}\`).
+// One context's runs, newest first: each context index read in order, each member's context, chain and status
+// checked on its hash (a user's runs are few beside everyone's: no index per status); a member whose run is
+// gone, or whose id is another context's run now, leaves.
 export const LIST_CONTEXT = `
 local since, upper, limit = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local ascore, aid = tonumber(ARGV[6]), ARGV[7]
 local wanted = {}
 for st in string.gmatch(ARGV[9], '[^,]+') do wanted[st] = true end
 local cands = {}
+local hash, inside, names
 -- Whether the member is listed, and whether it left the index (a page's offset does not count it).
 local function valid(key, id)
-  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain', 'retry')
-  if not f[1] then
+  local f = redis.call('HMGET', ARGV[1] .. id, 'status', 'chain', 'retry', 'ctx')
+  if not f[1] or f[4] ~= hash then
     redis.call('ZREM', key, id)
     return false, true
   end
   local st = f[1]
   if st == 'running' and f[3] then st = 'retrying' end
+  if (names[f[2] or ''] == true) ~= inside then return false, false end
   return wanted[st] == true and (ARGV[8] == '' or f[2] == ARGV[8]), false
 end
-for i = 10, #ARGV do
+for i = 10, #ARGV, 3 do
   local key = ARGV[i]
+  hash = ARGV[i + 1]
+  local spec = cjson.decode(ARGV[i + 2])
+  inside = spec['in'] ~= nil
+  names = {}
+  for _, n in ipairs(spec['in'] or spec['out']) do names[n] = true end
   local got = 0
   local max = upper
   if ascore and ascore < upper then

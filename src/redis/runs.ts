@@ -225,7 +225,14 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
                 query.chain === undefined ? `${idx}st:${st}` : `${idx}sc:${st}:${query.chain}`,
                 st,
               ])
-            : [query.statuses.join(','), ...query.contexts.map((hash) => `${idx}cx:${hash}`)];
+            : [
+                query.statuses.join(','),
+                ...query.contexts.flatMap((m) => {
+                  const chains = JSON.stringify('chains' in m ? { in: m.chains } : { out: m.except });
+                  // A run is in one of its context's two indexes: in flight or parked, or ended.
+                  return [`${idx}cx:${m.hash}`, m.hash, chains, `${idx}cxe:${m.hash}`, m.hash, chains];
+                }),
+              ];
         // Lua reads the bounds with tonumber: a huge finite number where there is none.
         const bound = (n: number): string => (n === Infinity ? '1e300' : n === -Infinity ? '-1e300' : String(n));
         const args = [

@@ -7,7 +7,7 @@ import { encodeRunCursor, listQuery, type ListRunsFilter, type RunPage } from '.
 import type { RunStore } from '../stores/run-store.js';
 import type { RedactRule } from '../util/redact.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
-import { contextHashes, shownTo } from './visibility.js';
+import { contextMatchesOf, shownTo } from './visibility.js';
 
 /** What a listing reads: the run store, the chains the runner knows (their context schemas), its redaction. */
 export interface Listing {
@@ -41,7 +41,7 @@ export async function listRuns(listing: Listing, filter: ListRunsFilter): Promis
         'listRuns({ context }) needs a run store that lists runs by context: memoryRunStore(), redisStores(...) ' +
           'or postgresStores(...).',
       );
-    query.contexts = contextHashes(listing.chains, context, query.chain);
+    query.contexts = contextMatchesOf(listing.chains, context, query.chain);
     if (query.contexts.length === 0) return { runs: [] }; // a context that is nobody's
   }
   const found = await callStore(() => store.listRuns!(query), now() + STORE_WAIT_MS, now, 'run (list)');

@@ -3,7 +3,7 @@
 import type { Chain } from '../define/chain.js';
 import { hashContext } from './checkpoint.js';
 import { validateContext } from './prepare.js';
-import type { StoredRun } from '../stores/run-store.js';
+import type { RunContextMatch, StoredRun } from '../stores/run-store.js';
 
 /** Whether a stored run may be shown to the caller at hand (built by the runner's `shownBy(context)`). */
 export type ShownTo = (run: StoredRun) => boolean;
@@ -35,31 +35,42 @@ export function startedWith(
 }
 
 /**
- * The context hashes of the runs `listRuns({ context })` shows: `context` as each chain this runner knows
- * gives it (only `chain`'s when the listing names one), and as given for the chains it does not know, as
- * {@link startedWith} compares them. Empty for a context that is nobody's (empty, or throwing when read).
+ * What `listRuns({ context })` matches, as {@link startedWith} compares a run: for each chain this runner
+ * knows (only `chain` when the listing names one), the hash its context schema gives `context`; for the
+ * chains it does not know, the hash of `context` as given. Empty for a context that is nobody's (empty, or
+ * throwing when read).
  *
  * @example
  * ```ts
- * const query = { ...listQuery(filter), contexts: contextHashes(parts.chains, { userId }) };
+ * const query = { ...listQuery(filter), contexts: contextMatchesOf(parts.chains, { userId }) };
  * ```
  */
-export function contextHashes(chains: ReadonlyMap<string, Chain>, context: object, chain?: string): string[] {
-  const hashes = new Set<string>();
-  const add = (value: object): void => {
-    if (hasEntries(value)) hashes.add(hashContext(value));
-  };
+export function contextMatchesOf(
+  chains: ReadonlyMap<string, Chain>,
+  context: object,
+  chain?: string,
+): RunContextMatch[] {
+  const byHash = new Map<string, string[]>();
   try {
-    const known = chain === undefined ? chains.values() : chains.has(chain) ? [chains.get(chain)!] : [];
+    const known = chain === undefined ? [...chains.values()] : chains.has(chain) ? [chains.get(chain)!] : [];
     for (const c of known) {
       const validated = validateContext(c, context);
-      if (validated.ok) add(validated.value);
+      if (!validated.ok || !hasEntries(validated.value)) continue;
+      const hash = hashContext(validated.value);
+      const names = byHash.get(hash);
+      if (names) names.push(c.name);
+      else byHash.set(hash, [c.name]);
     }
-    if (chain === undefined || !chains.has(chain)) add(context);
+    const matches: RunContextMatch[] = [...byHash].map(([hash, names]) => ({ hash, chains: names }));
+    if (hasEntries(context)) {
+      const raw = hashContext(context);
+      if (chain !== undefined && !chains.has(chain)) matches.push({ hash: raw, chains: [chain] });
+      else if (chain === undefined) matches.push({ hash: raw, except: [...chains.keys()] });
+    }
+    return matches;
   } catch {
     return [];
   }
-  return [...hashes];
 }
 
 /**

@@ -47,6 +47,7 @@ export type {
   CreateRunResult,
   JournalEntry,
   ParkSeen,
+  RunContextMatch,
   RunListAfter,
   RunListQuery,
   RunListResult,
@@ -55,5 +56,6 @@ export type {
   StartedWrite,
   StoredRun,
 } from './run-store.js';
+export { contextMatches } from './run-store.js';
 export type { LastEvents, RunEventLog } from './run-event-log.js';
 export { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from './serialize.js';

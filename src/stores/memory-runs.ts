@@ -5,7 +5,7 @@ import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
 import { encodeRunValue, parkedStep, storedRun } from './run-codec.js';
 import { isAfter, newestFirst, steered, summarize } from './run-list.js';
-import type { RunStore } from './run-store.js';
+import { contextMatches, type RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
 import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, RunSummary, StoredRun } from './run-store.js';
 
@@ -227,7 +227,7 @@ export function memoryRunStore(options: MemoryRunStoreOptions = {}): RunStore {
           run.expiresAt <= t ||
           !query.statuses.includes(status) ||
           (query.chain !== undefined && run.chain !== query.chain) ||
-          (query.contexts !== undefined && !(run.contextHash !== undefined && query.contexts.includes(run.contextHash)))
+          (query.contexts !== undefined && !query.contexts.some((m) => contextMatches(m, run.contextHash, run.chain)))
         )
           continue;
         if (

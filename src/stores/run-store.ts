@@ -343,11 +343,30 @@ export interface RunListQuery {
   limit: number;
   after?: RunListAfter;
   /**
-   * Only runs recorded with one of these context hashes (`RunRecord.contextHash`): the runs of one
-   * user (`runner.listRuns({ context })`). Absent: every run. Given only to a store that declares
-   * `listsByContext`.
+   * Only the runs one of these matches (the runs of one user, `runner.listRuns({ context })`). Absent:
+   * every run. Given only to a store that declares `listsByContext`.
    */
-  contexts?: readonly string[];
+  contexts?: readonly RunContextMatch[];
+}
+
+/**
+ * The runs of one context: recorded with `hash` (`RunRecord.contextHash`), of one of `chains` (those
+ * whose context schema gives the context that hash) — or, without `chains`, of any chain but `except`
+ * (the chains that give it another hash).
+ */
+export type RunContextMatch = { hash: string; chains: readonly string[] } | { hash: string; except: readonly string[] };
+
+/**
+ * Whether a run of `chain` recorded with `hash` is one `match` lists.
+ *
+ * @example
+ * ```ts
+ * if (query.contexts?.some((m) => contextMatches(m, run.contextHash, run.chain))) page.push(run);
+ * ```
+ */
+export function contextMatches(match: RunContextMatch, hash: string | undefined, chain: string): boolean {
+  if (hash !== match.hash) return false;
+  return 'chains' in match ? match.chains.includes(chain) : !match.except.includes(chain);
 }
 
 /** A listing page as a store returns it: `more` when runs past the last one may match. */

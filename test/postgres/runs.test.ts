@@ -154,7 +154,7 @@ describe('postgres run store', () => {
       since: -Infinity,
       until: Infinity,
       limit: 10,
-      contexts: ['ctx-old'],
+      contexts: [{ hash: 'ctx-old', except: [] }],
     };
     expect((await stores.runs.listRuns!(mine)).runs.map((r) => r.runId)).toEqual([before.runId]);
     const client = await pool.connect();

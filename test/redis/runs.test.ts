@@ -365,3 +365,44 @@ describe('redis run events: waiting readers', () => {
     expect(own.filter((c) => c.status !== 'end')).toEqual([]); // before: a subscriber opened after close, for good
   });
 });
+
+describe('redis: the context index after retention', () => {
+  const find = defineTool({
+    name: 'find',
+    description: 'f',
+    input: z.object({ n: z.number() }),
+    output: z.object({ n: z.number() }),
+    effect: 'read',
+  });
+  const owned = defineChain({
+    name: 'owned',
+    input: z.object({ n: z.number() }),
+    context: z.object({ userId: z.string() }),
+    steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n') } }],
+  });
+
+  it('keeps no member of an expired run in a context’s indexes, with instances whose clocks differ', async () => {
+    const p = `${prefix}:skew`;
+    const make = (now: () => number) =>
+      createRunner({
+        invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+        stores: { runs: redisStores(redis, { prefix: p }).runs },
+        chains: [owned],
+        retention: { completedMs: 200, failedMs: 200 },
+        now,
+      });
+    const a = make(() => Date.now());
+    const b = make(() => Date.now() + 300); // an instance whose clock runs 300 ms ahead
+    await a.run(owned, { n: 1 }, { context: { userId: 'alice' }, runId: 'skew-1' });
+    await b.run(owned, { n: 2 }, { context: { userId: 'carol' }, runId: 'skew-2' }); // its finish looks at skew-1 early
+    await new Promise((resolve) => setTimeout(resolve, 400)); // both records expired
+    await a.run(owned, { n: 3 }, { context: { userId: 'dave' }, runId: 'skew-3' });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await a.run(owned, { n: 4 }, { context: { userId: 'erin' }, runId: 'skew-4' }); // prunes what is due
+    const members = (await Promise.all((await redis.keys(`${p}*cx:*`)).map((k) => redis.zrange(k, 0, -1)))).flat();
+    expect(members).not.toContain('skew-1');
+    expect(members).not.toContain('skew-2');
+    await a.close();
+    await b.close();
+  });
+});

@@ -334,6 +334,34 @@ describe('listRuns({ context }): the runs started with one user’s context', ()
     await runner.close();
   });
 
+  it('compares each run as its own chain’s context schema gives the context, as getRun does', async () => {
+    // Team reports: the context is the team (a member's userId is dropped). Notes: a user's own, or the team job's.
+    const report = defineChain({
+      name: 'report',
+      input: z.object({ n: z.number() }),
+      context: z.object({ teamId: z.string() }),
+      steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n'), user: 'team' } }],
+    });
+    const note = defineChain({
+      name: 'note',
+      input: z.object({ n: z.number() }),
+      context: z.object({ teamId: z.string(), userId: z.string().optional() }),
+      steps: [{ id: 'find', tool: find, input: { n: ref('input', 'n'), user: 'team' } }],
+    });
+    const runner = createRunner({
+      invoker: functionInvoker([find], { find: async ({ n }) => ({ n }) }),
+      stores: { runs: memoryRunStore() },
+      chains: [report, note],
+    });
+    const alice = { teamId: 't1', userId: 'alice' };
+    const teamNote = await runner.run(note, { n: 1 }, { context: { teamId: 't1' } });
+    const teamReport = await runner.run(report, { n: 2 }, { context: alice });
+    const aliceNote = await runner.run(note, { n: 3 }, { context: alice });
+    expect(await runner.getRun(teamNote.runId, { context: alice })).toBeUndefined();
+    expect(listed(await runner.listRuns({ context: alice }))).toEqual([teamReport.runId, aliceNote.runId].sort());
+    await runner.close();
+  });
+
   it('an empty context, one that throws when read, or one nobody started a run with, lists nothing', async () => {
     const { runner } = await setup();
     const hostile = {

@@ -90,7 +90,7 @@ const setups: Record<string, () => Promise<Setup>> = {
         }
         if ((await redis.zrange(`${prefix}:runs:exp`, 0, -1)).some((m) => m.includes(JSON.stringify(runId))))
           out.push('runs:exp');
-        for (const key of await redis.keys(`${prefix}:runs:cx:*`))
+        for (const key of await redis.keys(`${prefix}:runs:cx*:*`))
           if ((await redis.zscore(key, runId)) !== null) out.push('runs:cx');
         if ((await redis.zscore(`${prefix}:runs:live`, runId)) !== null) out.push('runs:live');
         return out;

@@ -13,6 +13,7 @@ import {
 import type { CheckpointStore, IdempotencyClaim, IdempotencyStore } from '../../src/stores/types.js';
 import type {
   JournalEntry,
+  RunContextMatch,
   RunListQuery,
   RunRecord,
   RunStatus,
@@ -760,14 +761,26 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       const a4 = await mine('failed', T0 + 503);
       const b1 = await add(runs, T0 + 504, 'completed', { contextHash: `ctx-${T0}-bob` });
       await add(runs, T0 + 505, 'completed', { contextHash: `ctx-${T0}-carol` });
-      const alice = [`ctx-${T0}-alice`];
+      const any = (hash: string): RunContextMatch => ({ hash, except: [] });
+      const alice = [any(`ctx-${T0}-alice`)];
       expect(ids(await runs.listRuns!(q({ contexts: alice })))).toEqual([a4, a3, a2, a1]);
-      expect(ids(await runs.listRuns!(q({ contexts: [...alice, `ctx-${T0}-bob`] })))).toEqual([b1, a4, a3, a2, a1]);
+      expect(ids(await runs.listRuns!(q({ contexts: [...alice, any(`ctx-${T0}-bob`)] })))).toEqual([
+        b1,
+        a4,
+        a3,
+        a2,
+        a1,
+      ]);
       expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['awaiting_confirmation'] })))).toEqual([a2]);
       expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['completed', 'failed'] })))).toEqual([a4, a1]);
       expect(ids(await runs.listRuns!(q({ contexts: alice, chain: 'other-chain' })))).toEqual([a3]);
       expect(ids(await runs.listRuns!(q({ contexts: alice, since: T0 + 501, until: T0 + 503 })))).toEqual([a3, a2]);
-      expect(ids(await runs.listRuns!(q({ contexts: [`ctx-${T0}-nobody`] })))).toEqual([]);
+      expect(ids(await runs.listRuns!(q({ contexts: [any(`ctx-${T0}-nobody`)] })))).toEqual([]);
+      // A hash counts only for the chains it is given for (each chain's context schema gives its own).
+      const onlyOther = { hash: `ctx-${T0}-alice`, chains: ['other-chain'] };
+      expect(ids(await runs.listRuns!(q({ contexts: [onlyOther] })))).toEqual([a3]);
+      const butOther = { hash: `ctx-${T0}-alice`, except: ['other-chain'] };
+      expect(ids(await runs.listRuns!(q({ contexts: [butOther] })))).toEqual([a4, a2, a1]);
       const first = await runs.listRuns!(q({ contexts: alice, limit: 3 }));
       expect([ids(first), first.more]).toEqual([[a4, a3, a2], true]);
       const last = first.runs[2]!;
@@ -781,7 +794,7 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       expect(ids(await runs.listRuns!(q({ contexts: alice, statuses: ['running'] })))).toEqual([]);
     });
 
-    it('lists no run for a context once its record expired', async () => {
+    it('lists no run for a context once its record expired, nor another context’s run under its id since', async () => {
       const { runs } = await setup();
       const ctx = `ctx-${T0}-expiring`;
       const kept = await add(runs, T0 + 600, 'completed', { contextHash: ctx });
@@ -789,8 +802,18 @@ export function runStoreContract(name: string, setup: () => Promise<RunStoreSetu
       await runs.create(rec, Date.now());
       expect(await runs.finish(rec.runId, 'A', 'completed', { status: 'completed' }, 1)).toBe(true); // kept 1 ms
       await new Promise((resolve) => setTimeout(resolve, 30));
-      expect(ids(await runs.listRuns!(q({ contexts: [ctx] })))).toEqual([kept]);
-      expect(ids(await runs.listRuns!(q({ contexts: [ctx], limit: 1 })))).toEqual([kept]);
+      const mine = [{ hash: ctx, except: [] }];
+      expect(ids(await runs.listRuns!(q({ contexts: mine })))).toEqual([kept]);
+      expect(ids(await runs.listRuns!(q({ contexts: mine, limit: 1 })))).toEqual([kept]);
+      // The id again, for another user: never listed for the first.
+      const again = record('A', Date.now() + HOUR, {
+        runId: rec.runId,
+        startedAt: T0 + 602,
+        contextHash: `${ctx}-bob`,
+      });
+      expect(await runs.create(again, Date.now())).toEqual({ status: 'created' });
+      expect(ids(await runs.listRuns!(q({ contexts: mine })))).toEqual([kept]);
+      expect(ids(await runs.listRuns!(q({ contexts: [{ hash: `${ctx}-bob`, except: [] }] })))).toEqual([rec.runId]);
     });
 
     it('pages past newer runs that expired since they were indexed, skipping none of the kept ones', async () => {
