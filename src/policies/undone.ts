@@ -105,8 +105,9 @@ const plain = (value: object): boolean => {
   return proto === Object.prototype || proto === null || Array.isArray(value);
 };
 
-/** How far apart two instances' clocks may be: a result kept this long after its write's step ended is its own. */
-const SKEW_MS = 5_000;
+// How far apart two instances' clocks may be: a result kept this long after its write's step ended is its own.
+// Small, since a write made after the first lapsed comes this close only if both came within it of the lapse.
+const SKEW_MS = 1_000;
 
 /**
  * Whether the result a write's key holds (a `done` claim) is the one kept for that write — by it, or

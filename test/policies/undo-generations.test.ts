@@ -456,6 +456,26 @@ describe('an undo after its write’s key lapsed and another run wrote under it'
     expect([...live]).toEqual(['t2']);
   });
 
+  it('a duplicate answered just before the key lapsed does not take the write made just after it for its own', async () => {
+    const { invoker, live } = service();
+    let t = 1_000_000;
+    const runner = createRunner({ invoker, confirmationTtlMs: 6 * HOUR, now: () => t, secret: SECRET });
+    const park = async (who: string) => {
+      const r = await runner.run(gated, { title: 'milk', who });
+      if (r.status !== 'awaiting_confirmation') throw new Error(r.status);
+      return r;
+    };
+    const a = await park('bad-a'); // t1
+    t += HOUR - 1_000;
+    const b = await park('bad-b'); // answered with t1, 1 s before add:milk lapses
+    expect(b.trace.steps[0]!.status).toBe('cached');
+    t += 2_000;
+    const c = await park('bad-c'); // t2, 1 s after: another write
+    for (const r of [b, c, a]) expect((await runner.resume(r.resumeToken, { approved: true })).status).toBe('failed');
+    expect(invoker.callsTo('remove').map((call) => call.input)).toEqual([{ id: 't1' }, { id: 't2' }]);
+    expect([...live]).toEqual([]);
+  });
+
   it('writes whose results are equal are told apart: each run’s write is undone, and the later one stays kept', async () => {
     const subscribe = defineTool({
       name: 'subscribe',
