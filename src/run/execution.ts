@@ -87,8 +87,13 @@ export interface Execution {
    * `error`, its undos journaled in `undone` (entries of `compensation` `undone`/`undo_failed`) kept, the rest done.
    */
   compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[]; reported?: Undone };
-  /** A continued run: every step whose undo was journaled (a failed sub-chain's own too), never undone again. */
+  /** A continued run that compensates: every step whose undo was journaled, never undone again. */
   undoneBefore?: ReadonlySet<string>;
+  /**
+   * A continued run: the sub-chain steps their own failed sub-chain undid (by id, `two/save`), run again under
+   * this generation of their key, so a service that keeps its answers by key does the write again.
+   */
+  redo?: ReadonlyMap<string, number>;
   /**
    * A sub-chain's run inside a step (run/sub-run.ts): its step ids are prefixed (`audit/find`), it
    * emits no run-level events, and it ends as an outcome of that step, not a result.

@@ -78,6 +78,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   let compensating: Execution['compensating'];
   // Every undo journaled: a failed sub-chain's own come before the run's `start` (its run went on, or failed).
   let undoneBefore: Set<string> | undefined;
+  let redo: Map<string, number> | undefined;
   let nested: Map<string, JournalEntry[]> | undefined;
   let generations: Map<string, number> | undefined;
   const kept: JournalEntry[] | undefined = keepsNested(chain) ? [] : undefined;
@@ -85,10 +86,17 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     if (entry.compensation === 'start') {
       compensating = { error: entry.error as ChainErrorInfo, undone: [] };
       if (entry.undone) compensating.reported = entry.undone as Undone;
-    } else if (entry.compensation !== undefined) {
+    } else if (entry.compensation !== undefined && compensating !== undefined) {
       (undoneBefore ??= new Set()).add(entry.step);
-      (compensating?.undone as JournalEntry[] | undefined)?.push(entry);
-    } else if (entry.started !== undefined || entry.decision !== undefined)
+      (compensating.undone as JournalEntry[]).push(entry);
+    } else if (entry.compensation === 'undone') {
+      // A failed sub-chain took its own step back before the run failed (or went on, its failure collected):
+      // that step is not done. Run again, it writes under its key's next generation.
+      const g = undoneStep(nested, kept, entry.step);
+      if (g !== undefined) (redo ??= new Map()).set(entry.step, g + 1);
+    } else if (entry.compensation !== undefined)
+      continue; // a failed undo: the step's effect stands, and a later failure tries again
+    else if (entry.started !== undefined || entry.decision !== undefined)
       continue; // marks, not steps
     else if (entry.step.includes('/')) {
       nestUnder((nested ??= new Map()), entry); // a sub-chain's step (§12): see priorNested
@@ -115,6 +123,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
     ...(undoneBefore && { undoneBefore }),
+    ...(redo && { redo }),
     ...(nested && { priorNested: nested }),
     ...(kept && { kept }),
     ...(generations && { generations }),
@@ -156,6 +165,24 @@ export function journaledSteps(run: StoredRun): string[] {
   for (const e of run.journal)
     if (e.compensation === undefined && e.started === undefined && e.decision === undefined) steps.push(e.step);
   return steps;
+}
+
+/**
+ * Takes a sub-chain step undone by its own sub-chain out of what the journal says is done (its entry under its
+ * prefix, and in `kept`): the generation it ran under, or `undefined` when no entry of it is there.
+ */
+function undoneStep(
+  nested: Map<string, JournalEntry[]> | undefined,
+  kept: JournalEntry[] | undefined,
+  step: string,
+): number | undefined {
+  const list = nested?.get(step.slice(0, step.lastIndexOf('/')));
+  const at = list ? list.findLastIndex((e) => e.step === step) : -1;
+  if (at < 0) return undefined;
+  const [entry] = list!.splice(at, 1);
+  const inKept = kept ? kept.lastIndexOf(entry!) : -1;
+  if (inKept >= 0) kept!.splice(inKept, 1);
+  return entry!.generation ?? 0;
 }
 
 /**

@@ -126,6 +126,7 @@ export function runNested(
     // run compensates only if it fails in turn (a failure collected by a forEach goes on).
     ...(parent.undoJournal && { undoJournal: nestedUndoJournal(parent.undoJournal) }),
     ...(parent.undoneBefore && { undoneBefore: parent.undoneBefore }),
+    ...(parent.redo && { redo: parent.redo }),
   };
   return host.nest(exec);
 }

@@ -16,6 +16,7 @@ import {
 } from 'chainkit';
 import { http } from '../helpers.js';
 import { atEndWrite } from '../helpers/end-write.js';
+import type { RunStore } from 'chainkit/stores';
 
 const list = defineTool({
   name: 'list',
@@ -497,6 +498,144 @@ describe('a failed sub-chain’s own undos in a durable run', () => {
     const [recovered] = await heir.runner.recover();
     expect(heir.undone()).toEqual([]);
     expect(recovered?.status === 'failed' && recovered.compensated).toEqual(['two/save', 'reserve']);
+  });
+});
+
+describe('an owner dying between a failed sub-chain’s own undos and the run’s compensation', () => {
+  const two = defineChain({
+    name: 'save_then_check_once',
+    input: z.object({}),
+    steps: [
+      { id: 'save', tool: save, input: { id: 'in' }, compensate: { tool: unsave, input: { id: ref('save', 'id') } } },
+      { id: 'check', tool: check, input: { id: ref('save', 'id') } },
+    ],
+  });
+  // Declared idempotent: no start is journaled before it, so the heir finds no write in doubt.
+  const hold = defineTool({ ...reserve, name: 'reserve', idempotent: true });
+  const c = defineChain({
+    name: 'outer_dying_at_start',
+    input: z.object({}),
+    timeoutMs: 600_000,
+    steps: [
+      { id: 'reserve', tool: hold, input: {}, compensate: { tool: release, input: { id: ref('reserve', 'id') } } },
+      { id: 'two', chain: two, input: {} },
+    ],
+  });
+  /** `check` refuses its first call, or every one; the owner dies as it journals the run's compensation start. */
+  const scenario = async (always: boolean) => {
+    let t = 1_000_000;
+    const now = (): number => t;
+    const runs = memoryRunStore({ now });
+    const calls: string[] = [];
+    const keys: string[] = [];
+    let checks = 0;
+    const invoker = functionInvoker({
+      ...tools().handlers,
+      save: ({ id }: { id: string }, call: { idempotencyKey?: string }) => (
+        calls.push(`save ${id}`),
+        keys.push(call.idempotencyKey!),
+        { id }
+      ),
+      unsave: ({ id }: { id: string }) => (calls.push(`unsave ${id}`), { ok: true }),
+      check: () => {
+        if (always || ++checks === 1) throw http(403, 'no');
+        return { ok: true };
+      },
+      reserve: () => (calls.push('reserve'), { id: 'r1' }),
+      release: ({ id }: { id: string }) => (calls.push(`release ${id}`), { ok: true }),
+    });
+    let died = false;
+    const dying: RunStore = {
+      ...runs,
+      journal: (runId, owner, entries, complete) =>
+        entries.some((e) => e.compensation === 'start')
+          ? ((died = true), new Promise<boolean>(() => {}))
+          : runs.journal(runId, owner, entries, complete),
+    };
+    const make = (store: RunStore): Runner => {
+      const r = createRunner({ invoker, chains: [c], stores: { runs: store }, now, leaseMs: 1_000 });
+      open.push(r);
+      return r;
+    };
+    void make(dying).run(c, {}, { runId: 'dies' });
+    for (let i = 0; i < 200 && !died; i++) await new Promise((r) => setTimeout(r, 5));
+    const before = calls.splice(0);
+    t += 5_000;
+    const [result] = await make(runs).recover();
+    return { before, after: calls, keys, result };
+  };
+
+  it('the heir runs the sub-chain again: its undone write is done again under its key’s next generation', async () => {
+    const r = await scenario(false);
+    expect(r.before).toEqual(['reserve', 'save in', 'unsave in']);
+    expect(r.result?.status).toBe('completed');
+    // `reserve` again too: its entry was to ride on a later write (idempotent, it may run again).
+    expect(r.after).toEqual(['reserve', 'save in']);
+    expect(r.keys).toEqual(['dies:two/save', 'dies:two/save#1']);
+  });
+
+  it('a collected item whose own undo was journaled, its owner dying before the item was: run again whole', async () => {
+    let t = 1_000_000;
+    const now = (): number => t;
+    const runs = memoryRunStore({ now });
+    const calls: string[] = [];
+    let refused = false;
+    const invoker = functionInvoker({
+      ...tools().handlers,
+      save: ({ id }: { id: string }) => (calls.push(`save ${id}`), { id }),
+      unsave: ({ id }: { id: string }) => (calls.push(`unsave ${id}`), { ok: true }),
+      check: ({ id }: { id: string }) => {
+        if (id === 't1' && !refused) throw ((refused = true), http(403, 'not now'));
+        return { ok: true };
+      },
+    });
+    const c = defineChain({
+      name: 'collect_dying',
+      input: z.object({}),
+      timeoutMs: 600_000,
+      steps: [
+        { id: 'find', tool: list, input: { n: 2 } },
+        {
+          id: 'done',
+          forEach: {
+            over: ref('find', 'items'),
+            chain: saveOne,
+            input: { id: ref('item', 'id') },
+            onItemError: 'collect',
+            concurrency: 1,
+          },
+        },
+      ],
+    });
+    let died = false;
+    const dying: RunStore = {
+      ...runs,
+      journal: (runId, owner, entries, complete) =>
+        entries.some((e) => e.step === 'done/1')
+          ? ((died = true), new Promise<boolean>(() => {}))
+          : runs.journal(runId, owner, entries, complete),
+    };
+    const make = (store: RunStore): Runner => {
+      const r = createRunner({ invoker, chains: [c], stores: { runs: store }, now, leaseMs: 1_000 });
+      open.push(r);
+      return r;
+    };
+    void make(dying).run(c, {}, { runId: 'fe' });
+    for (let i = 0; i < 200 && !died; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(calls.splice(0)).toEqual(['save t0', 'save t1', 'unsave t1']);
+    t += 5_000;
+    const [result] = await make(runs).recover();
+    expect(result?.status === 'completed' && result.output).toEqual([
+      { ok: true, value: 't0' },
+      { ok: true, value: 't1' },
+    ]);
+    expect(calls).toEqual(['save t1']); // its save holds again
+  });
+
+  it('when the sub-chain fails again, the heir reports its undo as the owner would have', async () => {
+    const r = await scenario(true);
+    expect(r.result?.status === 'failed' && r.result.compensated).toEqual(['two/save', 'reserve']);
+    expect(r.after).toEqual(['reserve', 'save in', 'unsave in', 'release r1']);
   });
 });
 

@@ -5,6 +5,7 @@ import { parseSchema } from '../../define/schema.js';
 import type { PlannedStep } from '../../define/step-kinds.js';
 import { schemaFailure } from '../pipeline.js';
 import { callContext } from '../call-context.js';
+import { generationKey, generationStoreKey } from '../../policies/undone.js';
 import { describeThrown, StepError, type StepOutcome } from '../execution.js';
 import { askInProcess, gateQuestion } from '../gate.js';
 import { isPlainWrite } from '../journal.js';
@@ -67,6 +68,13 @@ function startCall(
   // The step's own key is read for writes only; without one, callContext applies the default.
   const key = tool.effect !== 'read' && def.idempotencyKey ? def.idempotencyKey(host.scope) : undefined;
   const ctx = callContext(host.calls, host, host.stepKey(step), tool, input, key, def);
+  const redo = host.exec.redo?.get(ctx.step!);
+  if (redo !== undefined && ctx.idempotencyKey !== undefined) {
+    // Its write was undone (journal.ts): its next generation, as the idempotency policy moves a key past an undo.
+    ctx.generation = redo;
+    ctx.idempotencyKey = generationKey(ctx.idempotencyKey, redo);
+    if (ctx.storeKey !== undefined) ctx.storeKey = generationStoreKey(ctx.storeKey, redo);
+  }
   inFlight.ctx = ctx;
   // A plain write's start is recorded first (durable runs): recovery must know it may have happened.
   const before = host.exec.beforeWrite;
