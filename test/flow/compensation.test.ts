@@ -16,7 +16,7 @@ import {
 } from 'chainkit';
 import { http } from '../helpers.js';
 import { atEndWrite } from '../helpers/end-write.js';
-import type { RunStore } from 'chainkit/stores';
+import type { JournalEntry, RunStore } from 'chainkit/stores';
 
 const list = defineTool({
   name: 'list',
@@ -501,6 +501,40 @@ describe('a failed sub-chain’s own undos in a durable run', () => {
   });
 });
 
+/**
+ * Runs `c` durably (run id `runId`, default `dies`) until its owner dies at the journal write holding an
+ * entry `dies` picks (that write never answers), then recovers it on a second runner: the `calls` made
+ * before, left in `calls` those made after, and the heir's result.
+ */
+async function diesAtJournal(
+  c: Chain,
+  invoker: ReturnType<typeof functionInvoker>,
+  dies: (e: JournalEntry) => boolean,
+  calls: string[],
+  runId = 'dies',
+) {
+  let t = 1_000_000;
+  const now = (): number => t;
+  const runs = memoryRunStore({ now });
+  let died = false;
+  const dying: RunStore = {
+    ...runs,
+    journal: (id, owner, entries, complete) =>
+      entries.some(dies) ? ((died = true), new Promise<boolean>(() => {})) : runs.journal(id, owner, entries, complete),
+  };
+  const make = (store: RunStore): Runner => {
+    const r = createRunner({ invoker, chains: [c], stores: { runs: store }, now, leaseMs: 1_000 });
+    open.push(r);
+    return r;
+  };
+  void make(dying).run(c, {}, { runId });
+  for (let i = 0; i < 200 && !died; i++) await new Promise((r) => setTimeout(r, 5));
+  const before = calls.splice(0);
+  t += 5_000; // the owner is gone
+  const [result] = await make(runs).recover();
+  return { before, result };
+}
+
 describe('an owner dying between a failed sub-chain’s own undos and the run’s compensation', () => {
   const two = defineChain({
     name: 'save_then_check_once',
@@ -523,9 +557,6 @@ describe('an owner dying between a failed sub-chain’s own undos and the run’
   });
   /** `check` refuses its first call, or every one; the owner dies as it journals the run's compensation start. */
   const scenario = async (always: boolean) => {
-    let t = 1_000_000;
-    const now = (): number => t;
-    const runs = memoryRunStore({ now });
     const calls: string[] = [];
     const keys: string[] = [];
     let checks = 0;
@@ -544,24 +575,7 @@ describe('an owner dying between a failed sub-chain’s own undos and the run’
       reserve: () => (calls.push('reserve'), { id: 'r1' }),
       release: ({ id }: { id: string }) => (calls.push(`release ${id}`), { ok: true }),
     });
-    let died = false;
-    const dying: RunStore = {
-      ...runs,
-      journal: (runId, owner, entries, complete) =>
-        entries.some((e) => e.compensation === 'start')
-          ? ((died = true), new Promise<boolean>(() => {}))
-          : runs.journal(runId, owner, entries, complete),
-    };
-    const make = (store: RunStore): Runner => {
-      const r = createRunner({ invoker, chains: [c], stores: { runs: store }, now, leaseMs: 1_000 });
-      open.push(r);
-      return r;
-    };
-    void make(dying).run(c, {}, { runId: 'dies' });
-    for (let i = 0; i < 200 && !died; i++) await new Promise((r) => setTimeout(r, 5));
-    const before = calls.splice(0);
-    t += 5_000;
-    const [result] = await make(runs).recover();
+    const { before, result } = await diesAtJournal(c, invoker, (e) => e.compensation === 'start', calls);
     return { before, after: calls, keys, result };
   };
 
@@ -575,9 +589,6 @@ describe('an owner dying between a failed sub-chain’s own undos and the run’
   });
 
   it('a collected item whose own undo was journaled, its owner dying before the item was: run again whole', async () => {
-    let t = 1_000_000;
-    const now = (): number => t;
-    const runs = memoryRunStore({ now });
     const calls: string[] = [];
     let refused = false;
     const invoker = functionInvoker({
@@ -607,24 +618,8 @@ describe('an owner dying between a failed sub-chain’s own undos and the run’
         },
       ],
     });
-    let died = false;
-    const dying: RunStore = {
-      ...runs,
-      journal: (runId, owner, entries, complete) =>
-        entries.some((e) => e.step === 'done/1')
-          ? ((died = true), new Promise<boolean>(() => {}))
-          : runs.journal(runId, owner, entries, complete),
-    };
-    const make = (store: RunStore): Runner => {
-      const r = createRunner({ invoker, chains: [c], stores: { runs: store }, now, leaseMs: 1_000 });
-      open.push(r);
-      return r;
-    };
-    void make(dying).run(c, {}, { runId: 'fe' });
-    for (let i = 0; i < 200 && !died; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(calls.splice(0)).toEqual(['save t0', 'save t1', 'unsave t1']);
-    t += 5_000;
-    const [result] = await make(runs).recover();
+    const { before, result } = await diesAtJournal(c, invoker, (e) => e.step === 'done/1', calls, 'fe');
+    expect(before).toEqual(['save t0', 'save t1', 'unsave t1']);
     expect(result?.status === 'completed' && result.output).toEqual([
       { ok: true, value: 't0' },
       { ok: true, value: 't1' },
