@@ -76,7 +76,7 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
-  // Every undo journaled: a failed sub-chain's own come before the run's `start` (its run went on, or failed).
+  // The undos journaled once the run compensates; a failed sub-chain's own come before its `start`.
   let undoneBefore: Set<string> | undefined;
   let redo: Map<string, number> | undefined;
   let nested: Map<string, JournalEntry[]> | undefined;
