@@ -42,6 +42,20 @@ local function index_move(prefix, id, chain, started, from, to, keepMs)
 end
 `;
 
+// A running run waiting out a retry is indexed as retrying instead of running (\`retrying\` true), or back.
+const RETRY_INDEX = `
+local function retry_index(prefix, id, chain, started, retrying)
+  local from, to = 'running', 'retrying'
+  if not retrying then from, to = 'retrying', 'running' end
+  redis.call('ZREM', prefix .. 'st:' .. from, id)
+  redis.call('ZADD', prefix .. 'st:' .. to, started or '0', id)
+  if chain then
+    redis.call('ZREM', prefix .. 'sc:' .. from .. ':' .. chain, id)
+    redis.call('ZADD', prefix .. 'sc:' .. to .. ':' .. chain, started or '0', id)
+  end
+end
+`;
+
 // Retention of the listing indexes (docs/guides/watching-runs.md): each ended or parked run is also
 // a member of \`<index prefix>exp\` scored by when its record expires (member: [status, chain, id, context
 // hash]). Each finish removes up to 100 members whose time has come from the indexes (a range of that
@@ -74,6 +88,7 @@ end
 // taken over.
 export const CREATE = `local ARGV_RUN = ARGV[12]
 ${INDEX}
+${RETRY_INDEX}
 local st = redis.call('HGET', KEYS[1], 'status')
 if not st then
   redis.call('DEL', KEYS[2])
@@ -92,7 +107,9 @@ if st == 'running' then
   if tonumber(redis.call('HGET', KEYS[1], 'lease')) < tonumber(ARGV[5]) and (not b[3] or b[3] == ARGV[8]) then
     prev = redis.call('HGET', KEYS[1], 'owner')
     redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'lease', ARGV[3])
-    redis.call('HDEL', KEYS[1], 'retry')
+    if redis.call('HDEL', KEYS[1], 'retry') == 1 then
+      retry_index(ARGV[11], ARGV[6], b[1], redis.call('HGET', KEYS[1], 'started'), false)
+    end
     redis.call('ZADD', KEYS[3], ARGV[3], ARGV[6])
     kind = 'taken'
   end
@@ -165,12 +182,13 @@ redis.call('ZADD', KEYS[3], ARGV[2], ARGV[5])
 return 1`;
 
 // KEYS: live set. ARGV: owner, now, leaseUntil, limit, run key prefix, journal key prefix, orphanedBefore
-// ('' for none), '1' to filter, then chain and fingerprint pairs. Members whose run ended or vanished
+// ('' for none), '1' to filter, index prefix, then chain and fingerprint pairs. Members whose run ended or vanished
 // leave the set; a lagging score is corrected. With a filter, runs of other chains or fingerprints
 // (not orphaned) are passed over untouched; the scan goes on past them, at most 20 pages.
 export const CLAIM = `
+${RETRY_INDEX}
 local allowed = {}
-for i = 9, #ARGV, 2 do allowed[ARGV[i] .. '|' .. ARGV[i + 1]] = true end
+for i = 10, #ARGV, 2 do allowed[ARGV[i] .. '|' .. ARGV[i + 1]] = true end
 local limit = tonumber(ARGV[4])
 local orphan = tonumber(ARGV[7])
 local out = {}
@@ -191,7 +209,9 @@ for page = 1, 20 do
     else
       local prev = redis.call('HGET', k, 'owner') or ''
       redis.call('HSET', k, 'owner', ARGV[1], 'lease', ARGV[3])
-      redis.call('HDEL', k, 'retry')
+      if redis.call('HDEL', k, 'retry') == 1 then
+        retry_index(ARGV[9], id, f[3], redis.call('HGET', k, 'started'), false)
+      end
       redis.call('ZADD', KEYS[1], ARGV[3], id)
       out[#out + 1] = {redis.call('HGETALL', k), redis.call('LRANGE', ARGV[6] .. id, 0, -1), prev}
       if #out >= limit then return out end
@@ -329,20 +349,18 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return false`;
 
 // KEYS: run hash. ARGV: owner, until ('' clears the mark), runId, index prefix. A run the owner holds
-// (running) is marked as waiting out a retry until then, and indexed as retrying too; or unmarked.
+// (running) is marked as waiting out a retry until then, and indexed as retrying instead of running (a listing
+// of running runs never reads past runs that are not); or unmarked, and indexed as running again.
 export const RETRYING = `
+${RETRY_INDEX}
 local f = redis.call('HMGET', KEYS[1], 'owner', 'status', 'chain', 'started')
 if f[1] ~= ARGV[1] or f[2] ~= 'running' then return 0 end
-local a = ARGV[4] .. 'st:retrying'
-local b = f[1] and f[3] and (ARGV[4] .. 'sc:retrying:' .. f[3])
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], 'retry')
-  redis.call('ZREM', a, ARGV[3])
-  if b then redis.call('ZREM', b, ARGV[3]) end
+  retry_index(ARGV[4], ARGV[3], f[3], f[4], false)
 else
   redis.call('HSET', KEYS[1], 'retry', ARGV[2])
-  redis.call('ZADD', a, f[4] or '0', ARGV[3])
-  if b then redis.call('ZADD', b, f[4] or '0', ARGV[3]) end
+  retry_index(ARGV[4], ARGV[3], f[3], f[4], true)
 end
 return 1`;
 

@@ -202,7 +202,7 @@ export function redisRunStore(redis: RedisClient, options: RedisRunStoreOptions)
     claimExpired: (owner, now, leaseUntil, limit, only) =>
       guard('claim', async () => {
         if (limit <= 0) return [];
-        const filter = only ? ['1', ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0'];
+        const filter = only ? ['1', idx, ...only.chains.flatMap((c) => [c.name, c.fingerprint])] : ['0', idx];
         const args = [
           owner,
           now,

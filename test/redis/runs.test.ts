@@ -406,3 +406,28 @@ describe('redis: the context index after retention', () => {
     await b.close();
   });
 });
+
+describe('redis: runs waiting out a retry', () => {
+  it('a listing of running runs finds one behind many runs waiting out a retry', async () => {
+    const runs = redisRunStore(redis, { prefix: `${prefix}:retrying` });
+    const t0 = Date.now();
+    await runs.create(record('o', t0 + 60_000, { runId: 'plain', startedAt: t0 }), t0);
+    for (let i = 1; i <= 45; i++) {
+      await runs.create(record('o', t0 + 60_000, { runId: `r${i}`, startedAt: t0 + i }), t0);
+      expect(await runs.markRetrying!(`r${i}`, 'o', t0 + 60_000)).toBe(true);
+    }
+    const all = { since: -Infinity, until: Infinity, limit: 1 };
+    expect((await runs.listRuns!({ ...all, statuses: ['running'] })).runs.map((r) => r.runId)).toEqual(['plain']);
+    expect((await runs.listRuns!({ ...all, statuses: ['retrying'] })).runs.map((r) => r.runId)).toEqual(['r45']);
+    // The mark cleared, or the run claimed by another owner after its lease: running again, in that listing.
+    expect(await runs.markRetrying!('r45', 'o', null)).toBe(true);
+    const [claimed] = await runs.claimExpired('p', t0 + 120_000, t0 + 180_000, 1);
+    expect(claimed?.runId).toBe('plain');
+    expect(await runs.markRetrying!('r44', 'o', t0 + 60_000)).toBe(true);
+    const taken = await runs.claimExpired('p', t0 + 120_000, t0 + 180_000, 50);
+    expect(taken.map((r) => r.runId)).toContain('r44');
+    const running = await runs.listRuns!({ ...all, limit: 50, statuses: ['running'] });
+    expect(running.runs.map((r) => r.runId)).toEqual(expect.arrayContaining(['r45', 'r44', 'plain']));
+    expect((await runs.listRuns!({ ...all, limit: 50, statuses: ['retrying'] })).runs).toEqual([]);
+  });
+});
