@@ -6,7 +6,8 @@ import pg from 'pg';
 import { postgresStores } from '../src/postgres/index.js';
 import { redisStores } from '../src/redis/index.js';
 import { listQuery } from '../src/stores/run-list.js';
-import type { RunStatus, RunStore } from '../src/stores/run-store.js';
+import type { RunStore } from '../src/stores/run-store.js';
+import type { RunStatus } from '../src/stores/run-listing.js';
 
 const RUNS = Number(process.env.LIST_RUNS ?? 100_000);
 const HOUR = 3_600_000;

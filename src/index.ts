@@ -207,7 +207,8 @@ export {
 } from './stores/memory.js';
 export { memoryRunStore, type MemoryRunStoreOptions } from './stores/memory-runs.js';
 export type { ListRunsFilter, RunPage } from './stores/run-list.js';
-export type { RunRecord, RunStatus, RunSummary } from './stores/run-store.js';
+export type { RunRecord } from './stores/run-store.js';
+export type { RunStatus, RunSummary } from './stores/run-listing.js';
 export type { BreakerOptions } from './policies/breaker.js';
 export {
   memoryLimiterStore,

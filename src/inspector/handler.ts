@@ -5,7 +5,7 @@ import type { Runner } from '../run/runner-api.js';
 import { lastEventId, SSE_HEADERS, toSSE } from '../sse/index.js';
 import { RUN_STATUSES } from '../stores/run-list.js';
 import { isValidRunId } from '../run/run-id.js';
-import type { RunStatus, RunSummary } from '../stores/run-store.js';
+import type { RunStatus, RunSummary } from '../stores/run-listing.js';
 import { APP_CSS, APP_JS } from './assets.js';
 import { checkCsrf, cookieNonce, CSRF_HEADER, csrfCookie, csrfToken, newNonce } from './csrf.js';
 import { crossSite, json, problem, readBody, respond } from './http.js';

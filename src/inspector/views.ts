@@ -7,7 +7,7 @@ import type { RunResult } from '../observe/result.js';
 import { IDENTITY_KEY, type TraceStep } from '../observe/trace.js';
 import type { RunInfo } from '../run/durable.js';
 import type { Runner } from '../run/runner-api.js';
-import type { RunSummary } from '../stores/run-store.js';
+import type { RunSummary } from '../stores/run-listing.js';
 import { walk } from '../util/redact.js';
 
 /** A redactor: hides secret-named keys (the default pattern, identity keys and the rule) and masks secrets in text. */

@@ -1,46 +1,14 @@
 // Idempotency: a write/destructive call with a key runs at most once; repeats get the kept result.
 import { RunAbortReason, ToolFailure } from '../errors/failure.js';
-import { abortAtDeadline, untilAborted } from './abort.js';
 import type { Call, CallContext, Policy, UndoneWrite } from './types.js';
 import { generationKey, generationStoreKey, heldForWrite, keptByJournal, undoStoreKey } from './undone.js';
 import { callStore, storeFailure } from '../stores/guard.js';
 import { delayUntil } from '../util/timer.js';
 import type { IdempotencyClaim, IdempotencyStore, MaybePromise } from '../stores/types.js';
+import { abandon, awaitDuplicate, noop, start, startComplete } from './claims.js';
 import { unknownOutcomeInfo } from '../stores/pending.js';
 import { secretMask } from '../observe/redact.js';
 import type { RedactRule } from '../util/redact.js';
-
-/**
- * Starts a store write whose failure must not hide the call's outcome:
- * a settled promise, or undefined when it answered synchronously.
- */
-function start(write: () => MaybePromise<void>): Promise<unknown> | undefined {
-  try {
-    const done = write();
-    return done instanceof Promise ? done.then(undefined, noop) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** {@link start} of `store.complete` without a closure: every write that ends ok records one. */
-function startComplete(
-  store: IdempotencyStore,
-  key: string,
-  value: unknown,
-  ttlMs: number | undefined,
-): Promise<unknown> | undefined {
-  try {
-    const done = store.complete(key, value, ttlMs);
-    return done instanceof Promise ? done.then(undefined, noop) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-type Pending = Extract<IdempotencyClaim, { status: 'pending' }>;
-
-function noop(): void {}
 
 /**
  * How long a call's result is kept: its tool's `idempotencyTtlMs`; an undo's, as long as the mark of
@@ -57,41 +25,6 @@ function lapsed(key: string): Error {
   return Object.assign(new Error(`The idempotency key ${key} was being read by an undo; try again.`), {
     status: 409,
   });
-}
-
-/** Stops a claim nobody will act on: its waiting ends, a late rejection is handled. */
-function abandon(claim: Pending): void {
-  claim.cancel?.();
-  claim.settled.then(undefined, noop);
-}
-
-/**
- * Waits for the concurrent duplicate's outcome, but never past this call's end: its deadline
- * (`timeout` / `deadline_exceeded`, aborting the run as an attempt's deadline clamp does), the
- * caller's cancel or `runner.close()` (the run's scope aborts). Then the store stops waiting too.
- * Closures here are fine: only a duplicate of a call in flight comes this way.
- */
-function awaitDuplicate(ctx: CallContext, claim: Pending, now: () => number): Promise<unknown> {
-  const { run } = ctx;
-  if (run.aborted) {
-    abandon(claim);
-    return Promise.reject(run.reason);
-  }
-  const where = ctx.chain ? `Chain ${ctx.chain} passed its deadline` : 'The call passed its deadline';
-  const cancelDeadline = abortAtDeadline(
-    run,
-    ctx.deadlineAt,
-    now,
-    `${where} while waiting for a duplicate call (same idempotency key) still in flight.`,
-  );
-  const off = run.onAbort(() => abandon(claim));
-  const done = (): void => {
-    cancelDeadline();
-    off();
-  };
-  const outcome = untilAborted(claim.settled, run);
-  outcome.then(done, done);
-  return outcome;
 }
 
 /**

@@ -1,7 +1,7 @@
 // Listing durable runs on PostgreSQL (`runner.listRuns`): one ordered index range per status (see
 // run-sql.ts), the page's summaries made from each run's result and journal.
 import { summarize } from '../stores/run-list.js';
-import type { RunListQuery, RunListResult, RunStatus } from '../stores/run-store.js';
+import type { RunListQuery, RunListResult, RunStatus } from '../stores/run-listing.js';
 import type { Db, Statement } from './db.js';
 
 /**

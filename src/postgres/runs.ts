@@ -7,7 +7,8 @@ import { encodeKept, encodeRunValue, parkedStep, storedRun } from '../stores/run
 import { steered } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
-import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
+import type { CreateRunResult, StoredRun } from '../stores/run-store.js';
+import type { RunStatus } from '../stores/run-listing.js';
 import { textList, type Db } from './db.js';
 import { postgresEventLog } from './run-events.js';
 import { runStatements } from './run-sql.js';

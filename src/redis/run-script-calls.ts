@@ -8,8 +8,6 @@ import {
   FINISH,
   GET,
   JOURNAL,
-  LIST,
-  LIST_CONTEXT,
   RENEW,
   REOPEN,
   REQUEST_CANCEL,
@@ -17,6 +15,7 @@ import {
   TAKE_PARKED,
   WAKE_AT,
 } from './run-scripts.js';
+import { LIST, LIST_CONTEXT } from './list-scripts.js';
 import { script } from './script.js';
 
 export const create = script(CREATE);

@@ -10,7 +10,8 @@ import { keepable } from './kept.js';
 import { steered, summarize } from '../stores/run-list.js';
 import type { RunStore } from '../stores/run-store.js';
 import type { IdempotencyStore } from '../stores/types.js';
-import type { CreateRunResult, RunStatus, StoredRun } from '../stores/run-store.js';
+import type { CreateRunResult, StoredRun } from '../stores/run-store.js';
+import type { RunStatus } from '../stores/run-listing.js';
 import {
   claim,
   create,

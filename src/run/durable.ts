@@ -5,7 +5,8 @@
 // durable-recovery.ts, durable-waiting.ts, durable-doubt.ts, retry-waits.ts.
 import type { RunResult } from '../observe/result.js';
 import type { ShownTo } from './visibility.js';
-import type { CreateRunResult, RunRecord, RunStatus, RunStore, StoredRun } from '../stores/run-store.js';
+import type { CreateRunResult, RunRecord, RunStore, StoredRun } from '../stores/run-store.js';
+import type { RunStatus } from '../stores/run-listing.js';
 import { STORE_WAIT_MS } from '../util/timer.js';
 import { hashContext } from './checkpoint.js';
 import { settleDoubt } from './durable-doubt.js';

@@ -3,7 +3,8 @@
 import type { Chain } from '../define/chain.js';
 import { hashContext } from './checkpoint.js';
 import { validateContext } from './prepare.js';
-import type { RunContextMatch, StoredRun } from '../stores/run-store.js';
+import type { RunContextMatch } from '../stores/run-listing.js';
+import type { StoredRun } from '../stores/run-store.js';
 
 /** Whether a stored run may be shown to the caller at hand (built by the runner's `shownBy(context)`). */
 export type ShownTo = (run: StoredRun) => boolean;

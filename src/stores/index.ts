@@ -47,15 +47,12 @@ export type {
   CreateRunResult,
   JournalEntry,
   ParkSeen,
-  RunContextMatch,
-  RunListAfter,
-  RunListQuery,
-  RunListResult,
   RunRecord,
   RunStore,
   StartedWrite,
   StoredRun,
 } from './run-store.js';
-export { contextMatches } from './run-store.js';
+export type { RunListAfter, RunListQuery, RunListResult } from './run-listing.js';
+export { contextMatches, type RunContextMatch } from './run-listing.js';
 export type { LastEvents, RunEventLog } from './run-event-log.js';
 export { CheckpointEncodeError, decodeCheckpoint, encodeCheckpoint } from './serialize.js';

@@ -5,9 +5,11 @@ import { checkOptions, integer } from '../define/options.js';
 import { z } from 'zod';
 import { encodeRunValue, parkedStep, storedRun } from './run-codec.js';
 import { isAfter, newestFirst, steered, summarize } from './run-list.js';
-import { contextMatches, type RunStore } from './run-store.js';
+import { contextMatches } from './run-listing.js';
+import type { RunStore } from './run-store.js';
 import type { IdempotencyStore } from './types.js';
-import type { ClaimFilter, CreateRunResult, RunRecord, RunStatus, RunSummary, StoredRun } from './run-store.js';
+import type { ClaimFilter, CreateRunResult, RunRecord, StoredRun } from './run-store.js';
+import type { RunStatus, RunSummary } from './run-listing.js';
 
 /** Options of {@link memoryRunStore}. */
 export interface MemoryRunStoreOptions {

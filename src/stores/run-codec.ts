@@ -1,7 +1,8 @@
 // How every run store keeps durable runs: the checkpoint codec (a recovered run sees the Dates and
 // BigInts its steps returned, as a resumed one does), and one way to put a stored run back together.
 import { decodeCheckpoint, encodeCheckpoint } from './serialize.js';
-import type { JournalEntry, RunRecord, RunStatus, StoredRun } from './run-store.js';
+import type { JournalEntry, RunRecord, StoredRun } from './run-store.js';
+import type { RunStatus } from './run-listing.js';
 
 // The codec walks any value; its signature names the checkpoint, its first user.
 const encode = encodeCheckpoint as (value: unknown) => string;

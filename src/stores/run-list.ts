@@ -2,7 +2,8 @@
 // (opaque to callers) that pages through them newest first, ties broken by run id.
 import { fromBase64Url, toBase64Url } from '../util/sha256.js';
 import { decodeRunValue } from './run-codec.js';
-import type { JournalEntry, RunListAfter, RunListQuery, RunStatus, RunSummary, StoredRun } from './run-store.js';
+import type { JournalEntry, StoredRun } from './run-store.js';
+import type { RunListAfter, RunListQuery, RunStatus, RunSummary } from './run-listing.js';
 
 /** Every run status, in the order a listing without a status filter covers them. */
 export const RUN_STATUSES: readonly RunStatus[] = [

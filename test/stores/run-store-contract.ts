@@ -11,15 +11,9 @@ import {
   type Runner,
 } from '../../src/index.js';
 import type { CheckpointStore, IdempotencyClaim, IdempotencyStore } from '../../src/stores/types.js';
-import type {
-  JournalEntry,
-  RunContextMatch,
-  RunListQuery,
-  RunRecord,
-  RunStatus,
-  RunStore,
-  StoredRun,
-} from '../../src/stores/run-store.js';
+import type { RunContextMatch } from '../../src/stores/run-listing.js';
+import type { JournalEntry, RunRecord, RunStore, StoredRun } from '../../src/stores/run-store.js';
+import type { RunListQuery, RunStatus } from '../../src/stores/run-listing.js';
 import { RUN_STATUSES } from '../../src/stores/run-list.js';
 import type { IdempotencyBeginOptions } from '../../src/stores/types.js';
 import { CheckpointEncodeError } from '../../src/stores/serialize.js';
