@@ -17,7 +17,7 @@ import { callContext, failureInfo, UNDO_FLOOR_MS, type Calls, type CallSite } fr
 import { iso, type UndoJournal } from './execution.js';
 import { schemaFailure } from './pipeline.js';
 import type { Recorder } from './recorder.js';
-import { traceEntry } from './trace-entry.js';
+import { traceEnd, traceEntry } from './trace-entry.js';
 
 /** The run a compensation belongs to: its ids, its context and its scope (what undo inputs read). */
 export interface CompensationRun extends Omit<CallSite, 'abort' | 'deadline'> {
@@ -38,8 +38,8 @@ export interface UndoUnit {
   readonly scope: Scope;
   /** The generation of the key its write ran under (see CallContext.generation); absent: the first. */
   readonly generation?: number | undefined;
-  /** When its write's step ended (epoch ms, from its trace entry): its result was kept, or read, by then. */
-  readonly endedAt?: number | undefined;
+  /** Its write's trace entry: when the step ended, its result was kept, or read, by then (read only to undo). */
+  readonly ran?: TraceStep | undefined;
 }
 
 /**
@@ -173,7 +173,7 @@ async function undo(
  * built again: the undo still runs.
  */
 function undoneWrite(calls: Calls, site: CallSite, unit: UndoUnit): UndoneWrite | undefined {
-  const { step, id, scope, generation, endedAt } = unit;
+  const { step, id, scope, generation, ran } = unit;
   const tool = step.tool;
   if (tool === undefined || tool.effect === 'read' || step.resolveInput === undefined) return undefined;
   try {
@@ -184,7 +184,13 @@ function undoneWrite(calls: Calls, site: CallSite, unit: UndoUnit): UndoneWrite 
     const write = callContext(calls, { ...site, context: scope.context }, id, tool, parsed.data, key);
     if (write.storeKey === undefined || keptByJournal(write)) return undefined;
     const output = (scope.results as Record<string, unknown>)[step.id];
-    return { storeKey: write.storeKey, ttlMs: tool.idempotencyTtlMs, generation: generation ?? 0, output, endedAt };
+    return {
+      storeKey: write.storeKey,
+      ttlMs: tool.idempotencyTtlMs,
+      generation: generation ?? 0,
+      output,
+      endedAt: traceEnd(ran),
+    };
   } catch {
     return undefined;
   }

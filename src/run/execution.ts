@@ -87,8 +87,6 @@ export interface Execution {
    * `error`, its undos journaled in `undone` (entries of `compensation` `undone`/`undo_failed`) kept, the rest done.
    */
   compensating?: { error: ChainErrorInfo; undone: readonly JournalEntry[]; reported?: Undone };
-  /** A continued run that compensates: every step whose undo was journaled, never undone again. */
-  undoneBefore?: ReadonlySet<string>;
   /**
    * A continued run: the sub-chain steps their own failed sub-chain undid (by id, `two/save`), run again under
    * this generation of their key, so a service that keeps its answers by key does the write again.

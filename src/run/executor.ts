@@ -13,7 +13,7 @@ import { abortAtDeadline, AbortScope, onSignalAbort, untilAborted } from '../pol
 import type { CallContext } from '../policies/types.js';
 import { failureInfo } from './call-context.js';
 import { DONE, isThenable, PENDING, StepError, type Execution, type StepOutcome } from './execution.js';
-import { traceEnd, traceEntry } from './trace-entry.js';
+import { traceEntry } from './trace-entry.js';
 import { Scheduler } from './scheduler.js';
 import type { UndoUnit } from './compensate.js';
 import { nestedEnd, type NestedEnd } from './sub-run.js';
@@ -155,8 +155,8 @@ class Run extends Scheduler implements EndingRun {
       if (nested !== undefined) for (const unit of nested) (units ??= []).push(unit);
       if (step.compensate && this.isDone(step) && step.id in results) {
         const id = this.stepKey(step);
-        const endedAt = traceEnd(this.traceSteps[step.index]);
-        (units ??= []).push({ step, id, scope, generation: this.exec.generations?.get(id), endedAt });
+        const ran = this.traceSteps[step.index];
+        (units ??= []).push({ step, id, scope, generation: this.exec.generations?.get(id), ran });
       }
     }
     return units ?? [];

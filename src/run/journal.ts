@@ -76,8 +76,6 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
   const done: string[] = [];
   const priorTrace: TraceStep[] = [];
   let compensating: Execution['compensating'];
-  // The undos journaled once the run compensates; a failed sub-chain's own come before its `start`.
-  let undoneBefore: Set<string> | undefined;
   let redo: Map<string, number> | undefined;
   let nested: Map<string, JournalEntry[]> | undefined;
   let generations: Map<string, number> | undefined;
@@ -87,7 +85,6 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
       compensating = { error: entry.error as ChainErrorInfo, undone: [] };
       if (entry.undone) compensating.reported = entry.undone as Undone;
     } else if (entry.compensation !== undefined && compensating !== undefined) {
-      (undoneBefore ??= new Set()).add(entry.step);
       (compensating.undone as JournalEntry[]).push(entry);
     } else if (entry.compensation === 'undone') {
       // A failed sub-chain took its own step back before the run failed (or went on, its failure collected):
@@ -122,7 +119,6 @@ export function continuation(run: StoredRun, chain: Chain): Execution {
     ...(run.sessionId !== undefined && { sessionId: run.sessionId }),
     ...(run.approvedGate !== undefined && { approvedGate: run.approvedGate }),
     ...(compensating && { compensating }),
-    ...(undoneBefore && { undoneBefore }),
     ...(redo && { redo }),
     ...(nested && { priorNested: nested }),
     ...(kept && { kept }),

@@ -7,10 +7,10 @@ import type { ItemScope } from '../define/spec.js';
 import { parseSchema } from '../define/schema.js';
 import type { Scope } from '../define/ref.js';
 import type { PlannedStep } from '../define/step-kinds.js';
+import type { TraceStep } from '../observe/trace.js';
 import type { UndoUnit } from './compensate.js';
 import type { Execution } from './execution.js';
 import { priorUnits } from './sub-run.js';
-import { traceEnd } from './trace-entry.js';
 import { nullRecord } from '../util/record.js';
 
 /**
@@ -139,11 +139,11 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
   if (entries.length === 0 && !filedBelow(exec, prefix)) return [];
   const done = new Set<string>();
   const generations = new Map<string, number>();
-  const ends = new Map<string, number | undefined>();
+  const ran = new Map<string, TraceStep | undefined>();
   for (const e of entries) {
     done.add(e.step.slice(prefix.length + 1));
     if (e.generation !== undefined) generations.set(e.step, e.generation);
-    ends.set(e.step, traceEnd(e.trace));
+    ran.set(e.step, e.trace);
   }
   const scope = priorScope(exec, chain, prefix, rawInput, parent);
   const { results } = scope;
@@ -158,7 +158,7 @@ function priorRunUndo(exec: Execution, chain: Chain, prefix: string, rawInput: u
     }
     if (step.calls) units.push(...priorStepUndo(exec, step, id, scope));
     if (step.compensate && step.id in results)
-      units.push({ step, id, scope, generation: generations.get(id), endedAt: ends.get(id) });
+      units.push({ step, id, scope, generation: generations.get(id), ran: ran.get(id) });
   }
   return units;
 }

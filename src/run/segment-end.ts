@@ -123,14 +123,13 @@ async function stoppedResult(
 
   /** A failed run undoes what it completed (newest first), but for what an earlier owner undid already. */
   const compensate = async (result: Extract<RunResult, { status: 'failed' }>): Promise<void> => {
-    if (exec.compensating) priorUndos(result, exec.compensating);
-    const before = exec.undoneBefore;
+    const undone = exec.compensating ? priorUndos(result, exec.compensating) : undefined;
     // A durable run that stopped without ending is finished by its next owner: nothing is undone here.
     const undo = exec.interrupted?.()
       ? []
       : run
           .undoUnits()
-          .filter((unit) => !before?.has(unit.id))
+          .filter((unit) => !undone?.has(unit.id))
           .reverse();
     await compensateRun(calls, recorder, run, undo, result, run.abort.reason, exec.undoJournal);
   };
@@ -171,20 +170,23 @@ async function stoppedResult(
 
 /**
  * A recovered run's undos done before, into the result (compensated, failures, trace): what its failed
- * sub-chains had undone themselves when it began to compensate, then its own undos.
+ * sub-chains had undone themselves when it began to compensate, then its own undos, whose step ids it returns.
  */
 function priorUndos(
   result: Extract<RunResult, { status: 'failed' }>,
   { undone, reported }: NonNullable<Execution['compensating']>,
-): void {
+): Set<string> {
+  const ids = new Set<string>();
   const failures: { step: string; error: ChainErrorInfo }[] = [...(reported?.compensationFailures ?? [])];
   if (reported) result.compensated.push(...reported.compensated);
   for (const e of undone) {
+    ids.add(e.step);
     if (e.compensation === 'undo_failed') failures.push({ step: e.step, error: e.error as ChainErrorInfo });
     else result.compensated.push(e.step);
     if (e.trace) result.trace.steps.push(e.trace);
   }
   if (failures.length > 0) result.compensationFailures = failures;
+  return ids;
 }
 
 /**

@@ -125,7 +125,6 @@ export function runNested(
     // Its own undos (it failed) are journaled as the run's are, so a next owner does not undo them again; the
     // run compensates only if it fails in turn (a failure collected by a forEach goes on).
     ...(parent.undoJournal && { undoJournal: nestedUndoJournal(parent.undoJournal) }),
-    ...(parent.undoneBefore && { undoneBefore: parent.undoneBefore }),
     ...(parent.redo && { redo: parent.redo }),
   };
   return host.nest(exec);

@@ -64,7 +64,7 @@ export function newTrace(
  *
  * @example
  * ```ts
- * const endedAt = traceEnd(traceSteps[step.index]);
+ * const endedAt = traceEnd(unit.ran); // the write's step, from its trace entry
  * ```
  */
 export function traceEnd(entry: TraceStep | undefined): number | undefined {
