@@ -36,6 +36,18 @@ const schema = (): string => {
   return s;
 };
 
+/** PostgreSQL's plan for `sql` with sequential scans off (a tiny table: whether an index can answer at all). */
+async function planOf(sql: string): Promise<string> {
+  const client = await pool.connect();
+  try {
+    await client.query(`SET enable_seqscan = off`);
+    return (await client.query(`EXPLAIN ${sql}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query(`RESET enable_seqscan`);
+    client.release();
+  }
+}
+
 runStoreContract('postgres', async () => {
   const s = schema();
   const { runs, idempotency } = postgresStores(pool, { schema: s, pollMs: 5 });
@@ -157,21 +169,11 @@ describe('postgres run store', () => {
       contexts: [{ hash: 'ctx-old', except: [] }],
     };
     expect((await stores.runs.listRuns!(mine)).runs.map((r) => r.runId)).toEqual([before.runId]);
-    const client = await pool.connect();
-    try {
-      await client.query(`SET enable_seqscan = off`); // a tiny table: ask whether an index can answer at all
-      const plan = (
-        await client.query(
-          `EXPLAIN SELECT run_id FROM "${s}".runs WHERE context_hash = 'ctx-old' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
-        )
-      ).rows
-        .map((r) => r['QUERY PLAN'])
-        .join('\n');
-      expect(plan).toMatch(/runs_context_started/);
-    } finally {
-      await client.query(`RESET enable_seqscan`);
-      client.release();
-    }
+    expect(
+      await planOf(
+        `SELECT run_id FROM "${s}".runs WHERE context_hash = 'ctx-old' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
+      ),
+    ).toMatch(/runs_context_started/);
   });
 
   it('upgrades tables of schema version 2 in place: runs recorded before are listed by their start time, through an index', async () => {
@@ -196,21 +198,11 @@ describe('postgres run store', () => {
       [rec.runId, 2_000],
       [before.runId, 1_000],
     ]);
-    const client = await pool.connect();
-    try {
-      await client.query(`SET enable_seqscan = off`); // a tiny table: ask whether an index can answer at all
-      const plan = (
-        await client.query(
-          `EXPLAIN SELECT run_id FROM "${s}".runs WHERE status = 'completed' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
-        )
-      ).rows
-        .map((r) => r['QUERY PLAN'])
-        .join('\n');
-      expect(plan).toMatch(/runs_status_started/);
-    } finally {
-      await client.query(`RESET enable_seqscan`);
-      client.release();
-    }
+    expect(
+      await planOf(
+        `SELECT run_id FROM "${s}".runs WHERE status = 'completed' ORDER BY started_at DESC, run_id DESC LIMIT 50`,
+      ),
+    ).toMatch(/runs_status_started/);
   });
 });
 
